@@ -1,0 +1,306 @@
+//! API errors, answered as `metav1.Status` bodies with kube-apiserver's codes and reasons.
+
+use serde_json::{Value, json};
+
+use crate::resources::ResourceInfo;
+
+/// One field-level cause of an `Invalid` error.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cause {
+    /// Machine-readable reason, e.g. `FieldValueInvalid`.
+    pub reason: &'static str,
+    /// The field path, e.g. `metadata.name`.
+    pub field: String,
+    /// What is wrong, in kube-apiserver's words.
+    pub message: String,
+}
+
+impl Cause {
+    /// `field: Invalid value: "value": detail`.
+    pub fn invalid(field: &str, value: &Value, detail: &str) -> Self {
+        Cause {
+            reason: "FieldValueInvalid",
+            field: field.into(),
+            message: format!("Invalid value: {}: {detail}", render_value(value)),
+        }
+    }
+
+    /// `field: Required value: detail`.
+    pub fn required(field: &str, detail: &str) -> Self {
+        let message = if detail.is_empty() {
+            "Required value".to_string()
+        } else {
+            format!("Required value: {detail}")
+        };
+        Cause {
+            reason: "FieldValueRequired",
+            field: field.into(),
+            message,
+        }
+    }
+
+    /// `field: Forbidden: detail`.
+    pub fn forbidden(field: &str, detail: &str) -> Self {
+        Cause {
+            reason: "FieldValueForbidden",
+            field: field.into(),
+            message: format!("Forbidden: {detail}"),
+        }
+    }
+
+    fn full_message(&self) -> String {
+        format!("{}: {}", self.field, self.message)
+    }
+}
+
+/// Renders a value as kube-apiserver does inside `Invalid value: ...`.
+fn render_value(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("{s:?}"),
+        Value::Null => "null".into(),
+        other => other.to_string(),
+    }
+}
+
+/// An error answered to the client as a `Status` with an HTTP code.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{code} {reason}: {message}")]
+pub struct ApiError {
+    /// HTTP status code.
+    pub code: u16,
+    /// `Status.reason`, e.g. `NotFound`.
+    pub reason: &'static str,
+    /// Human-readable message.
+    pub message: String,
+    /// `Status.details`, when the error is about one object.
+    pub details: Option<Value>,
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    fn object_details(info: &ResourceInfo, name: &str) -> Value {
+        json!({"name": name, "group": info.group, "kind": info.plural})
+    }
+
+    /// 404: `configmaps "x" not found`.
+    pub fn not_found(info: &ResourceInfo, name: &str) -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", info.qualified_plural()),
+        )
+        .with_details(Self::object_details(info, name))
+    }
+
+    /// 404 for a namespace that does not exist.
+    pub fn namespace_not_found(namespace: &str) -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            format!("namespaces \"{namespace}\" not found"),
+        )
+        .with_details(json!({"name": namespace, "kind": "namespaces"}))
+    }
+
+    /// 404 for a path that names no resource.
+    pub fn no_such_path(path: &str) -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            format!("the server could not find the requested resource (path {path})"),
+        )
+    }
+
+    /// 409: `configmaps "x" already exists`.
+    pub fn already_exists(info: &ResourceInfo, name: &str) -> Self {
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", info.qualified_plural()),
+        )
+        .with_details(Self::object_details(info, name))
+    }
+
+    /// 409: the object has been modified (stale resourceVersion).
+    pub fn conflict_modified(info: &ResourceInfo, name: &str) -> Self {
+        Self::conflict(
+            info,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    /// 409 with a detail, e.g. a failed precondition.
+    pub fn conflict(info: &ResourceInfo, name: &str, detail: &str) -> Self {
+        Self::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": {detail}",
+                info.qualified_plural()
+            ),
+        )
+        .with_details(Self::object_details(info, name))
+    }
+
+    /// 422: `Kind "name" is invalid: cause, cause`.
+    pub fn invalid(info: &ResourceInfo, name: &str, causes: Vec<Cause>) -> Self {
+        let joined = causes.iter().map(Cause::full_message).collect::<Vec<_>>();
+        let message = if joined.len() == 1 {
+            joined[0].clone()
+        } else {
+            format!("[{}]", joined.join(", "))
+        };
+        let causes_json: Vec<Value> = causes
+            .iter()
+            .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+            .collect();
+        Self::new(
+            422,
+            "Invalid",
+            format!("{} \"{name}\" is invalid: {message}", info.kind),
+        )
+        .with_details(
+            json!({"name": name, "group": info.group, "kind": info.kind, "causes": causes_json}),
+        )
+    }
+
+    /// 400 with a message.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    /// 403: the request is refused for the named object.
+    pub fn forbidden(info: &ResourceInfo, name: &str, detail: &str) -> Self {
+        Self::new(
+            403,
+            "Forbidden",
+            format!(
+                "{} \"{name}\" is forbidden: {detail}",
+                info.qualified_plural()
+            ),
+        )
+        .with_details(Self::object_details(info, name))
+    }
+
+    /// 405 with a message.
+    pub fn method_not_allowed(message: impl Into<String>) -> Self {
+        Self::new(405, "MethodNotAllowed", message)
+    }
+
+    /// 410: a resourceVersion older than the retained history.
+    pub fn expired(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    /// 415: a body type the endpoint does not take.
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/merge-patch+json, application/json-patch+json (got {content_type:?})"
+            ),
+        )
+    }
+
+    /// 401: no or wrong bearer token.
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
+    }
+
+    /// 413: the body is larger than the server accepts.
+    pub fn too_large(limit: usize) -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("the request body is larger than {limit} bytes"),
+        )
+    }
+
+    /// 406: the client accepts no representation the server can produce.
+    pub fn not_acceptable(accept: &str) -> Self {
+        Self::new(
+            406,
+            "NotAcceptable",
+            format!("only application/json is served; the request asked for {accept:?}"),
+        )
+    }
+
+    /// 500 for a fault inside the server.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "InternalError", message)
+    }
+
+    /// The `metav1.Status` body of this error.
+    pub fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(details) = &self.details {
+            status["details"] = details.clone();
+        }
+        status
+    }
+}
+
+/// Result of a server operation.
+pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::Registry;
+
+    #[test]
+    fn not_found_names_the_group_qualified_resource() {
+        let registry = Registry::with_builtins();
+        let info = registry.get("apps", "v1", "deployments").unwrap();
+        let status = ApiError::not_found(&info, "web").to_status();
+        assert_eq!(status["message"], "deployments.apps \"web\" not found");
+        assert_eq!(status["code"], 404);
+        assert_eq!(status["details"]["group"], "apps");
+        assert_eq!(status["details"]["kind"], "deployments");
+    }
+
+    #[test]
+    fn invalid_lists_every_cause() {
+        let registry = Registry::with_builtins();
+        let info = registry.get("", "v1", "configmaps").unwrap();
+        let err = ApiError::invalid(
+            &info,
+            "Bad",
+            vec![
+                Cause::invalid("metadata.name", &json!("Bad"), "must be lower case"),
+                Cause::required("metadata.namespace", ""),
+            ],
+        );
+        assert_eq!(
+            err.message,
+            "ConfigMap \"Bad\" is invalid: [metadata.name: Invalid value: \"Bad\": must be lower case, metadata.namespace: Required value]"
+        );
+        assert_eq!(
+            err.to_status()["details"]["causes"][0]["field"],
+            "metadata.name"
+        );
+    }
+}

@@ -1,0 +1,126 @@
+//! The REST front end: routes Kubernetes API requests to the store.
+
+mod discovery;
+mod list;
+mod negotiate;
+mod query;
+mod resource;
+mod respond;
+mod route;
+mod watch;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State as AxumState;
+use http::{Method, Request, Response};
+use parking_lot::RwLock;
+
+use crate::error::{ApiError, ApiResult};
+use crate::store::State;
+use route::Route;
+
+pub use discovery::KUBERNETES_MINOR;
+
+/// Settings of the front end.
+#[derive(Clone, Debug)]
+pub struct FrontConfig {
+    /// How often an idle watch that asked for bookmarks gets one.
+    pub bookmark_interval: Duration,
+    /// A bearer token every request must carry, if set.
+    pub token: Option<String>,
+    /// The largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+}
+
+impl Default for FrontConfig {
+    fn default() -> Self {
+        FrontConfig {
+            bookmark_interval: Duration::from_secs(10),
+            token: None,
+            max_body_bytes: 3 * 1024 * 1024,
+        }
+    }
+}
+
+/// What every request handler shares: the store and the settings.
+pub struct Shared {
+    /// The store, behind one lock.
+    pub state: RwLock<State>,
+    /// Front-end settings.
+    pub config: FrontConfig,
+    /// The address clients reach the server at, for `/api`.
+    pub address: RwLock<String>,
+}
+
+/// The tower service of the server: an axum router that answers every path.
+pub fn router(shared: Arc<Shared>) -> Router {
+    Router::new().fallback(handle).with_state(shared)
+}
+
+async fn handle(
+    AxumState(shared): AxumState<Arc<Shared>>,
+    request: Request<Body>,
+) -> Response<Body> {
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let response = match dispatch(&shared, request).await {
+        Ok(response) => response,
+        Err(error) => respond::error(&error),
+    };
+    tracing::debug!(%method, %path, status = response.status().as_u16(), "request");
+    response
+}
+
+async fn dispatch(shared: &Arc<Shared>, request: Request<Body>) -> ApiResult<Response<Body>> {
+    check_token(&shared.config, &request)?;
+    let path = request.uri().path().to_string();
+    let route = route::parse(&path).ok_or_else(|| ApiError::no_such_path(&path))?;
+    if request.method() != Method::GET && !matches!(route, Route::Resource(_)) {
+        return Err(ApiError::method_not_allowed(format!(
+            "{} is not supported on {path}",
+            request.method()
+        )));
+    }
+    let found = |doc: Option<serde_json::Value>| {
+        doc.map(|d| respond::json(200, &d))
+            .ok_or_else(|| ApiError::no_such_path(&path))
+    };
+    match route {
+        Route::Version => Ok(respond::json(200, &discovery::version())),
+        Route::Health => Ok(respond::text(200, "ok")),
+        Route::CoreVersions => Ok(respond::json(
+            200,
+            &discovery::core_versions(&shared.address.read()),
+        )),
+        Route::Groups => Ok(respond::json(
+            200,
+            &discovery::groups(&shared.state.read().registry),
+        )),
+        Route::Group(group) => found(discovery::group(&shared.state.read().registry, &group)),
+        Route::ResourceList { group, version } => found(discovery::resource_list(
+            &shared.state.read().registry,
+            &group,
+            &version,
+        )),
+        Route::Resource(target) => resource::serve(shared, target, request).await,
+    }
+}
+
+fn check_token(config: &FrontConfig, request: &Request<Body>) -> ApiResult<()> {
+    let Some(token) = &config.token else {
+        return Ok(());
+    };
+    let given = request
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if given == Some(token.as_str()) {
+        Ok(())
+    } else {
+        Err(ApiError::unauthorized())
+    }
+}

@@ -1,0 +1,313 @@
+//! Requests on collections, objects and subresources.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use http::{Method, Request, Response, header};
+use serde_json::{Value, json};
+
+use super::list::{self, Selectors};
+use super::negotiate::{self, BodyType, Representation};
+use super::query::Query;
+use super::route::ResourcePath;
+use super::{Shared, respond, watch};
+use crate::error::{ApiError, ApiResult};
+use crate::meta;
+use crate::resources::ResourceInfo;
+use crate::store::{DeleteOptions, DeleteOutcome, PatchBody, Propagation, Target, WriteOptions};
+
+/// One request on a resource path, decoded.
+struct Call {
+    info: Arc<ResourceInfo>,
+    namespace: Option<String>,
+    query: Query,
+    representation: Representation,
+    content_type: Option<String>,
+}
+
+impl Call {
+    /// The namespace of an object request ("" for cluster-scoped kinds).
+    fn object_namespace(&self) -> ApiResult<&str> {
+        match (&self.namespace, self.info.namespaced) {
+            (_, false) => Ok(""),
+            (Some(ns), true) => Ok(ns),
+            (None, true) => Err(ApiError::bad_request(format!(
+                "{} is namespaced: the path must name a namespace",
+                self.info.plural
+            ))),
+        }
+    }
+
+    fn respond(&self, code: u16, object: &Value) -> Response<Body> {
+        respond::json(code, &list::render(object, &self.info, self.representation))
+    }
+}
+
+/// Serves a request on a collection, object or subresource.
+pub async fn serve(
+    shared: &Arc<Shared>,
+    path: ResourcePath,
+    request: Request<Body>,
+) -> ApiResult<Response<Body>> {
+    let (parts, body) = request.into_parts();
+    let info = shared
+        .state
+        .read()
+        .registry
+        .get(&path.group, &path.version, &path.plural)
+        .ok_or_else(|| ApiError::no_such_path(parts.uri.path()))?;
+    if path.namespace.is_some() && !info.namespaced {
+        return Err(ApiError::no_such_path(parts.uri.path()));
+    }
+    let target = match path.subresource.as_deref() {
+        None => Target::Main,
+        Some("status") if info.status_subresource && path.name.is_some() => Target::Status,
+        Some(_) => return Err(ApiError::no_such_path(parts.uri.path())),
+    };
+    let header = |name: header::HeaderName| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let call = Call {
+        representation: negotiate::representation(header(header::ACCEPT).as_deref())?,
+        content_type: header(header::CONTENT_TYPE),
+        query: Query::parse(parts.uri.query()),
+        namespace: path.namespace.clone(),
+        info,
+    };
+    let limit = shared.config.max_body_bytes;
+    match (parts.method, path.name) {
+        (Method::GET, None) if call.query.flag("watch")? => watch::serve(
+            shared,
+            &call.info,
+            call.namespace.as_deref(),
+            &call.query,
+            call.representation,
+        ),
+        (Method::GET, None) => {
+            let state = shared.state.read();
+            let body = list::list(
+                &state,
+                &call.info,
+                call.namespace.as_deref(),
+                &call.query,
+                call.representation,
+            )?;
+            Ok(respond::json(200, &body))
+        }
+        (Method::POST, None) => create(
+            shared,
+            &call,
+            read_json(body, limit).await?,
+            &call.content_type,
+        ),
+        (Method::DELETE, None) => {
+            delete_collection(shared, &call, read_optional_json(body, limit).await?)
+        }
+        (Method::GET, Some(name)) => {
+            let namespace = call.object_namespace()?;
+            let object = shared
+                .state
+                .read()
+                .get(&call.info.key(), namespace, &name)
+                .ok_or_else(|| ApiError::not_found(&call.info, &name))?;
+            Ok(call.respond(200, &object))
+        }
+        (Method::PUT, Some(name)) => {
+            expect_json(&call.content_type)?;
+            let object = read_json(body, limit).await?;
+            let namespace = call.object_namespace()?;
+            let options = WriteOptions {
+                dry_run: call.query.dry_run()?,
+            };
+            let stored = shared
+                .state
+                .write()
+                .update(&call.info, namespace, &name, object, target, &options)?;
+            Ok(call.respond(200, &stored))
+        }
+        (Method::PATCH, Some(name)) => {
+            let patch = patch_body(&call, read_json(body, limit).await?)?;
+            let namespace = call.object_namespace()?;
+            let options = WriteOptions {
+                dry_run: call.query.dry_run()?,
+            };
+            let stored = shared
+                .state
+                .write()
+                .patch(&call.info, namespace, &name, &patch, target, &options)?;
+            Ok(call.respond(200, &stored))
+        }
+        (Method::DELETE, Some(name)) if target == Target::Main => {
+            let options = delete_options(&call.query, read_optional_json(body, limit).await?)?;
+            let namespace = call.object_namespace()?;
+            let outcome = shared
+                .state
+                .write()
+                .delete(&call.info, namespace, &name, &options)?;
+            let code = match outcome {
+                DeleteOutcome::Removed(_) => 200,
+                DeleteOutcome::Pending(_) => 202,
+            };
+            Ok(call.respond(code, outcome.object()))
+        }
+        (method, _) => Err(ApiError::method_not_allowed(format!(
+            "{method} is not supported on {}",
+            parts.uri.path()
+        ))),
+    }
+}
+
+fn create(
+    shared: &Arc<Shared>,
+    call: &Call,
+    object: Value,
+    content_type: &Option<String>,
+) -> ApiResult<Response<Body>> {
+    expect_json(content_type)?;
+    if call.info.namespaced && call.namespace.is_none() {
+        return Err(ApiError::method_not_allowed(format!(
+            "create of {} needs a namespace in the path",
+            call.info.plural
+        )));
+    }
+    let options = WriteOptions {
+        dry_run: call.query.dry_run()?,
+    };
+    let stored =
+        shared
+            .state
+            .write()
+            .create(&call.info, call.namespace.as_deref(), object, &options)?;
+    Ok(call.respond(201, &stored))
+}
+
+fn delete_collection(
+    shared: &Arc<Shared>,
+    call: &Call,
+    body: Option<Value>,
+) -> ApiResult<Response<Body>> {
+    let options = delete_options(&call.query, body)?;
+    let selectors = Selectors::from_query(&call.query, &call.info)?;
+    let mut state = shared.state.write();
+    let doomed: Vec<(String, String)> = state
+        .list(&call.info.key(), call.namespace.as_deref(), None)
+        .filter(|object| selectors.matches(object))
+        .map(|o| (meta::namespace(o).to_string(), meta::name(o).to_string()))
+        .collect();
+    let mut items = Vec::with_capacity(doomed.len());
+    for (namespace, name) in doomed {
+        // An object another deletion in this loop already removed is simply skipped.
+        if let Ok(outcome) = state.delete(&call.info, &namespace, &name, &options) {
+            items.push(list::render(
+                outcome.object(),
+                &call.info,
+                call.representation,
+            ));
+        }
+    }
+    let metadata = json!({"resourceVersion": state.resource_version().to_string()});
+    Ok(respond::json(
+        200,
+        &list::list_body(&call.info, call.representation, metadata, items),
+    ))
+}
+
+fn patch_body(call: &Call, body: Value) -> ApiResult<PatchBody> {
+    match negotiate::body_type(call.content_type.as_deref())? {
+        BodyType::MergePatch => Ok(PatchBody::Merge(body)),
+        BodyType::JsonPatch => Ok(PatchBody::Json(body)),
+        BodyType::StrategicMergePatch if call.info.custom => Err(ApiError {
+            code: 415,
+            reason: "UnsupportedMediaType",
+            message: format!(
+                "strategic merge patch is not supported for custom resources ({}); use a merge or JSON patch",
+                call.info.qualified_plural()
+            ),
+            details: None,
+        }),
+        BodyType::StrategicMergePatch | BodyType::ApplyPatch | BodyType::Json => Err(ApiError {
+            code: 415,
+            reason: "UnsupportedMediaType",
+            message: format!(
+                "PATCH with content type {:?} is not supported by this server yet; use application/merge-patch+json or application/json-patch+json",
+                call.content_type.as_deref().unwrap_or_default()
+            ),
+            details: None,
+        }),
+    }
+}
+
+fn expect_json(content_type: &Option<String>) -> ApiResult<()> {
+    match negotiate::body_type(content_type.as_deref())? {
+        BodyType::Json => Ok(()),
+        _ => Err(ApiError::unsupported_media_type(
+            content_type.as_deref().unwrap_or_default(),
+        )),
+    }
+}
+
+/// The delete options of a request, from its body (`DeleteOptions`) and query.
+fn delete_options(query: &Query, body: Option<Value>) -> ApiResult<DeleteOptions> {
+    let body = body.unwrap_or(Value::Null);
+    let policy = body["propagationPolicy"]
+        .as_str()
+        .or_else(|| query.get("propagationPolicy"));
+    let propagation = match policy {
+        Some("Background") => Some(Propagation::Background),
+        Some("Foreground") => Some(Propagation::Foreground),
+        Some("Orphan") => Some(Propagation::Orphan),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "invalid propagationPolicy {other:?}: must be Background, Foreground or Orphan"
+            )));
+        }
+        None => match body["orphanDependents"].as_bool() {
+            Some(true) => Some(Propagation::Orphan),
+            Some(false) => Some(Propagation::Background),
+            None => None,
+        },
+    };
+    let dry_run_in_body = body["dryRun"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|v| v == "All"));
+    Ok(DeleteOptions {
+        propagation,
+        precondition_uid: body["preconditions"]["uid"].as_str().map(str::to_string),
+        precondition_rv: body["preconditions"]["resourceVersion"]
+            .as_str()
+            .map(str::to_string),
+        dry_run: dry_run_in_body || query.dry_run()?,
+    })
+}
+
+async fn read_bytes(body: Body, limit: usize) -> ApiResult<bytes::Bytes> {
+    axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| ApiError::too_large(limit))
+}
+
+/// Reads a JSON body, with a clear error for malformed JSON.
+async fn read_json(body: Body, limit: usize) -> ApiResult<Value> {
+    let bytes = read_bytes(body, limit).await?;
+    if bytes.is_empty() {
+        return Err(ApiError::bad_request("the request body is empty"));
+    }
+    decode(&bytes)
+}
+
+async fn read_optional_json(body: Body, limit: usize) -> ApiResult<Option<Value>> {
+    let bytes = read_bytes(body, limit).await?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    decode(&bytes).map(Some)
+}
+
+fn decode(bytes: &[u8]) -> ApiResult<Value> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
+}

@@ -1,0 +1,39 @@
+//! Building HTTP responses.
+
+use axum::body::Body;
+use http::{Response, StatusCode, header};
+use serde::Serialize;
+
+use crate::error::ApiError;
+
+/// A JSON response.
+pub fn json(code: u16, body: &impl Serialize) -> Response<Body> {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => with_type(code, "application/json", Body::from(bytes)),
+        Err(err) => error(&ApiError::internal(format!(
+            "could not encode the response: {err}"
+        ))),
+    }
+}
+
+/// A plain-text response.
+pub fn text(code: u16, body: &'static str) -> Response<Body> {
+    with_type(code, "text/plain; charset=utf-8", Body::from(body))
+}
+
+/// The `Status` response of an error.
+pub fn error(error: &ApiError) -> Response<Body> {
+    let bytes = serde_json::to_vec(&error.to_status()).unwrap_or_default();
+    with_type(error.code, "application/json", Body::from(bytes))
+}
+
+/// A response with a body and content type.
+pub fn with_type(code: u16, content_type: &str, body: Body) -> Response<Body> {
+    let mut response = Response::new(body);
+    *response.status_mut() =
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    if let Ok(value) = header::HeaderValue::from_str(content_type) {
+        response.headers_mut().insert(header::CONTENT_TYPE, value);
+    }
+    response
+}

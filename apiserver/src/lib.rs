@@ -1,0 +1,36 @@
+//! dynrec-apiserver: an embedded, in-memory Kubernetes API server.
+//!
+//! It speaks the Kubernetes REST protocol (discovery, CRUD, status subresources, patches,
+//! watches, finalizers, garbage collection, CRDs at run time) so that controllers and
+//! `kubectl` can run against it with no cluster. Reach it in-process with
+//! [`ApiServer::client`] or over HTTP with [`ApiServer::serve`].
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), kube::Error> {
+//! use kube::api::{Api, DynamicObject, ApiResource, PostParams};
+//! use kube::core::GroupVersionKind;
+//!
+//! let server = dynrec_apiserver::ApiServer::new();
+//! let client = server.client();
+//! let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "ConfigMap"));
+//! let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &ar);
+//! let cm = DynamicObject::new("settings", &ar).data(serde_json::json!({"data": {"a": "b"}}));
+//! let created = api.create(&PostParams::default(), &cm).await?;
+//! assert_eq!(created.metadata.generation, Some(1));
+//! # Ok(())
+//! # }
+//! ```
+
+mod error;
+mod http;
+mod meta;
+mod resources;
+mod selector;
+mod server;
+mod store;
+mod validation;
+
+pub use error::{ApiError, Cause};
+pub use http::KUBERNETES_MINOR;
+pub use server::{ApiServer, ApiServerBuilder, Serving, kubeconfig};

@@ -1,0 +1,611 @@
+//! The kinds the server serves: built-in kinds and kinds defined by CRDs at run time.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+/// The verbs every served kind supports.
+pub const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+/// Verbs of a `status` subresource.
+pub const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
+
+/// Where objects of one kind are stored: one key per (group, plural), whatever the version.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResourceKey {
+    /// API group ("" for the core group).
+    pub group: String,
+    /// Plural resource name.
+    pub plural: String,
+}
+
+/// One served kind at one group/version, as discovery describes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResourceInfo {
+    /// API group ("" for the core group).
+    pub group: String,
+    /// API version, e.g. "v1".
+    pub version: String,
+    /// Kind, e.g. "ConfigMap".
+    pub kind: String,
+    /// Kind of the list, e.g. "ConfigMapList".
+    pub list_kind: String,
+    /// Plural resource name, e.g. "configmaps".
+    pub plural: String,
+    /// Singular resource name, e.g. "configmap".
+    pub singular: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// Short names for kubectl, e.g. "cm".
+    pub short_names: Vec<String>,
+    /// Categories, e.g. "all".
+    pub categories: Vec<String>,
+    /// Whether the kind has a `status` subresource.
+    pub status_subresource: bool,
+    /// Whether the kind is defined by a CustomResourceDefinition.
+    pub custom: bool,
+    /// Field paths accepted in field selectors besides metadata.name and metadata.namespace.
+    pub extra_selectable_fields: Vec<String>,
+}
+
+impl ResourceInfo {
+    /// The storage key of this kind.
+    pub fn key(&self) -> ResourceKey {
+        ResourceKey {
+            group: self.group.clone(),
+            plural: self.plural.clone(),
+        }
+    }
+
+    /// `apiVersion` as written in objects: "v1" or "apps/v1".
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The resource name as kube-apiserver prints it in messages: "configmaps" or "deployments.apps".
+    pub fn qualified_plural(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    /// Field paths this kind accepts in a field selector.
+    pub fn selectable_fields(&self) -> Vec<&str> {
+        let mut fields = vec!["metadata.name", "metadata.namespace"];
+        fields.extend(self.extra_selectable_fields.iter().map(String::as_str));
+        fields
+    }
+
+    /// Whether an update may omit `metadata.resourceVersion` (true for built-in kinds, false for CRDs).
+    pub fn allows_unconditional_update(&self) -> bool {
+        !self.custom
+    }
+}
+
+/// A built-in kind, described compactly.
+struct Builtin {
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    namespaced: bool,
+    short_names: &'static [&'static str],
+    categories: &'static [&'static str],
+    status: bool,
+    selectable: &'static [&'static str],
+}
+
+const EVENT_FIELDS: &[&str] = &[
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+];
+
+const EVENTS_V1_FIELDS: &[&str] = &[
+    "regarding.kind",
+    "regarding.namespace",
+    "regarding.name",
+    "regarding.uid",
+    "regarding.apiVersion",
+    "regarding.resourceVersion",
+    "regarding.fieldPath",
+    "reason",
+    "reportingController",
+    "type",
+];
+
+const BUILTINS: &[Builtin] = &[
+    Builtin {
+        group: "",
+        version: "v1",
+        kind: "Namespace",
+        plural: "namespaces",
+        namespaced: false,
+        short_names: &["ns"],
+        categories: &[],
+        status: true,
+        selectable: &["status.phase"],
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        kind: "ConfigMap",
+        plural: "configmaps",
+        namespaced: true,
+        short_names: &["cm"],
+        categories: &[],
+        status: false,
+        selectable: &[],
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        kind: "Secret",
+        plural: "secrets",
+        namespaced: true,
+        short_names: &[],
+        categories: &[],
+        status: false,
+        selectable: &["type"],
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        kind: "Pod",
+        plural: "pods",
+        namespaced: true,
+        short_names: &["po"],
+        categories: &["all"],
+        status: true,
+        selectable: &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "status.phase",
+            "status.podIP",
+        ],
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        kind: "Service",
+        plural: "services",
+        namespaced: true,
+        short_names: &["svc"],
+        categories: &["all"],
+        status: true,
+        selectable: &["spec.clusterIP", "spec.type"],
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        kind: "ServiceAccount",
+        plural: "serviceaccounts",
+        namespaced: true,
+        short_names: &["sa"],
+        categories: &[],
+        status: false,
+        selectable: &[],
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        kind: "Event",
+        plural: "events",
+        namespaced: true,
+        short_names: &["ev"],
+        categories: &[],
+        status: false,
+        selectable: EVENT_FIELDS,
+    },
+    Builtin {
+        group: "apps",
+        version: "v1",
+        kind: "Deployment",
+        plural: "deployments",
+        namespaced: true,
+        short_names: &["deploy"],
+        categories: &["all"],
+        status: true,
+        selectable: &[],
+    },
+    Builtin {
+        group: "apps",
+        version: "v1",
+        kind: "StatefulSet",
+        plural: "statefulsets",
+        namespaced: true,
+        short_names: &["sts"],
+        categories: &["all"],
+        status: true,
+        selectable: &[],
+    },
+    Builtin {
+        group: "apps",
+        version: "v1",
+        kind: "DaemonSet",
+        plural: "daemonsets",
+        namespaced: true,
+        short_names: &["ds"],
+        categories: &["all"],
+        status: true,
+        selectable: &[],
+    },
+    Builtin {
+        group: "apps",
+        version: "v1",
+        kind: "ReplicaSet",
+        plural: "replicasets",
+        namespaced: true,
+        short_names: &["rs"],
+        categories: &["all"],
+        status: true,
+        selectable: &[],
+    },
+    Builtin {
+        group: "batch",
+        version: "v1",
+        kind: "Job",
+        plural: "jobs",
+        namespaced: true,
+        short_names: &[],
+        categories: &["all"],
+        status: true,
+        selectable: &[],
+    },
+    Builtin {
+        group: "batch",
+        version: "v1",
+        kind: "CronJob",
+        plural: "cronjobs",
+        namespaced: true,
+        short_names: &["cj"],
+        categories: &["all"],
+        status: true,
+        selectable: &[],
+    },
+    Builtin {
+        group: "coordination.k8s.io",
+        version: "v1",
+        kind: "Lease",
+        plural: "leases",
+        namespaced: true,
+        short_names: &[],
+        categories: &[],
+        status: false,
+        selectable: &[],
+    },
+    Builtin {
+        group: "events.k8s.io",
+        version: "v1",
+        kind: "Event",
+        plural: "events",
+        namespaced: true,
+        short_names: &["ev"],
+        categories: &[],
+        status: false,
+        selectable: EVENTS_V1_FIELDS,
+    },
+    Builtin {
+        group: "apiextensions.k8s.io",
+        version: "v1",
+        kind: "CustomResourceDefinition",
+        plural: "customresourcedefinitions",
+        namespaced: false,
+        short_names: &["crd", "crds"],
+        categories: &["api-extensions"],
+        status: true,
+        selectable: &[],
+    },
+    Builtin {
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        kind: "MutatingWebhookConfiguration",
+        plural: "mutatingwebhookconfigurations",
+        namespaced: false,
+        short_names: &[],
+        categories: &["api-extensions"],
+        status: false,
+        selectable: &[],
+    },
+    Builtin {
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        kind: "ValidatingWebhookConfiguration",
+        plural: "validatingwebhookconfigurations",
+        namespaced: false,
+        short_names: &[],
+        categories: &["api-extensions"],
+        status: false,
+        selectable: &[],
+    },
+];
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+impl From<&Builtin> for ResourceInfo {
+    fn from(b: &Builtin) -> Self {
+        ResourceInfo {
+            group: b.group.into(),
+            version: b.version.into(),
+            kind: b.kind.into(),
+            list_kind: format!("{}List", b.kind),
+            plural: b.plural.into(),
+            singular: b.kind.to_lowercase(),
+            namespaced: b.namespaced,
+            short_names: strings(b.short_names),
+            categories: strings(b.categories),
+            status_subresource: b.status,
+            custom: false,
+            extra_selectable_fields: strings(b.selectable),
+        }
+    }
+}
+
+/// The kind of CustomResourceDefinition objects themselves.
+pub fn crd_resource_key() -> ResourceKey {
+    ResourceKey {
+        group: "apiextensions.k8s.io".into(),
+        plural: "customresourcedefinitions".into(),
+    }
+}
+
+/// The kind of Namespace objects.
+pub fn namespace_resource_key() -> ResourceKey {
+    ResourceKey {
+        group: String::new(),
+        plural: "namespaces".into(),
+    }
+}
+
+/// Every kind the server serves, indexed by group, version and plural.
+#[derive(Clone, Debug)]
+pub struct Registry {
+    by_gvr: BTreeMap<(String, String, String), Arc<ResourceInfo>>,
+}
+
+impl Registry {
+    /// A registry of the built-in kinds.
+    pub fn with_builtins() -> Self {
+        let mut registry = Registry {
+            by_gvr: BTreeMap::new(),
+        };
+        for builtin in BUILTINS {
+            registry.insert(ResourceInfo::from(builtin));
+        }
+        registry
+    }
+
+    fn insert(&mut self, info: ResourceInfo) {
+        let key = (
+            info.group.clone(),
+            info.version.clone(),
+            info.plural.clone(),
+        );
+        self.by_gvr.insert(key, Arc::new(info));
+    }
+
+    /// The kind served at `group/version/plural`.
+    pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceInfo>> {
+        self.by_gvr
+            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+            .cloned()
+    }
+
+    /// Every served kind in one group/version.
+    pub fn in_group_version(&self, group: &str, version: &str) -> Vec<Arc<ResourceInfo>> {
+        self.by_gvr
+            .values()
+            .filter(|info| info.group == group && info.version == version)
+            .cloned()
+            .collect()
+    }
+
+    /// The served versions of a group, preferred first.
+    pub fn versions_of(&self, group: &str) -> Vec<String> {
+        let mut versions: Vec<String> = self
+            .by_gvr
+            .keys()
+            .filter(|(g, _, _)| g == group)
+            .map(|(_, v, _)| v.clone())
+            .collect();
+        versions.dedup();
+        versions.sort_by(|a, b| compare_versions(b, a));
+        versions
+    }
+
+    /// Every non-core group, in a stable order.
+    pub fn groups(&self) -> Vec<String> {
+        let mut groups: Vec<String> = self
+            .by_gvr
+            .keys()
+            .map(|(g, _, _)| g.clone())
+            .filter(|g| !g.is_empty())
+            .collect();
+        groups.dedup();
+        groups
+    }
+
+    /// The kinds a CRD serves (one per served version), replacing what it served before.
+    pub fn set_custom(&mut self, key: &ResourceKey, infos: Vec<ResourceInfo>) {
+        self.remove_custom(key);
+        for info in infos {
+            self.insert(info);
+        }
+    }
+
+    /// Stops serving every version of a custom kind.
+    pub fn remove_custom(&mut self, key: &ResourceKey) {
+        self.by_gvr.retain(|_, info| {
+            !(info.custom && info.group == key.group && info.plural == key.plural)
+        });
+    }
+
+    /// Whether a built-in kind is stored under `key`.
+    pub fn serves_builtin(&self, key: &ResourceKey) -> bool {
+        self.by_gvr
+            .values()
+            .any(|info| !info.custom && info.group == key.group && info.plural == key.plural)
+    }
+}
+
+/// Orders Kubernetes versions by priority: GA > beta > alpha, higher numbers first; others last.
+pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
+    version_rank(a).cmp(&version_rank(b)).then_with(|| b.cmp(a))
+}
+
+/// (stability, major, minor): larger is preferred.
+fn version_rank(v: &str) -> (u8, u64, u64) {
+    let Some(rest) = v.strip_prefix('v') else {
+        return (0, 0, 0);
+    };
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let Ok(major) = digits.parse::<u64>() else {
+        return (0, 0, 0);
+    };
+    let tail = &rest[digits.len()..];
+    if tail.is_empty() {
+        return (3, major, 0);
+    }
+    let (stability, minor) = if let Some(m) = tail.strip_prefix("beta") {
+        (2, m)
+    } else if let Some(m) = tail.strip_prefix("alpha") {
+        (1, m)
+    } else {
+        return (0, 0, 0);
+    };
+    match minor.parse::<u64>() {
+        Ok(minor) => (stability, major, minor),
+        Err(_) => (0, 0, 0),
+    }
+}
+
+/// The kinds a CustomResourceDefinition object defines, one per served version.
+pub fn infos_from_crd(crd: &Value) -> Vec<ResourceInfo> {
+    let spec = &crd["spec"];
+    let names = &spec["names"];
+    let kind = names["kind"].as_str().unwrap_or_default().to_string();
+    let plural = names["plural"].as_str().unwrap_or_default().to_string();
+    let list_kind = names["listKind"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("{kind}List"));
+    let singular = names["singular"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| kind.to_lowercase());
+    let string_list = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let versions = spec["versions"].as_array().cloned().unwrap_or_default();
+    versions
+        .iter()
+        .filter(|v| v["served"].as_bool().unwrap_or(false))
+        .map(|v| ResourceInfo {
+            group: spec["group"].as_str().unwrap_or_default().to_string(),
+            version: v["name"].as_str().unwrap_or_default().to_string(),
+            kind: kind.clone(),
+            list_kind: list_kind.clone(),
+            plural: plural.clone(),
+            singular: singular.clone(),
+            namespaced: spec["scope"].as_str() == Some("Namespaced"),
+            short_names: string_list(&names["shortNames"]),
+            categories: string_list(&names["categories"]),
+            status_subresource: v["subresources"]["status"].is_object(),
+            custom: true,
+            extra_selectable_fields: v["selectableFields"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|f| f["jsonPath"].as_str())
+                        .map(|p| p.trim_start_matches('.').to_string())
+                        .collect()
+                })
+                .unwrap_or_default(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn versions_are_ordered_by_kubernetes_priority() {
+        let mut v = vec!["v1alpha1", "v2", "v1beta2", "v1", "foo", "v1beta1", "v10"];
+        v.sort_by(|a, b| compare_versions(b, a));
+        assert_eq!(
+            v,
+            vec!["v10", "v2", "v1", "v1beta2", "v1beta1", "v1alpha1", "foo"]
+        );
+    }
+
+    #[test]
+    fn a_crd_serves_each_served_version() {
+        let crd = json!({"spec": {"group": "example.com", "scope": "Namespaced",
+        "names": {"kind": "Widget", "plural": "widgets", "shortNames": ["wd"]},
+        "versions": [
+            {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}}},
+            {"name": "v1beta1", "served": false, "storage": false}
+        ]}});
+        let infos = infos_from_crd(&crd);
+        assert_eq!(infos.len(), 1);
+        assert_eq!(infos[0].list_kind, "WidgetList");
+        assert_eq!(infos[0].singular, "widget");
+        assert!(infos[0].status_subresource && infos[0].namespaced && infos[0].custom);
+        assert_eq!(infos[0].short_names, vec!["wd"]);
+    }
+
+    #[test]
+    fn registry_adds_and_removes_custom_kinds() {
+        let mut registry = Registry::with_builtins();
+        let key = ResourceKey {
+            group: "example.com".into(),
+            plural: "widgets".into(),
+        };
+        assert!(registry.get("example.com", "v1", "widgets").is_none());
+        let crd = json!({"spec": {"group": "example.com", "scope": "Cluster",
+            "names": {"kind": "Widget", "plural": "widgets"},
+            "versions": [{"name": "v1", "served": true}, {"name": "v2", "served": true}]}});
+        registry.set_custom(&key, infos_from_crd(&crd));
+        assert!(registry.get("example.com", "v2", "widgets").is_some());
+        assert_eq!(registry.versions_of("example.com"), vec!["v2", "v1"]);
+        registry.remove_custom(&key);
+        assert!(registry.get("example.com", "v1", "widgets").is_none());
+        assert!(registry.get("apps", "v1", "deployments").is_some());
+    }
+}

@@ -1,0 +1,203 @@
+//! The embedded API server: built once, reached in-process or over loopback HTTP.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::http::{FrontConfig, Shared, router};
+use crate::resources::ResourceKey;
+use crate::store::{State, StoreConfig};
+
+/// An in-memory Kubernetes API server. Cheap to clone: clones share one store.
+#[derive(Clone)]
+pub struct ApiServer {
+    shared: Arc<Shared>,
+}
+
+/// Settings for an [`ApiServer`].
+#[derive(Clone, Debug, Default)]
+pub struct ApiServerBuilder {
+    store: StoreConfig,
+    front: FrontConfig,
+}
+
+impl ApiServerBuilder {
+    /// How many changes are kept for watches to resume from (older ones get 410 Gone).
+    pub fn history_limit(mut self, changes: usize) -> Self {
+        self.store.history_limit = changes.max(1);
+        self
+    }
+
+    /// How many undelivered changes a watcher may hold before it is cut off.
+    pub fn watch_buffer(mut self, changes: usize) -> Self {
+        self.store.watch_buffer = changes.max(1);
+        self
+    }
+
+    /// How often idle watches that allow bookmarks get one.
+    pub fn bookmark_interval(mut self, interval: Duration) -> Self {
+        self.front.bookmark_interval = interval;
+        self
+    }
+
+    /// Requires `Authorization: Bearer <token>` on every request.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.front.token = Some(token.into());
+        self
+    }
+
+    /// Builds the server.
+    pub fn build(self) -> ApiServer {
+        ApiServer {
+            shared: Arc::new(Shared {
+                state: RwLock::new(State::new(self.store)),
+                config: self.front,
+                address: RwLock::new("127.0.0.1".into()),
+            }),
+        }
+    }
+}
+
+impl Default for ApiServer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ApiServer {
+    /// A server with default settings, holding the default namespaces.
+    pub fn new() -> Self {
+        Self::builder().build()
+    }
+
+    /// Settings for a new server.
+    pub fn builder() -> ApiServerBuilder {
+        ApiServerBuilder::default()
+    }
+
+    /// The server as a tower `Service` (an axum `Router`).
+    pub fn router(&self) -> axum::Router {
+        router(self.shared.clone())
+    }
+
+    /// A `kube::Client` whose requests this server answers in-process, with no socket.
+    pub fn client(&self) -> kube::Client {
+        kube::Client::new(self.router(), "default")
+    }
+
+    /// The latest resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.shared.state.read().resource_version()
+    }
+
+    /// Open watches per `group/plural` ("" group for core kinds).
+    pub fn open_watches(&self) -> BTreeMap<String, usize> {
+        self.shared
+            .state
+            .read()
+            .open_watches()
+            .into_iter()
+            .map(|(key, n)| (format_key(&key), n))
+            .collect()
+    }
+
+    /// Cuts off every open watch; clients resume from their last resourceVersion.
+    pub fn close_all_watches(&self) {
+        self.shared.state.write().close_all_watches();
+    }
+
+    /// Serves over HTTP on `address` until the returned handle is shut down or dropped.
+    pub async fn serve(&self, address: SocketAddr) -> std::io::Result<Serving> {
+        let listener = TcpListener::bind(address).await?;
+        let local = listener.local_addr()?;
+        *self.shared.address.write() = local.to_string();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let app = self.router();
+        let task = tokio::spawn(async move {
+            let shutdown = async {
+                let _ = stopped.await;
+            };
+            if let Err(err) = axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+            {
+                tracing::error!(%err, "the API server stopped");
+            }
+        });
+        Ok(Serving {
+            address: local,
+            stop: Some(stop),
+            task,
+        })
+    }
+}
+
+fn format_key(key: &ResourceKey) -> String {
+    format!("{}/{}", key.group, key.plural)
+}
+
+/// A server listening on a socket.
+pub struct Serving {
+    address: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<()>,
+}
+
+impl Serving {
+    /// The address it listens on.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Its base URL, e.g. `http://127.0.0.1:41234`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// Stops accepting connections and waits for the server task to end.
+    /// Open watches are cut off.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+
+    /// Waits until the server task ends (it ends only on shutdown or error).
+    pub async fn wait(mut self) {
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        if self.stop.is_some() {
+            self.task.abort();
+        }
+    }
+}
+
+/// A kubeconfig (JSON, which kubectl reads as YAML) for a server at `url`.
+pub fn kubeconfig(url: &str, token: Option<&str>) -> String {
+    let user = match token {
+        Some(token) => json!({"token": token}),
+        None => json!({}),
+    };
+    let config = json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "dynrec", "cluster": {"server": url}}],
+        "users": [{"name": "dynrec", "user": user}],
+        "contexts": [{"name": "dynrec", "context": {"cluster": "dynrec", "user": "dynrec", "namespace": "default"}}],
+        "current-context": "dynrec",
+        "preferences": {},
+    });
+    serde_json::to_string_pretty(&config).unwrap_or_default()
+}

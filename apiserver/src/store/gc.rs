@@ -1,0 +1,210 @@
+//! What follows a deletion: garbage collection of dependents, foreground deletion,
+//! namespace termination and CRD clean-up. It runs synchronously, inside the write that
+//! triggered it, so its effects are visible as soon as that write is answered.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::delete::FOREGROUND_FINALIZER;
+use super::{Location, State, Work};
+use crate::meta;
+use crate::resources::{ResourceKey, crd_resource_key, namespace_resource_key};
+
+/// The finalizer every CRD carries until its instances are gone.
+pub const CRD_CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// The namespace finalizer (in `spec.finalizers`) held until the namespace is empty.
+pub const NAMESPACE_FINALIZER: &str = "kubernetes";
+
+impl State {
+    /// Queues follow-up work, unless the same work is already queued.
+    pub(super) fn enqueue(&mut self, work: Work) {
+        if !self.pending.contains(&work) {
+            self.pending.push_back(work);
+        }
+    }
+
+    /// Queues what the removal of `last` (of kind `key`) may set off.
+    pub(super) fn after_removal(&mut self, key: &ResourceKey, last: &Arc<Value>) {
+        let uid = meta::uid(last).to_string();
+        if self.dependents.contains_key(&uid) {
+            self.enqueue(Work::OwnerGone(uid));
+        }
+        for (owner, _) in meta::owner_refs(last) {
+            if self.by_uid.contains_key(&owner) {
+                self.enqueue(Work::Foreground(owner));
+            }
+        }
+        let namespace = meta::namespace(last);
+        if !namespace.is_empty()
+            && self
+                .namespace(namespace)
+                .is_some_and(|ns| meta::is_deleting(&ns))
+        {
+            self.enqueue(Work::Namespace(namespace.to_string()));
+        }
+        let crd_name = format!("{}.{}", key.plural, key.group);
+        if self
+            .get(&crd_resource_key(), "", &crd_name)
+            .is_some_and(|crd| meta::is_deleting(&crd))
+        {
+            self.enqueue(Work::Crd(crd_name));
+        }
+        if *key == crd_resource_key() {
+            self.crd_removed(last);
+        }
+    }
+
+    /// Runs queued follow-up work until none is left.
+    pub(super) fn run_pending(&mut self) {
+        while let Some(work) = self.pending.pop_front() {
+            match work {
+                Work::OwnerGone(uid) => self.collect_dependents_of(&uid),
+                Work::Foreground(uid) => self.advance_foreground(&uid),
+                Work::Namespace(name) => self.advance_namespace(&name),
+                Work::Crd(name) => self.advance_crd(&name),
+            }
+        }
+    }
+
+    fn live_object(&self, location: &Location) -> Option<Arc<Value>> {
+        self.get(&location.0, &location.1.0, &location.1.1)
+    }
+
+    /// Deletes dependents whose owners are all gone; drops dangling references from the rest.
+    fn collect_dependents_of(&mut self, owner_uid: &str) {
+        let dependents = self.dependents.get(owner_uid).cloned().unwrap_or_default();
+        for location in dependents {
+            let Some(dependent) = self.live_object(&location) else {
+                continue;
+            };
+            let has_live_owner = meta::owner_refs(&dependent)
+                .iter()
+                .any(|(uid, _)| self.by_uid.contains_key(uid));
+            if has_live_owner {
+                let mut changed = (*dependent).clone();
+                meta::retain_owner_refs(&mut changed, |uid| self.by_uid.contains_key(uid));
+                self.rewrite(&location.0, changed);
+            } else if !meta::is_deleting(&dependent) {
+                self.delete_object(&location.0, &dependent, super::Propagation::Background);
+            }
+        }
+    }
+
+    /// Deletes the dependents of a foreground-deleted owner, and releases the owner once no
+    /// dependent that blocks owner deletion is left.
+    fn advance_foreground(&mut self, owner_uid: &str) {
+        let Some((owner_location, owner)) = self.by_uid(owner_uid) else {
+            return;
+        };
+        let waiting = meta::finalizers(&owner)
+            .iter()
+            .any(|f| f == FOREGROUND_FINALIZER);
+        if !meta::is_deleting(&owner) || !waiting {
+            return;
+        }
+        let dependents = self.dependents.get(owner_uid).cloned().unwrap_or_default();
+        let mut blocked = false;
+        for location in dependents {
+            if let Some(dependent) = self.live_object(&location)
+                && !meta::is_deleting(&dependent)
+            {
+                self.delete_object(&location.0, &dependent, super::Propagation::Foreground);
+            }
+            if let Some(dependent) = self.live_object(&location) {
+                blocked |= meta::owner_refs(&dependent)
+                    .iter()
+                    .any(|(uid, blocks)| uid == owner_uid && *blocks);
+            }
+        }
+        if blocked {
+            return;
+        }
+        if let Some(owner) = self.live_object(&owner_location) {
+            let mut released = (*owner).clone();
+            let remaining: Vec<String> = meta::finalizers(&owner)
+                .into_iter()
+                .filter(|f| f != FOREGROUND_FINALIZER)
+                .collect();
+            meta::set_finalizers(&mut released, &remaining);
+            self.rewrite(&owner_location.0, released);
+        }
+    }
+
+    /// Deletes everything in a terminating namespace, then the namespace itself.
+    fn advance_namespace(&mut self, name: &str) {
+        let Some(namespace) = self.namespace(name) else {
+            return;
+        };
+        if !meta::is_deleting(&namespace) {
+            return;
+        }
+        let kinds: Vec<ResourceKey> = self.objects.keys().cloned().collect();
+        let mut empty = true;
+        for key in kinds {
+            let contents: Vec<Arc<Value>> = self.list(&key, Some(name), None).cloned().collect();
+            for object in contents {
+                if !meta::is_deleting(&object) {
+                    self.delete_object(&key, &object, super::Propagation::Background);
+                }
+            }
+            empty &= self.list(&key, Some(name), None).next().is_none();
+        }
+        if !empty {
+            return;
+        }
+        if let Some(namespace) = self.namespace(name) {
+            let mut finished = (*namespace).clone();
+            let spec_finalizers: Vec<String> = meta::string_list(&finished["spec"]["finalizers"])
+                .into_iter()
+                .filter(|f| f != NAMESPACE_FINALIZER)
+                .collect();
+            finished["spec"]["finalizers"] = Value::from(spec_finalizers);
+            self.rewrite(&namespace_resource_key(), finished);
+        }
+    }
+
+    /// Deletes every instance of a CRD being deleted, then releases the CRD.
+    fn advance_crd(&mut self, name: &str) {
+        let Some(crd) = self.get(&crd_resource_key(), "", name) else {
+            return;
+        };
+        if !meta::is_deleting(&crd) {
+            return;
+        }
+        let key = custom_key(&crd);
+        let instances: Vec<Arc<Value>> = self.list(&key, None, None).cloned().collect();
+        for object in instances {
+            if !meta::is_deleting(&object) {
+                self.delete_object(&key, &object, super::Propagation::Background);
+            }
+        }
+        if self.count(&key) > 0 {
+            return;
+        }
+        if let Some(crd) = self.get(&crd_resource_key(), "", name) {
+            let mut released = (*crd).clone();
+            let remaining: Vec<String> = meta::finalizers(&crd)
+                .into_iter()
+                .filter(|f| f != CRD_CLEANUP_FINALIZER)
+                .collect();
+            meta::set_finalizers(&mut released, &remaining);
+            self.rewrite(&crd_resource_key(), released);
+        }
+    }
+}
+
+/// The storage key of the kind a CRD defines.
+pub(super) fn custom_key(crd: &Value) -> ResourceKey {
+    ResourceKey {
+        group: crd["spec"]["group"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        plural: crd["spec"]["names"]["plural"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    }
+}

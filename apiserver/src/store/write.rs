@@ -1,0 +1,524 @@
+//! Create, update and patch, with kube-apiserver's rules for metadata, status and generation.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::{ChangeKind, State};
+use crate::error::{ApiError, ApiResult, Cause};
+use crate::meta;
+use crate::resources::ResourceInfo;
+use crate::validation;
+
+/// Options every write takes.
+#[derive(Clone, Debug, Default)]
+pub struct WriteOptions {
+    /// `dryRun=All`: validate and answer, but store nothing.
+    pub dry_run: bool,
+}
+
+/// A patch body, by content type.
+#[derive(Clone, Debug)]
+pub enum PatchBody {
+    /// `application/merge-patch+json` (RFC 7386).
+    Merge(Value),
+    /// `application/json-patch+json` (RFC 6902).
+    Json(Value),
+}
+
+/// Which part of the object a write may change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The main endpoint: everything but status (where a status subresource exists).
+    Main,
+    /// The `status` subresource: only status.
+    Status,
+}
+
+/// Fields of `metadata` that only the server sets.
+const SERVER_OWNED_META: &[&str] = &[
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "resourceVersion",
+    "selfLink",
+];
+
+/// Letters kube-apiserver uses for generated name suffixes.
+const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+impl State {
+    /// Creates an object.
+    pub fn create(
+        &mut self,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+        body: Value,
+        options: &WriteOptions,
+    ) -> ApiResult<Arc<Value>> {
+        let mut object = check_body(info, body)?;
+        let namespace = self.resolve_namespace(info, namespace, &object)?;
+        let name = self.choose_name(info, &object)?;
+        self.check_can_create_in(info, &namespace, &name)?;
+        if self.get(&info.key(), &namespace, &name).is_some() {
+            return Err(ApiError::already_exists(info, &name));
+        }
+        for field in SERVER_OWNED_META {
+            meta::remove_meta(&mut object, field);
+        }
+        meta::remove_meta(&mut object, "generateName");
+        meta::set_meta(&mut object, "name", Value::from(name.clone()));
+        if info.namespaced {
+            meta::set_meta(&mut object, "namespace", Value::from(namespace));
+        } else {
+            meta::remove_meta(&mut object, "namespace");
+        }
+        let uid = uuid::Uuid::new_v4().to_string();
+        meta::set_meta(&mut object, "uid", Value::from(uid));
+        meta::set_meta(
+            &mut object,
+            "creationTimestamp",
+            Value::from(meta::now_rfc3339()),
+        );
+        meta::set_meta(&mut object, "generation", Value::from(1));
+        if info.status_subresource {
+            remove_field(&mut object, "status");
+        }
+        self.prepare_create_of_kind(info, &mut object)?;
+        if options.dry_run {
+            meta::set_meta(&mut object, "resourceVersion", Value::from(""));
+            return Ok(Arc::new(object));
+        }
+        let rv = self.next_rv();
+        meta::set_meta(&mut object, "resourceVersion", Value::from(rv.to_string()));
+        let stored = self.commit_put(&info.key(), object, ChangeKind::Added);
+        self.after_write_of_kind(info, &stored);
+        Ok(stored)
+    }
+
+    /// Replaces an object (PUT), honouring the resourceVersion in the body as a precondition.
+    pub fn update(
+        &mut self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        body: Value,
+        target: Target,
+        options: &WriteOptions,
+    ) -> ApiResult<Arc<Value>> {
+        let old = self
+            .get(&info.key(), namespace, name)
+            .ok_or_else(|| ApiError::not_found(info, name))?;
+        let new = check_body(info, body)?;
+        let body_namespace = meta::namespace(&new);
+        if info.namespaced && !body_namespace.is_empty() && body_namespace != namespace {
+            return Err(namespace_mismatch());
+        }
+        if meta::resource_version(&new).is_empty() && !info.allows_unconditional_update() {
+            return Err(ApiError::invalid(
+                info,
+                name,
+                vec![Cause::invalid(
+                    "metadata.resourceVersion",
+                    &Value::from("0x0"),
+                    "must be specified for an update",
+                )],
+            ));
+        }
+        self.replace(info, &old, new, target, options)
+    }
+
+    /// Patches an object.
+    pub fn patch(
+        &mut self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        patch: &PatchBody,
+        target: Target,
+        options: &WriteOptions,
+    ) -> ApiResult<Arc<Value>> {
+        let old = self
+            .get(&info.key(), namespace, name)
+            .ok_or_else(|| ApiError::not_found(info, name))?;
+        let mut patched = (*old).clone();
+        apply_patch(&mut patched, patch)?;
+        let patched = check_body(info, patched)?;
+        if meta::namespace(&patched) != namespace || meta::name(&patched) != name {
+            return Err(ApiError::bad_request(
+                "metadata.name and metadata.namespace cannot be changed by a patch",
+            ));
+        }
+        self.replace(info, &old, patched, target, options)
+    }
+
+    /// The common part of update and patch: merge server-owned fields, check, bump, commit.
+    pub(super) fn replace(
+        &mut self,
+        info: &ResourceInfo,
+        old: &Arc<Value>,
+        new: Value,
+        target: Target,
+        options: &WriteOptions,
+    ) -> ApiResult<Arc<Value>> {
+        let name = meta::name(old).to_string();
+        let new_name = meta::name(&new);
+        if !new_name.is_empty() && new_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({new_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let new_rv = meta::resource_version(&new);
+        if !new_rv.is_empty() && new_rv != meta::resource_version(old) {
+            return Err(ApiError::conflict_modified(info, &name));
+        }
+        let new_uid = meta::uid(&new);
+        if !new_uid.is_empty() && new_uid != meta::uid(old) {
+            return Err(ApiError::conflict(
+                info,
+                &name,
+                &format!(
+                    "Precondition failed: UID in precondition: {new_uid}, UID in object meta: {}",
+                    meta::uid(old)
+                ),
+            ));
+        }
+        let mut result = match target {
+            Target::Status => status_only(old, &new),
+            Target::Main => keep_server_fields(info, old, new),
+        };
+        check_finalizers_while_deleting(info, old, &result)?;
+        self.prepare_update_of_kind(info, old, &mut result)?;
+        if unchanged(old, &result) {
+            return Ok(old.clone());
+        }
+        if spec_changed(info, old, &result) {
+            let generation = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
+            meta::set_meta(&mut result, "generation", Value::from(generation));
+        }
+        if options.dry_run {
+            return Ok(Arc::new(result));
+        }
+        if meta::is_deleting(&result) && meta::finalizers(&result).is_empty() {
+            let removed = self.commit_remove(&info.key(), result);
+            self.run_pending();
+            return Ok(removed);
+        }
+        let rv = self.next_rv();
+        meta::set_meta(&mut result, "resourceVersion", Value::from(rv.to_string()));
+        let stored = self.commit_put(&info.key(), result, ChangeKind::Modified);
+        self.after_write_of_kind(info, &stored);
+        self.run_pending();
+        Ok(stored)
+    }
+
+    /// The namespace a new object goes into ("" for cluster-scoped kinds).
+    fn resolve_namespace(
+        &self,
+        info: &ResourceInfo,
+        url_namespace: Option<&str>,
+        object: &Value,
+    ) -> ApiResult<String> {
+        if !info.namespaced {
+            return Ok(String::new());
+        }
+        let body_namespace = meta::namespace(object);
+        let namespace = match url_namespace {
+            Some(ns) if !body_namespace.is_empty() && body_namespace != ns => {
+                return Err(namespace_mismatch());
+            }
+            Some(ns) => ns,
+            None if !body_namespace.is_empty() => body_namespace,
+            None => {
+                return Err(ApiError::bad_request(
+                    "a namespace is required for this kind",
+                ));
+            }
+        };
+        Ok(namespace.to_string())
+    }
+
+    /// The new object's name: its own, or one generated from `generateName`.
+    fn choose_name(&mut self, info: &ResourceInfo, object: &Value) -> ApiResult<String> {
+        let name = meta::name(object);
+        let name = if name.is_empty() {
+            let prefix = meta::meta_str(object, "generateName");
+            if prefix.is_empty() {
+                return Err(ApiError::invalid(
+                    info,
+                    "",
+                    vec![Cause::required(
+                        "metadata.name",
+                        "name or generateName is required",
+                    )],
+                ));
+            }
+            format!("{prefix}{}", self.random_suffix())
+        } else {
+            name.to_string()
+        };
+        let problems = if info.key() == crate::resources::namespace_resource_key()
+            || (info.group.is_empty() && info.plural == "services")
+        {
+            validation::dns1123_label(&name)
+        } else {
+            validation::dns1123_subdomain(&name)
+        };
+        if let Some(problem) = problems.first() {
+            return Err(ApiError::invalid(
+                info,
+                &name,
+                vec![Cause::invalid(
+                    "metadata.name",
+                    &Value::from(name.clone()),
+                    problem,
+                )],
+            ));
+        }
+        Ok(name)
+    }
+
+    fn random_suffix(&mut self) -> String {
+        let bytes = uuid::Uuid::new_v4().into_bytes();
+        bytes[..5]
+            .iter()
+            .map(|b| NAME_ALPHABET[*b as usize % NAME_ALPHABET.len()] as char)
+            .collect()
+    }
+
+    /// Refuses creation in a namespace that is missing or terminating.
+    fn check_can_create_in(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> ApiResult<()> {
+        if !info.namespaced {
+            return Ok(());
+        }
+        let ns = self
+            .namespace(namespace)
+            .ok_or_else(|| ApiError::namespace_not_found(namespace))?;
+        if meta::is_deleting(&ns) {
+            return Err(ApiError::forbidden(
+                info,
+                name,
+                &format!(
+                    "unable to create new content in namespace {namespace} because it is being terminated"
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn namespace_mismatch() -> ApiError {
+    ApiError::bad_request(
+        "the namespace of the provided object does not match the namespace sent on the request",
+    )
+}
+
+/// Checks that a body is an object of the endpoint's kind, and fills in apiVersion and kind.
+pub(super) fn check_body(info: &ResourceInfo, body: Value) -> ApiResult<Value> {
+    let Value::Object(mut map) = body else {
+        return Err(ApiError::bad_request(format!(
+            "the body of a {} must be a JSON object",
+            info.kind
+        )));
+    };
+    let api_version = info.api_version();
+    match map.get("kind").and_then(Value::as_str) {
+        Some(kind) if kind != info.kind => {
+            return Err(ApiError::bad_request(format!(
+                "the kind of the object ({kind}) does not match the kind of the endpoint ({})",
+                info.kind
+            )));
+        }
+        _ => {}
+    }
+    match map.get("apiVersion").and_then(Value::as_str) {
+        Some(v) if group_of(v) != info.group => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({api_version})"
+            )));
+        }
+        _ => {}
+    }
+    match map.get("metadata") {
+        None | Some(Value::Null) => {
+            map.insert("metadata".into(), Value::Object(Map::new()));
+        }
+        Some(Value::Object(_)) => {}
+        Some(_) => return Err(ApiError::bad_request("metadata must be a JSON object")),
+    }
+    map.insert("apiVersion".into(), Value::from(api_version));
+    map.insert("kind".into(), Value::from(info.kind.clone()));
+    Ok(Value::Object(map))
+}
+
+fn group_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(group, _)| group)
+}
+
+/// Applies a merge or JSON patch to a document.
+pub fn apply_patch(doc: &mut Value, patch: &PatchBody) -> ApiResult<()> {
+    match patch {
+        PatchBody::Merge(patch) => {
+            if !patch.is_object() {
+                return Err(ApiError::bad_request("a merge patch must be a JSON object"));
+            }
+            json_patch::merge(doc, patch);
+            Ok(())
+        }
+        PatchBody::Json(patch) => {
+            let operations: json_patch::Patch = serde_json::from_value(patch.clone())
+                .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
+            json_patch::patch(doc, &operations.0).map_err(|e| ApiError {
+                code: 422,
+                reason: "Invalid",
+                message: format!("the JSON patch could not be applied: {e}"),
+                details: None,
+            })
+        }
+    }
+}
+
+fn remove_field(object: &mut Value, field: &str) {
+    if let Some(map) = object.as_object_mut() {
+        map.remove(field);
+    }
+}
+
+/// A status write: the old object with only `status` taken from the new one.
+fn status_only(old: &Value, new: &Value) -> Value {
+    let mut result = old.clone();
+    match new.get("status") {
+        Some(status) => result["status"] = status.clone(),
+        None => remove_field(&mut result, "status"),
+    }
+    result
+}
+
+/// A main-endpoint write: the new object with server-owned metadata (and status, where a
+/// status subresource exists) kept from the old one.
+fn keep_server_fields(info: &ResourceInfo, old: &Value, mut new: Value) -> Value {
+    for field in SERVER_OWNED_META.iter().chain(["name", "namespace"].iter()) {
+        match old["metadata"].get(*field) {
+            Some(value) => meta::set_meta(&mut new, field, value.clone()),
+            None => meta::remove_meta(&mut new, field),
+        }
+    }
+    if info.status_subresource {
+        match old.get("status") {
+            Some(status) => new["status"] = status.clone(),
+            None => remove_field(&mut new, "status"),
+        }
+    }
+    new
+}
+
+/// New finalizers may not be added to an object that is being deleted.
+fn check_finalizers_while_deleting(info: &ResourceInfo, old: &Value, new: &Value) -> ApiResult<()> {
+    if !meta::is_deleting(old) {
+        return Ok(());
+    }
+    let before = meta::finalizers(old);
+    let added: Vec<String> = meta::finalizers(new)
+        .into_iter()
+        .filter(|f| !before.contains(f))
+        .collect();
+    if added.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid(
+        info,
+        meta::name(old),
+        vec![Cause::forbidden(
+            "metadata.finalizers",
+            &format!(
+                "no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+            ),
+        )],
+    ))
+}
+
+/// Whether nothing but server bookkeeping differs.
+fn unchanged(old: &Value, new: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        meta::remove_meta(&mut v, "resourceVersion");
+        meta::remove_meta(&mut v, "managedFields");
+        v
+    };
+    strip(old) == strip(new)
+}
+
+/// Whether anything outside metadata (and status, with a status subresource) changed.
+fn spec_changed(info: &ResourceInfo, old: &Value, new: &Value) -> bool {
+    let ignored = |key: &str| key == "metadata" || (info.status_subresource && key == "status");
+    let visible = |v: &Value| -> Map<String, Value> {
+        v.as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| !ignored(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    visible(old) != visible(new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::Registry;
+    use serde_json::json;
+
+    fn configmaps() -> Arc<ResourceInfo> {
+        Registry::with_builtins()
+            .get("", "v1", "configmaps")
+            .unwrap()
+    }
+
+    #[test]
+    fn a_body_of_another_kind_is_refused() {
+        let err =
+            check_body(&configmaps(), json!({"kind": "Secret", "apiVersion": "v1"})).unwrap_err();
+        assert_eq!(err.code, 400);
+        assert!(err.message.contains("Secret"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_json_patch_test_failure_is_invalid() {
+        let mut doc = json!({"a": 1});
+        let err = apply_patch(
+            &mut doc,
+            &PatchBody::Json(json!([{"op": "test", "path": "/a", "value": 2}])),
+        )
+        .unwrap_err();
+        assert_eq!(err.code, 422);
+        assert_eq!(
+            doc,
+            json!({"a": 1}),
+            "a failed patch leaves the document alone"
+        );
+    }
+
+    #[test]
+    fn status_changes_do_not_count_as_spec_changes_with_a_status_subresource() {
+        let deployments = Registry::with_builtins()
+            .get("apps", "v1", "deployments")
+            .unwrap();
+        let old = json!({"spec": {"replicas": 1}, "status": {"a": 1}});
+        let new = json!({"spec": {"replicas": 1}, "status": {"a": 2}});
+        assert!(!spec_changed(&deployments, &old, &new));
+        assert!(spec_changed(
+            &configmaps(),
+            &json!({"data": {}}),
+            &json!({"data": {"a": "b"}})
+        ));
+    }
+}
