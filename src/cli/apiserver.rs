@@ -1,0 +1,97 @@
+//! `dynrec apiserver`: serve the embedded API server over HTTP with a kubeconfig for it.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use dynrec_apiserver::{ApiServer, kubeconfig};
+
+/// Options of `dynrec apiserver`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Address to listen on; port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// Where to write a kubeconfig for the server.
+    #[arg(long, default_value = ".dynrec/kubeconfig")]
+    kubeconfig_out: PathBuf,
+    /// Allow a non-loopback listen address (requires --token).
+    #[arg(long)]
+    allow_remote: bool,
+    /// Bearer token every request must carry.
+    #[arg(long)]
+    token: Option<String>,
+}
+
+/// Refuses a non-loopback address unless remote access is allowed with a token.
+fn check_exposure(args: &Args) -> anyhow::Result<()> {
+    if args.listen.ip().is_loopback() {
+        return Ok(());
+    }
+    if !args.allow_remote {
+        bail!(
+            "refusing to listen on {}: it is not a loopback address; pass --allow-remote and --token to serve other hosts",
+            args.listen
+        );
+    }
+    if args.token.as_deref().is_none_or(str::is_empty) {
+        bail!("--allow-remote requires --token: a server reachable from other hosts must not be open to anyone");
+    }
+    Ok(())
+}
+
+/// Runs the server until SIGINT or SIGTERM.
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    check_exposure(&args)?;
+    let mut builder = ApiServer::builder();
+    if let Some(token) = &args.token {
+        builder = builder.token(token.clone());
+    }
+    let server = builder.build();
+    let serving = server
+        .serve(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let url = serving.url();
+    if let Some(dir) = args.kubeconfig_out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create directory {}", dir.display()))?;
+    }
+    std::fs::write(&args.kubeconfig_out, kubeconfig(&url, args.token.as_deref()))
+        .with_context(|| format!("cannot write {}", args.kubeconfig_out.display()))?;
+    println!("dynrec apiserver listening on {url}");
+    println!("kubeconfig written to {}", args.kubeconfig_out.display());
+    println!(
+        "try: KUBECONFIG={} kubectl api-resources",
+        args.kubeconfig_out.display()
+    );
+    super::shutdown_signal().await;
+    tracing::info!("shutting down");
+    serving.shutdown().await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(listen: &str, allow_remote: bool, token: Option<&str>) -> Args {
+        Args {
+            listen: listen.parse().unwrap(),
+            kubeconfig_out: PathBuf::from("kubeconfig"),
+            allow_remote,
+            token: token.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn remote_addresses_need_allow_remote_and_a_token() {
+        assert!(check_exposure(&args("127.0.0.1:0", false, None)).is_ok());
+        assert!(check_exposure(&args("[::1]:0", false, None)).is_ok());
+        let refused = check_exposure(&args("0.0.0.0:0", false, None)).unwrap_err();
+        assert!(refused.to_string().contains("not a loopback address"));
+        let no_token = check_exposure(&args("0.0.0.0:0", true, None)).unwrap_err();
+        assert!(no_token.to_string().contains("requires --token"));
+        assert!(check_exposure(&args("0.0.0.0:0", true, Some("s3cret"))).is_ok());
+    }
+}
