@@ -60,6 +60,7 @@ impl ApiServerBuilder {
                 state: RwLock::new(State::new(self.store)),
                 config: self.front,
                 address: RwLock::new("127.0.0.1".into()),
+                requests: Default::default(),
             }),
         }
     }
@@ -106,6 +107,13 @@ impl ApiServer {
             .into_iter()
             .map(|(key, n)| (format_key(&key), n))
             .collect()
+    }
+
+    /// How many requests with this verb (`get`, `list`, `watch`, `create`, `update`, `patch`,
+    /// `delete`, `deletecollection`) the server has answered for a kind (`group` "" for core).
+    pub fn request_count(&self, verb: &str, group: &str, plural: &str) -> u64 {
+        let key = (verb.to_string(), group.to_string(), plural.to_string());
+        self.shared.requests.lock().get(&key).copied().unwrap_or(0)
     }
 
     /// Cuts off every open watch; clients resume from their last resourceVersion.

@@ -9,6 +9,7 @@ mod respond;
 mod route;
 mod watch;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,6 +54,19 @@ pub struct Shared {
     pub config: FrontConfig,
     /// The address clients reach the server at, for `/api`.
     pub address: RwLock<String>,
+    /// Requests served, by (verb, group, plural).
+    pub requests: parking_lot::Mutex<BTreeMap<(String, String, String), u64>>,
+}
+
+impl Shared {
+    /// Counts one request on a kind.
+    fn record(&self, verb: &str, group: &str, plural: &str) {
+        *self
+            .requests
+            .lock()
+            .entry((verb.to_string(), group.to_string(), plural.to_string()))
+            .or_default() += 1;
+    }
 }
 
 /// The tower service of the server: an axum router that answers every path.

@@ -79,6 +79,8 @@ pub async fn serve(
         info,
     };
     let limit = shared.config.max_body_bytes;
+    let verb = verb_of(&parts.method, path.name.is_some(), &call.query)?;
+    shared.record(verb, &call.info.group, &call.info.plural);
     match (parts.method, path.name) {
         (Method::GET, None) if call.query.flag("watch")? => watch::serve(
             shared,
@@ -159,6 +161,21 @@ pub async fn serve(
             parts.uri.path()
         ))),
     }
+}
+
+/// The Kubernetes verb of a request, as RBAC and audit logs name it.
+fn verb_of(method: &Method, has_name: bool, query: &Query) -> ApiResult<&'static str> {
+    Ok(match (method.as_str(), has_name) {
+        ("GET", false) if query.flag("watch")? => "watch",
+        ("GET", false) => "list",
+        ("GET", true) => "get",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", false) => "deletecollection",
+        ("DELETE", true) => "delete",
+        _ => "other",
+    })
 }
 
 fn create(
