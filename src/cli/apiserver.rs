@@ -35,7 +35,9 @@ fn check_exposure(args: &Args) -> anyhow::Result<()> {
         );
     }
     if args.token.as_deref().is_none_or(str::is_empty) {
-        bail!("--allow-remote requires --token: a server reachable from other hosts must not be open to anyone");
+        bail!(
+            "--allow-remote requires --token: a server reachable from other hosts must not be open to anyone"
+        );
     }
     Ok(())
 }
@@ -53,12 +55,19 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let url = serving.url();
-    if let Some(dir) = args.kubeconfig_out.parent().filter(|d| !d.as_os_str().is_empty()) {
+    if let Some(dir) = args
+        .kubeconfig_out
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+    {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create directory {}", dir.display()))?;
     }
-    std::fs::write(&args.kubeconfig_out, kubeconfig(&url, args.token.as_deref()))
-        .with_context(|| format!("cannot write {}", args.kubeconfig_out.display()))?;
+    std::fs::write(
+        &args.kubeconfig_out,
+        kubeconfig(&url, args.token.as_deref()),
+    )
+    .with_context(|| format!("cannot write {}", args.kubeconfig_out.display()))?;
     println!("dynrec apiserver listening on {url}");
     println!("kubeconfig written to {}", args.kubeconfig_out.display());
     println!(

@@ -1,0 +1,554 @@
+//! Create, get, list, update and patch through `kube::Client`, in-process.
+
+mod support;
+
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use support::*;
+
+#[tokio::test]
+async fn create_assigns_identity_version_and_generation() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    let a = cms
+        .create(
+            &PostParams::default(),
+            &configmap("a", json!({}), json!({"k": "v"})),
+        )
+        .await
+        .unwrap();
+    let b = cms
+        .create(
+            &PostParams::default(),
+            &configmap("b", json!({}), json!({})),
+        )
+        .await
+        .unwrap();
+    let rv = |o: &kube::api::DynamicObject| {
+        o.metadata
+            .resource_version
+            .clone()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    assert!(rv(&b) > rv(&a), "resourceVersions increase cluster-wide");
+    assert_eq!(a.metadata.generation, Some(1));
+    assert!(a.metadata.uid.is_some() && a.metadata.uid != b.metadata.uid);
+    assert!(a.metadata.creation_timestamp.is_some());
+    assert_eq!(a.metadata.namespace.as_deref(), Some("default"));
+    let got = cms.get("a").await.unwrap();
+    assert_eq!(got.data["data"]["k"], "v");
+    assert_eq!(got.metadata.resource_version, a.metadata.resource_version);
+}
+
+#[tokio::test]
+async fn generate_name_gets_a_random_suffix() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    let body = object(
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "cfg-"}}),
+    );
+    let a = cms.create(&PostParams::default(), &body).await.unwrap();
+    let b = cms.create(&PostParams::default(), &body).await.unwrap();
+    let name = a.metadata.name.unwrap();
+    assert!(name.starts_with("cfg-") && name.len() == 9, "{name}");
+    assert_ne!(Some(name), b.metadata.name);
+}
+
+#[tokio::test]
+async fn duplicate_create_is_already_exists() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    cms.create(
+        &PostParams::default(),
+        &configmap("a", json!({}), json!({})),
+    )
+    .await
+    .unwrap();
+    let status = status_of(
+        cms.create(
+            &PostParams::default(),
+            &configmap("a", json!({}), json!({})),
+        )
+        .await,
+    );
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (409, "AlreadyExists")
+    );
+    assert_eq!(status.message, "configmaps \"a\" already exists");
+    let details = status.details.unwrap();
+    assert_eq!(
+        (details.name.as_str(), details.kind.as_str()),
+        ("a", "configmaps")
+    );
+}
+
+#[tokio::test]
+async fn missing_object_is_not_found_with_details() {
+    let (_server, client) = server();
+    let deployments = api(
+        &client,
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        "default",
+    );
+    let status = status_of(deployments.get("web").await);
+    assert_eq!((status.code, status.reason.as_str()), (404, "NotFound"));
+    assert_eq!(status.message, "deployments.apps \"web\" not found");
+    assert_eq!(status.details.unwrap().group, "apps");
+    assert!(deployments.get_opt("web").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn namespaced_create_needs_an_existing_live_namespace() {
+    let (_server, client) = server();
+    let status = status_of(
+        configmaps(&client, "nowhere")
+            .create(
+                &PostParams::default(),
+                &configmap("a", json!({}), json!({})),
+            )
+            .await,
+    );
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (404, "namespaces \"nowhere\" not found")
+    );
+
+    create_namespace(&client, "demo").await;
+    let demo = configmaps(&client, "demo");
+    demo.create(
+        &PostParams::default(),
+        &configmap("held", json!({}), json!({})),
+    )
+    .await
+    .unwrap();
+    demo.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": ["x/y"]}})),
+    )
+    .await
+    .unwrap();
+    namespaces(&client)
+        .delete("demo", &Default::default())
+        .await
+        .unwrap();
+    let status = status_of(
+        demo.create(
+            &PostParams::default(),
+            &configmap("b", json!({}), json!({})),
+        )
+        .await,
+    );
+    assert_eq!((status.code, status.reason.as_str()), (403, "Forbidden"));
+    assert!(
+        status.message.contains("because it is being terminated"),
+        "{}",
+        status.message
+    );
+}
+
+#[tokio::test]
+async fn list_filters_by_label_selector_operators() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    for (name, labels) in [
+        ("web", json!({"app": "web", "tier": "front"})),
+        ("api", json!({"app": "api", "tier": "back"})),
+        ("db", json!({"app": "db"})),
+    ] {
+        cms.create(&PostParams::default(), &configmap(name, labels, json!({})))
+            .await
+            .unwrap();
+    }
+    let names = |selector: &'static str| {
+        let cms = cms.clone();
+        async move {
+            let list = cms
+                .list(&ListParams::default().labels(selector))
+                .await
+                .unwrap();
+            let mut names: Vec<String> = list
+                .items
+                .into_iter()
+                .filter_map(|o| o.metadata.name)
+                .collect();
+            names.sort();
+            names
+        }
+    };
+    assert_eq!(names("app=web").await, vec!["web"]);
+    assert_eq!(names("app!=web").await, vec!["api", "db"]);
+    assert_eq!(names("app in (web,db)").await, vec!["db", "web"]);
+    assert_eq!(names("app notin (web,db)").await, vec!["api"]);
+    assert_eq!(names("tier").await, vec!["api", "web"]);
+    assert_eq!(names("!tier").await, vec!["db"]);
+    assert_eq!(names("tier,app!=api").await, vec!["web"]);
+    let status = status_of(cms.list(&ListParams::default().labels("app in (")).await);
+    assert_eq!(status.code, 400);
+}
+
+#[tokio::test]
+async fn list_filters_by_field_selector_and_reports_its_resource_version() {
+    let (server, client) = server();
+    let cms = configmaps(&client, "default");
+    cms.create(
+        &PostParams::default(),
+        &configmap("a", json!({}), json!({})),
+    )
+    .await
+    .unwrap();
+    cms.create(
+        &PostParams::default(),
+        &configmap("b", json!({}), json!({})),
+    )
+    .await
+    .unwrap();
+    let list = cms
+        .list(&ListParams::default().fields("metadata.name=b"))
+        .await
+        .unwrap();
+    assert_eq!(list.items.len(), 1);
+    assert_eq!(
+        list.metadata.resource_version,
+        Some(server.resource_version().to_string())
+    );
+    let all = cluster_api(&client, "", "v1", "ConfigMap", "configmaps");
+    let others = all
+        .list(&ListParams::default().fields("metadata.namespace!=default"))
+        .await
+        .unwrap();
+    assert!(others.items.is_empty());
+    let status = status_of(
+        cms.list(&ListParams::default().fields("spec.nothing=1"))
+            .await,
+    );
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (400, "field label not supported: spec.nothing")
+    );
+}
+
+#[tokio::test]
+async fn list_pages_with_limit_and_continue() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    for i in 0..7 {
+        cms.create(
+            &PostParams::default(),
+            &configmap(&format!("cm{i}"), json!({}), json!({})),
+        )
+        .await
+        .unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut params = ListParams::default().limit(3);
+        if let Some(t) = &token {
+            params = params.continue_token(t);
+        }
+        let page = cms.list(&params).await.unwrap();
+        assert!(page.items.len() <= 3);
+        seen.extend(page.items.into_iter().filter_map(|o| o.metadata.name));
+        token = page.metadata.continue_.filter(|t| !t.is_empty());
+        if token.is_none() {
+            break;
+        }
+    }
+    assert_eq!(seen, (0..7).map(|i| format!("cm{i}")).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn stale_update_is_a_conflict_and_fresh_update_bumps_generation() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    let created = cms
+        .create(
+            &PostParams::default(),
+            &configmap("a", json!({}), json!({"k": "1"})),
+        )
+        .await
+        .unwrap();
+    let mut first = created.clone();
+    first.data["data"]["k"] = json!("2");
+    let updated = cms
+        .replace("a", &PostParams::default(), &first)
+        .await
+        .unwrap();
+    assert_eq!(updated.metadata.generation, Some(2));
+    let mut stale = created.clone();
+    stale.data["data"]["k"] = json!("3");
+    let status = status_of(cms.replace("a", &PostParams::default(), &stale).await);
+    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
+    assert!(
+        status.message.contains("the object has been modified"),
+        "{}",
+        status.message
+    );
+    // A label change touches metadata only: no new generation.
+    let mut relabelled = updated.clone();
+    relabelled.metadata.labels = Some([("x".to_string(), "y".to_string())].into());
+    let relabelled = cms
+        .replace("a", &PostParams::default(), &relabelled)
+        .await
+        .unwrap();
+    assert_eq!(relabelled.metadata.generation, Some(2));
+    // Writing the same object again changes nothing, not even the resourceVersion.
+    let again = cms
+        .replace("a", &PostParams::default(), &relabelled)
+        .await
+        .unwrap();
+    assert_eq!(
+        again.metadata.resource_version,
+        relabelled.metadata.resource_version
+    );
+}
+
+#[tokio::test]
+async fn custom_resources_need_a_resource_version_to_update() {
+    let (_server, client) = server();
+    install_widget_crd(&client).await;
+    let widgets = kube::Api::<kube::api::DynamicObject>::namespaced_with(
+        client.clone(),
+        "default",
+        &widget_resource(),
+    );
+    widgets
+        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}})))
+        .await
+        .unwrap();
+    let blind = object(
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 2}}),
+    );
+    let status = status_of(widgets.replace("w", &PostParams::default(), &blind).await);
+    assert_eq!(status.code, 422);
+    assert!(
+        status.message.contains("metadata.resourceVersion"),
+        "{}",
+        status.message
+    );
+}
+
+#[tokio::test]
+async fn status_subresource_separates_spec_and_status_writes() {
+    let (_server, client) = server();
+    install_widget_crd(&client).await;
+    let widgets = kube::Api::<kube::api::DynamicObject>::namespaced_with(
+        client.clone(),
+        "default",
+        &widget_resource(),
+    );
+    let created = widgets
+        .create(
+            &PostParams::default(),
+            &object(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w"}, "spec": {"size": 1}, "status": {"ready": true}})),
+        )
+        .await
+        .unwrap();
+    assert!(
+        created.data.get("status").is_none(),
+        "status is dropped on create"
+    );
+
+    let with_status = widgets
+        .patch_status(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"ready": true}, "spec": {"size": 9}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(with_status.data["status"]["ready"], true);
+    assert_eq!(
+        with_status.data["spec"]["size"], 1,
+        "the status endpoint leaves spec alone"
+    );
+    assert_eq!(
+        with_status.metadata.generation,
+        Some(1),
+        "status writes keep the generation"
+    );
+
+    let main = widgets
+        .patch(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"ready": false}, "spec": {"size": 2}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        main.data["status"]["ready"], true,
+        "the main endpoint keeps the stored status"
+    );
+    assert_eq!(main.data["spec"]["size"], 2);
+    assert_eq!(main.metadata.generation, Some(2));
+
+    let mut replaced = main.clone();
+    replaced.data["status"] = json!({"ready": false, "phase": "Done"});
+    let replaced = widgets
+        .replace_status("w", &PostParams::default(), &replaced)
+        .await
+        .unwrap();
+    assert_eq!(replaced.data["status"]["phase"], "Done");
+}
+
+#[tokio::test]
+async fn json_patch_applies_operations_and_fails_whole_on_a_failed_test() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    cms.create(
+        &PostParams::default(),
+        &configmap("a", json!({}), json!({"k": "1"})),
+    )
+    .await
+    .unwrap();
+    let ops: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "test", "path": "/data/k", "value": "1"},
+        {"op": "add", "path": "/data/n", "value": "2"}
+    ]))
+    .unwrap();
+    let patched = cms
+        .patch("a", &PatchParams::default(), &Patch::<()>::Json(ops))
+        .await
+        .unwrap();
+    assert_eq!(patched.data["data"], json!({"k": "1", "n": "2"}));
+    let failing: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "add", "path": "/data/z", "value": "3"},
+        {"op": "test", "path": "/data/k", "value": "other"}
+    ]))
+    .unwrap();
+    let status = status_of(
+        cms.patch("a", &PatchParams::default(), &Patch::<()>::Json(failing))
+            .await,
+    );
+    assert_eq!(status.code, 422);
+    assert_eq!(
+        cms.get("a").await.unwrap().data["data"],
+        json!({"k": "1", "n": "2"})
+    );
+}
+
+#[tokio::test]
+async fn merge_patch_with_a_stale_resource_version_is_a_conflict() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    cms.create(
+        &PostParams::default(),
+        &configmap("a", json!({}), json!({})),
+    )
+    .await
+    .unwrap();
+    let patch = json!({"metadata": {"resourceVersion": "1"}, "data": {"x": "y"}});
+    let status = status_of(
+        cms.patch("a", &PatchParams::default(), &Patch::Merge(patch))
+            .await,
+    );
+    assert_eq!(status.code, 409);
+}
+
+#[tokio::test]
+async fn bad_requests_get_clear_errors() {
+    let (_server, client) = server();
+    let (code, body) = raw(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        "application/json",
+        "{not json",
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert!(
+        body["message"].as_str().unwrap().contains("not valid JSON"),
+        "{body}"
+    );
+
+    let (code, body) = raw(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        "application/json",
+        r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}"#,
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert!(
+        body["message"].as_str().unwrap().contains("Secret"),
+        "{body}"
+    );
+
+    let (code, body) = raw(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        "application/json",
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Not_Valid"}}"#,
+    )
+    .await;
+    assert_eq!((code, body["reason"].as_str()), (422, Some("Invalid")));
+    assert_eq!(body["details"]["causes"][0]["field"], "metadata.name");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("RFC 1123 subdomain"),
+        "{body}"
+    );
+
+    let (code, body) = raw(
+        &client,
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/a",
+        "text/plain",
+        "{}",
+    )
+    .await;
+    assert_eq!(
+        (code, body["reason"].as_str()),
+        (415, Some("UnsupportedMediaType"))
+    );
+
+    let (code, _) = raw(
+        &client,
+        "PUT",
+        "/api/v1/namespaces",
+        "application/json",
+        "{}",
+    )
+    .await;
+    assert_eq!(code, 405);
+
+    let (code, body) = raw(
+        &client,
+        "GET",
+        "/apis/nothing.example.com/v1/things",
+        "application/json",
+        "",
+    )
+    .await;
+    assert_eq!((code, body["reason"].as_str()), (404, Some("NotFound")));
+}
+
+#[tokio::test]
+async fn dry_run_stores_nothing() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    let params = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let answered = cms
+        .create(&params, &configmap("a", json!({}), json!({})))
+        .await
+        .unwrap();
+    assert_eq!(answered.metadata.name.as_deref(), Some("a"));
+    assert!(cms.get_opt("a").await.unwrap().is_none());
+}

@@ -1,0 +1,327 @@
+//! Finalizers, deletionTimestamp, propagation policies, delete collection and namespace
+//! deletion.
+
+mod support;
+
+use kube::api::{
+    DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, Preconditions,
+};
+use serde_json::{Value, json};
+use support::*;
+
+fn owned_configmap(name: &str, owner: &DynamicObject, block: bool) -> DynamicObject {
+    object(
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name,
+        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": owner.metadata.name,
+            "uid": owner.metadata.uid, "controller": true, "blockOwnerDeletion": block}]}}),
+    )
+}
+
+#[tokio::test]
+async fn an_object_with_finalizers_waits_for_them() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    let body = object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "held", "finalizers": ["example.com/a", "example.com/b"]}}));
+    cms.create(&PostParams::default(), &body).await.unwrap();
+    let deleting = cms.delete("held", &DeleteParams::default()).await.unwrap();
+    let deleting = deleting
+        .left()
+        .expect("the object is returned while it waits");
+    assert!(deleting.metadata.deletion_timestamp.is_some());
+
+    // deletionTimestamp cannot be taken back, and no finalizer can be added.
+    let mut revived = cms.get("held").await.unwrap();
+    revived.metadata.deletion_timestamp = None;
+    let kept = cms
+        .replace("held", &PostParams::default(), &revived)
+        .await
+        .unwrap();
+    assert!(kept.metadata.deletion_timestamp.is_some());
+    let status = status_of(
+        cms.patch("held", &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/a", "example.com/b", "example.com/c"]}})))
+            .await,
+    );
+    assert_eq!(status.code, 422);
+    assert!(
+        status.message.contains("no new finalizers"),
+        "{}",
+        status.message
+    );
+
+    cms.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/b"]}})),
+    )
+    .await
+    .unwrap();
+    assert!(cms.get_opt("held").await.unwrap().is_some());
+    cms.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    assert!(cms.get_opt("held").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn delete_preconditions_are_checked() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    cms.create(
+        &PostParams::default(),
+        &configmap("a", json!({}), json!({})),
+    )
+    .await
+    .unwrap();
+    let params = DeleteParams::default().preconditions(Preconditions {
+        uid: Some("other".into()),
+        resource_version: None,
+    });
+    let status = status_of(cms.delete("a", &params).await);
+    assert_eq!(status.code, 409);
+    assert!(
+        status.message.contains("Precondition failed: UID"),
+        "{}",
+        status.message
+    );
+    assert!(cms.get_opt("a").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn background_deletion_collects_dependents() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    let owner = cms
+        .create(
+            &PostParams::default(),
+            &configmap("owner", json!({}), json!({})),
+        )
+        .await
+        .unwrap();
+    let other = cms
+        .create(
+            &PostParams::default(),
+            &configmap("other", json!({}), json!({})),
+        )
+        .await
+        .unwrap();
+    cms.create(
+        &PostParams::default(),
+        &owned_configmap("child", &owner, false),
+    )
+    .await
+    .unwrap();
+    let mut shared = owned_configmap("shared", &owner, false);
+    let mut refs = shared.metadata.owner_references.clone().unwrap();
+    refs.push(
+        owned_configmap("x", &other, false)
+            .metadata
+            .owner_references
+            .unwrap()[0]
+            .clone(),
+    );
+    shared.metadata.owner_references = Some(refs);
+    cms.create(&PostParams::default(), &shared).await.unwrap();
+
+    cms.delete("owner", &DeleteParams::background())
+        .await
+        .unwrap();
+    assert!(
+        cms.get_opt("child").await.unwrap().is_none(),
+        "a dependent with no owner left is collected"
+    );
+    let shared = cms.get("shared").await.unwrap();
+    let refs = shared.metadata.owner_references.unwrap();
+    assert_eq!(
+        refs.len(),
+        1,
+        "the dangling reference is dropped, the live one kept"
+    );
+    assert_eq!(refs[0].uid, other.metadata.uid.unwrap());
+}
+
+#[tokio::test]
+async fn foreground_deletion_waits_for_blocking_dependents() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    let owner = cms
+        .create(
+            &PostParams::default(),
+            &configmap("owner", json!({}), json!({})),
+        )
+        .await
+        .unwrap();
+    let mut child = owned_configmap("child", &owner, true);
+    child.metadata.finalizers = Some(vec!["example.com/slow".into()]);
+    cms.create(&PostParams::default(), &child).await.unwrap();
+
+    cms.delete("owner", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    let waiting = cms.get("owner").await.unwrap();
+    assert!(waiting.metadata.deletion_timestamp.is_some());
+    assert_eq!(
+        waiting.metadata.finalizers,
+        Some(vec!["foregroundDeletion".to_string()])
+    );
+    let child = cms.get("child").await.unwrap();
+    assert!(
+        child.metadata.deletion_timestamp.is_some(),
+        "dependents are deleted first"
+    );
+
+    let json_patch: json_patch::Patch =
+        serde_json::from_value(json!([{"op": "remove", "path": "/metadata/finalizers"}])).unwrap();
+    cms.patch(
+        "child",
+        &PatchParams::default(),
+        &Patch::<()>::Json(json_patch),
+    )
+    .await
+    .unwrap();
+    assert!(cms.get_opt("child").await.unwrap().is_none());
+    assert!(
+        cms.get_opt("owner").await.unwrap().is_none(),
+        "the owner goes once its blocking dependent is gone"
+    );
+}
+
+#[tokio::test]
+async fn orphan_deletion_keeps_dependents_without_the_reference() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    let owner = cms
+        .create(
+            &PostParams::default(),
+            &configmap("owner", json!({}), json!({})),
+        )
+        .await
+        .unwrap();
+    cms.create(
+        &PostParams::default(),
+        &owned_configmap("child", &owner, false),
+    )
+    .await
+    .unwrap();
+    cms.delete("owner", &DeleteParams::orphan()).await.unwrap();
+    assert!(cms.get_opt("owner").await.unwrap().is_none());
+    let child = cms.get("child").await.unwrap();
+    assert!(child.metadata.owner_references.is_none());
+}
+
+#[tokio::test]
+async fn delete_collection_deletes_what_the_selector_matches() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    for (name, app) in [("a", "x"), ("b", "x"), ("c", "y")] {
+        cms.create(
+            &PostParams::default(),
+            &configmap(name, json!({"app": app}), json!({})),
+        )
+        .await
+        .unwrap();
+    }
+    let deleted = cms
+        .delete_collection(
+            &DeleteParams::default(),
+            &ListParams::default().labels("app=x"),
+        )
+        .await
+        .unwrap();
+    let deleted = deleted.left().expect("a list of what was deleted");
+    assert_eq!(deleted.items.len(), 2);
+    let left: Vec<String> = cms
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|o| o.metadata.name)
+        .collect();
+    assert_eq!(left, vec!["c"]);
+}
+
+#[tokio::test]
+async fn deleting_a_namespace_deletes_its_contents_then_itself() {
+    let (_server, client) = server();
+    create_namespace(&client, "demo").await;
+    let cms = configmaps(&client, "demo");
+    cms.create(
+        &PostParams::default(),
+        &configmap("plain", json!({}), json!({})),
+    )
+    .await
+    .unwrap();
+    let held = object(
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "held", "finalizers": ["example.com/x"]}}),
+    );
+    cms.create(&PostParams::default(), &held).await.unwrap();
+    configmaps(&client, "default")
+        .create(
+            &PostParams::default(),
+            &configmap("elsewhere", json!({}), json!({})),
+        )
+        .await
+        .unwrap();
+
+    namespaces(&client)
+        .delete("demo", &DeleteParams::default())
+        .await
+        .unwrap();
+    let ns = namespaces(&client).get("demo").await.unwrap();
+    assert_eq!(ns.data["status"]["phase"], "Terminating");
+    assert!(cms.get_opt("plain").await.unwrap().is_none());
+    assert!(
+        cms.get("held")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
+
+    cms.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    assert!(namespaces(&client).get_opt("demo").await.unwrap().is_none());
+    assert!(
+        configmaps(&client, "default")
+            .get_opt("elsewhere")
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_crd_removes_the_kind_and_its_objects() {
+    let (_server, client) = server();
+    install_widget_crd(&client).await;
+    let widgets =
+        kube::Api::<DynamicObject>::namespaced_with(client.clone(), "default", &widget_resource());
+    widgets.create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}))).await.unwrap();
+    let crds = kube::Api::<DynamicObject>::all_with(client.clone(), &crd_resource());
+    crds.delete("widgets.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(crds.get_opt("widgets.example.com").await.unwrap().is_none());
+    let status = status_of(widgets.list(&ListParams::default()).await);
+    assert_eq!(status.code, 404);
+    let (_, apis) = raw(&client, "GET", "/apis", "application/json", "").await;
+    let groups: Vec<&Value> = apis["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["name"] == "example.com")
+        .collect();
+    assert!(groups.is_empty(), "the group is gone from discovery");
+}

@@ -1,0 +1,147 @@
+//! Helpers shared by the API server's integration tests.
+#![allow(dead_code)]
+
+use dynrec_apiserver::ApiServer;
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use kube::core::GroupVersionKind;
+use serde_json::{Value, json};
+
+/// A fresh server and an in-process client for it.
+pub fn server() -> (ApiServer, kube::Client) {
+    let server = ApiServer::new();
+    let client = server.client();
+    (server, client)
+}
+
+/// The ApiResource of the test CRD kind `Widget` (example.com/v1, plural widgets).
+pub fn widget_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", "Widget"),
+        "widgets",
+    )
+}
+
+/// A CRD for `widgets.example.com`, namespaced, with a status subresource.
+pub fn widget_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "shortNames": ["wd"]},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+            }]
+        }
+    })
+}
+
+/// The ApiResource of CustomResourceDefinition.
+pub fn crd_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+        "customresourcedefinitions",
+    )
+}
+
+/// Creates the Widget CRD.
+pub async fn install_widget_crd(client: &kube::Client) -> DynamicObject {
+    let crds: Api<DynamicObject> = Api::all_with(client.clone(), &crd_resource());
+    let crd: DynamicObject = serde_json::from_value(widget_crd()).expect("valid CRD");
+    crds.create(&PostParams::default(), &crd)
+        .await
+        .expect("CRD created")
+}
+
+/// A DynamicObject from JSON.
+pub fn object(value: Value) -> DynamicObject {
+    serde_json::from_value(value).expect("a valid object")
+}
+
+/// A namespaced DynamicObject API for a built-in kind.
+pub fn api(
+    client: &kube::Client,
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+    ns: &str,
+) -> Api<DynamicObject> {
+    let ar =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+    Api::namespaced_with(client.clone(), ns, &ar)
+}
+
+/// A cluster-wide DynamicObject API (all namespaces, or a cluster-scoped kind).
+pub fn cluster_api(
+    client: &kube::Client,
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+) -> Api<DynamicObject> {
+    let ar =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+    Api::all_with(client.clone(), &ar)
+}
+
+/// The Namespace API.
+pub fn namespaces(client: &kube::Client) -> Api<DynamicObject> {
+    cluster_api(client, "", "v1", "Namespace", "namespaces")
+}
+
+/// Creates a namespace.
+pub async fn create_namespace(client: &kube::Client, name: &str) {
+    let body = object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}));
+    namespaces(client)
+        .create(&PostParams::default(), &body)
+        .await
+        .expect("namespace created");
+}
+
+/// A ConfigMap API in a namespace.
+pub fn configmaps(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+    api(client, "", "v1", "ConfigMap", "configmaps", ns)
+}
+
+/// A ConfigMap body.
+pub fn configmap(name: &str, labels: Value, data: Value) -> DynamicObject {
+    object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": labels}, "data": data}))
+}
+
+/// The `kube::Error::Api` status of a failed call.
+pub fn status_of<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> kube::core::Status {
+    match result {
+        Err(kube::Error::Api(status)) => *status,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+/// Sends a raw request and returns (status code, parsed JSON body).
+pub async fn raw(
+    client: &kube::Client,
+    method: &str,
+    uri: &str,
+    content_type: &str,
+    body: &str,
+) -> (u16, Value) {
+    let request = http::Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("content-type", content_type)
+        .body(kube::client::Body::from(body.as_bytes().to_vec()))
+        .expect("a valid request");
+    let response = client.send(request).await.expect("the server answers");
+    let code = response.status().as_u16();
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .expect("a body")
+        .to_bytes();
+    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (code, value)
+}

@@ -1,0 +1,456 @@
+//! Watches: event order, resume, bookmarks, 410 Gone, selectors, time limits, slow
+//! watchers, and kube-runtime's watcher against the server.
+
+mod support;
+
+use std::time::Duration;
+
+use dynrec_apiserver::ApiServer;
+use futures::{StreamExt, TryStreamExt};
+use kube::api::{
+    DeleteParams, DynamicObject, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::json;
+use support::*;
+
+const DEADLINE: Duration = Duration::from_secs(5);
+
+async fn next<S>(stream: &mut S) -> WatchEvent<DynamicObject>
+where
+    S: futures::Stream<Item = kube::Result<WatchEvent<DynamicObject>>> + Unpin,
+{
+    tokio::time::timeout(DEADLINE, stream.next())
+        .await
+        .expect("an event before the deadline")
+        .expect("the stream is open")
+        .expect("a well-formed event")
+}
+
+fn describe(event: &WatchEvent<DynamicObject>) -> (String, String) {
+    match event {
+        WatchEvent::Added(o) => ("ADDED".into(), o.metadata.name.clone().unwrap_or_default()),
+        WatchEvent::Modified(o) => (
+            "MODIFIED".into(),
+            o.metadata.name.clone().unwrap_or_default(),
+        ),
+        WatchEvent::Deleted(o) => (
+            "DELETED".into(),
+            o.metadata.name.clone().unwrap_or_default(),
+        ),
+        WatchEvent::Bookmark(b) => ("BOOKMARK".into(), b.metadata.resource_version.clone()),
+        WatchEvent::Error(e) => ("ERROR".into(), e.code.to_string()),
+    }
+}
+
+#[tokio::test]
+async fn watch_from_a_resource_version_replays_changes_in_order() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    let start = cms
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    cms.create(
+        &PostParams::default(),
+        &configmap("a", json!({}), json!({})),
+    )
+    .await
+    .unwrap();
+    cms.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "v"}})),
+    )
+    .await
+    .unwrap();
+    cms.delete("a", &DeleteParams::default()).await.unwrap();
+    let mut stream = cms
+        .watch(&WatchParams::default(), &start)
+        .await
+        .unwrap()
+        .boxed();
+    let mut seen = Vec::new();
+    let mut versions = Vec::new();
+    for _ in 0..3 {
+        let event = next(&mut stream).await;
+        if let WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) = &event {
+            versions.push(
+                o.metadata
+                    .resource_version
+                    .clone()
+                    .unwrap()
+                    .parse::<u64>()
+                    .unwrap(),
+            );
+        }
+        seen.push(describe(&event).0);
+    }
+    assert_eq!(seen, vec!["ADDED", "MODIFIED", "DELETED"]);
+    assert!(versions.windows(2).all(|w| w[0] < w[1]), "{versions:?}");
+}
+
+#[tokio::test]
+async fn live_changes_reach_an_open_watch() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    let rv = cms
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = cms
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    cms.create(
+        &PostParams::default(),
+        &configmap("live", json!({}), json!({})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        describe(&next(&mut stream).await),
+        ("ADDED".into(), "live".into())
+    );
+}
+
+#[tokio::test]
+async fn watch_without_a_version_starts_with_the_current_objects() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    cms.create(
+        &PostParams::default(),
+        &configmap("there", json!({}), json!({})),
+    )
+    .await
+    .unwrap();
+    let mut stream = cms
+        .watch(&WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    assert_eq!(
+        describe(&next(&mut stream).await),
+        ("ADDED".into(), "there".into())
+    );
+}
+
+#[tokio::test]
+async fn an_expired_resource_version_gets_410_gone() {
+    let server = ApiServer::builder().history_limit(2).build();
+    let client = server.client();
+    let cms = configmaps(&client, "default");
+    for i in 0..5 {
+        cms.create(
+            &PostParams::default(),
+            &configmap(&format!("c{i}"), json!({}), json!({})),
+        )
+        .await
+        .unwrap();
+    }
+    let mut stream = cms
+        .watch(&WatchParams::default(), "1")
+        .await
+        .unwrap()
+        .boxed();
+    match next(&mut stream).await {
+        WatchEvent::Error(status) => {
+            assert_eq!(status.code, 410);
+            assert_eq!(status.reason, "Expired");
+        }
+        other => panic!("expected 410 Gone, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn bookmarks_carry_the_current_resource_version() {
+    let server = ApiServer::builder()
+        .bookmark_interval(Duration::from_millis(50))
+        .build();
+    let client = server.client();
+    let cms = configmaps(&client, "default");
+    let rv = cms
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = cms
+        .watch(
+            &WatchParams {
+                bookmarks: true,
+                ..WatchParams::default()
+            },
+            &rv,
+        )
+        .await
+        .unwrap()
+        .boxed();
+    // A change to another kind moves the global resourceVersion; the bookmark reports it.
+    namespaces(&client)
+        .create(
+            &PostParams::default(),
+            &object(
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let expected = server.resource_version().to_string();
+    loop {
+        if let WatchEvent::Bookmark(bookmark) = next(&mut stream).await
+            && bookmark.metadata.resource_version == expected
+        {
+            break;
+        }
+    }
+}
+
+#[tokio::test]
+async fn selectors_turn_relabelling_into_added_and_deleted() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    cms.create(
+        &PostParams::default(),
+        &configmap("c", json!({"app": "web"}), json!({})),
+    )
+    .await
+    .unwrap();
+    let rv = cms
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = cms
+        .watch(&WatchParams::default().labels("app=web"), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    cms.patch(
+        "c",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"app": "db"}}})),
+    )
+    .await
+    .unwrap();
+    cms.create(
+        &PostParams::default(),
+        &configmap("ignored", json!({"app": "db"}), json!({})),
+    )
+    .await
+    .unwrap();
+    cms.patch(
+        "c",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"app": "web"}}})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        describe(&next(&mut stream).await),
+        ("DELETED".into(), "c".into())
+    );
+    assert_eq!(
+        describe(&next(&mut stream).await),
+        ("ADDED".into(), "c".into())
+    );
+}
+
+#[tokio::test]
+async fn a_watch_ends_after_its_timeout() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    let rv = cms
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = cms
+        .watch(&WatchParams::default().timeout(1), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let end = tokio::time::timeout(DEADLINE, stream.next())
+        .await
+        .expect("the server ends the watch");
+    assert!(end.is_none());
+}
+
+#[tokio::test]
+async fn a_slow_watcher_is_cut_off_without_blocking_writers() {
+    let server = ApiServer::builder().watch_buffer(4).build();
+    let client = server.client();
+    let cms = configmaps(&client, "default");
+    let rv = cms
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    // Open a watch and never read it.
+    let _stalled = cms.watch(&WatchParams::default(), &rv).await.unwrap();
+    assert_eq!(server.open_watches().get("/configmaps"), Some(&1));
+    let writes = async {
+        for i in 0..200 {
+            cms.create(
+                &PostParams::default(),
+                &configmap(&format!("c{i}"), json!({}), json!({})),
+            )
+            .await
+            .unwrap();
+        }
+    };
+    tokio::time::timeout(DEADLINE, writes)
+        .await
+        .expect("writers are never blocked by a watcher");
+    assert_eq!(
+        server.open_watches().get("/configmaps"),
+        None,
+        "the stalled watcher was cut off"
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_crd_sends_deleted_events_for_its_objects() {
+    let (_server, client) = server();
+    install_widget_crd(&client).await;
+    let widgets =
+        kube::Api::<DynamicObject>::namespaced_with(client.clone(), "default", &widget_resource());
+    widgets.create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}))).await.unwrap();
+    let rv = widgets
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = widgets
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    kube::Api::<DynamicObject>::all_with(client.clone(), &crd_resource())
+        .delete("widgets.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        describe(&next(&mut stream).await),
+        ("DELETED".into(), "w".into())
+    );
+    let end = tokio::time::timeout(DEADLINE, stream.next())
+        .await
+        .expect("the watch ends with its kind");
+    assert!(end.is_none());
+}
+
+#[tokio::test]
+async fn kube_runtime_watcher_follows_the_server() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    cms.create(
+        &PostParams::default(),
+        &configmap("before", json!({}), json!({})),
+    )
+    .await
+    .unwrap();
+    let mut objects = watcher(cms.clone(), watcher::Config::default())
+        .applied_objects()
+        .boxed();
+    let first = tokio::time::timeout(DEADLINE, objects.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.metadata.name.as_deref(), Some("before"));
+    cms.create(
+        &PostParams::default(),
+        &configmap("after", json!({}), json!({})),
+    )
+    .await
+    .unwrap();
+    let second = tokio::time::timeout(DEADLINE, objects.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(second.metadata.name.as_deref(), Some("after"));
+}
+
+#[tokio::test]
+async fn kube_runtime_streaming_list_watcher_works() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    cms.create(
+        &PostParams::default(),
+        &configmap("before", json!({}), json!({})),
+    )
+    .await
+    .unwrap();
+    let config = watcher::Config::default().streaming_lists();
+    let mut events = watcher(cms.clone(), config).boxed();
+    let mut init_done = false;
+    let mut saw_before = false;
+    while !init_done {
+        match tokio::time::timeout(DEADLINE, events.try_next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+        {
+            watcher::Event::InitApply(o) => {
+                saw_before |= o.metadata.name.as_deref() == Some("before")
+            }
+            watcher::Event::InitDone => init_done = true,
+            _ => {}
+        }
+    }
+    assert!(saw_before);
+}
+
+#[tokio::test]
+async fn kube_runtime_watcher_recovers_when_watches_are_cut() {
+    let server = ApiServer::new();
+    let client = server.client();
+    let cms = configmaps(&client, "default");
+    let mut objects = watcher(cms.clone(), watcher::Config::default())
+        .applied_objects()
+        .boxed();
+    cms.create(
+        &PostParams::default(),
+        &configmap("one", json!({}), json!({})),
+    )
+    .await
+    .unwrap();
+    let first = tokio::time::timeout(DEADLINE, objects.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.metadata.name.as_deref(), Some("one"));
+    server.close_all_watches();
+    cms.create(
+        &PostParams::default(),
+        &configmap("two", json!({}), json!({})),
+    )
+    .await
+    .unwrap();
+    let second = tokio::time::timeout(DEADLINE, objects.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(second.metadata.name.as_deref(), Some("two"));
+}
