@@ -468,11 +468,14 @@ impl Registry {
         });
     }
 
-    /// Whether a built-in kind is stored under `key`.
-    pub fn serves_builtin(&self, key: &ResourceKey) -> bool {
-        self.by_gvr
-            .values()
-            .any(|info| !info.custom && info.group == key.group && info.plural == key.plural)
+    /// Whether a kind defined by a CRD with these names would clash with a served kind: a
+    /// built-in with the same plural, or another kind of the group with the same kind name.
+    pub fn names_clash(&self, key: &ResourceKey, kind: &str) -> bool {
+        self.by_gvr.values().any(|info| {
+            info.group == key.group
+                && ((!info.custom && info.plural == key.plural)
+                    || (info.plural != key.plural && info.kind == kind))
+        })
     }
 }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::delete::FOREGROUND_FINALIZER;
+use super::kinds::names_accepted;
 use super::{Location, State, Work};
 use crate::meta;
 use crate::resources::{ResourceKey, crd_resource_key, namespace_resource_key};
@@ -174,13 +175,18 @@ impl State {
             return;
         }
         let key = custom_key(&crd);
-        let instances: Vec<Arc<Value>> = self.list(&key, None, None).cloned().collect();
+        // A CRD whose names clashed never served its kind: what is stored there is not its.
+        let instances: Vec<Arc<Value>> = if names_accepted(&crd) {
+            self.list(&key, None, None).cloned().collect()
+        } else {
+            Vec::new()
+        };
         for object in instances {
             if !meta::is_deleting(&object) {
                 self.delete_object(&key, &object, super::Propagation::Background);
             }
         }
-        if self.count(&key) > 0 {
+        if names_accepted(&crd) && self.count(&key) > 0 {
             return;
         }
         if let Some(crd) = self.get(&crd_resource_key(), "", name) {

@@ -93,6 +93,9 @@ impl State {
 
     /// A CRD is gone: stop serving its kind and end its watches.
     pub(super) fn crd_removed(&mut self, crd: &Value) {
+        if !names_accepted(crd) {
+            return;
+        }
         let key = custom_key(crd);
         self.registry.remove_custom(&key);
         self.objects.remove(&key);
@@ -102,14 +105,14 @@ impl State {
     /// The status the server gives a CRD: accepted names, stored versions, conditions.
     fn crd_status(&self, crd: &Value, old_status: &Value) -> Value {
         let key = custom_key(crd);
-        let conflict = self.registry.serves_builtin(&key);
+        let mut names = crd["spec"]["names"].clone();
+        let kind = names["kind"].as_str().unwrap_or_default().to_string();
+        let conflict = self.registry.names_clash(&key, &kind);
         let mut status = if old_status.is_object() {
             old_status.clone()
         } else {
             json!({})
         };
-        let mut names = crd["spec"]["names"].clone();
-        let kind = names["kind"].as_str().unwrap_or_default().to_string();
         if names["singular"].as_str().unwrap_or_default().is_empty() {
             names["singular"] = Value::from(kind.to_lowercase());
         }
@@ -163,7 +166,7 @@ impl State {
 }
 
 /// Whether a CRD's names were accepted (it serves its kind).
-fn names_accepted(crd: &Value) -> bool {
+pub(super) fn names_accepted(crd: &Value) -> bool {
     crd["status"]["conditions"]
         .as_array()
         .is_some_and(|conditions| {

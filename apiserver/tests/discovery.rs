@@ -1,0 +1,275 @@
+//! Discovery as kube's `Discovery` reads it, and CRDs appearing and disappearing.
+
+mod support;
+
+use kube::api::{DeleteParams, DynamicObject, PostParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::{Discovery, Scope};
+use serde_json::json;
+use support::*;
+
+const BUILTINS: &[(&str, &str, &str, &str, bool)] = &[
+    ("", "v1", "Namespace", "namespaces", false),
+    ("", "v1", "ConfigMap", "configmaps", true),
+    ("", "v1", "Secret", "secrets", true),
+    ("", "v1", "Pod", "pods", true),
+    ("", "v1", "Service", "services", true),
+    ("", "v1", "ServiceAccount", "serviceaccounts", true),
+    ("", "v1", "Event", "events", true),
+    ("apps", "v1", "Deployment", "deployments", true),
+    ("apps", "v1", "StatefulSet", "statefulsets", true),
+    ("apps", "v1", "DaemonSet", "daemonsets", true),
+    ("apps", "v1", "ReplicaSet", "replicasets", true),
+    ("batch", "v1", "Job", "jobs", true),
+    ("batch", "v1", "CronJob", "cronjobs", true),
+    ("coordination.k8s.io", "v1", "Lease", "leases", true),
+    ("events.k8s.io", "v1", "Event", "events", true),
+    (
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        false,
+    ),
+];
+
+#[tokio::test]
+async fn kube_discovery_finds_every_builtin_kind_with_its_scope() {
+    let (_server, client) = server();
+    let discovery = Discovery::new(client).run().await.unwrap();
+    for (group, version, kind, plural, namespaced) in BUILTINS {
+        let (ar, caps) = discovery
+            .resolve_gvk(&GroupVersionKind::gvk(group, version, kind))
+            .unwrap_or_else(|| panic!("{group}/{version} {kind} is discoverable"));
+        assert_eq!(ar.plural, *plural);
+        assert_eq!(caps.scope == Scope::Namespaced, *namespaced, "{kind}");
+    }
+    let (_, deployment) = discovery
+        .resolve_gvk(&GroupVersionKind::gvk("apps", "v1", "Deployment"))
+        .unwrap();
+    assert!(
+        deployment
+            .subresources
+            .iter()
+            .any(|(ar, _)| ar.plural == "status")
+    );
+}
+
+#[tokio::test]
+async fn resource_lists_carry_names_verbs_and_short_names() {
+    let (_server, client) = server();
+    let (code, doc) = raw(&client, "GET", "/apis/apps/v1", "application/json", "").await;
+    assert_eq!(code, 200);
+    let deployments = doc["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "deployments")
+        .unwrap();
+    assert_eq!(deployments["singularName"], "deployment");
+    assert_eq!(deployments["shortNames"], json!(["deploy"]));
+    assert_eq!(deployments["categories"], json!(["all"]));
+    assert!(
+        deployments["verbs"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("watch"))
+    );
+    let (code, version) = raw(&client, "GET", "/version", "application/json", "").await;
+    assert_eq!((code, version["major"].as_str()), (200, Some("1")));
+    let info = client.apiserver_version().await.unwrap();
+    assert_eq!(info.major, "1");
+}
+
+#[tokio::test]
+async fn a_crd_appears_in_discovery_at_once_with_its_conditions() {
+    let (_server, client) = server();
+    let crd = install_widget_crd(&client).await;
+    let conditions = crd.data["status"]["conditions"].as_array().unwrap();
+    for kind in ["Established", "NamesAccepted"] {
+        assert!(
+            conditions
+                .iter()
+                .any(|c| c["type"] == kind && c["status"] == "True"),
+            "{kind}"
+        );
+    }
+    assert_eq!(crd.data["status"]["acceptedNames"]["kind"], "Widget");
+    let discovery = Discovery::new(client.clone()).run().await.unwrap();
+    let (ar, caps) = discovery
+        .resolve_gvk(&GroupVersionKind::gvk("example.com", "v1", "Widget"))
+        .unwrap();
+    assert_eq!(ar.plural, "widgets");
+    assert_eq!(caps.scope, Scope::Namespaced);
+    assert!(
+        caps.subresources
+            .iter()
+            .any(|(sub, _)| sub.plural == "status")
+    );
+    let widgets = kube::Api::<DynamicObject>::namespaced_with(client.clone(), "default", &ar);
+    let w = widgets
+        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"a": 1}})))
+        .await
+        .unwrap();
+    assert_eq!(w.data["spec"]["a"], 1);
+
+    kube::Api::<DynamicObject>::all_with(client.clone(), &crd_resource())
+        .delete("widgets.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    let discovery = Discovery::new(client).run().await.unwrap();
+    assert!(
+        discovery
+            .resolve_gvk(&GroupVersionKind::gvk("example.com", "v1", "Widget"))
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn an_invalid_crd_is_refused_with_each_problem() {
+    let (_server, client) = server();
+    let crds = kube::Api::<DynamicObject>::all_with(client, &crd_resource());
+    let bad = object(
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "wrong"},
+        "spec": {"group": "nodot", "scope": "Sideways", "names": {"kind": "Thing", "plural": "things"},
+            "versions": [{"name": "v1", "served": true, "storage": false}]}}),
+    );
+    let status = status_of(crds.create(&PostParams::default(), &bad).await);
+    assert_eq!(status.code, 422);
+    for field in ["spec.group", "spec.scope", "metadata.name", "spec.versions"] {
+        assert!(
+            status.message.contains(field),
+            "{field} in {}",
+            status.message
+        );
+    }
+}
+
+fn crd(group: &str, kind: &str, plural: &str) -> DynamicObject {
+    object(
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {"group": group, "scope": "Namespaced", "names": {"kind": kind, "plural": plural},
+            "versions": [{"name": "v1", "served": true, "storage": true}]}}),
+    )
+}
+
+fn condition(crd: &DynamicObject, kind: &str) -> String {
+    let conditions = crd.data["status"]["conditions"].as_array().unwrap();
+    let found = conditions.iter().find(|c| c["type"] == kind).unwrap();
+    found["status"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_crd_whose_names_clash_is_not_established() {
+    let (_server, client) = server();
+    let crds = kube::Api::<DynamicObject>::all_with(client.clone(), &crd_resource());
+    let leases = api(
+        &client,
+        "coordination.k8s.io",
+        "v1",
+        "Lease",
+        "leases",
+        "default",
+    );
+    leases.create(&PostParams::default(), &object(json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"}}))).await.unwrap();
+    let builtin = crds
+        .create(
+            &PostParams::default(),
+            &crd("coordination.k8s.io", "Lease", "leases"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            condition(&builtin, "NamesAccepted"),
+            condition(&builtin, "Established")
+        ),
+        ("False".into(), "False".into())
+    );
+    crds.delete("leases.coordination.k8s.io", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(
+        crds.get_opt("leases.coordination.k8s.io")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        leases.get_opt("l").await.unwrap().is_some(),
+        "the built-in kind and its objects are untouched"
+    );
+    install_widget_crd(&client).await;
+    let same_kind = crds
+        .create(
+            &PostParams::default(),
+            &crd("example.com", "Widget", "gizmos"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(condition(&same_kind, "NamesAccepted"), "False");
+    let (code, _) = raw(
+        &client,
+        "GET",
+        "/apis/example.com/v1/gizmos",
+        "application/json",
+        "",
+    )
+    .await;
+    assert_eq!(
+        code, 404,
+        "a kind whose names were not accepted is not served"
+    );
+}
+
+#[tokio::test]
+async fn a_crd_with_two_versions_serves_one_object_at_both() {
+    let (_server, client) = server();
+    let crds = kube::Api::<DynamicObject>::all_with(client.clone(), &crd_resource());
+    let mut crd = widget_crd();
+    crd["spec"]["versions"] = json!([
+        {"name": "v1", "served": true, "storage": true},
+        {"name": "v1beta1", "served": true, "storage": false}
+    ]);
+    crds.create(&PostParams::default(), &object(crd))
+        .await
+        .unwrap();
+    let v1 =
+        kube::Api::<DynamicObject>::namespaced_with(client.clone(), "default", &widget_resource());
+    v1.create(
+        &PostParams::default(),
+        &object(
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let (code, doc) = raw(
+        &client,
+        "GET",
+        "/apis/example.com/v1beta1/namespaces/default/widgets/w",
+        "application/json",
+        "",
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(doc["apiVersion"], "example.com/v1beta1");
+    let (_, group) = raw(&client, "GET", "/apis/example.com", "application/json", "").await;
+    assert_eq!(group["preferredVersion"]["version"], "v1");
+}
