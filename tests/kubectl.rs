@@ -1,0 +1,1172 @@
+//! The real `kubectl` against `dynrec apiserver`, driven as a user would drive it.
+//!
+//! Every test starts its own server (`dynrec apiserver --listen 127.0.0.1:0`) with its own
+//! temp dir for the kubeconfig and kubectl's discovery cache, so tests share nothing and run
+//! in parallel. Every child process has a deadline and is killed when its guard drops.
+//!
+//! Without `kubectl` on the PATH the kubectl tests print why they are skipped and pass,
+//! unless `CI=true`, where the absence of kubectl fails them.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// How long the server may take to print its address.
+const SERVER_START_DEADLINE: Duration = Duration::from_secs(30);
+/// How long one kubectl call (or one short-lived `dynrec` run) may take.
+const COMMAND_DEADLINE: Duration = Duration::from_secs(30);
+/// How long a watching kubectl may take to print an expected event.
+const WATCH_EVENT_DEADLINE: Duration = Duration::from_secs(20);
+/// `--request-timeout` of every short kubectl call.
+const REQUEST_TIMEOUT: &str = "--request-timeout=10s";
+
+const WIDGET_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names:
+    kind: Widget
+    listKind: WidgetList
+    plural: widgets
+    singular: widget
+    shortNames: [wd]
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      subresources:
+        status: {}
+      schema:
+        openAPIV3Schema:
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+"#;
+
+const WIDGET_W1: &str = r#"apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: w1
+spec:
+  size: 3
+  color: blue
+"#;
+
+const WIDGET_HELD: &str = r#"apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: held
+  finalizers:
+    - example.com/hold
+spec:
+  size: 1
+"#;
+
+// ---------------------------------------------------------------------------------------
+// Tests
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn a_crd_applied_with_kubectl_becomes_established_and_serves_its_kind() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let server = Server::start(kubectl, None);
+
+    let crd = server.write("crd.yaml", WIDGET_CRD);
+    let applied = server
+        .apply(&crd)
+        .expect_ok("kubectl apply of the Widget CRD");
+    assert_contains(
+        &applied,
+        &applied.stdout,
+        "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created",
+    );
+    server
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.example.com",
+            "--timeout=10s",
+        ])
+        .expect_ok("kubectl wait for the CRD to be Established");
+
+    let crd_json = server
+        .kubectl(&["get", "crd", "widgets.example.com", "-o", "json"])
+        .expect_ok("kubectl get of the CRD")
+        .json();
+    let established = conditions(&crd_json)
+        .into_iter()
+        .find(|c| c["type"] == "Established");
+    assert_eq!(
+        established.as_ref().map(|c| c["status"].clone()),
+        Some(Value::from("True")),
+        "expected the CRD to have condition Established=True, got status {}",
+        crd_json["status"]
+    );
+    assert_eq!(
+        crd_json["status"]["acceptedNames"]["shortNames"],
+        serde_json::json!(["wd"]),
+        "expected the accepted names to carry the short name, got status {}",
+        crd_json["status"]
+    );
+
+    let w1 = server.write("w1.yaml", WIDGET_W1);
+    let created = server.apply(&w1).expect_ok("kubectl apply of widget w1");
+    assert_contains(&created, &created.stdout, "widget.example.com/w1 created");
+    let widget = server
+        .kubectl(&["get", "widget", "w1", "-o", "json"])
+        .expect_ok("kubectl get of widget w1")
+        .json();
+    assert_eq!(widget["apiVersion"], "example.com/v1", "widget: {widget}");
+    assert_eq!(widget["kind"], "Widget", "widget: {widget}");
+    assert_eq!(
+        widget["metadata"]["namespace"], "default",
+        "widget: {widget}"
+    );
+    assert_eq!(
+        widget["spec"],
+        serde_json::json!({"size": 3, "color": "blue"}),
+        "expected the spec as applied (preserve-unknown-fields), got {widget}"
+    );
+}
+
+#[test]
+fn api_resources_lists_every_builtin_kind_and_the_widget_kind_with_its_short_name() {
+    let Some(server) = Server::with_widgets() else {
+        return;
+    };
+    let run = server
+        .kubectl(&["api-resources"])
+        .expect_ok("kubectl api-resources");
+    // api-resources has no JSON output (only wide and name): read its table by header column.
+    let rows = table(&run);
+    // (NAME, SHORTNAMES, APIVERSION, NAMESPACED, KIND), as a real v1.32 cluster lists them.
+    let expected = [
+        ("namespaces", "ns", "v1", "false", "Namespace"),
+        ("configmaps", "cm", "v1", "true", "ConfigMap"),
+        ("secrets", "", "v1", "true", "Secret"),
+        ("pods", "po", "v1", "true", "Pod"),
+        ("services", "svc", "v1", "true", "Service"),
+        ("serviceaccounts", "sa", "v1", "true", "ServiceAccount"),
+        ("events", "ev", "v1", "true", "Event"),
+        ("events", "ev", "events.k8s.io/v1", "true", "Event"),
+        ("deployments", "deploy", "apps/v1", "true", "Deployment"),
+        ("statefulsets", "sts", "apps/v1", "true", "StatefulSet"),
+        ("daemonsets", "ds", "apps/v1", "true", "DaemonSet"),
+        ("replicasets", "rs", "apps/v1", "true", "ReplicaSet"),
+        ("jobs", "", "batch/v1", "true", "Job"),
+        ("cronjobs", "cj", "batch/v1", "true", "CronJob"),
+        ("leases", "", "coordination.k8s.io/v1", "true", "Lease"),
+        (
+            "customresourcedefinitions",
+            "crd,crds",
+            "apiextensions.k8s.io/v1",
+            "false",
+            "CustomResourceDefinition",
+        ),
+        (
+            "mutatingwebhookconfigurations",
+            "",
+            "admissionregistration.k8s.io/v1",
+            "false",
+            "MutatingWebhookConfiguration",
+        ),
+        (
+            "validatingwebhookconfigurations",
+            "",
+            "admissionregistration.k8s.io/v1",
+            "false",
+            "ValidatingWebhookConfiguration",
+        ),
+        ("widgets", "wd", "example.com/v1", "true", "Widget"),
+    ];
+    let mut wrong = Vec::new();
+    for (name, short, api_version, namespaced, kind) in expected {
+        let want = [
+            ("NAME", name),
+            ("SHORTNAMES", short),
+            ("APIVERSION", api_version),
+            ("NAMESPACED", namespaced),
+            ("KIND", kind),
+        ];
+        let found = rows
+            .iter()
+            .find(|row| cell(row, "NAME") == name && cell(row, "APIVERSION") == api_version);
+        match found {
+            None => wrong.push(format!("missing: {want:?}")),
+            Some(row)
+                if want
+                    .iter()
+                    .any(|(column, value)| cell(row, column) != *value) =>
+            {
+                wrong.push(format!("expected {want:?}, got {row:?}"));
+            }
+            Some(_) => {}
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "kubectl api-resources does not list the expected kinds:\n  {}\n{}",
+        wrong.join("\n  "),
+        run.describe()
+    );
+}
+
+#[test]
+fn kubectl_get_shows_a_new_widget_with_the_metadata_the_server_sets() {
+    let Some(server) = Server::with_widgets() else {
+        return;
+    };
+    let run = server
+        .kubectl(&["get", "widgets"])
+        .expect_ok("kubectl get widgets");
+    let rows = table(&run);
+    let names: Vec<&str> = rows.iter().map(|row| cell(row, "NAME")).collect();
+    assert_eq!(
+        names,
+        ["w1"],
+        "expected `kubectl get widgets` to list w1 only\n{}",
+        run.describe()
+    );
+    assert!(
+        rows[0].contains_key("AGE"),
+        "expected an AGE column as for any CRD without printer columns\n{}",
+        run.describe()
+    );
+
+    let run = server
+        .kubectl(&["get", "wd", "w1", "-o", "json"])
+        .expect_ok("kubectl get wd w1 -o json (by short name)");
+    let widget = run.json();
+    let meta = &widget["metadata"];
+    assert_eq!(meta["name"], "w1", "{}", run.describe());
+    let uid = meta["uid"].as_str().unwrap_or_default();
+    assert!(
+        uid.len() == 36 && uid.chars().filter(|c| *c == '-').count() == 4,
+        "expected a UUID in metadata.uid\n{}",
+        run.describe()
+    );
+    let rv = meta["resourceVersion"].as_str().unwrap_or_default();
+    assert!(
+        !rv.is_empty(),
+        "expected metadata.resourceVersion to be set\n{}",
+        run.describe()
+    );
+    assert_eq!(
+        meta["generation"],
+        1,
+        "expected generation 1 on a new object\n{}",
+        run.describe()
+    );
+    assert!(
+        is_utc_timestamp(&meta["creationTimestamp"]),
+        "expected metadata.creationTimestamp like 2026-01-01T00:00:00Z\n{}",
+        run.describe()
+    );
+    assert!(
+        meta.get("deletionTimestamp").is_none(),
+        "a new object has no deletionTimestamp\n{}",
+        run.describe()
+    );
+}
+
+#[test]
+fn merge_and_json_patches_change_the_spec_and_bump_the_generation() {
+    let Some(server) = Server::with_widgets() else {
+        return;
+    };
+    let before = server.widget("w1");
+
+    server
+        .kubectl(&[
+            "patch",
+            "widget",
+            "w1",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"size":4}}"#,
+        ])
+        .expect_ok("kubectl patch --type merge of the spec");
+    let merged = server.widget("w1");
+    assert_eq!(merged["spec"]["size"], 4, "after merge patch: {merged}");
+    assert_eq!(
+        merged["spec"]["color"], "blue",
+        "after merge patch: {merged}"
+    );
+    assert_eq!(
+        merged["metadata"]["generation"], 2,
+        "a spec change bumps the generation: {merged}"
+    );
+    assert_ne!(
+        merged["metadata"]["resourceVersion"], before["metadata"]["resourceVersion"],
+        "a change gets a new resourceVersion: {merged}"
+    );
+
+    server
+        .kubectl(&[
+            "patch",
+            "widget",
+            "w1",
+            "--type",
+            "json",
+            "-p",
+            r#"[{"op":"test","path":"/spec/size","value":4},{"op":"replace","path":"/spec/color","value":"red"}]"#,
+        ])
+        .expect_ok("kubectl patch --type json whose test op holds");
+    let patched = server.widget("w1");
+    assert_eq!(
+        patched["spec"]["color"], "red",
+        "after JSON patch: {patched}"
+    );
+    assert_eq!(patched["spec"]["size"], 4, "after JSON patch: {patched}");
+    assert_eq!(
+        patched["metadata"]["generation"], 3,
+        "a spec change bumps the generation: {patched}"
+    );
+
+    server
+        .kubectl(&[
+            "patch",
+            "widget",
+            "w1",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"metadata":{"labels":{"tier":"gold"}}}"#,
+        ])
+        .expect_ok("kubectl patch --type merge of a label");
+    let labelled = server.widget("w1");
+    assert_eq!(
+        labelled["metadata"]["labels"]["tier"], "gold",
+        "after label patch: {labelled}"
+    );
+    assert_eq!(
+        labelled["metadata"]["generation"], 3,
+        "a metadata-only change keeps the generation: {labelled}"
+    );
+    assert_ne!(
+        labelled["metadata"]["resourceVersion"], patched["metadata"]["resourceVersion"],
+        "a label change gets a new resourceVersion: {labelled}"
+    );
+}
+
+#[test]
+fn a_json_patch_whose_test_op_fails_is_refused_and_changes_nothing() {
+    let Some(server) = Server::with_widgets() else {
+        return;
+    };
+    let before = server.widget("w1");
+    let run = server.kubectl(&[
+        "patch",
+        "widget",
+        "w1",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"test","path":"/spec/size","value":99},{"op":"replace","path":"/spec/color","value":"green"}]"#,
+    ]);
+    assert!(
+        !run.succeeded(),
+        "expected kubectl to fail on a JSON patch whose test op fails\n{}",
+        run.describe()
+    );
+    assert!(
+        !run.stderr.trim().is_empty(),
+        "expected kubectl to say why the patch failed\n{}",
+        run.describe()
+    );
+    let after = server.widget("w1");
+    assert_eq!(
+        after, before,
+        "a refused JSON patch must leave the object as it was (spec, generation, resourceVersion)"
+    );
+}
+
+#[test]
+fn the_status_subresource_changes_status_but_not_spec_or_generation() {
+    let Some(server) = Server::with_widgets() else {
+        return;
+    };
+    server
+        .kubectl(&[
+            "patch",
+            "widget",
+            "w1",
+            "--subresource=status",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"status":{"phase":"Ready"},"spec":{"size":100}}"#,
+        ])
+        .expect_ok("kubectl patch --subresource=status");
+    let widget = server.widget("w1");
+    assert_eq!(
+        widget["status"]["phase"], "Ready",
+        "status patch sets status: {widget}"
+    );
+    assert_eq!(
+        widget["spec"]["size"], 3,
+        "the status subresource ignores spec changes: {widget}"
+    );
+    assert_eq!(
+        widget["metadata"]["generation"], 1,
+        "a status change keeps the generation: {widget}"
+    );
+
+    server
+        .kubectl(&[
+            "patch",
+            "widget",
+            "w1",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"status":{"phase":"Broken"}}"#,
+        ])
+        .expect_ok("kubectl patch of status through the main resource");
+    let widget = server.widget("w1");
+    assert_eq!(
+        widget["status"]["phase"], "Ready",
+        "with a status subresource, the main resource ignores status changes: {widget}"
+    );
+}
+
+#[test]
+fn deleting_a_widget_with_a_finalizer_waits_for_the_finalizer() {
+    let Some(server) = Server::with_widgets() else {
+        return;
+    };
+    let held = server.write("held.yaml", WIDGET_HELD);
+    server
+        .apply(&held)
+        .expect_ok("kubectl apply of a widget with a finalizer");
+
+    server
+        .kubectl(&["delete", "widget", "held", "--wait=false"])
+        .expect_ok("kubectl delete --wait=false of a widget with a finalizer");
+    let run = server
+        .kubectl(&["get", "widget", "held", "-o", "json"])
+        .expect_ok("kubectl get of a widget being deleted (its finalizer holds it)");
+    let widget = run.json();
+    assert!(
+        is_utc_timestamp(&widget["metadata"]["deletionTimestamp"]),
+        "expected deletionTimestamp to be set on a deleted object with a finalizer\n{}",
+        run.describe()
+    );
+    assert_eq!(
+        widget["metadata"]["finalizers"],
+        serde_json::json!(["example.com/hold"]),
+        "the finalizer stays until removed\n{}",
+        run.describe()
+    );
+    assert_eq!(
+        server.widget_names(),
+        ["held", "w1"],
+        "a widget held by its finalizer is still listed"
+    );
+
+    server
+        .kubectl(&[
+            "patch",
+            "widget",
+            "held",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ])
+        .expect_ok("kubectl patch removing the finalizer");
+    let gone = server.kubectl(&["get", "widget", "held", "-o", "json"]);
+    assert!(
+        !gone.succeeded() && gone.stderr.contains("(NotFound)") && gone.stderr.contains("held"),
+        "expected `kubectl get` to say NotFound once the last finalizer is gone\n{}",
+        gone.describe()
+    );
+    assert_eq!(
+        server.widget_names(),
+        ["w1"],
+        "the widget is gone from the list once its finalizer is removed"
+    );
+}
+
+#[test]
+fn a_watching_kubectl_sees_a_patch_made_by_another_kubectl() {
+    let Some(server) = Server::with_widgets() else {
+        return;
+    };
+    // A watch is a long request: it gets a request timeout longer than the test needs, and
+    // the test's own deadline (WATCH_EVENT_DEADLINE per event) bounds it.
+    let mut command = server.kubectl_command(
+        &server.kubeconfig,
+        "--request-timeout=60s",
+        &[
+            "get",
+            "widgets",
+            "-w",
+            "-o",
+            "json",
+            "--output-watch-events",
+        ],
+    );
+    let watch = Watch::start(&mut command);
+
+    // kubectl lists first, prints the list as ADDED events, then watches from the list's
+    // resourceVersion: a change made after this point is never missed.
+    let added = watch.next_event("an ADDED event for w1", |event| {
+        event["type"] == "ADDED" && event["object"]["metadata"]["name"] == "w1"
+    });
+    assert_eq!(added["object"]["spec"]["size"], 3, "event: {added}");
+
+    server
+        .kubectl(&[
+            "patch",
+            "widget",
+            "w1",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"size":9}}"#,
+        ])
+        .expect_ok("kubectl patch while another kubectl watches");
+    let modified = watch.next_event("a MODIFIED event for w1 with spec.size 9", |event| {
+        event["type"] == "MODIFIED"
+            && event["object"]["metadata"]["name"] == "w1"
+            && event["object"]["spec"]["size"] == 9
+    });
+    assert_eq!(
+        modified["object"]["metadata"]["generation"], 2,
+        "the watched object carries the new generation: {modified}"
+    );
+}
+
+#[test]
+fn kubectl_without_the_token_is_unauthorized_by_a_server_started_with_a_token() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let server = Server::start(kubectl, Some("s3cret"));
+    let mut config = read_json(&server.kubeconfig);
+    assert_eq!(
+        config["users"][0]["user"]["token"], "s3cret",
+        "expected the written kubeconfig to carry the token: {config}"
+    );
+    if let Some(user) = config["users"][0]["user"].as_object_mut() {
+        user.remove("token");
+    }
+    let no_token = server.write(
+        "no-token.kubeconfig",
+        &serde_json::to_string_pretty(&config).unwrap_or_default(),
+    );
+
+    // Over plain HTTP kubectl sends no credentials at all (see the ignored test below), so
+    // `--token wrong` reaches the server as a request without a token: all three are refused.
+    let runs = [
+        server.kubectl_with(&no_token, &["get", "configmaps", "-o", "json"]),
+        server.kubectl_with(
+            &no_token,
+            &["get", "--raw", "/api/v1/namespaces/default/configmaps"],
+        ),
+        server.kubectl(&["--token", "wrong", "get", "configmaps", "-o", "json"]),
+    ];
+    for run in runs {
+        assert!(
+            !run.succeeded() && is_unauthorized(&run.stderr),
+            "expected kubectl without the right token to fail with Unauthorized\n{}",
+            run.describe()
+        );
+    }
+}
+
+#[test]
+#[ignore = "server bug: the kubeconfig names an http:// server, and kubectl (client-go) sends no credentials to a server without TLS, so the token never reaches the server (401)"]
+fn kubectl_with_the_written_kubeconfig_is_let_in_by_a_server_started_with_a_token() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let server = Server::start(kubectl, Some("s3cret"));
+    let list = server
+        .kubectl(&["get", "configmaps", "-o", "json"])
+        .expect_ok("kubectl get configmaps with the kubeconfig written by a server with a token")
+        .json();
+    assert_eq!(
+        list["kind"], "List",
+        "expected a list of configmaps: {list}"
+    );
+}
+
+#[test]
+fn the_cli_refuses_a_non_loopback_address_unless_remote_access_is_allowed_with_a_token() {
+    let dir = temp_dir();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let dynrec = |extra: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_dynrec"));
+        command
+            .args(["apiserver", "--listen", "0.0.0.0:0", "--kubeconfig-out"])
+            .arg(&kubeconfig)
+            .args(extra);
+        run(&mut command, COMMAND_DEADLINE)
+    };
+
+    let refused = dynrec(&[]);
+    assert!(
+        !refused.succeeded() && refused.stderr.contains("loopback"),
+        "expected `dynrec apiserver --listen 0.0.0.0:0` to fail and mention loopback\n{}",
+        refused.describe()
+    );
+    assert!(
+        !refused.stdout.contains("listening"),
+        "a refused server must not listen\n{}",
+        refused.describe()
+    );
+    assert!(
+        !kubeconfig.exists(),
+        "a refused server must not write a kubeconfig"
+    );
+
+    let no_token = dynrec(&["--allow-remote"]);
+    assert!(
+        !no_token.succeeded() && no_token.stderr.contains("--token"),
+        "expected --allow-remote without --token to fail and ask for --token\n{}",
+        no_token.describe()
+    );
+    assert!(
+        !kubeconfig.exists(),
+        "a refused server must not write a kubeconfig"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Harness
+// ---------------------------------------------------------------------------------------
+
+/// Kills and reaps a child process when dropped, so a failing test leaves nothing running.
+struct ChildGuard(Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A `dynrec apiserver` child process, with a temp dir for its kubeconfig and kubectl's cache.
+struct Server {
+    /// Declared first so it drops first: the server stops before its temp dir goes.
+    _process: ChildGuard,
+    kubectl: PathBuf,
+    dir: TempDir,
+    kubeconfig: PathBuf,
+}
+
+impl Server {
+    /// Starts `dynrec apiserver` on a free loopback port and waits for its address.
+    fn start(kubectl: PathBuf, token: Option<&str>) -> Server {
+        let dir = temp_dir();
+        let kubeconfig = dir.path().join("kubeconfig");
+        let log_path = dir.path().join("server.log");
+        let log = std::fs::File::create(&log_path)
+            .unwrap_or_else(|err| panic!("cannot create {}: {err}", log_path.display()));
+        let mut command = Command::new(env!("CARGO_BIN_EXE_dynrec"));
+        command
+            .args(["apiserver", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
+            .arg(&kubeconfig)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log);
+        if let Some(token) = token {
+            command.args(["--token", token]);
+        }
+        let mut process = ChildGuard(
+            command
+                .spawn()
+                .unwrap_or_else(|err| panic!("cannot start dynrec apiserver: {err}")),
+        );
+
+        let (lines, printed) = mpsc::channel();
+        let stdout = process.0.stdout.take();
+        thread::spawn(move || {
+            let Some(stdout) = stdout else { return };
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                // Once nobody listens, keep draining so the server never blocks on stdout.
+                let _ = lines.send(line);
+            }
+        });
+        let deadline = Instant::now() + SERVER_START_DEADLINE;
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match printed.recv_timeout(left) {
+                Ok(line) => {
+                    if line.starts_with("dynrec apiserver listening on http://127.0.0.1:") {
+                        break;
+                    }
+                    seen.push(line);
+                }
+                Err(err) => {
+                    let status = process.0.try_wait();
+                    panic!(
+                        "expected dynrec apiserver to print `dynrec apiserver listening on http://127.0.0.1:PORT` within {SERVER_START_DEADLINE:?}, \
+                         but it did not ({err}; exit status {status:?})\nstdout:\n{}\nlog:\n{}",
+                        seen.join("\n"),
+                        std::fs::read_to_string(&log_path).unwrap_or_default()
+                    );
+                }
+            }
+        }
+        assert!(
+            kubeconfig.is_file(),
+            "expected the kubeconfig at {} once the server listens",
+            kubeconfig.display()
+        );
+        Server {
+            _process: process,
+            kubectl,
+            dir,
+            kubeconfig,
+        }
+    }
+
+    /// A server with the Widget CRD established and widget `w1` created, all through kubectl;
+    /// `None` when kubectl is missing and the test is skipped.
+    fn with_widgets() -> Option<Server> {
+        let server = Server::start(kubectl_on_path()?, None);
+        let crd = server.write("crd.yaml", WIDGET_CRD);
+        server
+            .apply(&crd)
+            .expect_ok("kubectl apply of the Widget CRD");
+        server
+            .kubectl(&[
+                "wait",
+                "--for=condition=Established",
+                "crd/widgets.example.com",
+                "--timeout=10s",
+            ])
+            .expect_ok("kubectl wait for the CRD to be Established");
+        let w1 = server.write("w1.yaml", WIDGET_W1);
+        server.apply(&w1).expect_ok("kubectl apply of widget w1");
+        Some(server)
+    }
+
+    /// Writes a file into the test's temp dir.
+    fn write(&self, name: &str, contents: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, contents)
+            .unwrap_or_else(|err| panic!("cannot write {}: {err}", path.display()));
+        path
+    }
+
+    /// `kubectl apply -f FILE`.
+    fn apply(&self, file: &Path) -> Run {
+        // The server has no OpenAPI endpoint yet (a later issue adds it), so kubectl's
+        // client-side validation cannot download the schema: it is turned off.
+        let file = file.to_string_lossy();
+        self.kubectl(&["apply", "--validate=false", "-f", &file])
+    }
+
+    /// Widget `name` as `kubectl get -o json` prints it.
+    fn widget(&self, name: &str) -> Value {
+        self.kubectl(&["get", "widget", name, "-o", "json"])
+            .expect_ok(&format!("kubectl get widget {name}"))
+            .json()
+    }
+
+    /// Names of the widgets `kubectl get widgets -o json` lists, sorted.
+    fn widget_names(&self) -> Vec<String> {
+        let run = self
+            .kubectl(&["get", "widgets", "-o", "json"])
+            .expect_ok("kubectl get widgets -o json");
+        let list = run.json();
+        let mut names: Vec<String> = list["items"]
+            .as_array()
+            .unwrap_or_else(|| panic!("expected a list with items\n{}", run.describe()))
+            .iter()
+            .map(|item| item["metadata"]["name"].as_str().unwrap_or("").to_string())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Runs kubectl with the server's kubeconfig.
+    fn kubectl(&self, args: &[&str]) -> Run {
+        self.kubectl_with(&self.kubeconfig, args)
+    }
+
+    /// Runs kubectl with another kubeconfig.
+    fn kubectl_with(&self, kubeconfig: &Path, args: &[&str]) -> Run {
+        run(
+            &mut self.kubectl_command(kubeconfig, REQUEST_TIMEOUT, args),
+            COMMAND_DEADLINE,
+        )
+    }
+
+    /// A kubectl command with this test's kubeconfig and discovery cache.
+    fn kubectl_command(&self, kubeconfig: &Path, request_timeout: &str, args: &[&str]) -> Command {
+        let mut command = Command::new(&self.kubectl);
+        command
+            .env_remove("KUBECONFIG")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("kube-cache"))
+            .arg(request_timeout)
+            .args(args);
+        command
+    }
+}
+
+/// `kubectl` from the PATH; `None` (after saying why the test is skipped) when it is absent,
+/// except under `CI=true`, where its absence fails the test.
+fn kubectl_on_path() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("kubectl"))
+            .find(|candidate| is_executable(candidate))
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "kubectl is not on the PATH, and CI=true: the kubectl tests must run in CI"
+        );
+        eprintln!(
+            "skipped: kubectl is not on the PATH, so this test cannot drive it against dynrec apiserver (with CI=true this fails)"
+        );
+    }
+    found
+}
+
+#[cfg(unix)]
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(path: &Path) -> bool {
+    path.with_extension("exe").is_file()
+}
+
+fn temp_dir() -> TempDir {
+    tempfile::Builder::new()
+        .prefix("dynrec-kubectl-")
+        .tempdir()
+        .unwrap_or_else(|err| panic!("cannot create a temp dir: {err}"))
+}
+
+/// What a finished command printed.
+struct Run {
+    command: String,
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn succeeded(&self) -> bool {
+        self.status.success()
+    }
+
+    /// The command, its exit status and its output, for assertion messages.
+    fn describe(&self) -> String {
+        format!(
+            "command: {}\n{}\nstdout:\n{}\nstderr:\n{}",
+            self.command, self.status, self.stdout, self.stderr
+        )
+    }
+
+    /// Fails the test unless the command succeeded.
+    fn expect_ok(self, what: &str) -> Run {
+        assert!(
+            self.succeeded(),
+            "expected {what} to succeed\n{}",
+            self.describe()
+        );
+        self
+    }
+
+    /// Stdout parsed as JSON.
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|err| panic!("expected JSON on stdout ({err})\n{}", self.describe()))
+    }
+}
+
+fn assert_contains(run: &Run, text: &str, expected: &str) {
+    assert!(
+        text.contains(expected),
+        "expected kubectl to print {expected:?}\n{}",
+        run.describe()
+    );
+}
+
+/// Collects a pipe in a thread; the bytes stay readable while the process still runs.
+struct Collector {
+    bytes: Arc<Mutex<Vec<u8>>>,
+    done: mpsc::Receiver<()>,
+}
+
+impl Collector {
+    fn start(pipe: Option<impl Read + Send + 'static>) -> Collector {
+        let bytes = Arc::new(Mutex::new(Vec::new()));
+        let (finished, done) = mpsc::channel();
+        let sink = bytes.clone();
+        thread::spawn(move || {
+            if let Some(mut pipe) = pipe {
+                let mut chunk = [0u8; 8192];
+                while let Ok(n) = pipe.read(&mut chunk) {
+                    if n == 0 {
+                        break;
+                    }
+                    lock(&sink).extend_from_slice(&chunk[..n]);
+                }
+            }
+            let _ = finished.send(());
+        });
+        Collector { bytes, done }
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&lock(&self.bytes)).into_owned()
+    }
+}
+
+fn lock(bytes: &Mutex<Vec<u8>>) -> std::sync::MutexGuard<'_, Vec<u8>> {
+    bytes
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn command_line(command: &Command) -> String {
+    std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(OsStr::to_string_lossy)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Runs a command to completion, killing it (and failing the test) past the deadline.
+fn run(command: &mut Command, deadline: Duration) -> Run {
+    let shown = command_line(command);
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = ChildGuard(
+        command
+            .spawn()
+            .unwrap_or_else(|err| panic!("cannot start {shown}: {err}")),
+    );
+    let stdout = Collector::start(child.0.stdout.take());
+    let stderr = Collector::start(child.0.stderr.take());
+    let until = Instant::now() + deadline;
+    let status = loop {
+        match child.0.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < until => thread::sleep(Duration::from_millis(10)),
+            Ok(None) => {
+                let _ = child.0.kill();
+                panic!(
+                    "{shown} did not finish within {deadline:?}\nstdout:\n{}\nstderr:\n{}",
+                    stdout.text(),
+                    stderr.text()
+                );
+            }
+            Err(err) => panic!("cannot wait for {shown}: {err}"),
+        }
+    };
+    // The pipes close when the process exits; give the collectors a moment to finish.
+    for collector in [&stdout, &stderr] {
+        let left = until.saturating_duration_since(Instant::now());
+        let _ = collector
+            .done
+            .recv_timeout(left.max(Duration::from_secs(1)));
+    }
+    Run {
+        command: shown,
+        status,
+        stdout: stdout.text(),
+        stderr: stderr.text(),
+    }
+}
+
+/// A kubectl watch running as a child process; its stdout is read JSON object by object.
+struct Watch {
+    /// Killed when the watch drops.
+    _process: ChildGuard,
+    command: String,
+    events: mpsc::Receiver<Result<Value, String>>,
+    stdout: Arc<Mutex<Vec<u8>>>,
+    stderr: Collector,
+}
+
+/// Copies what is read into a buffer, for failure messages.
+struct Tee<R> {
+    inner: R,
+    copy: Arc<Mutex<Vec<u8>>>,
+}
+
+impl<R: Read> Read for Tee<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        lock(&self.copy).extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+}
+
+impl Watch {
+    fn start(command: &mut Command) -> Watch {
+        let shown = command_line(command);
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut process = ChildGuard(
+            command
+                .spawn()
+                .unwrap_or_else(|err| panic!("cannot start {shown}: {err}")),
+        );
+        let stderr = Collector::start(process.0.stderr.take());
+        let stdout = Arc::new(Mutex::new(Vec::new()));
+        let (sender, events) = mpsc::channel();
+        if let Some(pipe) = process.0.stdout.take() {
+            let tee = Tee {
+                inner: pipe,
+                copy: stdout.clone(),
+            };
+            thread::spawn(move || {
+                let reader = BufReader::new(tee);
+                for value in serde_json::Deserializer::from_reader(reader).into_iter::<Value>() {
+                    let end = value.is_err();
+                    if sender.send(value.map_err(|err| err.to_string())).is_err() || end {
+                        return;
+                    }
+                }
+            });
+        }
+        Watch {
+            _process: process,
+            command: shown,
+            events,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// The next printed event that `wanted` accepts; fails the test past the deadline.
+    fn next_event(&self, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+        let until = Instant::now() + WATCH_EVENT_DEADLINE;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            let failure = match self.events.recv_timeout(left) {
+                Ok(Ok(event)) if wanted(&event) => return event,
+                Ok(Ok(_)) => continue,
+                Ok(Err(err)) => format!("it printed something that is not JSON ({err})"),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    format!("it printed no such event within {WATCH_EVENT_DEADLINE:?}")
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => "its output ended".to_string(),
+            };
+            panic!(
+                "expected the watching kubectl to print {what}, but {failure}\ncommand: {}\nstdout:\n{}\nstderr:\n{}",
+                self.command,
+                String::from_utf8_lossy(&lock(&self.stdout)),
+                self.stderr.text()
+            );
+        }
+    }
+}
+
+/// Rows of a kubectl table, keyed by header; a cell spans from its header's first
+/// character to the next header's.
+fn table(run: &Run) -> Vec<BTreeMap<String, String>> {
+    let mut lines = run.stdout.lines();
+    let header = lines
+        .next()
+        .unwrap_or_else(|| panic!("expected a table with a header\n{}", run.describe()));
+    let mut starts = Vec::new();
+    let mut previous = ' ';
+    for (at, c) in header.char_indices() {
+        if c != ' ' && previous == ' ' {
+            starts.push(at);
+        }
+        previous = c;
+    }
+    let columns: Vec<(String, usize, Option<usize>)> = starts
+        .iter()
+        .enumerate()
+        .map(|(i, &start)| {
+            let end = starts.get(i + 1).copied();
+            let name = header[start..end.unwrap_or(header.len())]
+                .trim()
+                .to_string();
+            (name, start, end)
+        })
+        .collect();
+    lines
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            columns
+                .iter()
+                .map(|(name, start, end)| {
+                    let end = end.unwrap_or(line.len()).min(line.len());
+                    let cell = line.get((*start).min(end)..end).unwrap_or("").trim();
+                    (name.clone(), cell.to_string())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A cell of a table row; empty when the table has no such column.
+fn cell<'a>(row: &'a BTreeMap<String, String>, column: &str) -> &'a str {
+    row.get(column).map_or("", String::as_str)
+}
+
+fn conditions(object: &Value) -> Vec<Value> {
+    object["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Whether a value is a timestamp like `2026-01-01T00:00:00Z`, as Kubernetes writes them.
+fn is_utc_timestamp(value: &Value) -> bool {
+    let Some(text) = value.as_str() else {
+        return false;
+    };
+    let bytes = text.as_bytes();
+    bytes.len() == 20
+        && bytes.iter().enumerate().all(|(i, b)| match i {
+            4 | 7 => *b == b'-',
+            10 => *b == b'T',
+            13 | 16 => *b == b':',
+            19 => *b == b'Z',
+            _ => b.is_ascii_digit(),
+        })
+}
+
+/// Whether kubectl's stderr reports a 401: `Unauthorized`, or client-go's wording for it.
+fn is_unauthorized(stderr: &str) -> bool {
+    stderr.contains("Unauthorized")
+        || stderr.contains("the server has asked for the client to provide credentials")
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()));
+    serde_json::from_str(&text)
+        .unwrap_or_else(|err| panic!("expected JSON in {} ({err}):\n{text}", path.display()))
+}
