@@ -26,7 +26,11 @@ async fn seeded(objects: usize) -> ApiServer {
         );
         let response = server
             .router()
-            .oneshot(request("POST", "/api/v1/namespaces/default/configmaps", body))
+            .oneshot(request(
+                "POST",
+                "/api/v1/namespaces/default/configmaps",
+                body,
+            ))
             .await
             .expect("infallible");
         assert_eq!(response.status(), 201);

@@ -29,8 +29,10 @@ mod resources;
 mod selector;
 mod server;
 mod store;
+mod tls;
 mod validation;
 
 pub use error::{ApiError, Cause};
 pub use http::KUBERNETES_MINOR;
 pub use server::{ApiServer, ApiServerBuilder, Serving, kubeconfig};
+pub use tls::{TlsError, TlsIdentity};

@@ -14,6 +14,7 @@ use tokio::task::JoinHandle;
 use crate::http::{FrontConfig, Shared, router};
 use crate::resources::ResourceKey;
 use crate::store::{State, StoreConfig};
+use crate::tls::TlsIdentity;
 
 /// An in-memory Kubernetes API server. Cheap to clone: clones share one store.
 #[derive(Clone)]
@@ -88,9 +89,24 @@ impl ApiServer {
         router(self.shared.clone())
     }
 
-    /// A `kube::Client` whose requests this server answers in-process, with no socket.
+    /// A `kube::Client` whose requests this server answers in-process, with no socket
+    /// (it carries the server's token, if one is required).
     pub fn client(&self) -> kube::Client {
-        kube::Client::new(self.router(), "default")
+        let token = self.shared.config.token.clone();
+        let service = tower::ServiceBuilder::new()
+            .map_request(move |mut request: http::Request<kube::client::Body>| {
+                if let Some(value) = token
+                    .as_ref()
+                    .and_then(|t| http::HeaderValue::from_str(&format!("Bearer {t}")).ok())
+                {
+                    request
+                        .headers_mut()
+                        .insert(http::header::AUTHORIZATION, value);
+                }
+                request
+            })
+            .service(self.router());
+        kube::Client::new(service, "default")
     }
 
     /// The latest resourceVersion.
@@ -141,10 +157,76 @@ impl ApiServer {
         });
         Ok(Serving {
             address: local,
+            scheme: "http",
             stop: Some(stop),
             task,
         })
     }
+
+    /// Serves over HTTPS on `address` with `identity`, until the handle is shut down or dropped.
+    pub async fn serve_tls(
+        &self,
+        address: SocketAddr,
+        identity: &TlsIdentity,
+    ) -> std::io::Result<Serving> {
+        let listener = TcpListener::bind(address).await?;
+        let local = listener.local_addr()?;
+        *self.shared.address.write() = local.to_string();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(accept_tls(
+            listener,
+            identity.acceptor(),
+            self.router(),
+            stopped,
+        ));
+        Ok(Serving {
+            address: local,
+            scheme: "https",
+            stop: Some(stop),
+            task,
+        })
+    }
+}
+
+/// Accepts TLS connections and serves each with `app`, until `stopped` fires.
+async fn accept_tls(
+    listener: TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    app: axum::Router,
+    mut stopped: oneshot::Receiver<()>,
+) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let (stream, peer) = tokio::select! {
+            _ = &mut stopped => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(err) => {
+                    tracing::warn!(%err, "accept failed");
+                    continue;
+                }
+            },
+        };
+        let acceptor = acceptor.clone();
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        connections.spawn(async move {
+            let tls = match acceptor.accept(stream).await {
+                Ok(tls) => tls,
+                Err(err) => {
+                    tracing::debug!(%err, %peer, "TLS handshake failed");
+                    return;
+                }
+            };
+            let io = hyper_util::rt::TokioIo::new(tls);
+            if let Err(err) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, service)
+                .await
+            {
+                tracing::debug!(%err, %peer, "connection ended with an error");
+            }
+        });
+    }
+    connections.abort_all();
 }
 
 fn format_key(key: &ResourceKey) -> String {
@@ -154,6 +236,7 @@ fn format_key(key: &ResourceKey) -> String {
 /// A server listening on a socket.
 pub struct Serving {
     address: SocketAddr,
+    scheme: &'static str,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
 }
@@ -164,9 +247,9 @@ impl Serving {
         self.address
     }
 
-    /// Its base URL, e.g. `http://127.0.0.1:41234`.
+    /// Its base URL, e.g. `http://127.0.0.1:41234` (or `https://...` when serving TLS).
     pub fn url(&self) -> String {
-        format!("http://{}", self.address)
+        format!("{}://{}", self.scheme, self.address)
     }
 
     /// Stops accepting connections and waits for the server task to end.
@@ -192,16 +275,23 @@ impl Drop for Serving {
     }
 }
 
-/// A kubeconfig (JSON, which kubectl reads as YAML) for a server at `url`.
-pub fn kubeconfig(url: &str, token: Option<&str>) -> String {
+/// A kubeconfig (JSON, which kubectl reads as YAML) for a server at `url`, with the
+/// bearer token and the server certificate (for https) when given.
+pub fn kubeconfig(url: &str, token: Option<&str>, certificate_pem: Option<&str>) -> String {
+    use base64::Engine;
     let user = match token {
         Some(token) => json!({"token": token}),
         None => json!({}),
     };
+    let mut cluster = json!({"server": url});
+    if let Some(pem) = certificate_pem {
+        cluster["certificate-authority-data"] =
+            json!(base64::engine::general_purpose::STANDARD.encode(pem));
+    }
     let config = json!({
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "dynrec", "cluster": {"server": url}}],
+        "clusters": [{"name": "dynrec", "cluster": cluster}],
         "users": [{"name": "dynrec", "user": user}],
         "contexts": [{"name": "dynrec", "context": {"cluster": "dynrec", "user": "dynrec", "namespace": "default"}}],
         "current-context": "dynrec",

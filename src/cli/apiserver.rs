@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use dynrec_apiserver::{ApiServer, kubeconfig};
+use dynrec_apiserver::{ApiServer, TlsIdentity, kubeconfig};
 
 /// Options of `dynrec apiserver`.
 #[derive(clap::Args, Debug)]
@@ -18,9 +18,31 @@ pub struct Args {
     /// Allow a non-loopback listen address (requires --token).
     #[arg(long)]
     allow_remote: bool,
-    /// Bearer token every request must carry.
+    /// Bearer token every request must carry; implies --tls (kubectl sends tokens only over https).
     #[arg(long)]
     token: Option<String>,
+    /// Serve https with a self-signed certificate (written into the kubeconfig).
+    #[arg(long)]
+    tls: bool,
+    /// Extra DNS name or IP address for the certificate (repeatable), e.g. the host name
+    /// other machines use with --allow-remote.
+    #[arg(long = "tls-san")]
+    tls_sans: Vec<String>,
+}
+
+impl Args {
+    fn serves_tls(&self) -> bool {
+        self.tls || self.token.is_some()
+    }
+
+    /// Names the certificate is valid for, besides localhost and 127.0.0.1.
+    fn certificate_names(&self) -> Vec<String> {
+        let mut names = self.tls_sans.clone();
+        if !self.listen.ip().is_unspecified() {
+            names.push(self.listen.ip().to_string());
+        }
+        names
+    }
 }
 
 /// Refuses a non-loopback address unless remote access is allowed with a token.
@@ -50,10 +72,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         builder = builder.token(token.clone());
     }
     let server = builder.build();
-    let serving = server
-        .serve(args.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let identity = if args.serves_tls() {
+        Some(TlsIdentity::self_signed(&args.certificate_names())?)
+    } else {
+        None
+    };
+    let serving = match &identity {
+        Some(identity) => server.serve_tls(args.listen, identity).await,
+        None => server.serve(args.listen).await,
+    }
+    .with_context(|| format!("cannot listen on {}", args.listen))?;
     let url = serving.url();
     if let Some(dir) = args
         .kubeconfig_out
@@ -63,11 +91,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create directory {}", dir.display()))?;
     }
-    std::fs::write(
-        &args.kubeconfig_out,
-        kubeconfig(&url, args.token.as_deref()),
-    )
-    .with_context(|| format!("cannot write {}", args.kubeconfig_out.display()))?;
+    let config = kubeconfig(
+        &url,
+        args.token.as_deref(),
+        identity.as_ref().map(TlsIdentity::certificate_pem),
+    );
+    std::fs::write(&args.kubeconfig_out, config)
+        .with_context(|| format!("cannot write {}", args.kubeconfig_out.display()))?;
     println!("dynrec apiserver listening on {url}");
     println!("kubeconfig written to {}", args.kubeconfig_out.display());
     println!(
@@ -90,6 +120,8 @@ mod tests {
             kubeconfig_out: PathBuf::from("kubeconfig"),
             allow_remote,
             token: token.map(str::to_string),
+            tls: false,
+            tls_sans: Vec::new(),
         }
     }
 
