@@ -1,5 +1,7 @@
 //! API errors, answered as `metav1.Status` bodies with kube-apiserver's codes and reasons.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 
 use crate::resources::ResourceInfo;
@@ -69,7 +71,7 @@ pub struct ApiError {
     /// HTTP status code.
     pub code: u16,
     /// `Status.reason`, e.g. `NotFound`.
-    pub reason: &'static str,
+    pub reason: Cow<'static, str>,
     /// Human-readable message.
     pub message: String,
     /// `Status.details`, when the error is about one object.
@@ -77,10 +79,10 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+    fn new(code: u16, reason: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
         ApiError {
             code,
-            reason,
+            reason: reason.into(),
             message: message.into(),
             details: None,
         }
@@ -238,6 +240,11 @@ impl ApiError {
             "NotAcceptable",
             format!("only application/json is served; the request asked for {accept:?}"),
         )
+    }
+
+    /// An injected failure with any code and reason.
+    pub fn injected(code: u16, reason: &str, message: String) -> Self {
+        Self::new(code, reason.to_string(), message)
     }
 
     /// 500 for a fault inside the server.

@@ -23,6 +23,7 @@
 //! ```
 
 mod error;
+mod faults;
 mod http;
 mod meta;
 mod resources;
@@ -33,6 +34,7 @@ mod tls;
 mod validation;
 
 pub use error::{ApiError, Cause};
+pub use faults::{Fault, FaultAction, FaultMatch};
 pub use http::KUBERNETES_MINOR;
 pub use server::{ApiServer, ApiServerBuilder, Serving, kubeconfig};
 pub use tls::{TlsError, TlsIdentity};

@@ -11,6 +11,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::faults::{Fault, Faults};
 use crate::http::{FrontConfig, Shared, router};
 use crate::resources::ResourceKey;
 use crate::store::{State, StoreConfig};
@@ -27,6 +28,7 @@ pub struct ApiServer {
 pub struct ApiServerBuilder {
     store: StoreConfig,
     front: FrontConfig,
+    fault_seed: u64,
 }
 
 impl ApiServerBuilder {
@@ -54,6 +56,12 @@ impl ApiServerBuilder {
         self
     }
 
+    /// The seed of the random source behind fault probabilities (default 0).
+    pub fn fault_seed(mut self, seed: u64) -> Self {
+        self.fault_seed = seed;
+        self
+    }
+
     /// Builds the server.
     pub fn build(self) -> ApiServer {
         ApiServer {
@@ -62,6 +70,7 @@ impl ApiServerBuilder {
                 config: self.front,
                 address: RwLock::new("127.0.0.1".into()),
                 requests: Default::default(),
+                faults: Faults::new(self.fault_seed),
             }),
         }
     }
@@ -130,6 +139,21 @@ impl ApiServer {
     pub fn request_count(&self, verb: &str, group: &str, plural: &str) -> u64 {
         let key = (verb.to_string(), group.to_string(), plural.to_string());
         self.shared.requests.lock().get(&key).copied().unwrap_or(0)
+    }
+
+    /// Injects a fault into matching requests; returns its id.
+    pub fn add_fault(&self, fault: Fault) -> u64 {
+        self.shared.faults.add(fault)
+    }
+
+    /// Removes an injected fault; whether it was still there.
+    pub fn remove_fault(&self, id: u64) -> bool {
+        self.shared.faults.remove(id)
+    }
+
+    /// Removes every injected fault.
+    pub fn clear_faults(&self) {
+        self.shared.faults.clear();
     }
 
     /// Cuts off every open watch; clients resume from their last resourceVersion.

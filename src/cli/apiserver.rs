@@ -1,10 +1,10 @@
 //! `dynrec apiserver`: serve the embedded API server over HTTP with a kubeconfig for it.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use dynrec_apiserver::{ApiServer, TlsIdentity, kubeconfig};
+use dynrec_apiserver::{ApiServer, Fault, TlsIdentity, kubeconfig};
 
 /// Options of `dynrec apiserver`.
 #[derive(clap::Args, Debug)]
@@ -21,6 +21,9 @@ pub struct Args {
     /// Bearer token every request must carry; implies --tls (kubectl sends tokens only over https).
     #[arg(long)]
     token: Option<String>,
+    /// A JSON file with a list of faults to inject (see the apiserver README).
+    #[arg(long)]
+    faults: Option<PathBuf>,
     /// Serve https with a self-signed certificate (written into the kubeconfig).
     #[arg(long)]
     tls: bool,
@@ -64,6 +67,14 @@ fn check_exposure(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Reads a JSON list of faults.
+fn read_faults(path: &Path) -> anyhow::Result<Vec<Fault>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the faults file {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a JSON list of faults", path.display()))
+}
+
 /// Runs the server until SIGINT or SIGTERM.
 pub async fn run(args: Args) -> anyhow::Result<()> {
     check_exposure(&args)?;
@@ -72,6 +83,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         builder = builder.token(token.clone());
     }
     let server = builder.build();
+    if let Some(path) = &args.faults {
+        for fault in read_faults(path)? {
+            server.add_fault(fault);
+        }
+    }
     let identity = if args.serves_tls() {
         Some(TlsIdentity::self_signed(&args.certificate_names())?)
     } else {
@@ -122,7 +138,22 @@ mod tests {
             token: token.map(str::to_string),
             tls: false,
             tls_sans: Vec::new(),
+            faults: None,
         }
+    }
+
+    #[test]
+    fn a_faults_file_names_the_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("faults.json");
+        std::fs::write(&path, r#"[{"match": {"verb": "update"}, "action": {"fail": {"code": 500, "reason": "InternalError"}}, "times": 1}]"#).unwrap();
+        assert_eq!(read_faults(&path).unwrap().len(), 1);
+        std::fs::write(&path, r#"[{"action": {"explode": {}}}]"#).unwrap();
+        let err = format!("{:#}", read_faults(&path).unwrap_err());
+        assert!(
+            err.contains("not a JSON list of faults") && err.contains("explode"),
+            "{err}"
+        );
     }
 
     #[test]

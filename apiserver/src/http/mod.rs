@@ -54,6 +54,8 @@ pub struct Shared {
     pub config: FrontConfig,
     /// The address clients reach the server at, for `/api`.
     pub address: RwLock<String>,
+    /// Faults to inject.
+    pub faults: crate::faults::Faults,
     /// Requests served, by (verb, group, plural).
     pub requests: parking_lot::Mutex<BTreeMap<(String, String, String), u64>>,
 }

@@ -12,6 +12,7 @@ use super::query::Query;
 use super::route::ResourcePath;
 use super::{Shared, respond, watch};
 use crate::error::{ApiError, ApiResult};
+use crate::faults::{RequestFacts, Verdict};
 use crate::meta;
 use crate::resources::ResourceInfo;
 use crate::store::{DeleteOptions, DeleteOutcome, PatchBody, Propagation, Target, WriteOptions};
@@ -81,6 +82,20 @@ pub async fn serve(
     let limit = shared.config.max_body_bytes;
     let verb = verb_of(&parts.method, path.name.is_some(), &call.query)?;
     shared.record(verb, &call.info.group, &call.info.plural);
+    let facts = RequestFacts {
+        verb,
+        group: &call.info.group,
+        kind: &call.info.kind,
+        plural: &call.info.plural,
+        namespace: call.namespace.as_deref().unwrap_or_default(),
+        name: path.name.as_deref().unwrap_or_default(),
+        subresource: path.subresource.as_deref().unwrap_or_default(),
+    };
+    match shared.faults.verdict(&facts) {
+        Verdict::Serve => {}
+        Verdict::Stall(delay) => tokio::time::sleep(delay).await,
+        Verdict::Fail(error) => return Err(error),
+    }
     match (parts.method, path.name) {
         (Method::GET, None) if call.query.flag("watch")? => watch::serve(
             shared,
@@ -239,7 +254,7 @@ fn patch_body(call: &Call, body: Value) -> ApiResult<PatchBody> {
         BodyType::JsonPatch => Ok(PatchBody::Json(body)),
         BodyType::StrategicMergePatch if call.info.custom => Err(ApiError {
             code: 415,
-            reason: "UnsupportedMediaType",
+            reason: "UnsupportedMediaType".into(),
             message: format!(
                 "strategic merge patch is not supported for custom resources ({}); use a merge or JSON patch",
                 call.info.qualified_plural()
@@ -248,7 +263,7 @@ fn patch_body(call: &Call, body: Value) -> ApiResult<PatchBody> {
         }),
         BodyType::StrategicMergePatch | BodyType::ApplyPatch | BodyType::Json => Err(ApiError {
             code: 415,
-            reason: "UnsupportedMediaType",
+            reason: "UnsupportedMediaType".into(),
             message: format!(
                 "PATCH with content type {:?} is not supported by this server yet; use application/merge-patch+json or application/json-patch+json",
                 call.content_type.as_deref().unwrap_or_default()

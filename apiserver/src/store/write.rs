@@ -377,7 +377,7 @@ pub fn apply_patch(doc: &mut Value, patch: &PatchBody) -> ApiResult<()> {
                 .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
             json_patch::patch(doc, &operations.0).map_err(|e| ApiError {
                 code: 422,
-                reason: "Invalid",
+                reason: "Invalid".into(),
                 message: format!("the JSON patch could not be applied: {e}"),
                 details: None,
             })
