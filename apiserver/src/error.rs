@@ -247,6 +247,15 @@ impl ApiError {
         Self::new(code, reason.to_string(), message)
     }
 
+    /// 503: durable storage failed earlier, so writes are refused.
+    pub fn storage_unavailable(failure: &str) -> Self {
+        Self::new(
+            503,
+            "ServiceUnavailable",
+            format!("writes are refused because durable storage failed: {failure}"),
+        )
+    }
+
     /// 500 for a fault inside the server.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(500, "InternalError", message)

@@ -37,4 +37,5 @@ pub use error::{ApiError, Cause};
 pub use faults::{Fault, FaultAction, FaultMatch};
 pub use http::KUBERNETES_MINOR;
 pub use server::{ApiServer, ApiServerBuilder, Serving, kubeconfig};
+pub use store::StorageError;
 pub use tls::{TlsError, TlsIdentity};

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use tokio::task::JoinHandle;
 use crate::faults::{Fault, Faults};
 use crate::http::{FrontConfig, Shared, router};
 use crate::resources::ResourceKey;
-use crate::store::{State, StoreConfig};
+use crate::store::{State, StorageError, StoreConfig};
 use crate::tls::TlsIdentity;
 
 /// An in-memory Kubernetes API server. Cheap to clone: clones share one store.
@@ -62,11 +63,23 @@ impl ApiServerBuilder {
         self
     }
 
-    /// Builds the server.
+    /// Builds a server that keeps everything in memory.
     pub fn build(self) -> ApiServer {
+        let state = State::new(self.store.clone());
+        self.with_state(state)
+    }
+
+    /// Builds a server that keeps every object in `dir` (created when missing), starting
+    /// from what is stored there; resourceVersions keep increasing across restarts.
+    pub fn build_persistent(self, dir: &Path) -> Result<ApiServer, StorageError> {
+        let state = State::open(self.store.clone(), dir)?;
+        Ok(self.with_state(state))
+    }
+
+    fn with_state(self, state: State) -> ApiServer {
         ApiServer {
             shared: Arc::new(Shared {
-                state: RwLock::new(State::new(self.store)),
+                state: RwLock::new(state),
                 config: self.front,
                 address: RwLock::new("127.0.0.1".into()),
                 requests: Default::default(),

@@ -21,6 +21,10 @@ pub struct Args {
     /// Bearer token every request must carry; implies --tls (kubectl sends tokens only over https).
     #[arg(long)]
     token: Option<String>,
+    /// Keep every object in this directory (an embedded transactional store) so a restart
+    /// loses nothing that was acknowledged; without it, memory only.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
     /// A JSON file with a list of faults to inject (see the apiserver README).
     #[arg(long)]
     faults: Option<PathBuf>,
@@ -82,7 +86,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if let Some(token) = &args.token {
         builder = builder.token(token.clone());
     }
-    let server = builder.build();
+    let server = match &args.data_dir {
+        Some(dir) => builder
+            .build_persistent(dir)
+            .with_context(|| format!("cannot open the data directory {}", dir.display()))?,
+        None => builder.build(),
+    };
     if let Some(path) = &args.faults {
         for fault in read_faults(path)? {
             server.add_fault(fault);
@@ -139,6 +148,7 @@ mod tests {
             tls: false,
             tls_sans: Vec::new(),
             faults: None,
+            data_dir: None,
         }
     }
 

@@ -61,6 +61,15 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// Runs a write under the store's lock and makes it durable before it is answered.
+    pub fn write<T>(&self, operation: impl FnOnce(&mut State) -> ApiResult<T>) -> ApiResult<T> {
+        let mut state = self.state.write();
+        state.check_writable()?;
+        let result = operation(&mut state);
+        state.flush()?;
+        result
+    }
+
     /// Counts one request on a kind.
     fn record(&self, verb: &str, group: &str, plural: &str) {
         *self

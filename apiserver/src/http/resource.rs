@@ -140,10 +140,9 @@ pub async fn serve(
             let options = WriteOptions {
                 dry_run: call.query.dry_run()?,
             };
-            let stored = shared
-                .state
-                .write()
-                .update(&call.info, namespace, &name, object, target, &options)?;
+            let stored = shared.write(|state| {
+                state.update(&call.info, namespace, &name, object, target, &options)
+            })?;
             Ok(call.respond(200, &stored))
         }
         (Method::PATCH, Some(name)) => {
@@ -152,19 +151,16 @@ pub async fn serve(
             let options = WriteOptions {
                 dry_run: call.query.dry_run()?,
             };
-            let stored = shared
-                .state
-                .write()
-                .patch(&call.info, namespace, &name, &patch, target, &options)?;
+            let stored = shared.write(|state| {
+                state.patch(&call.info, namespace, &name, &patch, target, &options)
+            })?;
             Ok(call.respond(200, &stored))
         }
         (Method::DELETE, Some(name)) if target == Target::Main => {
             let options = delete_options(&call.query, read_optional_json(body, limit).await?)?;
             let namespace = call.object_namespace()?;
-            let outcome = shared
-                .state
-                .write()
-                .delete(&call.info, namespace, &name, &options)?;
+            let outcome =
+                shared.write(|state| state.delete(&call.info, namespace, &name, &options))?;
             let code = match outcome {
                 DeleteOutcome::Removed(_) => 200,
                 DeleteOutcome::Pending(_) => 202,
@@ -209,11 +205,8 @@ fn create(
     let options = WriteOptions {
         dry_run: call.query.dry_run()?,
     };
-    let stored =
-        shared
-            .state
-            .write()
-            .create(&call.info, call.namespace.as_deref(), object, &options)?;
+    let stored = shared
+        .write(|state| state.create(&call.info, call.namespace.as_deref(), object, &options))?;
     Ok(call.respond(201, &stored))
 }
 
@@ -224,24 +217,26 @@ fn delete_collection(
 ) -> ApiResult<Response<Body>> {
     let options = delete_options(&call.query, body)?;
     let selectors = Selectors::from_query(&call.query, &call.info)?;
-    let mut state = shared.state.write();
-    let doomed: Vec<(String, String)> = state
-        .list(&call.info.key(), call.namespace.as_deref(), None)
-        .filter(|object| selectors.matches(object))
-        .map(|o| (meta::namespace(o).to_string(), meta::name(o).to_string()))
-        .collect();
-    let mut items = Vec::with_capacity(doomed.len());
-    for (namespace, name) in doomed {
-        // An object another deletion in this loop already removed is simply skipped.
-        if let Ok(outcome) = state.delete(&call.info, &namespace, &name, &options) {
-            items.push(list::render(
-                outcome.object(),
-                &call.info,
-                call.representation,
-            ));
+    let (items, metadata) = shared.write(|state| {
+        let doomed: Vec<(String, String)> = state
+            .list(&call.info.key(), call.namespace.as_deref(), None)
+            .filter(|object| selectors.matches(object))
+            .map(|o| (meta::namespace(o).to_string(), meta::name(o).to_string()))
+            .collect();
+        let mut items = Vec::with_capacity(doomed.len());
+        for (namespace, name) in doomed {
+            // An object another deletion in this loop already removed is simply skipped.
+            if let Ok(outcome) = state.delete(&call.info, &namespace, &name, &options) {
+                items.push(list::render(
+                    outcome.object(),
+                    &call.info,
+                    call.representation,
+                ));
+            }
         }
-    }
-    let metadata = json!({"resourceVersion": state.resource_version().to_string()});
+        let metadata = json!({"resourceVersion": state.resource_version().to_string()});
+        Ok((items, metadata))
+    })?;
     Ok(respond::json(
         200,
         &list::list_body(&call.info, call.representation, metadata, items),

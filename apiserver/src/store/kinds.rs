@@ -76,6 +76,14 @@ impl State {
         }
     }
 
+    /// Kind-specific effects of an object read back from durable storage.
+    pub(super) fn after_load_of_kind(&mut self, key: &ResourceKey, object: &Arc<Value>) {
+        if *key == crd_resource_key() && names_accepted(object) {
+            self.registry
+                .set_custom(&custom_key(object), infos_from_crd(object));
+        }
+    }
+
     /// Marks an object whose deletion starts (namespace phase, CRD condition).
     pub(super) fn mark_terminating(&self, key: &ResourceKey, object: &mut Value) {
         if *key == namespace_resource_key() {

@@ -5,6 +5,7 @@
 mod delete;
 mod gc;
 mod kinds;
+mod persist;
 mod write;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -19,6 +20,7 @@ use crate::resources::{Registry, ResourceKey, namespace_resource_key};
 
 pub use delete::DeleteOutcome;
 pub use delete::{DeleteOptions, Propagation};
+pub use persist::StorageError;
 pub use write::{PatchBody, Target, WriteOptions};
 
 /// (namespace, name) of an object within its kind; namespace is "" for cluster-scoped kinds.
@@ -116,12 +118,48 @@ pub struct State {
     compacted_rv: u64,
     watchers: HashMap<ResourceKey, Vec<mpsc::Sender<Arc<Change>>>>,
     pending: VecDeque<Work>,
+    persistence: Option<persist::Persistence>,
+    storage_failure: Option<String>,
 }
 
 impl State {
-    /// An empty store with the built-in kinds and the default namespaces.
+    /// An in-memory store with the built-in kinds and the default namespaces.
     pub fn new(config: StoreConfig) -> Self {
-        let mut state = State {
+        let mut state = Self::empty(config);
+        state.create_default_namespaces();
+        state
+    }
+
+    /// A store kept in `dir` (created when missing), holding what was stored there before.
+    pub fn open(config: StoreConfig, dir: &std::path::Path) -> Result<Self, StorageError> {
+        let (persistence, loaded) = persist::Persistence::open(dir)?;
+        let mut state = Self::empty(config);
+        state.rv = loaded.resource_version;
+        state.compacted_rv = loaded.resource_version;
+        for (key, object) in loaded.objects {
+            let object_key = (
+                meta::namespace(&object).to_string(),
+                meta::name(&object).to_string(),
+            );
+            let object = Arc::new(object);
+            state.index(&object, &key, &object_key);
+            state
+                .objects
+                .entry(key.clone())
+                .or_default()
+                .insert(object_key, object.clone());
+            state.after_load_of_kind(&key, &object);
+        }
+        state.persistence = Some(persistence);
+        state.create_default_namespaces();
+        if let Some(failure) = state.flush().err() {
+            return Err(StorageError::from_message(failure.message));
+        }
+        Ok(state)
+    }
+
+    fn empty(config: StoreConfig) -> Self {
+        State {
             registry: Registry::with_builtins(),
             config,
             rv: 0,
@@ -132,18 +170,46 @@ impl State {
             compacted_rv: 0,
             watchers: HashMap::new(),
             pending: VecDeque::new(),
+            persistence: None,
+            storage_failure: None,
+        }
+    }
+
+    fn create_default_namespaces(&mut self) {
+        let Some(info) = self.registry.get("", "v1", "namespaces") else {
+            return;
         };
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-            let info = state
-                .registry
-                .get("", "v1", "namespaces")
-                .expect("namespaces is a built-in kind");
+            if self.namespace(ns).is_some() {
+                continue;
+            }
             let body = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-            if let Err(err) = state.create(&info, None, body, &WriteOptions::default()) {
-                unreachable!("creating built-in namespace {ns} failed: {err}");
+            if let Err(err) = self.create(&info, None, body, &WriteOptions::default()) {
+                tracing::error!(%err, namespace = ns, "cannot create a default namespace");
             }
         }
-        state
+    }
+
+    /// Refuses writes once durable storage has failed.
+    pub fn check_writable(&self) -> ApiResult<()> {
+        match &self.storage_failure {
+            Some(failure) => Err(ApiError::storage_unavailable(failure)),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes every change since the last flush durable (a no-op in memory).
+    pub fn flush(&mut self) -> ApiResult<()> {
+        let rv = self.rv;
+        let Some(persistence) = self.persistence.as_mut() else {
+            return Ok(());
+        };
+        if let Err(failure) = persistence.flush(rv) {
+            tracing::error!(%failure, "durable storage failed; refusing further writes");
+            self.storage_failure = Some(failure.to_string());
+            return Err(ApiError::internal(failure.to_string()));
+        }
+        Ok(())
     }
 
     /// The latest committed resourceVersion.
@@ -266,6 +332,9 @@ impl State {
             self.unindex(previous, key, &object_key);
         }
         self.index(&object, key, &object_key);
+        if let Some(persistence) = self.persistence.as_mut() {
+            persistence.record_put(key, &object);
+        }
         self.publish(key, kind, object.clone(), previous);
         object
     }
@@ -287,6 +356,9 @@ impl State {
         let rv = self.next_rv();
         meta::set_meta(&mut last, "resourceVersion", Value::from(rv.to_string()));
         let last = Arc::new(last);
+        if let Some(persistence) = self.persistence.as_mut() {
+            persistence.record_remove(key, &last);
+        }
         self.publish(key, ChangeKind::Deleted, last.clone(), removed);
         self.after_removal(key, &last);
         last
