@@ -1,8 +1,16 @@
 //! dynrec: a dynamic, schema-free reconciler engine for Kubernetes.
 //!
 //! Kinds are named by GroupVersionKind at run time and handled as `DynamicObject`s or
-//! typed duck projections. This release ships the embedded API server (re-exported as
-//! [`apiserver`]) that every later layer is tested on; the client layer, reconcilers and
-//! runtime follow.
+//! typed duck projections. This release ships:
+//! - [`object`]: GVKs, object keys, field paths and status conventions on any object;
+//! - [`client`]: a discovery-backed resolver, shared per-GVK caches, the [`client::Client`],
+//!   the patch-only [`client::DuckClient`] and an event recorder;
+//! - [`tracker`]: references to watched objects, with leases, and their observers;
+//! - the embedded API server every layer is tested on (re-exported as [`apiserver`]).
+
+pub mod client;
+pub mod object;
+pub mod tracker;
 
 pub use dynrec_apiserver as apiserver;
+pub use dynrec_duck as duck;

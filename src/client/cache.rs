@@ -1,0 +1,289 @@
+//! Shared per-GVK caches: one watch per kind per process, reference-counted.
+
+use std::{
+    collections::HashMap,
+    pin::pin,
+    sync::{Arc, Weak},
+};
+
+use futures::StreamExt;
+use kube::{
+    Api,
+    api::{DynamicObject, TypeMeta},
+    runtime::{
+        WatchStreamExt,
+        reflector::{ObjectRef, Store, store::Writer},
+        watcher,
+    },
+};
+use parking_lot::Mutex;
+use tokio::{
+    sync::{broadcast, watch},
+    task::JoinHandle,
+};
+use tracing::{debug, info, warn};
+
+use super::{ListOptions, Resolved, resolver::Kinds};
+use crate::object::{Gvk, ObjectKey};
+
+/// How many unread events a cache subscriber may fall behind by.
+const EVENT_BUFFER: usize = 1024;
+
+/// A change a shared cache saw.
+#[derive(Clone, Debug)]
+pub enum CacheEvent {
+    /// An object was added or changed (also sent for every object on a relist).
+    Applied(Arc<DynamicObject>),
+    /// An object was deleted.
+    Deleted(Arc<DynamicObject>),
+    /// A (re)list finished: the cache holds the full current state.
+    Resynced,
+}
+
+/// Where a cache is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheStatus {
+    /// Listing for the first time.
+    Starting,
+    /// Listed and watching.
+    Ready,
+    /// Stopped: its last user went away or its kind was removed.
+    Stopped,
+}
+
+struct State {
+    resolved: Resolved,
+    store: Store<DynamicObject>,
+    status: watch::Sender<CacheStatus>,
+    /// Taken when the cache stops, which closes every subscription.
+    events: Mutex<Option<broadcast::Sender<CacheEvent>>>,
+}
+
+impl State {
+    fn stop(&self) {
+        self.status.send_replace(CacheStatus::Stopped);
+        self.events.lock().take();
+    }
+
+    fn publish(&self, event: CacheEvent) {
+        if let Some(sender) = self.events.lock().as_ref() {
+            // An error only means nobody is subscribed.
+            let _ = sender.send(event);
+        }
+    }
+
+    fn has_subscribers(&self) -> bool {
+        self.events
+            .lock()
+            .as_ref()
+            .is_some_and(|s| s.receiver_count() > 0)
+    }
+}
+
+/// Stops the watch when the last [`Cache`] handle goes.
+struct Guard {
+    state: Arc<State>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.task.abort();
+        self.state.stop();
+        debug!(gvk = %self.state.resolved.gvk, "cache released");
+    }
+}
+
+/// A handle on the shared cache of one kind; the watch runs while any handle lives.
+#[derive(Clone)]
+pub struct Cache {
+    guard: Arc<Guard>,
+}
+
+impl Cache {
+    fn state(&self) -> &State {
+        &self.guard.state
+    }
+
+    /// The cached kind.
+    pub fn gvk(&self) -> &Gvk {
+        &self.state().resolved.gvk
+    }
+
+    /// The cached kind as resolved.
+    pub fn resolved(&self) -> &Resolved {
+        &self.state().resolved
+    }
+
+    /// Where the cache is in its life.
+    pub fn status(&self) -> CacheStatus {
+        *self.state().status.borrow()
+    }
+
+    /// Whether the cache has listed and is watching.
+    pub fn is_ready(&self) -> bool {
+        self.status() == CacheStatus::Ready
+    }
+
+    /// Waits for the first list to finish; `false` if the cache stopped first.
+    pub async fn wait_until_ready(&self) -> bool {
+        let mut status = self.state().status.subscribe();
+        let result = status.wait_for(|s| *s != CacheStatus::Starting).await;
+        matches!(result.as_deref(), Ok(CacheStatus::Ready))
+    }
+
+    /// The cached object with this key.
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
+        let mut reference = ObjectRef::new_with(&key.name, self.resolved().resource.clone());
+        reference.namespace = key.namespace.clone();
+        self.state().store.get(&reference)
+    }
+
+    /// The cached objects the options cover.
+    pub fn list(&self, options: &ListOptions) -> Vec<Arc<DynamicObject>> {
+        self.state().store.state_filter(|o| options.matches(o))
+    }
+
+    /// How many objects are cached.
+    pub fn len(&self) -> usize {
+        self.state().store.len()
+    }
+
+    /// Whether no object is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Changes from now on; the receiver closes when the cache stops.
+    pub fn subscribe(&self) -> broadcast::Receiver<CacheEvent> {
+        match self.state().events.lock().as_ref() {
+            Some(sender) => sender.subscribe(),
+            None => broadcast::channel(1).1,
+        }
+    }
+}
+
+/// The registry of running caches, one per kind.
+#[derive(Clone)]
+pub(crate) struct Caches {
+    inner: Arc<CachesInner>,
+}
+
+struct CachesInner {
+    kube: kube::Client,
+    kinds: watch::Receiver<Kinds>,
+    running: Mutex<HashMap<Gvk, Weak<Guard>>>,
+}
+
+impl Caches {
+    pub(crate) fn new(kube: kube::Client, kinds: watch::Receiver<Kinds>) -> Self {
+        Self {
+            inner: Arc::new(CachesInner {
+                kube,
+                kinds,
+                running: Mutex::default(),
+            }),
+        }
+    }
+
+    /// The running cache of a kind, if any.
+    pub(crate) fn running(&self, gvk: &Gvk) -> Option<Cache> {
+        let running = self.inner.running.lock();
+        live(running.get(gvk)).map(|guard| Cache { guard })
+    }
+
+    /// A handle on the kind's cache, starting its watch unless one runs.
+    pub(crate) fn acquire(&self, resolved: &Resolved) -> Cache {
+        let mut running = self.inner.running.lock();
+        if let Some(guard) = live(running.get(&resolved.gvk)) {
+            return Cache { guard };
+        }
+        running.retain(|_, guard| guard.strong_count() > 0);
+        let guard = Arc::new(self.start(resolved));
+        running.insert(resolved.gvk.clone(), Arc::downgrade(&guard));
+        Cache { guard }
+    }
+
+    fn start(&self, resolved: &Resolved) -> Guard {
+        info!(gvk = %resolved.gvk, "starting shared cache");
+        let writer = Writer::new(resolved.resource.clone());
+        let state = Arc::new(State {
+            resolved: resolved.clone(),
+            store: writer.as_reader(),
+            status: watch::Sender::new(CacheStatus::Starting),
+            events: Mutex::new(Some(broadcast::channel(EVENT_BUFFER).0)),
+        });
+        let api = Api::all_with(self.inner.kube.clone(), &resolved.resource);
+        let task = tokio::spawn(run(state.clone(), writer, api, self.inner.kinds.clone()));
+        Guard { state, task }
+    }
+}
+
+fn live(guard: Option<&Weak<Guard>>) -> Option<Arc<Guard>> {
+    guard
+        .and_then(Weak::upgrade)
+        .filter(|g| *g.state.status.borrow() != CacheStatus::Stopped)
+}
+
+/// Watches one kind into the store until the kind is removed from discovery.
+async fn run(
+    state: Arc<State>,
+    mut writer: Writer<DynamicObject>,
+    api: Api<DynamicObject>,
+    mut kinds: watch::Receiver<Kinds>,
+) {
+    let gvk = state.resolved.gvk.clone();
+    let types = TypeMeta {
+        api_version: gvk.api_version(),
+        kind: gvk.kind.clone(),
+    };
+    let mut events = pin!(watcher(api, watcher::Config::default()).default_backoff());
+    loop {
+        tokio::select! {
+            changed = kinds.changed() => {
+                if changed.is_err() || !kinds.borrow_and_update().contains_key(&gvk) {
+                    info!(%gvk, "kind removed; stopping its cache");
+                    break;
+                }
+            }
+            event = events.next() => match event {
+                Some(Ok(event)) => apply(&state, &mut writer, event.modify(|o| tidy(o, &types))),
+                Some(Err(err)) => warn!(%gvk, %err, "watch failed; retrying"),
+                None => break,
+            },
+        }
+    }
+    state.stop();
+}
+
+/// Drops managedFields and fills in apiVersion/kind (list items may lack them).
+fn tidy(object: &mut DynamicObject, types: &TypeMeta) {
+    object.metadata.managed_fields = None;
+    if object.types.is_none() {
+        object.types = Some(types.clone());
+    }
+}
+
+fn apply(state: &State, writer: &mut Writer<DynamicObject>, event: watcher::Event<DynamicObject>) {
+    writer.apply_watcher_event(&event);
+    if matches!(event, watcher::Event::InitDone) {
+        state.status.send_if_modified(|status| {
+            let starting = *status == CacheStatus::Starting;
+            if starting {
+                *status = CacheStatus::Ready;
+                debug!(gvk = %state.resolved.gvk, objects = state.store.len(), "cache ready");
+            }
+            starting
+        });
+    }
+    if !state.has_subscribers() {
+        return;
+    }
+    let event = match event {
+        watcher::Event::Apply(o) | watcher::Event::InitApply(o) => CacheEvent::Applied(Arc::new(o)),
+        watcher::Event::Delete(o) => CacheEvent::Deleted(Arc::new(o)),
+        watcher::Event::InitDone => CacheEvent::Resynced,
+        watcher::Event::Init => return,
+    };
+    state.publish(event);
+}

@@ -1,0 +1,358 @@
+//! The [`Client`]: reads (cache-backed when a cache runs) and writes of any kind.
+
+use std::sync::Arc;
+
+use kube::{
+    Api,
+    api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams},
+};
+use serde_json::Value;
+use tracing::{Instrument, debug, debug_span};
+
+use super::{ApiError, Cache, DuckClient, Error, ListOptions, Resolved, Resolver, cache::Caches};
+use crate::object::{Gvk, ObjectKey};
+
+/// A client for objects of any kind, named by GVK at run time. Cheap to clone.
+///
+/// Reads are served from the shared cache of the kind when one is running and ready (see
+/// [`Client::cache`]), otherwise from the API server; [`Client::api_reader`] always asks the
+/// server. Every call resolves its GVK through the [`Resolver`].
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    kube: kube::Client,
+    resolver: Resolver,
+    caches: Caches,
+}
+
+/// Reads that always go to the API server, bypassing caches.
+#[derive(Clone)]
+pub struct ApiReader {
+    client: Client,
+}
+
+impl Client {
+    /// A client over a `kube::Client` (real cluster or embedded server).
+    pub fn new(kube: kube::Client) -> Self {
+        let (resolver, caches) = Resolver::new(kube.clone());
+        Self {
+            inner: Arc::new(Inner {
+                kube,
+                resolver,
+                caches,
+            }),
+        }
+    }
+
+    /// The underlying `kube::Client`.
+    pub fn kube(&self) -> &kube::Client {
+        &self.inner.kube
+    }
+
+    /// The GVK resolver.
+    pub fn resolver(&self) -> &Resolver {
+        &self.inner.resolver
+    }
+
+    /// The kind as the API server serves it.
+    pub async fn resolve(&self, gvk: &Gvk) -> Result<Resolved, Error> {
+        Ok(self.inner.resolver.resolve(gvk).await?)
+    }
+
+    /// A handle on the kind's shared cache, starting its watch unless one runs.
+    ///
+    /// The watch stops when the last handle is dropped, or when the kind is removed.
+    pub async fn cache(&self, gvk: &Gvk) -> Result<Cache, Error> {
+        let resolved = self.resolve(gvk).await?;
+        Ok(self.inner.caches.acquire(&resolved))
+    }
+
+    /// How many objects the running cache of a kind holds; `None` when none runs.
+    pub fn cached_object_count(&self, gvk: &Gvk) -> Option<usize> {
+        self.inner.caches.running(gvk).map(|cache| cache.len())
+    }
+
+    /// A reader that always asks the API server.
+    pub fn api_reader(&self) -> ApiReader {
+        ApiReader {
+            client: self.clone(),
+        }
+    }
+
+    /// A patch-only client for duck type `T`.
+    pub fn duck<T: dynrec_duck::Duck>(&self) -> DuckClient<T> {
+        DuckClient::new(self.clone())
+    }
+
+    /// The ready cache of a kind, if one runs.
+    fn ready_cache(&self, gvk: &Gvk) -> Option<Cache> {
+        self.inner.caches.running(gvk).filter(Cache::is_ready)
+    }
+
+    /// One object, from the cache if one is ready, else from the API server.
+    pub async fn get(&self, gvk: &Gvk, key: &ObjectKey) -> Result<DynamicObject, Error> {
+        match self.ready_cache(gvk) {
+            Some(cache) => {
+                self.resolve(gvk).await?;
+                let found = cache.get(key).map(|o| o.as_ref().clone());
+                found.ok_or_else(|| Error::NotFound {
+                    gvk: gvk.clone(),
+                    key: key.clone(),
+                })
+            }
+            None => self.api_reader().get(gvk, key).await,
+        }
+    }
+
+    /// The objects the options cover, from the cache if one is ready, else from the API server.
+    pub async fn list(
+        &self,
+        gvk: &Gvk,
+        options: &ListOptions,
+    ) -> Result<Vec<DynamicObject>, Error> {
+        match self.ready_cache(gvk) {
+            Some(cache) => {
+                self.resolve(gvk).await?;
+                Ok(cache
+                    .list(options)
+                    .iter()
+                    .map(|o| o.as_ref().clone())
+                    .collect())
+            }
+            None => self.api_reader().list(gvk, options).await,
+        }
+    }
+
+    /// Creates an object (its apiVersion/kind name the kind).
+    pub async fn create(&self, object: &DynamicObject) -> Result<DynamicObject, Error> {
+        let (resolved, key) = self.target(object).await?;
+        let api = self.api(&resolved, key.namespace.as_deref());
+        let span = debug_span!("create", gvk = %resolved.gvk, object = %key);
+        let created = api
+            .create(&PostParams::default(), object)
+            .instrument(span)
+            .await;
+        created.map_err(api_error("create", &resolved.gvk, None))
+    }
+
+    /// Replaces an object; its resourceVersion, if set, guards against lost updates.
+    pub async fn update(&self, object: &DynamicObject) -> Result<DynamicObject, Error> {
+        let (resolved, key) = self.target(object).await?;
+        let api = self.object_api(&resolved, &key)?;
+        let span = debug_span!("update", gvk = %resolved.gvk, object = %key);
+        let updated = api
+            .replace(&key.name, &PostParams::default(), object)
+            .instrument(span)
+            .await;
+        updated.map_err(api_error("update", &resolved.gvk, Some(&key)))
+    }
+
+    /// Replaces an object's status through the status subresource.
+    pub async fn update_status(&self, object: &DynamicObject) -> Result<DynamicObject, Error> {
+        let (resolved, key) = self.target(object).await?;
+        let api = self.object_api(&resolved, &key)?;
+        let span = debug_span!("update_status", gvk = %resolved.gvk, object = %key);
+        let updated = api
+            .replace_status(&key.name, &PostParams::default(), object)
+            .instrument(span)
+            .await;
+        updated.map_err(api_error("update status", &resolved.gvk, Some(&key)))
+    }
+
+    /// Patches an object: merge, JSON or apply patch (apply needs a field manager).
+    pub async fn patch(
+        &self,
+        gvk: &Gvk,
+        key: &ObjectKey,
+        patch: &Patch<Value>,
+        params: &PatchParams,
+    ) -> Result<DynamicObject, Error> {
+        let resolved = self.resolve(gvk).await?;
+        let api = self.object_api(&resolved, key)?;
+        let span = debug_span!("patch", %gvk, object = %key, kind = patch_kind(patch));
+        let patched = api.patch(&key.name, params, patch).instrument(span).await;
+        patched.map_err(api_error("patch", gvk, Some(key)))
+    }
+
+    /// Patches an object's status subresource.
+    pub async fn patch_status(
+        &self,
+        gvk: &Gvk,
+        key: &ObjectKey,
+        patch: &Patch<Value>,
+        params: &PatchParams,
+    ) -> Result<DynamicObject, Error> {
+        let resolved = self.resolve(gvk).await?;
+        let api = self.object_api(&resolved, key)?;
+        let span = debug_span!("patch_status", %gvk, object = %key, kind = patch_kind(patch));
+        let patched = api
+            .patch_status(&key.name, params, patch)
+            .instrument(span)
+            .await;
+        patched.map_err(api_error("patch status", gvk, Some(key)))
+    }
+
+    /// Server-side applies an object as `field_manager`, taking over conflicting fields if `force`.
+    pub async fn apply(
+        &self,
+        object: &DynamicObject,
+        field_manager: &str,
+        force: bool,
+    ) -> Result<DynamicObject, Error> {
+        let gvk = Gvk::of(object)?;
+        let key = ObjectKey::of(object)?;
+        let body = serde_json::to_value(object).map_err(|source| Error::Serialize {
+            what: "object to apply",
+            source,
+        })?;
+        let mut params = PatchParams::apply(field_manager);
+        params.force = force;
+        self.patch(&gvk, &key, &Patch::Apply(body), &params).await
+    }
+
+    /// Deletes an object; returns it when the server still holds it (e.g. finalizers pending).
+    pub async fn delete(
+        &self,
+        gvk: &Gvk,
+        key: &ObjectKey,
+        params: &DeleteParams,
+    ) -> Result<Option<DynamicObject>, Error> {
+        let resolved = self.resolve(gvk).await?;
+        let api = self.object_api(&resolved, key)?;
+        let span = debug_span!("delete", %gvk, object = %key);
+        let deleted = api.delete(&key.name, params).instrument(span).await;
+        Ok(deleted.map_err(api_error("delete", gvk, Some(key)))?.left())
+    }
+
+    /// Deletes every object the options cover.
+    pub async fn delete_collection(
+        &self,
+        gvk: &Gvk,
+        options: &ListOptions,
+        params: &DeleteParams,
+    ) -> Result<(), Error> {
+        let resolved = self.resolve(gvk).await?;
+        let api = self.api(&resolved, options.namespace.as_deref());
+        let span = debug_span!("delete_collection", %gvk, namespace = options.namespace.as_deref());
+        let deleted = api
+            .delete_collection(params, &options.list_params())
+            .instrument(span)
+            .await;
+        deleted
+            .map(drop)
+            .map_err(api_error("delete collection", gvk, None))
+    }
+
+    /// The kind and key an object names.
+    async fn target(&self, object: &DynamicObject) -> Result<(Resolved, ObjectKey), Error> {
+        let resolved = self.resolve(&Gvk::of(object)?).await?;
+        let name = object.metadata.name.clone();
+        let name = name.or_else(|| object.metadata.generate_name.clone());
+        let key = ObjectKey {
+            namespace: object.metadata.namespace.clone(),
+            name: name.ok_or(crate::object::ObjectKeyError::Unnamed)?,
+        };
+        if resolved.namespaced && key.namespace.is_none() {
+            return Err(Error::NamespaceRequired {
+                gvk: resolved.gvk,
+                key,
+            });
+        }
+        Ok((resolved, key))
+    }
+
+    /// The API of a kind, in a namespace (namespaced kinds) or cluster-wide.
+    fn api(&self, resolved: &Resolved, namespace: Option<&str>) -> Api<DynamicObject> {
+        let kube = self.inner.kube.clone();
+        match namespace {
+            Some(ns) if resolved.namespaced => Api::namespaced_with(kube, ns, &resolved.resource),
+            _ => Api::all_with(kube, &resolved.resource),
+        }
+    }
+
+    /// The API for one object: namespaced kinds need the key's namespace.
+    fn object_api(
+        &self,
+        resolved: &Resolved,
+        key: &ObjectKey,
+    ) -> Result<Api<DynamicObject>, Error> {
+        if resolved.namespaced && key.namespace.is_none() {
+            return Err(Error::NamespaceRequired {
+                gvk: resolved.gvk.clone(),
+                key: key.clone(),
+            });
+        }
+        Ok(self.api(resolved, key.namespace.as_deref()))
+    }
+}
+
+impl ApiReader {
+    /// One object, from the API server.
+    pub async fn get(&self, gvk: &Gvk, key: &ObjectKey) -> Result<DynamicObject, Error> {
+        let resolved = self.client.resolve(gvk).await?;
+        let api = self.client.object_api(&resolved, key)?;
+        let span = debug_span!("get", %gvk, object = %key);
+        let found = api.get(&key.name).instrument(span).await;
+        found.map_err(api_error("get", gvk, Some(key)))
+    }
+
+    /// The objects the options cover, from the API server.
+    pub async fn list(
+        &self,
+        gvk: &Gvk,
+        options: &ListOptions,
+    ) -> Result<Vec<DynamicObject>, Error> {
+        let resolved = self.client.resolve(gvk).await?;
+        let api = self.client.api(&resolved, options.namespace.as_deref());
+        let span = debug_span!("list", %gvk, namespace = options.namespace.as_deref());
+        let list = api.list(&options.list_params()).instrument(span).await;
+        let list = list.map_err(api_error("list", gvk, None))?;
+        debug!(%gvk, count = list.items.len(), "listed");
+        let types = kube::api::TypeMeta {
+            api_version: gvk.api_version(),
+            kind: gvk.kind.clone(),
+        };
+        Ok(list
+            .items
+            .into_iter()
+            .map(|mut item| {
+                item.types.get_or_insert_with(|| types.clone());
+                item
+            })
+            .collect())
+    }
+}
+
+fn patch_kind(patch: &Patch<Value>) -> &'static str {
+    match patch {
+        Patch::Apply(_) => "apply",
+        Patch::Json(_) => "json",
+        Patch::Merge(_) => "merge",
+        Patch::Strategic(_) => "strategic",
+        _ => "other",
+    }
+}
+
+/// Maps a kube error to ours; a 404 on a named object is [`Error::NotFound`].
+fn api_error<'a>(
+    verb: &'static str,
+    gvk: &'a Gvk,
+    key: Option<&'a ObjectKey>,
+) -> impl FnOnce(kube::Error) -> Error + 'a {
+    move |source| match (&source, key) {
+        (kube::Error::Api(status), Some(key)) if status.code == 404 => Error::NotFound {
+            gvk: gvk.clone(),
+            key: key.clone(),
+        },
+        _ => ApiError {
+            verb,
+            gvk: gvk.clone(),
+            key: key.cloned(),
+            source,
+        }
+        .into(),
+    }
+}

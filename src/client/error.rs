@@ -1,0 +1,165 @@
+use crate::object::{Gvk, GvkError, ObjectKey, ObjectKeyError, PathError};
+
+/// A client call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Discovery does not know the kind.
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    /// The object does not exist (in the API or, for a cache-backed read, in the cache).
+    #[error("{gvk} {key} not found")]
+    NotFound {
+        /// The object's kind.
+        gvk: Gvk,
+        /// The object's key.
+        key: ObjectKey,
+    },
+    /// The API server refused or failed the request.
+    #[error(transparent)]
+    Api(Box<ApiError>),
+    /// A namespaced kind was addressed without a namespace.
+    #[error("{gvk} is namespaced: {key} needs a namespace")]
+    NamespaceRequired {
+        /// The kind.
+        gvk: Gvk,
+        /// The key without a namespace.
+        key: ObjectKey,
+    },
+    /// The object has no usable apiVersion/kind.
+    #[error(transparent)]
+    Gvk(#[from] GvkError),
+    /// The object has no name.
+    #[error(transparent)]
+    Key(#[from] ObjectKeyError),
+    /// A duck write needs the resourceVersion of the object as read.
+    #[error("{gvk} {key} has no resourceVersion to guard the patch with")]
+    MissingResourceVersion {
+        /// The kind.
+        gvk: Gvk,
+        /// The object.
+        key: ObjectKey,
+    },
+    /// An object could not be read as a duck.
+    #[error(transparent)]
+    Projection(Box<ProjectionFailure>),
+    /// A field of an object could not be read or written.
+    #[error(transparent)]
+    Path(#[from] PathError),
+    /// An object could not be turned into JSON.
+    #[error("cannot serialize {what}: {source}")]
+    Serialize {
+        /// What was being serialized.
+        what: &'static str,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A cache subscriber fell behind and missed events.
+    #[error("watch of {gvk} fell behind and missed {missed} events")]
+    Lagged {
+        /// The kind watched.
+        gvk: Gvk,
+        /// How many events were missed.
+        missed: u64,
+    },
+}
+
+impl Error {
+    /// The HTTP status code of an API error, if this is one (404 for [`Error::NotFound`]).
+    pub fn code(&self) -> Option<u16> {
+        match self {
+            Error::NotFound { .. } => Some(404),
+            Error::Api(err) => match &err.source {
+                kube::Error::Api(status) => Some(status.code),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Whether the object does not exist.
+    pub fn is_not_found(&self) -> bool {
+        self.code() == Some(404)
+    }
+
+    /// Whether the write lost an optimistic-concurrency race (409 Conflict).
+    pub fn is_conflict(&self) -> bool {
+        self.code() == Some(409) && !self.is_already_exists()
+    }
+
+    /// Whether a create found the name taken.
+    pub fn is_already_exists(&self) -> bool {
+        matches!(self, Error::Api(err) if matches!(&err.source, kube::Error::Api(status) if status.reason == "AlreadyExists"))
+    }
+}
+
+/// The API server refused or failed a request.
+#[derive(Debug, thiserror::Error)]
+#[error("{verb} {gvk}{}: {source}", key.as_ref().map(|k| format!(" {k}")).unwrap_or_default())]
+pub struct ApiError {
+    /// What was attempted: `get`, `create`, `patch`, ...
+    pub verb: &'static str,
+    /// The kind it was attempted on.
+    pub gvk: Gvk,
+    /// The object, for single-object calls.
+    pub key: Option<ObjectKey>,
+    /// The server's answer.
+    #[source]
+    pub source: kube::Error,
+}
+
+impl From<ApiError> for Error {
+    fn from(err: ApiError) -> Self {
+        Error::Api(Box::new(err))
+    }
+}
+
+/// An object could not be read as a duck.
+#[derive(Debug, thiserror::Error)]
+#[error("{gvk} {key}: {source}")]
+pub struct ProjectionFailure {
+    /// The object's kind.
+    pub gvk: Gvk,
+    /// The object.
+    pub key: ObjectKey,
+    /// What did not fit, and where.
+    #[source]
+    pub source: dynrec_duck::ProjectionError,
+}
+
+impl From<ProjectionFailure> for Error {
+    fn from(err: ProjectionFailure) -> Self {
+        Error::Projection(Box::new(err))
+    }
+}
+
+/// A GVK could not be resolved to an API resource.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// Discovery does not serve the kind.
+    #[error("unknown kind {gvk}: {}", describe_available(&gvk.group, available))]
+    UnknownKind {
+        /// The kind asked for.
+        gvk: Gvk,
+        /// What discovery serves in the kind's group, as `version/Kind`.
+        available: Vec<String>,
+    },
+    /// Discovery itself failed.
+    #[error("discovery of group {group:?} failed: {source}")]
+    Discovery {
+        /// The group being discovered.
+        group: String,
+        /// The failure.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+fn describe_available(group: &str, available: &[String]) -> String {
+    let group = if group.is_empty() { "core" } else { group };
+    if available.is_empty() {
+        format!("the API server serves no group {group:?}")
+    } else {
+        format!("group {group:?} serves {}", available.join(", "))
+    }
+}

@@ -1,0 +1,22 @@
+//! The client layer: GVK resolution, shared caches, the [`Client`], the patch-only
+//! [`DuckClient`] and the [`EventRecorder`].
+
+mod cache;
+mod crd;
+mod duck;
+mod dynamic;
+mod error;
+mod events;
+mod list;
+mod resolved;
+mod resolver;
+
+pub use cache::{Cache, CacheEvent, CacheStatus};
+pub use duck::{DuckClient, DuckEvent, DuckWatch, Ducked};
+pub use dynamic::{ApiReader, Client};
+pub use error::{ApiError, Error, ProjectionFailure, ResolveError};
+pub use events::{EventRecorder, reasons};
+pub use kube::runtime::events::EventType;
+pub use list::ListOptions;
+pub use resolved::Resolved;
+pub use resolver::Resolver;

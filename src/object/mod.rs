@@ -1,0 +1,15 @@
+//! Objects of any kind: GVKs, object keys, field paths, status conventions and merge patches.
+
+mod gvk;
+mod key;
+mod merge;
+mod path;
+mod status;
+
+pub use gvk::{GroupKind, Gvk, GvkError};
+pub use key::{ObjectKey, ObjectKeyError};
+pub use merge::merge_patch;
+pub use path::{FieldPath, Fields, PathError};
+pub use status::StatusExt;
+
+pub use dynrec_duck::Condition;

@@ -1,0 +1,174 @@
+use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
+use kube::api::DynamicObject;
+
+use super::{Condition, Fields, PathError};
+
+const CONDITIONS: &str = "status.conditions";
+const OBSERVED_GENERATION: &str = "status.observedGeneration";
+
+/// Status conventions (`status.conditions[]`, `status.observedGeneration`) on any object.
+///
+/// ```
+/// use dynrec::object::{Condition, StatusExt};
+/// # let mut obj: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({"metadata": {"generation": 2}}))?;
+/// let now = k8s_openapi::jiff::Timestamp::now();
+/// assert!(obj.set_condition(Condition::new("Ready", "True"), now)?);
+/// assert!(!obj.set_condition(Condition::new("Ready", "True"), now)?); // unchanged
+/// obj.observe_generation()?;
+/// assert_eq!(obj.observed_generation()?, Some(2));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait StatusExt {
+    /// All conditions, in stored order.
+    fn conditions(&self) -> Result<Vec<Condition>, PathError>;
+
+    /// Replaces all conditions.
+    fn set_conditions(&mut self, conditions: Vec<Condition>) -> Result<(), PathError>;
+
+    /// The condition of this type, if any.
+    fn condition(&self, type_: &str) -> Result<Option<Condition>, PathError> {
+        Ok(self.conditions()?.into_iter().find(|c| c.type_ == type_))
+    }
+
+    /// Sets a condition, replacing one of the same type; returns whether anything changed.
+    ///
+    /// A condition equal to the existing one except for lastTransitionTime changes nothing.
+    /// Otherwise lastTransitionTime becomes `now` (whole seconds) and the conditions are
+    /// sorted by type.
+    fn set_condition(
+        &mut self,
+        mut condition: Condition,
+        now: Timestamp,
+    ) -> Result<bool, PathError> {
+        let mut conditions = self.conditions()?;
+        let existing = conditions.iter().position(|c| c.type_ == condition.type_);
+        if let Some(i) = existing {
+            let mut unchanged = condition.clone();
+            unchanged.last_transition_time = conditions[i].last_transition_time.clone();
+            if unchanged == conditions[i] {
+                return Ok(false);
+            }
+            conditions.remove(i);
+        }
+        let seconds = Timestamp::from_second(now.as_second()).unwrap_or(now);
+        condition.last_transition_time = Some(Time(seconds));
+        conditions.push(condition);
+        conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
+        self.set_conditions(conditions)?;
+        Ok(true)
+    }
+
+    /// Removes the condition of this type; returns whether it was there.
+    fn remove_condition(&mut self, type_: &str) -> Result<bool, PathError> {
+        let mut conditions = self.conditions()?;
+        let before = conditions.len();
+        conditions.retain(|c| c.type_ != type_);
+        let removed = conditions.len() != before;
+        if removed {
+            self.set_conditions(conditions)?;
+        }
+        Ok(removed)
+    }
+
+    /// `status.observedGeneration`, if set.
+    fn observed_generation(&self) -> Result<Option<i64>, PathError>;
+
+    /// Sets `status.observedGeneration`.
+    fn set_observed_generation(&mut self, generation: i64) -> Result<(), PathError>;
+
+    /// Copies `metadata.generation` (if set) to `status.observedGeneration`.
+    fn observe_generation(&mut self) -> Result<(), PathError>;
+}
+
+impl StatusExt for DynamicObject {
+    fn conditions(&self) -> Result<Vec<Condition>, PathError> {
+        Ok(self.field_as(CONDITIONS)?.unwrap_or_default())
+    }
+
+    fn set_conditions(&mut self, conditions: Vec<Condition>) -> Result<(), PathError> {
+        let value = serde_json::to_value(conditions).map_err(|source| PathError::Decode {
+            path: CONDITIONS.to_string(),
+            type_name: "Vec<Condition>",
+            source,
+        })?;
+        self.set_field(CONDITIONS, value)
+    }
+
+    fn observed_generation(&self) -> Result<Option<i64>, PathError> {
+        self.field_i64(OBSERVED_GENERATION)
+    }
+
+    fn set_observed_generation(&mut self, generation: i64) -> Result<(), PathError> {
+        self.set_field(OBSERVED_GENERATION, generation)
+    }
+
+    fn observe_generation(&mut self) -> Result<(), PathError> {
+        match self.metadata.generation {
+            Some(generation) => self.set_observed_generation(generation),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(value: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn set_condition_sorts_and_stamps_whole_seconds() {
+        let mut obj =
+            object(json!({"status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}));
+        let now = Timestamp::from_millisecond(1_700_000_000_750).unwrap();
+        assert!(
+            obj.set_condition(Condition::new("Alpha", "True"), now)
+                .unwrap()
+        );
+        let conditions = obj.conditions().unwrap();
+        assert_eq!(
+            conditions
+                .iter()
+                .map(|c| c.type_.as_str())
+                .collect::<Vec<_>>(),
+            ["Alpha", "Ready"]
+        );
+        assert_eq!(
+            obj.data["status"]["conditions"][0]["lastTransitionTime"],
+            "2023-11-14T22:13:20Z"
+        );
+    }
+
+    #[test]
+    fn equal_condition_keeps_its_transition_time() {
+        let mut obj = object(json!({}));
+        let t1 = Timestamp::from_second(100).unwrap();
+        let t2 = Timestamp::from_second(200).unwrap();
+        let mut ready = Condition::new("Ready", "False");
+        ready.reason = Some("Waiting".into());
+        assert!(obj.set_condition(ready.clone(), t1).unwrap());
+        assert!(!obj.set_condition(ready.clone(), t2).unwrap());
+        ready.status = "True".into();
+        assert!(obj.set_condition(ready, t2).unwrap());
+        let stored = obj.condition("Ready").unwrap().unwrap();
+        assert_eq!(stored.last_transition_time, Some(Time(t2)));
+        assert!(obj.remove_condition("Ready").unwrap());
+        assert!(!obj.remove_condition("Ready").unwrap());
+    }
+
+    #[test]
+    fn malformed_conditions_name_the_path() {
+        let obj = object(json!({"status": {"conditions": {"type": "Ready"}}}));
+        let err = obj.conditions().unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("field status.conditions cannot be read as"),
+            "{err}"
+        );
+        let obj = object(json!({"status": {"observedGeneration": "1"}}));
+        assert!(obj.observed_generation().is_err());
+    }
+}
