@@ -10,6 +10,7 @@
 
 pub mod client;
 pub mod object;
+pub mod reconcilers;
 pub mod tracker;
 
 pub use dynrec_apiserver as apiserver;

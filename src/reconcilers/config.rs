@@ -1,0 +1,42 @@
+//! The clients a reconciler works with: one `Config` per cluster (see `WithConfig`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::client::{ApiReader, Client, EventRecorder};
+use crate::tracker::Tracker;
+
+/// A client, an uncached reader, an event recorder and a tracker, for one cluster.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct Config {
+    /// Reads (cache-backed where a cache runs) and writes.
+    pub client: Client,
+    /// Reads that always go to the API server.
+    pub api_reader: ApiReader,
+    /// Records Kubernetes Events on reconciled objects.
+    pub recorder: EventRecorder,
+    /// Records which objects each reconciled object watches.
+    pub tracker: Arc<Tracker>,
+}
+
+impl Config {
+    /// A config over `client`, recording events as `controller`, with a tracker whose lease
+    /// is twice `resync`.
+    pub fn new(client: Client, controller: &str, resync: Duration) -> Self {
+        Self {
+            api_reader: client.api_reader(),
+            recorder: EventRecorder::new(&client, controller),
+            tracker: Arc::new(Tracker::for_resync(resync)),
+            client,
+        }
+    }
+
+    /// The same clients with a new, empty tracker whose tracks last `lease`.
+    pub fn with_new_tracker(&self, lease: Duration) -> Self {
+        Self {
+            tracker: Arc::new(Tracker::new(lease)),
+            ..self.clone()
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The request context every reconciler receives: the request, its clients, the stash,
+//! "now", and the resource type, as reconciler.io keeps them in Go's `context.Context`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use kube::api::DynamicObject;
+
+use super::config::Config;
+use super::stash::Stash;
+use crate::client::{Error, ListOptions};
+use crate::object::{Gvk, ObjectKey};
+
+/// What is fixed for the whole request.
+struct Request {
+    key: ObjectKey,
+    now: Timestamp,
+    stash: Stash,
+    original_config: Config,
+    original_resource_type: Gvk,
+    additional_configs: BTreeMap<String, Config>,
+}
+
+/// The context of one reconcile request. Cheap to clone; clones share the stash.
+#[derive(Clone)]
+pub struct Context {
+    request: Arc<Request>,
+    config: Config,
+    resource_type: Gvk,
+    iteration: Option<usize>,
+}
+
+impl Context {
+    /// A context for reconciling `request` of kind `resource_type` with `config`, at `now`.
+    pub fn new(request: ObjectKey, resource_type: Gvk, config: Config, now: Timestamp) -> Self {
+        Self {
+            request: Arc::new(Request {
+                key: request,
+                now,
+                stash: Stash::default(),
+                original_config: config.clone(),
+                original_resource_type: resource_type.clone(),
+                additional_configs: BTreeMap::new(),
+            }),
+            config,
+            resource_type,
+            iteration: None,
+        }
+    }
+
+    /// The same context with named configs for other clusters (used by tests of `WithConfig`).
+    pub fn with_additional_configs(self, configs: BTreeMap<String, Config>) -> Self {
+        let request = Request {
+            key: self.request.key.clone(),
+            now: self.request.now,
+            stash: self.request.stash.clone(),
+            original_config: self.request.original_config.clone(),
+            original_resource_type: self.request.original_resource_type.clone(),
+            additional_configs: configs,
+        };
+        Self {
+            request: Arc::new(request),
+            ..self
+        }
+    }
+
+    /// The object this request is for.
+    pub fn request(&self) -> &ObjectKey {
+        &self.request.key
+    }
+
+    /// The time the request started (fixed per request; tests set it).
+    pub fn now(&self) -> Timestamp {
+        self.request.now
+    }
+
+    /// The per-request stash.
+    pub fn stash(&self) -> &Stash {
+        &self.request.stash
+    }
+
+    /// The config nested reconcilers use (changed by `WithConfig`).
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The config that loaded the reconciled resource (for writes on the resource itself).
+    pub fn original_config(&self) -> &Config {
+        &self.request.original_config
+    }
+
+    /// Named configs for other clusters.
+    pub fn additional_configs(&self) -> &BTreeMap<String, Config> {
+        &self.request.additional_configs
+    }
+
+    /// The kind of the resource as nested reconcilers see it (changed by `CastResource`).
+    pub fn resource_type(&self) -> &Gvk {
+        &self.resource_type
+    }
+
+    /// The kind of the reconciled resource.
+    pub fn original_resource_type(&self) -> &Gvk {
+        &self.request.original_resource_type
+    }
+
+    /// The iteration of the innermost `While` loop, if inside one.
+    pub fn iteration(&self) -> Option<usize> {
+        self.iteration
+    }
+
+    /// A context whose nested reconcilers use `config`.
+    pub fn with_config(&self, config: Config) -> Self {
+        Self {
+            config,
+            ..self.clone()
+        }
+    }
+
+    /// A context whose nested reconcilers see the resource as `resource_type`.
+    pub fn with_resource_type(&self, resource_type: Gvk) -> Self {
+        Self {
+            resource_type,
+            ..self.clone()
+        }
+    }
+
+    /// A context inside iteration `iteration` of a loop.
+    pub fn with_iteration(&self, iteration: usize) -> Self {
+        Self {
+            iteration: Some(iteration),
+            ..self.clone()
+        }
+    }
+
+    /// Tracks the object for the request (so its changes re-reconcile the request), then
+    /// reads it; a failed read (not found) still leaves the track.
+    pub async fn track_and_get(&self, gvk: &Gvk, key: &ObjectKey) -> Result<DynamicObject, Error> {
+        let config = &self.config;
+        config
+            .tracker
+            .track_and_get(&config.client, self.request(), gvk, key)
+            .await
+    }
+
+    /// Tracks the objects the options select for the request, then lists them.
+    pub async fn track_and_list(
+        &self,
+        gvk: &Gvk,
+        options: &ListOptions,
+    ) -> Result<Vec<DynamicObject>, Error> {
+        let config = &self.config;
+        config
+            .tracker
+            .track_and_list(&config.client, self.request(), gvk, options)
+            .await
+    }
+}

@@ -1,0 +1,103 @@
+//! Reconcilers: the `SubReconciler` contract and the reconciler types built on it, in the
+//! style of reconciler.io runtime (see `../shared/reference/reconcilerio-spec.md`).
+//!
+//! A sub-reconciler changes the resource in place; the root reconciler persists status
+//! changes. Results aggregate ([`ReconcileResult::aggregate`]) and errors carry markers
+//! ([`ReconcileError`]: quiet, halt, skip status update, durable).
+
+mod config;
+mod context;
+mod error;
+mod predicate;
+mod result;
+mod setup;
+mod stash;
+
+pub use config::Config;
+pub use context::Context;
+pub use error::{Markers, ReconcileError};
+pub use predicate::Predicate;
+pub use result::ReconcileResult;
+pub use setup::{Setup, Watch};
+pub use stash::{Stash, Stasher};
+
+use async_trait::async_trait;
+use kube::api::DynamicObject;
+
+/// The outcome of a reconcile: a result, and an error that may come with it (Go returns
+/// both: e.g. a requeue together with a halt).
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    /// Whether and when to reconcile again.
+    pub result: ReconcileResult,
+    /// The error, if any.
+    pub error: Option<ReconcileError>,
+}
+
+impl Outcome {
+    /// Success with `result`.
+    pub fn ok(result: ReconcileResult) -> Self {
+        Self {
+            result,
+            error: None,
+        }
+    }
+
+    /// Success with nothing more to do.
+    pub fn done() -> Self {
+        Self::default()
+    }
+
+    /// Failure with an empty result.
+    pub fn err(error: impl Into<ReconcileError>) -> Self {
+        Self {
+            result: ReconcileResult::done(),
+            error: Some(error.into()),
+        }
+    }
+
+    /// A result together with an error.
+    pub fn with(result: ReconcileResult, error: Option<ReconcileError>) -> Self {
+        Self { result, error }
+    }
+
+    /// Whether there is no error.
+    pub fn is_ok(&self) -> bool {
+        self.error.is_none()
+    }
+}
+
+impl From<Result<ReconcileResult, ReconcileError>> for Outcome {
+    fn from(result: Result<ReconcileResult, ReconcileError>) -> Self {
+        match result {
+            Ok(result) => Outcome::ok(result),
+            Err(error) => Outcome::err(error),
+        }
+    }
+}
+
+/// Why a reconciler tree is not complete (missing callbacks, contradictory options).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ValidationError(pub String);
+
+/// A reconciler that changes `resource` in place. `R` is the resource type: a
+/// `DynamicObject`, or a duck type inside `CastResource`.
+#[async_trait]
+pub trait SubReconciler<R: Send + Sync = DynamicObject>: Send + Sync {
+    /// The name used in logs and validation messages.
+    fn name(&self) -> &str;
+
+    /// Declares the watches this reconciler (and those it nests) needs.
+    fn setup(&self, _setup: &mut Setup) -> Result<(), ValidationError> {
+        Ok(())
+    }
+
+    /// Checks that this reconciler (and those it nests) is complete.
+    fn validate(&self) -> Result<(), ValidationError> {
+        Ok(())
+    }
+
+    /// Reconciles `resource`, changing it in place.
+    async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome;
+}
