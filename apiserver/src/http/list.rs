@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::negotiate::Representation;
 use super::query::Query;
+use super::table;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::resources::ResourceInfo;
@@ -108,6 +109,13 @@ pub fn list(
     if let Some(token) = next {
         metadata["continue"] = Value::from(token);
     }
+    if representation == Representation::Table {
+        let objects: Vec<&Value> = items.iter().map(|o| o.as_ref()).collect();
+        let columns = table::columns(state.printer_columns(info).as_ref());
+        let mut doc = table::table(&columns, &objects, &list_rv.to_string());
+        doc["metadata"] = metadata;
+        return Ok(doc);
+    }
     let items: Vec<Value> = items
         .into_iter()
         .map(|o| render(o, info, representation))
@@ -123,7 +131,9 @@ pub fn list_body(
     items: Vec<Value>,
 ) -> Value {
     let (api_version, kind) = match representation {
-        Representation::Full => (info.api_version(), info.list_kind.clone()),
+        Representation::Full | Representation::Table => {
+            (info.api_version(), info.list_kind.clone())
+        }
         Representation::Metadata => ("meta.k8s.io/v1".into(), "PartialObjectMetadataList".into()),
     };
     json!({"apiVersion": api_version, "kind": kind, "metadata": metadata, "items": items})
@@ -132,7 +142,7 @@ pub fn list_body(
 /// An object as the client asked for it: at the requested version, whole or metadata only.
 pub fn render(object: &Value, info: &ResourceInfo, representation: Representation) -> Value {
     match representation {
-        Representation::Full => {
+        Representation::Full | Representation::Table => {
             let mut object = object.clone();
             let api_version = info.api_version();
             if object["apiVersion"] != api_version.as_str() {

@@ -7,6 +7,7 @@ mod query;
 mod resource;
 mod respond;
 mod route;
+mod table;
 mod watch;
 
 use std::collections::BTreeMap;

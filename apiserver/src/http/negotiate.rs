@@ -9,6 +9,8 @@ pub enum Representation {
     Full,
     /// `PartialObjectMetadata`: apiVersion, kind and metadata only.
     Metadata,
+    /// A `meta.k8s.io/v1 Table`, as `kubectl get` prints it.
+    Table,
 }
 
 /// Picks the representation from an `Accept` header: the first entry the server can serve.
@@ -30,6 +32,9 @@ pub fn representation(accept: Option<&str>) -> ApiResult<Representation> {
                 if param("g") == Some("meta.k8s.io") =>
             {
                 return Ok(Representation::Metadata);
+            }
+            Some("Table") if param("g") == Some("meta.k8s.io") && param("v") == Some("v1") => {
+                return Ok(Representation::Table);
             }
             Some(_) => continue,
         }
@@ -71,9 +76,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn kubectl_table_request_falls_back_to_json() {
+    fn kubectl_table_request_gets_a_table() {
         let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert_eq!(representation(Some(accept)).unwrap(), Representation::Full);
+        assert_eq!(representation(Some(accept)).unwrap(), Representation::Table);
+        let old = "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        assert_eq!(representation(Some(old)).unwrap(), Representation::Full);
     }
 
     #[test]

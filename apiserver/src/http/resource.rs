@@ -10,7 +10,7 @@ use super::list::{self, Selectors};
 use super::negotiate::{self, BodyType, Representation};
 use super::query::Query;
 use super::route::ResourcePath;
-use super::{Shared, respond, watch};
+use super::{Shared, respond, table, watch};
 use crate::error::{ApiError, ApiResult};
 use crate::faults::{RequestFacts, Verdict};
 use crate::meta;
@@ -126,11 +126,15 @@ pub async fn serve(
         }
         (Method::GET, Some(name)) => {
             let namespace = call.object_namespace()?;
-            let object = shared
-                .state
-                .read()
+            let state = shared.state.read();
+            let object = state
                 .get(&call.info.key(), namespace, &name)
                 .ok_or_else(|| ApiError::not_found(&call.info, &name))?;
+            if call.representation == Representation::Table {
+                let columns = table::columns(state.printer_columns(&call.info).as_ref());
+                let rv = meta::resource_version(&object);
+                return Ok(respond::json(200, &table::table(&columns, &[&object], rv)));
+            }
             Ok(call.respond(200, &object))
         }
         (Method::PUT, Some(name)) => {

@@ -15,7 +15,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use super::list::{self, Selectors};
 use super::negotiate::Representation;
 use super::query::Query;
-use super::{Shared, respond};
+use super::{Shared, respond, table};
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::resources::ResourceInfo;
@@ -30,6 +30,8 @@ struct Filter {
     namespace: Option<String>,
     selectors: Selectors,
     representation: Representation,
+    /// The table columns, when the client asked for tables.
+    columns: Vec<table::Column>,
 }
 
 impl Filter {
@@ -58,13 +60,20 @@ impl Filter {
             }
             _ => return None,
         };
-        let object = list::render(&change.object, &self.info, self.representation);
+        let object = match self.representation {
+            Representation::Table => {
+                let rv = meta::resource_version(&change.object);
+                table::table(&self.columns, &[&change.object], rv)
+            }
+            other => list::render(&change.object, &self.info, other),
+        };
         Some(line(&json!({"type": kind, "object": object})))
     }
 
     fn bookmark(&self, rv: u64, initial_events_end: bool) -> Bytes {
         let (api_version, kind) = match self.representation {
             Representation::Full => (self.info.api_version(), self.info.kind.clone()),
+            Representation::Table => ("meta.k8s.io/v1".into(), "Table".into()),
             Representation::Metadata => ("meta.k8s.io/v1".into(), "PartialObjectMetadata".into()),
         };
         let mut metadata = json!({"resourceVersion": rv.to_string()});
@@ -125,6 +134,12 @@ pub fn serve(
         namespace: namespace.map(str::to_string),
         selectors: Selectors::from_query(query, info)?,
         representation,
+        columns: match representation {
+            Representation::Table => {
+                table::columns(shared.state.read().printer_columns(info).as_ref())
+            }
+            _ => Vec::new(),
+        },
     };
     let subscription = shared.state.write().subscribe(&info.key(), params.start);
     let (sender, receiver) = mpsc::channel::<Result<Bytes, Infallible>>(64);

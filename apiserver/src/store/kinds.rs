@@ -84,6 +84,23 @@ impl State {
         }
     }
 
+    /// The `additionalPrinterColumns` of a custom kind's version, if its CRD declares any.
+    pub fn printer_columns(&self, info: &ResourceInfo) -> Option<Vec<Value>> {
+        if !info.custom {
+            return None;
+        }
+        let crd = self.get(
+            &crd_resource_key(),
+            "",
+            &format!("{}.{}", info.plural, info.group),
+        )?;
+        let version = crd["spec"]["versions"]
+            .as_array()?
+            .iter()
+            .find(|v| v["name"] == info.version.as_str())?;
+        version["additionalPrinterColumns"].as_array().cloned()
+    }
+
     /// Marks an object whose deletion starts (namespace phase, CRD condition).
     pub(super) fn mark_terminating(&self, key: &ResourceKey, object: &mut Value) {
         if *key == namespace_resource_key() {
