@@ -27,6 +27,7 @@ mod faults;
 mod http;
 mod meta;
 mod resources;
+mod schema;
 mod selector;
 mod server;
 mod store;

@@ -154,6 +154,39 @@ impl ApiServer {
         self.shared.requests.lock().get(&key).copied().unwrap_or(0)
     }
 
+    /// Stores fixture objects as given, bypassing admission (for test harnesses): a missing
+    /// resourceVersion becomes "999", missing namespaces are created, and later writes get
+    /// higher resourceVersions (the first is "1000"). Objects of kinds not served are refused.
+    pub fn seed(
+        &self,
+        objects: impl IntoIterator<Item = serde_json::Value>,
+    ) -> Result<(), crate::ApiError> {
+        for object in objects {
+            let api_version = object["apiVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let (group, version) = api_version
+                .rsplit_once('/')
+                .unwrap_or(("", api_version.as_str()));
+            let kind = object["kind"].as_str().unwrap_or_default().to_string();
+            self.shared.write(|state| {
+                let info = state
+                    .registry
+                    .in_group_version(group, version)
+                    .into_iter()
+                    .find(|info| info.kind == kind)
+                    .ok_or_else(|| {
+                        crate::ApiError::bad_request(format!(
+                            "kind {api_version}/{kind} is not served"
+                        ))
+                    })?;
+                state.seed(&info, object, 999)
+            })?;
+        }
+        Ok(())
+    }
+
     /// Injects a fault into matching requests; returns its id.
     pub fn add_fault(&self, fault: Fault) -> u64 {
         self.shared.faults.add(fault)

@@ -62,13 +62,19 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// Runs a write under the store's lock and makes it durable before it is answered.
-    pub fn write<T>(&self, operation: impl FnOnce(&mut State) -> ApiResult<T>) -> ApiResult<T> {
+    /// Runs a write under the store's lock and makes it durable before it is answered;
+    /// returns its value and the warnings it gathered.
+    pub fn write<T>(
+        &self,
+        operation: impl FnOnce(&mut State) -> ApiResult<T>,
+    ) -> ApiResult<(T, Vec<String>)> {
         let mut state = self.state.write();
         state.check_writable()?;
+        state.take_warnings();
         let result = operation(&mut state);
         state.flush()?;
-        result
+        let warnings = state.take_warnings();
+        result.map(|value| (value, warnings))
     }
 
     /// Counts one request on a kind.

@@ -15,7 +15,9 @@ use crate::error::{ApiError, ApiResult};
 use crate::faults::{RequestFacts, Verdict};
 use crate::meta;
 use crate::resources::ResourceInfo;
-use crate::store::{DeleteOptions, DeleteOutcome, PatchBody, Propagation, Target, WriteOptions};
+use crate::store::{
+    DeleteOptions, DeleteOutcome, FieldValidation, PatchBody, Propagation, Target, WriteOptions,
+};
 
 /// One request on a resource path, decoded.
 struct Call {
@@ -37,6 +39,14 @@ impl Call {
                 self.info.plural
             ))),
         }
+    }
+
+    /// The options of a create, update or patch, from the query.
+    fn write_options(&self) -> ApiResult<WriteOptions> {
+        Ok(WriteOptions {
+            dry_run: self.query.dry_run()?,
+            field_validation: FieldValidation::parse(self.query.get("fieldValidation"))?,
+        })
     }
 
     fn respond(&self, code: u16, object: &Value) -> Response<Body> {
@@ -141,29 +151,25 @@ pub async fn serve(
             expect_json(&call.content_type)?;
             let object = read_json(body, limit).await?;
             let namespace = call.object_namespace()?;
-            let options = WriteOptions {
-                dry_run: call.query.dry_run()?,
-            };
-            let stored = shared.write(|state| {
+            let options = call.write_options()?;
+            let (stored, warnings) = shared.write(|state| {
                 state.update(&call.info, namespace, &name, object, target, &options)
             })?;
-            Ok(call.respond(200, &stored))
+            Ok(respond::warn(call.respond(200, &stored), &warnings))
         }
         (Method::PATCH, Some(name)) => {
             let patch = patch_body(&call, read_json(body, limit).await?)?;
             let namespace = call.object_namespace()?;
-            let options = WriteOptions {
-                dry_run: call.query.dry_run()?,
-            };
-            let stored = shared.write(|state| {
+            let options = call.write_options()?;
+            let (stored, warnings) = shared.write(|state| {
                 state.patch(&call.info, namespace, &name, &patch, target, &options)
             })?;
-            Ok(call.respond(200, &stored))
+            Ok(respond::warn(call.respond(200, &stored), &warnings))
         }
         (Method::DELETE, Some(name)) if target == Target::Main => {
             let options = delete_options(&call.query, read_optional_json(body, limit).await?)?;
             let namespace = call.object_namespace()?;
-            let outcome =
+            let (outcome, _) =
                 shared.write(|state| state.delete(&call.info, namespace, &name, &options))?;
             let code = match outcome {
                 DeleteOutcome::Removed(_) => 200,
@@ -206,12 +212,10 @@ fn create(
             call.info.plural
         )));
     }
-    let options = WriteOptions {
-        dry_run: call.query.dry_run()?,
-    };
-    let stored = shared
+    let options = call.write_options()?;
+    let (stored, warnings) = shared
         .write(|state| state.create(&call.info, call.namespace.as_deref(), object, &options))?;
-    Ok(call.respond(201, &stored))
+    Ok(respond::warn(call.respond(201, &stored), &warnings))
 }
 
 fn delete_collection(
@@ -221,7 +225,7 @@ fn delete_collection(
 ) -> ApiResult<Response<Body>> {
     let options = delete_options(&call.query, body)?;
     let selectors = Selectors::from_query(&call.query, &call.info)?;
-    let (items, metadata) = shared.write(|state| {
+    let ((items, metadata), _) = shared.write(|state| {
         let doomed: Vec<(String, String)> = state
             .list(&call.info.key(), call.namespace.as_deref(), None)
             .filter(|object| selectors.matches(object))

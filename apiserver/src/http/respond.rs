@@ -27,6 +27,17 @@ pub fn error(error: &ApiError) -> Response<Body> {
     with_type(error.code, "application/json", Body::from(bytes))
 }
 
+/// Adds `Warning` headers (`299 - "text"`), as kube-apiserver sends them.
+pub fn warn(mut response: Response<Body>, warnings: &[String]) -> Response<Body> {
+    for warning in warnings {
+        let text = format!("299 - {:?}", warning);
+        if let Ok(value) = header::HeaderValue::from_str(&text) {
+            response.headers_mut().append(header::WARNING, value);
+        }
+    }
+    response
+}
+
 /// A response with a body and content type.
 pub fn with_type(code: u16, content_type: &str, body: Body) -> Response<Body> {
     let mut response = Response::new(body);

@@ -70,10 +70,7 @@ impl State {
 
     /// Kind-specific effects of a committed create or update.
     pub(super) fn after_write_of_kind(&mut self, info: &ResourceInfo, stored: &Arc<Value>) {
-        if info.key() == crd_resource_key() && names_accepted(stored) {
-            let key = custom_key(stored);
-            self.registry.set_custom(&key, infos_from_crd(stored));
-        }
+        self.after_load_of_kind(&info.key(), stored);
     }
 
     /// Kind-specific effects of an object read back from durable storage.
@@ -81,6 +78,11 @@ impl State {
         if *key == crd_resource_key() && names_accepted(object) {
             self.registry
                 .set_custom(&custom_key(object), infos_from_crd(object));
+            self.register_schemas(object);
+            if crd_has_cel_rules(object) {
+                self.warnings
+                    .push(super::schemas::CEL_RULES_WARNING.to_string());
+            }
         }
     }
 
@@ -122,6 +124,7 @@ impl State {
             return;
         }
         let key = custom_key(crd);
+        self.forget_schemas(crd);
         self.registry.remove_custom(&key);
         self.objects.remove(&key);
         self.watchers.remove(&key);
@@ -303,9 +306,21 @@ fn validate_crd(info: &ResourceInfo, crd: &Value) -> ApiResult<()> {
             }
         }
     }
+    if let Err(cause) = super::schemas::compile_versions(crd) {
+        causes.push(cause);
+    }
     if causes.is_empty() {
         Ok(())
     } else {
         Err(ApiError::invalid(info, meta::name(crd), causes))
     }
+}
+
+/// Whether any version's schema has `x-kubernetes-validations`.
+fn crd_has_cel_rules(crd: &Value) -> bool {
+    crd["spec"]["versions"].as_array().is_some_and(|versions| {
+        versions
+            .iter()
+            .any(|v| v["schema"].to_string().contains("x-kubernetes-validations"))
+    })
 }

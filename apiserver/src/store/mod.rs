@@ -6,6 +6,7 @@ mod delete;
 mod gc;
 mod kinds;
 mod persist;
+mod schemas;
 mod write;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -21,6 +22,7 @@ use crate::resources::{Registry, ResourceKey, namespace_resource_key};
 pub use delete::DeleteOutcome;
 pub use delete::{DeleteOptions, Propagation};
 pub use persist::StorageError;
+pub use schemas::FieldValidation;
 pub use write::{PatchBody, Target, WriteOptions};
 
 /// (namespace, name) of an object within its kind; namespace is "" for cluster-scoped kinds.
@@ -120,6 +122,8 @@ pub struct State {
     pending: VecDeque<Work>,
     persistence: Option<persist::Persistence>,
     storage_failure: Option<String>,
+    schemas: HashMap<(String, String, String), Arc<crate::schema::StructuralSchema>>,
+    warnings: Vec<String>,
 }
 
 impl State {
@@ -172,6 +176,8 @@ impl State {
             pending: VecDeque::new(),
             persistence: None,
             storage_failure: None,
+            schemas: HashMap::new(),
+            warnings: Vec::new(),
         }
     }
 

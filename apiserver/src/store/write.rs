@@ -15,6 +15,8 @@ use crate::validation;
 pub struct WriteOptions {
     /// `dryRun=All`: validate and answer, but store nothing.
     pub dry_run: bool,
+    /// `fieldValidation`: what unknown fields of custom objects do.
+    pub field_validation: super::FieldValidation,
 }
 
 /// A patch body, by content type.
@@ -87,12 +89,54 @@ impl State {
             remove_field(&mut object, "status");
         }
         self.prepare_create_of_kind(info, &mut object)?;
+        self.enforce_schema(info, &mut object, options.field_validation)?;
         if options.dry_run {
             meta::set_meta(&mut object, "resourceVersion", Value::from(""));
             return Ok(Arc::new(object));
         }
         let rv = self.next_rv();
         meta::set_meta(&mut object, "resourceVersion", Value::from(rv.to_string()));
+        let stored = self.commit_put(&info.key(), object, ChangeKind::Added);
+        self.after_write_of_kind(info, &stored);
+        Ok(stored)
+    }
+
+    /// Stores a fixture object as given, bypassing admission: a missing uid or
+    /// creationTimestamp is filled in, a missing resourceVersion becomes `default_rv`, the
+    /// namespace is created when missing, and later writes get resourceVersions above it.
+    /// CustomResourceDefinitions are created normally, so that their kinds are served.
+    pub fn seed(
+        &mut self,
+        info: &ResourceInfo,
+        mut object: Value,
+        default_rv: u64,
+    ) -> ApiResult<Arc<Value>> {
+        if info.key() == crate::resources::crd_resource_key() {
+            return self.create(info, None, object, &WriteOptions::default());
+        }
+        let namespace = meta::namespace(&object).to_string();
+        if info.namespaced && self.namespace(&namespace).is_none() {
+            let ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
+            let ns_info = self
+                .registry
+                .get("", "v1", "namespaces")
+                .ok_or_else(|| ApiError::internal("namespaces are not served"))?;
+            self.create(&ns_info, None, ns, &WriteOptions::default())?;
+        }
+        if meta::uid(&object).is_empty() {
+            let uid = uuid::Uuid::new_v4().to_string();
+            meta::set_meta(&mut object, "uid", Value::from(uid));
+        }
+        if meta::meta_str(&object, "creationTimestamp").is_empty() {
+            let now = Value::from(meta::now_rfc3339());
+            meta::set_meta(&mut object, "creationTimestamp", now);
+        }
+        let rv = match meta::resource_version(&object).parse::<u64>() {
+            Ok(rv) => rv,
+            Err(_) => default_rv,
+        };
+        meta::set_meta(&mut object, "resourceVersion", Value::from(rv.to_string()));
+        self.rv = self.rv.max(rv);
         let stored = self.commit_put(&info.key(), object, ChangeKind::Added);
         self.after_write_of_kind(info, &stored);
         Ok(stored)
@@ -191,6 +235,7 @@ impl State {
         };
         check_finalizers_while_deleting(info, old, &result)?;
         self.prepare_update_of_kind(info, old, &mut result)?;
+        self.enforce_schema(info, &mut result, options.field_validation)?;
         if unchanged(old, &result) {
             return Ok(old.clone());
         }

@@ -1,0 +1,199 @@
+//! Structural schemas of CRDs: validation, pruning, defaulting, field validation.
+
+mod support;
+
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use support::*;
+
+fn gadget_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"kind": "Gadget", "plural": "gadgets"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "required": ["replicas"], "properties": {
+                        "replicas": {"type": "integer", "minimum": 1},
+                        "mode": {"type": "string", "enum": ["fast", "slow"], "default": "slow"},
+                        "name": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 8},
+                        "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+                    }}
+                }}}}]}
+    })
+}
+
+fn gadgets(client: &kube::Client) -> kube::Api<DynamicObject> {
+    let ar = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("example.com", "v1", "Gadget"),
+        "gadgets",
+    );
+    kube::Api::namespaced_with(client.clone(), "default", &ar)
+}
+
+fn gadget(spec: Value) -> DynamicObject {
+    object(
+        json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}, "spec": spec}),
+    )
+}
+
+async fn setup() -> (dynrec_apiserver::ApiServer, kube::Client) {
+    let (server, client) = server();
+    kube::Api::<DynamicObject>::all_with(client.clone(), &crd_resource())
+        .create(&PostParams::default(), &object(gadget_crd()))
+        .await
+        .unwrap();
+    (server, client)
+}
+
+#[tokio::test]
+async fn each_keyword_rejects_a_bad_object_with_kubes_message() {
+    let (_server, client) = setup().await;
+    let api = gadgets(&client);
+    let cases = [
+        (
+            json!({"replicas": "x"}),
+            "spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\"",
+        ),
+        (json!({}), "spec.replicas: Required value"),
+        (
+            json!({"replicas": 0}),
+            "spec.replicas in body should be greater than or equal to 1",
+        ),
+        (
+            json!({"replicas": 1, "mode": "medium"}),
+            "spec.mode: Unsupported value: \"medium\": supported values: \"fast\", \"slow\"",
+        ),
+        (
+            json!({"replicas": 1, "name": "Abc"}),
+            "spec.name in body should match '^[a-z]+$'",
+        ),
+        (
+            json!({"replicas": 1, "name": "abcdefghij"}),
+            "spec.name: Too long: may not be more than 8 bytes",
+        ),
+    ];
+    for (spec, expected) in cases {
+        let status = status_of(
+            api.create(&PostParams::default(), &gadget(spec.clone()))
+                .await,
+        );
+        assert_eq!(status.code, 422, "{spec}: {}", status.message);
+        assert!(
+            status.message.contains(expected),
+            "{spec}: expected {expected:?} in {:?}",
+            status.message
+        );
+    }
+}
+
+#[tokio::test]
+async fn unknown_fields_are_pruned_and_defaults_applied() {
+    let (_server, client) = setup().await;
+    let api = gadgets(&client);
+    let created = api
+        .create(
+            &PostParams::default(),
+            &gadget(json!({"replicas": 2, "bogus": true, "extra": {"free": 1}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        created.data["spec"],
+        json!({"replicas": 2, "mode": "slow", "extra": {"free": 1}})
+    );
+    let read = api.get("g").await.unwrap();
+    assert_eq!(
+        read.data["spec"]["mode"], "slow",
+        "defaults are visible on read"
+    );
+    let patched = api
+        .patch(
+            "g",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"mode": "fast"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(patched.data["spec"]["mode"], "fast");
+}
+
+#[tokio::test]
+async fn field_validation_strict_refuses_and_warn_warns() {
+    let (_server, client) = setup().await;
+    let body = r#"{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{"replicas":1,"bogus":1}}"#;
+    let (code, status) = raw(
+        &client,
+        "POST",
+        "/apis/example.com/v1/namespaces/default/gadgets?fieldValidation=Strict",
+        "application/json",
+        body,
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert_eq!(
+        status["message"],
+        "strict decoding error: unknown field \"spec.bogus\""
+    );
+
+    let request = http::Request::builder()
+        .method("POST")
+        .uri("/apis/example.com/v1/namespaces/default/gadgets")
+        .header("content-type", "application/json")
+        .body(kube::client::Body::from(body.as_bytes().to_vec()))
+        .unwrap();
+    let response = client.send(request).await.unwrap();
+    assert_eq!(response.status(), 201);
+    let warning = response
+        .headers()
+        .get("warning")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    assert_eq!(warning, "299 - \"unknown field \\\"spec.bogus\\\"\"");
+}
+
+#[tokio::test]
+async fn a_crd_with_a_bad_schema_is_refused() {
+    let (_server, client) = server();
+    let mut crd = gadget_crd();
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["name"]
+        ["pattern"] = json!("([");
+    let status = status_of(
+        kube::Api::<DynamicObject>::all_with(client, &crd_resource())
+            .create(&PostParams::default(), &object(crd))
+            .await,
+    );
+    assert_eq!(status.code, 422);
+    assert!(
+        status
+            .message
+            .contains("spec.versions[0].schema.openAPIV3Schema"),
+        "{}",
+        status.message
+    );
+}
+
+#[tokio::test]
+async fn cel_rules_are_not_silently_accepted() {
+    let (_server, client) = server();
+    let mut crd = gadget_crd();
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
+        json!([{"rule": "self.replicas < 10"}]);
+    let body = serde_json::to_vec(&crd).unwrap();
+    let request = http::Request::builder()
+        .method("POST")
+        .uri("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
+        .header("content-type", "application/json")
+        .body(kube::client::Body::from(body))
+        .unwrap();
+    let response = client.send(request).await.unwrap();
+    assert_eq!(response.status(), 201);
+    let warning = response
+        .headers()
+        .get("warning")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    assert!(warning.contains("x-kubernetes-validations"), "{warning:?}");
+}
