@@ -22,6 +22,7 @@
 //! # }
 //! ```
 
+mod apply;
 mod error;
 mod faults;
 mod http;

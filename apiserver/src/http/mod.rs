@@ -1,8 +1,10 @@
 //! The REST front end: routes Kubernetes API requests to the store.
 
+mod aggregated;
 mod discovery;
 mod list;
 mod negotiate;
+mod openapi;
 mod query;
 mod resource;
 mod respond;
@@ -120,6 +122,17 @@ async fn dispatch(shared: &Arc<Shared>, request: Request<Body>) -> ApiResult<Res
         doc.map(|d| respond::json(200, &d))
             .ok_or_else(|| ApiError::no_such_path(&path))
     };
+    let accept = request.headers().get(http::header::ACCEPT);
+    if let Some(version) = aggregated::requested(accept.and_then(|v| v.to_str().ok()))
+        && matches!(route, Route::CoreVersions | Route::Groups)
+    {
+        let registry = &shared.state.read().registry;
+        return Ok(aggregated::respond(
+            registry,
+            route == Route::CoreVersions,
+            version,
+        ));
+    }
     match route {
         Route::Version => Ok(respond::json(200, &discovery::version())),
         Route::Health => Ok(respond::text(200, "ok")),
@@ -134,6 +147,12 @@ async fn dispatch(shared: &Arc<Shared>, request: Request<Body>) -> ApiResult<Res
         Route::Group(group) => found(discovery::group(&shared.state.read().registry, &group)),
         Route::ResourceList { group, version } => found(discovery::resource_list(
             &shared.state.read().registry,
+            &group,
+            &version,
+        )),
+        Route::OpenApiIndex => Ok(respond::json(200, &openapi::index(&shared.state.read()))),
+        Route::OpenApi { group, version } => found(openapi::group_version(
+            &shared.state.read(),
             &group,
             &version,
         )),

@@ -18,12 +18,9 @@ pub fn representation(accept: Option<&str>) -> ApiResult<Representation> {
     let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
         return Ok(Representation::Full);
     };
-    for entry in accept.split(',') {
-        let mut parts = entry.split(';').map(str::trim);
-        let media = parts.next().unwrap_or_default();
-        let params: Vec<(&str, &str)> = parts.filter_map(|p| p.split_once('=')).collect();
-        let param = |name: &str| params.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
-        if !matches!(media, "application/json" | "application/*" | "*/*") {
+    for range in media_ranges(accept) {
+        let param = |name: &str| range.param(name);
+        if !range.is_json() {
             continue;
         }
         match param("as") {
@@ -40,6 +37,40 @@ pub fn representation(accept: Option<&str>) -> ApiResult<Representation> {
         }
     }
     Err(ApiError::not_acceptable(accept))
+}
+
+/// One entry of an `Accept` header: a media type and its parameters.
+pub struct MediaRange<'a> {
+    /// The media type, e.g. `application/json`.
+    pub media: &'a str,
+    params: Vec<(&'a str, &'a str)>,
+}
+
+impl MediaRange<'_> {
+    /// A parameter's value, e.g. `as` in `application/json;as=Table`.
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| *value)
+    }
+
+    /// Whether the entry accepts JSON (`application/json`, `application/*` or `*/*`).
+    pub fn is_json(&self) -> bool {
+        matches!(self.media, "application/json" | "application/*" | "*/*")
+    }
+}
+
+/// The entries of an `Accept` header, in the order the client gave them.
+pub fn media_ranges(accept: &str) -> impl Iterator<Item = MediaRange<'_>> {
+    accept.split(',').map(|entry| {
+        let mut parts = entry.split(';').map(str::trim);
+        let media = parts.next().unwrap_or_default();
+        MediaRange {
+            media,
+            params: parts.filter_map(|p| p.split_once('=')).collect(),
+        }
+    })
 }
 
 /// The kind of a request body, from its `Content-Type`.

@@ -26,6 +26,7 @@ struct Call {
     query: Query,
     representation: Representation,
     content_type: Option<String>,
+    user_agent: Option<String>,
 }
 
 impl Call {
@@ -46,6 +47,9 @@ impl Call {
         Ok(WriteOptions {
             dry_run: self.query.dry_run()?,
             field_validation: FieldValidation::parse(self.query.get("fieldValidation"))?,
+            field_manager: self.query.get("fieldManager").map(str::to_string),
+            user_agent: self.user_agent.clone(),
+            force: self.query.flag("force")?,
         })
     }
 
@@ -85,6 +89,7 @@ pub async fn serve(
     let call = Call {
         representation: negotiate::representation(header(header::ACCEPT).as_deref())?,
         content_type: header(header::CONTENT_TYPE),
+        user_agent: header(header::USER_AGENT),
         query: Query::parse(parts.uri.query()),
         namespace: path.namespace.clone(),
         info,
@@ -158,13 +163,17 @@ pub async fn serve(
             Ok(respond::warn(call.respond(200, &stored), &warnings))
         }
         (Method::PATCH, Some(name)) => {
-            let patch = patch_body(&call, read_json(body, limit).await?)?;
+            let patch = patch_body(&call, read_patch(&call, body, limit).await?)?;
             let namespace = call.object_namespace()?;
             let options = call.write_options()?;
-            let (stored, warnings) = shared.write(|state| {
+            let (patched, warnings) = shared.write(|state| {
                 state.patch(&call.info, namespace, &name, &patch, target, &options)
             })?;
-            Ok(respond::warn(call.respond(200, &stored), &warnings))
+            let code = if patched.created { 201 } else { 200 };
+            Ok(respond::warn(
+                call.respond(code, &patched.object),
+                &warnings,
+            ))
         }
         (Method::DELETE, Some(name)) if target == Target::Main => {
             let options = delete_options(&call.query, read_optional_json(body, limit).await?)?;
@@ -255,24 +264,11 @@ fn patch_body(call: &Call, body: Value) -> ApiResult<PatchBody> {
     match negotiate::body_type(call.content_type.as_deref())? {
         BodyType::MergePatch => Ok(PatchBody::Merge(body)),
         BodyType::JsonPatch => Ok(PatchBody::Json(body)),
-        BodyType::StrategicMergePatch if call.info.custom => Err(ApiError {
-            code: 415,
-            reason: "UnsupportedMediaType".into(),
-            message: format!(
-                "strategic merge patch is not supported for custom resources ({}); use a merge or JSON patch",
-                call.info.qualified_plural()
-            ),
-            details: None,
-        }),
-        BodyType::StrategicMergePatch | BodyType::ApplyPatch | BodyType::Json => Err(ApiError {
-            code: 415,
-            reason: "UnsupportedMediaType".into(),
-            message: format!(
-                "PATCH with content type {:?} is not supported by this server yet; use application/merge-patch+json or application/json-patch+json",
-                call.content_type.as_deref().unwrap_or_default()
-            ),
-            details: None,
-        }),
+        BodyType::StrategicMergePatch => Ok(PatchBody::Strategic(body)),
+        BodyType::ApplyPatch => Ok(PatchBody::Apply(body)),
+        BodyType::Json => Err(ApiError::unsupported_media_type(
+            call.content_type.as_deref().unwrap_or("application/json"),
+        )),
     }
 }
 
@@ -340,6 +336,24 @@ async fn read_optional_json(body: Body, limit: usize) -> ApiResult<Option<Value>
         return Ok(None);
     }
     decode(&bytes).map(Some)
+}
+
+/// Reads a patch body; an apply configuration may be YAML.
+async fn read_patch(call: &Call, body: Body, limit: usize) -> ApiResult<Value> {
+    let apply = negotiate::body_type(call.content_type.as_deref())? == BodyType::ApplyPatch;
+    let bytes = read_bytes(body, limit).await?;
+    if !apply {
+        return decode(&bytes);
+    }
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|_| ApiError::bad_request("the apply configuration is not UTF-8"))?;
+    serde_json::from_str(text).or_else(|_| {
+        serde_saphyr::from_str(text).map_err(|e| {
+            ApiError::bad_request(format!(
+                "the apply configuration is neither JSON nor YAML: {e}"
+            ))
+        })
+    })
 }
 
 fn decode(bytes: &[u8]) -> ApiResult<Value> {

@@ -22,6 +22,15 @@ pub enum Route {
     },
     /// A collection, an object or a subresource.
     Resource(ResourcePath),
+    /// `/openapi/v3`: the index of OpenAPI documents.
+    OpenApiIndex,
+    /// `/openapi/v3/api/v1` or `/openapi/v3/apis/{group}/{version}`.
+    OpenApi {
+        /// API group ("" for core).
+        group: String,
+        /// API version.
+        version: String,
+    },
 }
 
 /// The parts of a resource path.
@@ -59,6 +68,15 @@ pub fn parse(path: &str) -> Option<Route> {
             version: version.to_string(),
         }),
         ["apis", group, version] => Some(Route::ResourceList {
+            group: group.to_string(),
+            version: version.to_string(),
+        }),
+        ["openapi", "v3"] => Some(Route::OpenApiIndex),
+        ["openapi", "v3", "api", version] => Some(Route::OpenApi {
+            group: String::new(),
+            version: version.to_string(),
+        }),
+        ["openapi", "v3", "apis", group, version] => Some(Route::OpenApi {
             group: group.to_string(),
             version: version.to_string(),
         }),
@@ -126,6 +144,14 @@ mod tests {
         );
         assert_eq!(parse("/version"), Some(Route::Version));
         assert_eq!(parse("/nothing"), None);
+        assert_eq!(parse("/openapi/v3"), Some(Route::OpenApiIndex));
+        assert_eq!(
+            parse("/openapi/v3/apis/example.com/v1"),
+            Some(Route::OpenApi {
+                group: "example.com".into(),
+                version: "v1".into()
+            })
+        );
     }
 
     #[test]

@@ -193,6 +193,29 @@ impl State {
     }
 }
 
+/// The CRD's entry for a custom kind's version.
+fn crd_version(state: &State, info: &ResourceInfo) -> Option<Value> {
+    if !info.custom {
+        return None;
+    }
+    let crd = state.get(
+        &crd_resource_key(),
+        "",
+        &format!("{}.{}", info.plural, info.group),
+    )?;
+    crd["spec"]["versions"]
+        .as_array()?
+        .iter()
+        .find(|v| v["name"] == info.version.as_str())
+        .cloned()
+}
+
+/// The `openAPIV3Schema` of a custom kind's version, if its CRD has one.
+pub(super) fn version_schema(state: &State, info: &ResourceInfo) -> Option<Value> {
+    let schema = crd_version(state, info)?["schema"]["openAPIV3Schema"].clone();
+    (!schema.is_null()).then_some(schema)
+}
+
 /// Whether a CRD's names were accepted (it serves its kind).
 pub(super) fn names_accepted(crd: &Value) -> bool {
     crd["status"]["conditions"]

@@ -5,6 +5,7 @@
 mod delete;
 mod gc;
 mod kinds;
+mod managed;
 mod persist;
 mod schemas;
 mod write;

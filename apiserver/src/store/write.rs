@@ -17,6 +17,12 @@ pub struct WriteOptions {
     pub dry_run: bool,
     /// `fieldValidation`: what unknown fields of custom objects do.
     pub field_validation: super::FieldValidation,
+    /// `fieldManager`: who owns the fields this write sets (required for apply).
+    pub field_manager: Option<String>,
+    /// The client's `User-Agent`, from which the manager of other writes is derived.
+    pub user_agent: Option<String>,
+    /// `force`: an apply takes ownership of conflicting fields.
+    pub force: bool,
 }
 
 /// A patch body, by content type.
@@ -26,6 +32,19 @@ pub enum PatchBody {
     Merge(Value),
     /// `application/json-patch+json` (RFC 6902).
     Json(Value),
+    /// `application/strategic-merge-patch+json` (built-in kinds only).
+    Strategic(Value),
+    /// `application/apply-patch+yaml`: server-side apply of this configuration.
+    Apply(Value),
+}
+
+/// The result of a patch: the object, and whether the patch created it (apply).
+#[derive(Clone, Debug)]
+pub struct Patched {
+    /// The object as stored.
+    pub object: Arc<Value>,
+    /// Whether a server-side apply created it.
+    pub created: bool,
 }
 
 /// Which part of the object a write may change.
@@ -60,6 +79,28 @@ impl State {
         body: Value,
         options: &WriteOptions,
     ) -> ApiResult<Arc<Value>> {
+        self.create_object(info, namespace, body, options, true)
+    }
+
+    /// Creates an object whose managedFields are already computed (create-on-apply).
+    pub(super) fn create_recorded(
+        &mut self,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+        body: Value,
+        options: &WriteOptions,
+    ) -> ApiResult<Arc<Value>> {
+        self.create_object(info, namespace, body, options, false)
+    }
+
+    fn create_object(
+        &mut self,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+        body: Value,
+        options: &WriteOptions,
+        record: bool,
+    ) -> ApiResult<Arc<Value>> {
         let mut object = check_body(info, body)?;
         let namespace = self.resolve_namespace(info, namespace, &object)?;
         let name = self.choose_name(info, &object)?;
@@ -90,6 +131,9 @@ impl State {
         }
         self.prepare_create_of_kind(info, &mut object)?;
         self.enforce_schema(info, &mut object, options.field_validation)?;
+        if record {
+            object = self.record_managed_fields(info, None, &object, Target::Main, options);
+        }
         if options.dry_run {
             meta::set_meta(&mut object, "resourceVersion", Value::from(""));
             return Ok(Arc::new(object));
@@ -183,19 +227,37 @@ impl State {
         patch: &PatchBody,
         target: Target,
         options: &WriteOptions,
-    ) -> ApiResult<Arc<Value>> {
+    ) -> ApiResult<Patched> {
+        if matches!(patch, PatchBody::Apply(_)) {
+            let existed = self.get(&info.key(), namespace, name).is_some();
+            let object = self.apply(info, namespace, name, patch, target, options)?;
+            return Ok(Patched {
+                object,
+                created: !existed,
+            });
+        }
         let old = self
             .get(&info.key(), namespace, name)
             .ok_or_else(|| ApiError::not_found(info, name))?;
-        let mut patched = (*old).clone();
-        apply_patch(&mut patched, patch)?;
+        let patched = match patch {
+            PatchBody::Strategic(body) => self.strategic_merge(info, &old, body)?,
+            _ => {
+                let mut patched = (*old).clone();
+                apply_patch(&mut patched, patch)?;
+                patched
+            }
+        };
         let patched = check_body(info, patched)?;
         if meta::namespace(&patched) != namespace || meta::name(&patched) != name {
             return Err(ApiError::bad_request(
                 "metadata.name and metadata.namespace cannot be changed by a patch",
             ));
         }
-        self.replace(info, &old, patched, target, options)
+        let object = self.replace(info, &old, patched, target, options)?;
+        Ok(Patched {
+            object,
+            created: false,
+        })
     }
 
     /// The common part of update and patch: merge server-owned fields, check, bump, commit.
@@ -206,6 +268,30 @@ impl State {
         new: Value,
         target: Target,
         options: &WriteOptions,
+    ) -> ApiResult<Arc<Value>> {
+        self.replace_object(info, old, new, target, options, true)
+    }
+
+    /// A replace whose managedFields are already computed (server-side apply).
+    pub(super) fn replace_recorded(
+        &mut self,
+        info: &ResourceInfo,
+        old: &Arc<Value>,
+        new: Value,
+        target: Target,
+        options: &WriteOptions,
+    ) -> ApiResult<Arc<Value>> {
+        self.replace_object(info, old, new, target, options, false)
+    }
+
+    fn replace_object(
+        &mut self,
+        info: &ResourceInfo,
+        old: &Arc<Value>,
+        new: Value,
+        target: Target,
+        options: &WriteOptions,
+        record: bool,
     ) -> ApiResult<Arc<Value>> {
         let name = meta::name(old).to_string();
         let new_name = meta::name(&new);
@@ -236,6 +322,9 @@ impl State {
         check_finalizers_while_deleting(info, old, &result)?;
         self.prepare_update_of_kind(info, old, &mut result)?;
         self.enforce_schema(info, &mut result, options.field_validation)?;
+        if record {
+            result = self.record_managed_fields(info, Some(old), &result, target, options);
+        }
         if unchanged(old, &result) {
             return Ok(old.clone());
         }
@@ -407,7 +496,7 @@ fn group_of(api_version: &str) -> &str {
     api_version.rsplit_once('/').map_or("", |(group, _)| group)
 }
 
-/// Applies a merge or JSON patch to a document.
+/// Applies a merge or JSON patch to a document (the other patch types need the store).
 pub fn apply_patch(doc: &mut Value, patch: &PatchBody) -> ApiResult<()> {
     match patch {
         PatchBody::Merge(patch) => {
@@ -427,6 +516,9 @@ pub fn apply_patch(doc: &mut Value, patch: &PatchBody) -> ApiResult<()> {
                 details: None,
             })
         }
+        PatchBody::Strategic(_) | PatchBody::Apply(_) => Err(ApiError::internal(
+            "strategic merge and apply patches need the kind's merge schema",
+        )),
     }
 }
 
@@ -442,6 +534,11 @@ fn status_only(old: &Value, new: &Value) -> Value {
     match new.get("status") {
         Some(status) => result["status"] = status.clone(),
         None => remove_field(&mut result, "status"),
+    }
+    // managedFields track what the status write changed, as kube-apiserver keeps them.
+    match new["metadata"].get("managedFields") {
+        Some(managed) => meta::set_meta(&mut result, "managedFields", managed.clone()),
+        None => meta::remove_meta(&mut result, "managedFields"),
     }
     result
 }

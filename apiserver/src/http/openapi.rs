@@ -1,0 +1,314 @@
+//! OpenAPI v3: `/openapi/v3` (an index whose URLs carry a content hash) and one document per
+//! group/version, with the paths, operations and schemas of every served kind.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use serde_json::{Map, Value, json};
+
+use super::discovery::KUBERNETES_MINOR;
+use crate::resources::{ResourceInfo, crd_resource_key};
+use crate::store::State;
+
+const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
+const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
+const STATUS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
+
+/// Query parameters of create, update and patch.
+const WRITE_PARAMS: &[(&str, &str)] = &[
+    (
+        "dryRun",
+        "When present, the change is validated but not persisted (\"All\").",
+    ),
+    ("fieldManager", "The name of the actor making the change."),
+    (
+        "fieldValidation",
+        "How unknown and duplicate fields are treated: Ignore, Warn (the default) or Strict.",
+    ),
+];
+
+/// Query parameters of list and watch.
+const LIST_PARAMS: &[(&str, &str)] = &[
+    ("labelSelector", "Selects objects by their labels."),
+    ("fieldSelector", "Selects objects by their fields."),
+    ("limit", "The most objects to return in one page."),
+    ("continue", "The token of the next page."),
+    ("resourceVersion", "Where a list or watch starts."),
+    ("watch", "Streams changes instead of listing."),
+];
+
+/// `/openapi/v3`: every served group/version with the URL of its document.
+pub fn index(state: &State) -> Value {
+    let registry = &state.registry;
+    let mut paths = Map::new();
+    let core = registry
+        .versions_of("")
+        .into_iter()
+        .map(|v| (String::new(), v));
+    let named = registry.groups().into_iter().flat_map(|g| {
+        registry
+            .versions_of(&g)
+            .into_iter()
+            .map(move |v| (g.clone(), v))
+    });
+    for (group, version) in core.chain(named) {
+        let Some(doc) = group_version(state, &group, &version) else {
+            continue;
+        };
+        let path = prefix(&group, &version).trim_start_matches('/').to_string();
+        let url = format!("/openapi/v3/{path}?hash={}", content_hash(&doc));
+        paths.insert(path, json!({"serverRelativeURL": url}));
+    }
+    json!({"paths": paths})
+}
+
+/// `/openapi/v3/api/v1` or `/openapi/v3/apis/{group}/{version}`; `None` when not served.
+pub fn group_version(state: &State, group: &str, version: &str) -> Option<Value> {
+    let infos = state.registry.in_group_version(group, version);
+    if infos.is_empty() {
+        return None;
+    }
+    let mut paths = Map::new();
+    let mut schemas = shared_schemas();
+    for info in &infos {
+        let name = schema_name(info);
+        schemas.insert(name.clone(), kind_schema(state, info));
+        schemas.insert(format!("{name}List"), list_schema(info, &name));
+        resource_paths(info, &name, &mut paths);
+    }
+    Some(json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": format!("v1.{KUBERNETES_MINOR}.0")},
+        "paths": paths,
+        "components": {"schemas": schemas},
+    }))
+}
+
+/// A hash of a document that changes when the document does.
+fn content_hash(doc: &Value) -> String {
+    let mut hasher = DefaultHasher::new();
+    doc.to_string().hash(&mut hasher);
+    format!("{:016X}", hasher.finish())
+}
+
+/// `/api/v1` or `/apis/{group}/{version}`.
+fn prefix(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    }
+}
+
+/// The component name of a kind: `io.k8s.api.apps.v1.Deployment`, `com.example.v1.Widget`.
+fn schema_name(info: &ResourceInfo) -> String {
+    if info.custom {
+        let reversed: Vec<&str> = info.group.split('.').rev().collect();
+        return format!("{}.{}.{}", reversed.join("."), info.version, info.kind);
+    }
+    let package = match info.group.as_str() {
+        "" => "core",
+        "apiextensions.k8s.io" => {
+            return format!(
+                "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{}.{}",
+                info.version, info.kind
+            );
+        }
+        group => group.split('.').next().unwrap_or(group),
+    };
+    format!("io.k8s.api.{package}.{}.{}", info.version, info.kind)
+}
+
+fn reference(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+fn gvk(info: &ResourceInfo) -> Value {
+    json!({"group": info.group, "version": info.version, "kind": info.kind})
+}
+
+/// The schemas every document refers to.
+fn shared_schemas() -> Map<String, Value> {
+    let string = |description: &str| json!({"type": "string", "description": description});
+    let strings = json!({"type": "object", "additionalProperties": {"type": "string"}});
+    let mut schemas = Map::new();
+    schemas.insert(
+        OBJECT_META.into(),
+        json!({
+            "type": "object",
+            "description": "ObjectMeta is metadata that all persisted resources must have.",
+            "properties": {
+                "name": string("Name must be unique within a namespace."),
+                "generateName": string("A prefix the server uses to generate a unique name if name is not given."),
+                "namespace": string("The namespace the object lives in; empty for cluster-scoped kinds."),
+                "labels": strings.clone(),
+                "annotations": strings,
+                "uid": string("The unique id of the object, set by the server."),
+                "resourceVersion": string("The version of the object, set by the server."),
+                "generation": {"type": "integer", "format": "int64"},
+                "creationTimestamp": {"type": "string", "format": "date-time"},
+                "deletionTimestamp": {"type": "string", "format": "date-time"},
+                "finalizers": {"type": "array", "items": {"type": "string"}},
+                "ownerReferences": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                "managedFields": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+            },
+        }),
+    );
+    schemas.insert(
+        LIST_META.into(),
+        json!({"type": "object", "properties": {
+            "resourceVersion": string("The version of the list."),
+            "continue": string("The token of the next page."),
+        }}),
+    );
+    schemas.insert(
+        PATCH.into(),
+        json!({"type": "object", "description": "A patch of one of the supported patch types."}),
+    );
+    schemas.insert(
+        STATUS.into(),
+        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+    );
+    schemas
+}
+
+/// The schema of a kind: a CRD version's structural schema, or an open object for a
+/// built-in kind (whose fields this server does not publish).
+fn kind_schema(state: &State, info: &ResourceInfo) -> Value {
+    let mut schema = crd_schema(state, info).unwrap_or_else(|| {
+        json!({
+            "type": "object",
+            "description": format!("{} (its fields are not published by dynrec-apiserver).", info.kind),
+            "x-kubernetes-preserve-unknown-fields": true,
+        })
+    });
+    if !schema["properties"].is_object() {
+        schema["properties"] = json!({});
+    }
+    let properties = &mut schema["properties"];
+    properties["apiVersion"] = json!({"type": "string", "description": "The versioned schema of this representation of an object."});
+    properties["kind"] =
+        json!({"type": "string", "description": "The REST resource this object represents."});
+    properties["metadata"] = json!({
+        "allOf": [reference(OBJECT_META)],
+        "description": "Standard object's metadata.",
+    });
+    schema["x-kubernetes-group-version-kind"] = json!([gvk(info)]);
+    schema
+}
+
+/// The `openAPIV3Schema` of the CRD version that defines a custom kind.
+fn crd_schema(state: &State, info: &ResourceInfo) -> Option<Value> {
+    if !info.custom {
+        return None;
+    }
+    let crd = state.get(&crd_resource_key(), "", &info.qualified_plural())?;
+    let version = crd["spec"]["versions"]
+        .as_array()?
+        .iter()
+        .find(|v| v["name"] == info.version.as_str())?;
+    Some(version["schema"]["openAPIV3Schema"].clone()).filter(Value::is_object)
+}
+
+fn list_schema(info: &ResourceInfo, item: &str) -> Value {
+    json!({
+        "type": "object",
+        "description": format!("A list of {}.", info.kind),
+        "required": ["items"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"allOf": [reference(LIST_META)]},
+            "items": {"type": "array", "items": reference(item)},
+        },
+        "x-kubernetes-group-version-kind": [{"group": info.group, "version": info.version, "kind": info.list_kind}],
+    })
+}
+
+/// Adds the collection, object and status paths of one kind.
+fn resource_paths(info: &ResourceInfo, schema: &str, paths: &mut Map<String, Value>) {
+    let base = prefix(&info.group, &info.version);
+    let list = format!("{schema}List");
+    let scoped = if info.namespaced {
+        format!("{base}/namespaces/{{namespace}}/{}", info.plural)
+    } else {
+        format!("{base}/{}", info.plural)
+    };
+    let item = format!("{scoped}/{{name}}");
+    let object = schema.to_string();
+    let status = STATUS.to_string();
+    let mut ops: Vec<(String, &str, &str, String)> = vec![
+        (scoped.clone(), "get", "list", list.clone()),
+        (scoped.clone(), "post", "post", object.clone()),
+        (scoped, "delete", "deletecollection", status.clone()),
+        (item.clone(), "get", "get", object.clone()),
+        (item.clone(), "put", "put", object.clone()),
+        (item.clone(), "patch", "patch", object.clone()),
+        (item.clone(), "delete", "delete", status),
+    ];
+    if info.namespaced {
+        ops.push((format!("{base}/{}", info.plural), "get", "list", list));
+    }
+    if info.status_subresource {
+        for (method, action) in [("get", "get"), ("put", "put"), ("patch", "patch")] {
+            ops.push((format!("{item}/status"), method, action, object.clone()));
+        }
+    }
+    for (path, method, action, body) in ops {
+        let entry = paths.entry(path.clone()).or_insert_with(|| json!({}));
+        entry["parameters"] = path_parameters(&path);
+        entry[method] = operation(info, action, &body);
+    }
+}
+
+fn path_parameters(path: &str) -> Value {
+    let parameters: Vec<Value> = ["name", "namespace"]
+        .into_iter()
+        .filter(|p| path.contains(&format!("{{{p}}}")))
+        .map(|p| json!({"name": p, "in": "path", "required": true, "schema": {"type": "string", "uniqueItems": true}}))
+        .collect();
+    Value::from(parameters)
+}
+
+/// One operation, tagged with the kind it acts on (kubectl finds it by that tag).
+fn operation(info: &ResourceInfo, action: &str, response: &str) -> Value {
+    let query = match action {
+        "post" | "put" | "patch" => WRITE_PARAMS,
+        "list" => LIST_PARAMS,
+        _ => &[],
+    };
+    let parameters: Vec<Value> = query
+        .iter()
+        .map(|(name, description)| json!({"name": name, "in": "query", "description": description, "schema": {"type": "string", "uniqueItems": true}}))
+        .collect();
+    let mut op = json!({
+        "description": format!("{action} {}", info.kind),
+        "operationId": format!("{action}{}{}", capitalized(&info.group), info.kind),
+        "parameters": parameters,
+        "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": reference(response)}}}},
+        "x-kubernetes-action": action,
+        "x-kubernetes-group-version-kind": gvk(info),
+    });
+    let body = match action {
+        "post" | "put" => Some(("application/json", reference(response))),
+        "patch" => Some(("application/merge-patch+json", reference(PATCH))),
+        _ => None,
+    };
+    if let Some((media, schema)) = body {
+        op["requestBody"] = json!({"content": {media: {"schema": schema}}, "required": true});
+    }
+    op
+}
+
+fn capitalized(group: &str) -> String {
+    group
+        .split(['.', '-'])
+        .map(|part| {
+            let mut chars = part.chars();
+            chars
+                .next()
+                .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
