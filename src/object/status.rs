@@ -43,9 +43,7 @@ pub trait StatusExt {
         let mut conditions = self.conditions()?;
         let existing = conditions.iter().position(|c| c.type_ == condition.type_);
         if let Some(i) = existing {
-            let mut unchanged = condition.clone();
-            unchanged.last_transition_time = conditions[i].last_transition_time.clone();
-            if unchanged == conditions[i] {
+            if same_apart_from_time(&condition, &conditions[i]) {
                 return Ok(false);
             }
             conditions.remove(i);
@@ -110,6 +108,17 @@ impl StatusExt for DynamicObject {
     }
 }
 
+/// Whether two conditions are equal once their transition times are ignored; an absent
+/// reason or message equals an empty one, as in Go's `metav1.Condition`.
+fn same_apart_from_time(a: &Condition, b: &Condition) -> bool {
+    let text = |s: &Option<String>| s.clone().unwrap_or_default();
+    a.type_ == b.type_
+        && a.status == b.status
+        && text(&a.reason) == text(&b.reason)
+        && text(&a.message) == text(&b.message)
+        && a.observed_generation == b.observed_generation
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,6 +126,24 @@ mod tests {
 
     fn object(value: serde_json::Value) -> DynamicObject {
         serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn an_absent_message_equals_an_empty_one() {
+        let mut obj = object(
+            json!({"status": {"conditions": [{"type": "Ready", "status": "True",
+            "lastTransitionTime": "2020-01-01T00:00:00Z"}]}}),
+        );
+        let mut same = Condition::new("Ready", "True");
+        same.reason = Some(String::new());
+        same.message = Some(String::new());
+        let now = Timestamp::from_second(1_700_000_000).unwrap();
+        assert!(!obj.set_condition(same, now).unwrap(), "nothing changed");
+        let kept = obj.condition("Ready").unwrap().unwrap();
+        assert_eq!(
+            kept.last_transition_time.unwrap().0.as_second(),
+            1_577_836_800
+        );
     }
 
     #[test]
