@@ -11,6 +11,9 @@
 pub mod client;
 pub mod object;
 pub mod reconcilers;
+pub mod runtime;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod tracker;
 
 pub use dynrec_apiserver as apiserver;

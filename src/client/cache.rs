@@ -192,6 +192,16 @@ impl Caches {
         live(running.get(gvk)).map(|guard| Cache { guard })
     }
 
+    /// The kinds whose cache (one watch each) is running.
+    pub(crate) fn kinds(&self) -> Vec<Gvk> {
+        let running = self.inner.running.lock();
+        running
+            .iter()
+            .filter(|(_, guard)| live(Some(guard)).is_some())
+            .map(|(gvk, _)| gvk.clone())
+            .collect()
+    }
+
     /// A handle on the kind's cache, starting its watch unless one runs.
     pub(crate) fn acquire(&self, resolved: &Resolved) -> Cache {
         let mut running = self.inner.running.lock();

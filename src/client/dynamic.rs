@@ -75,6 +75,11 @@ impl Client {
         self.inner.caches.running(gvk).map(|cache| cache.len())
     }
 
+    /// The kinds whose shared cache runs, each with one open watch.
+    pub fn watched_kinds(&self) -> Vec<Gvk> {
+        self.inner.caches.kinds()
+    }
+
     /// A reader that always asks the API server.
     pub fn api_reader(&self) -> ApiReader {
         ApiReader {

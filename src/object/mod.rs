@@ -1,11 +1,15 @@
 //! Objects of any kind: GVKs, object keys, field paths, status conventions and merge patches.
 
+mod condition_set;
 mod gvk;
 mod key;
 mod merge;
 mod path;
 mod status;
 
+pub use condition_set::{
+    ConditionError, ConditionManager, ConditionSet, INITIALIZING, READY, SUCCEEDED,
+};
 pub use gvk::{GroupKind, Gvk, GvkError};
 pub use key::{ObjectKey, ObjectKeyError};
 pub use merge::merge_patch;

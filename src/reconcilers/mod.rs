@@ -5,21 +5,58 @@
 //! changes. Results aggregate ([`ReconcileResult::aggregate`]) and errors carry markers
 //! ([`ReconcileError`]: quiet, halt, skip status update, durable).
 
+mod advice;
+mod aggregate;
+mod always;
+mod cast;
+mod cel;
 mod config;
 mod context;
 mod error;
+mod finalizers;
+mod flow;
+mod for_each;
+mod nested;
+mod object_manager;
+mod override_setup;
 mod predicate;
+mod resource;
 mod result;
+mod sequence;
 mod setup;
 mod stash;
+mod suppress;
+mod sync;
+mod try_catch;
+mod with_config;
+mod with_finalizer;
 
+pub use advice::Advice;
+pub use aggregate::{AggregateReconciler, DesiredResource};
+pub use always::Always;
+pub use cast::{CastError, CastResource};
+pub use cel::CelError;
 pub use config::Config;
 pub use context::Context;
 pub use error::{Markers, ReconcileError};
+pub use finalizers::{add_finalizer, clear_finalizer};
+pub use flow::{IfThen, MaxIterationsExceeded, While};
+pub use for_each::{Cursor, ForEach};
+pub use object_manager::ObjectManager;
+pub use override_setup::OverrideSetup;
 pub use predicate::Predicate;
+pub use resource::{
+    AfterReconcile, BeforeReconcile, RequestOptions, ResourceReconciler, RootReconciler,
+};
 pub use result::ReconcileResult;
+pub use sequence::Sequence;
 pub use setup::{Setup, Watch};
 pub use stash::{Stash, Stasher};
+pub use suppress::SuppressTransientErrors;
+pub use sync::{HasMetadata, SyncFn, SyncReconciler};
+pub use try_catch::TryCatch;
+pub use with_config::WithConfig;
+pub use with_finalizer::WithFinalizer;
 
 use async_trait::async_trait;
 use kube::api::DynamicObject;

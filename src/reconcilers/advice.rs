@@ -1,0 +1,144 @@
+//! `Advice`: before / around / after hooks wrapped around a reconciler.
+//!
+//! Departures from reconciler.io:
+//! - Setup always cascades to the nested reconciler (Go cascades only when Advice's own
+//!   Setup is set, quirk 11), and validation always recurses into it.
+//! - "at least one of Before, Around or After" is checked (it is dead code in Go, whose
+//!   defaults are filled in before the check).
+//! - Before and After are synchronous closures; Around is asynchronous (it calls the
+//!   reconciler).
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use kube::api::DynamicObject;
+use tracing::{Instrument, debug_span};
+
+use super::nested::{OutcomeHook, SetupHook, owner, validate_nested};
+use super::{Context, Outcome, Setup, SubReconciler, ValidationError};
+
+type BeforeHook<R> = Box<dyn Fn(&Context, &mut R) -> (Option<Context>, Outcome) + Send + Sync>;
+type AroundHook<R> = Box<
+    dyn for<'a> Fn(&'a Context, &'a mut R, &'a dyn SubReconciler<R>) -> BoxFuture<'a, Outcome>
+        + Send
+        + Sync,
+>;
+
+/// Wraps a reconciler with Before (may replace the context, or stop with an error), Around
+/// (calls the reconciler once by default; may skip it or call it several times) and After
+/// (sees and may replace the final outcome).
+pub struct Advice<R = DynamicObject> {
+    name: String,
+    setup: Option<SetupHook>,
+    reconciler: Box<dyn SubReconciler<R>>,
+    before: Option<BeforeHook<R>>,
+    around: Option<AroundHook<R>>,
+    after: Option<OutcomeHook<R>>,
+}
+
+impl<R: Send + Sync + 'static> Advice<R> {
+    /// Advice around `reconciler`; add at least one of `before`, `around` or `after`.
+    pub fn new(reconciler: impl SubReconciler<R> + 'static) -> Self {
+        Self {
+            name: "Advice".into(),
+            setup: None,
+            reconciler: Box::new(reconciler),
+            before: None,
+            around: None,
+            after: None,
+        }
+    }
+
+    /// Names the reconciler (default `Advice`).
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// A setup step of its own, run before the nested reconciler's.
+    pub fn with_setup(
+        mut self,
+        setup: impl Fn(&mut Setup) -> Result<(), ValidationError> + Send + Sync + 'static,
+    ) -> Self {
+        self.setup = Some(Box::new(setup));
+        self
+    }
+
+    /// Runs first: a returned context replaces the current one; an error stops here.
+    pub fn before(
+        mut self,
+        before: impl Fn(&Context, &mut R) -> (Option<Context>, Outcome) + Send + Sync + 'static,
+    ) -> Self {
+        self.before = Some(Box::new(before));
+        self
+    }
+
+    /// Calls the reconciler (or not, or several times) and returns its outcome.
+    pub fn around<F>(mut self, around: F) -> Self
+    where
+        F: for<'a> Fn(&'a Context, &'a mut R, &'a dyn SubReconciler<R>) -> BoxFuture<'a, Outcome>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.around = Some(Box::new(around));
+        self
+    }
+
+    /// Runs last with the aggregated outcome, and may replace it.
+    pub fn after(
+        mut self,
+        after: impl Fn(&Context, &mut R, Outcome) -> Outcome + Send + Sync + 'static,
+    ) -> Self {
+        self.after = Some(Box::new(after));
+        self
+    }
+}
+
+#[async_trait]
+impl<R: Send + Sync + 'static> SubReconciler<R> for Advice<R> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn setup(&self, setup: &mut Setup) -> Result<(), ValidationError> {
+        if let Some(own) = &self.setup {
+            own(setup)?;
+        }
+        self.reconciler.setup(setup)
+    }
+
+    fn validate(&self) -> Result<(), ValidationError> {
+        let owner = owner("Advice", &self.name);
+        if self.before.is_none() && self.around.is_none() && self.after.is_none() {
+            return Err(ValidationError(format!(
+                "{owner} must implement at least one of Before, Around or After"
+            )));
+        }
+        validate_nested(owner, "Reconciler", self.reconciler.as_ref())
+    }
+
+    async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome {
+        let span = debug_span!("advice", name = %self.name);
+        async {
+            let (replaced, before) = match &self.before {
+                Some(before) => before(ctx, resource),
+                None => (None, Outcome::done()),
+            };
+            if before.error.is_some() {
+                return before;
+            }
+            let ctx = replaced.as_ref().unwrap_or(ctx);
+            let around = match &self.around {
+                Some(around) => around(ctx, resource, self.reconciler.as_ref()).await,
+                None => self.reconciler.reconcile(ctx, resource).await,
+            };
+            let outcome = Outcome::with(before.result.aggregate(around.result), around.error);
+            match &self.after {
+                Some(after) => after(ctx, resource, outcome),
+                None => outcome,
+            }
+        }
+        .instrument(span)
+        .await
+    }
+}

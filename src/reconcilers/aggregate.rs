@@ -1,0 +1,210 @@
+//! `AggregateReconciler`: the root reconciler of one specific object, which it reconciles and
+//! then writes itself (create, update or delete) through an [`ObjectManager`].
+//!
+//! Departure from reconciler.io: none beyond the shared root hooks (a quiet
+//! `before_reconcile` error requeues, as in the Go original).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use kube::api::{DynamicObject, ObjectMeta, TypeMeta};
+use tracing::{Instrument, debug, error, info_span};
+
+use super::resource::{RootHooks, request_context};
+use super::{
+    Config, Context, ObjectManager, Outcome, ReconcileError, RequestOptions, RootReconciler, Setup,
+    SubReconciler, ValidationError, Watch,
+};
+use crate::object::{Gvk, ObjectKey};
+
+/// Computes the object as it should be (`None`: it should not exist) from the reconciled one.
+pub type DesiredResource = Box<
+    dyn Fn(&Context, DynamicObject) -> Result<Option<DynamicObject>, ReconcileError> + Send + Sync,
+>;
+
+/// The root reconciler of one object (reconciler.io's `AggregateReconciler`).
+pub struct AggregateReconciler {
+    name: String,
+    resource_type: Gvk,
+    request: ObjectKey,
+    reconciler: Option<Box<dyn SubReconciler>>,
+    desired_resource: Option<DesiredResource>,
+    object_manager: Box<dyn ObjectManager>,
+    config: Config,
+    hooks: RootHooks,
+}
+
+impl AggregateReconciler {
+    /// Reconciles the object `request` of `resource_type`, writing it with `object_manager`.
+    pub fn new(
+        resource_type: Gvk,
+        request: ObjectKey,
+        object_manager: impl ObjectManager + 'static,
+        config: Config,
+    ) -> Self {
+        Self {
+            name: format!("{}AggregateReconciler", resource_type.kind),
+            resource_type,
+            request,
+            reconciler: None,
+            desired_resource: None,
+            object_manager: Box::new(object_manager),
+            config,
+            hooks: RootHooks::default(),
+        }
+    }
+
+    /// Names the reconciler (default `{Kind}AggregateReconciler`).
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Runs `reconciler` on the object before its desired state is computed.
+    pub fn reconciler(mut self, reconciler: impl SubReconciler + 'static) -> Self {
+        self.reconciler = Some(Box::new(reconciler));
+        self
+    }
+
+    /// Computes the desired object (default: the reconciled object as it is).
+    pub fn desired_resource(
+        mut self,
+        desired: impl Fn(&Context, DynamicObject) -> Result<Option<DynamicObject>, ReconcileError>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.desired_resource = Some(Box::new(desired));
+        self
+    }
+
+    /// Runs `hook` before each request.
+    pub fn before_reconcile(
+        mut self,
+        hook: impl Fn(Context) -> (Context, Outcome) + Send + Sync + 'static,
+    ) -> Self {
+        self.hooks.before = Some(Box::new(hook));
+        self
+    }
+
+    /// Runs `hook` on the outcome of each request.
+    pub fn after_reconcile(
+        mut self,
+        hook: impl Fn(&Context, Outcome) -> Outcome + Send + Sync + 'static,
+    ) -> Self {
+        self.hooks.after = Some(Box::new(hook));
+        self
+    }
+
+    /// Reads, reconciles and writes the object.
+    async fn reconcile_inner(&self, ctx: &Context) -> Outcome {
+        let client = &ctx.original_config().client;
+        let mut resource = match client.get(&self.resource_type, &self.request).await {
+            Ok(found) => found,
+            Err(err) if err.is_not_found() => self.blank(),
+            Err(err) => {
+                error!(%err, "unable to fetch resource");
+                return Outcome::err(err);
+            }
+        };
+        if resource.metadata.deletion_timestamp.is_some() {
+            return Outcome::done();
+        }
+        let mut result = super::ReconcileResult::done();
+        if let Some(reconciler) = &self.reconciler {
+            let outcome = reconciler.reconcile(ctx, &mut resource).await;
+            if outcome.error.as_ref().is_some_and(|e| !e.is_halt()) {
+                return outcome;
+            }
+            result = outcome.result;
+        }
+        // Tracks requested by the object manager are not wanted on the aggregate itself.
+        let ctx = ctx.with_config(ctx.config().with_new_tracker(Duration::ZERO));
+        let desired = match &self.desired_resource {
+            Some(desired) => desired(&ctx, resource.clone()),
+            None => Ok(Some(resource.clone())),
+        };
+        let desired = match desired {
+            Ok(desired) => desired,
+            Err(err) => return Outcome::err(err),
+        };
+        let actual = resource
+            .metadata
+            .creation_timestamp
+            .is_some()
+            .then_some(&resource);
+        let managed = self
+            .object_manager
+            .manage(&ctx, &resource, actual, desired.as_ref())
+            .await;
+        Outcome::with(result, managed.err())
+    }
+
+    /// The object as it is when it does not exist yet.
+    fn blank(&self) -> DynamicObject {
+        DynamicObject {
+            types: Some(TypeMeta {
+                api_version: self.resource_type.api_version(),
+                kind: self.resource_type.kind.clone(),
+            }),
+            metadata: ObjectMeta {
+                name: Some(self.request.name.clone()),
+                namespace: self.request.namespace.clone(),
+                ..ObjectMeta::default()
+            },
+            data: serde_json::Value::Object(Default::default()),
+        }
+    }
+}
+
+#[async_trait]
+impl RootReconciler for AggregateReconciler {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn setup(&self) -> Result<Setup, ValidationError> {
+        self.validate()?;
+        let mut setup = Setup::default();
+        setup.watch(Watch::For(self.resource_type.clone()));
+        if let Some(reconciler) = &self.reconciler {
+            reconciler.setup(&mut setup)?;
+        }
+        self.object_manager.setup(&mut setup)?;
+        Ok(setup)
+    }
+
+    fn validate(&self) -> Result<(), ValidationError> {
+        let name = &self.name;
+        if self.request.name.is_empty() {
+            return Err(ValidationError(format!(
+                "AggregateReconciler {name:?} must define Request"
+            )));
+        }
+        if let Some(reconciler) = &self.reconciler {
+            reconciler.validate().map_err(|err| {
+                ValidationError(format!(
+                    "AggregateReconciler {name:?} must have a valid Reconciler: {err}"
+                ))
+            })?;
+        }
+        self.object_manager.validate().map_err(|err| {
+            ValidationError(format!(
+                "AggregateReconciler {name:?} must have a valid AggregateObjectManager: {err}"
+            ))
+        })
+    }
+
+    async fn reconcile_with(&self, request: &ObjectKey, options: RequestOptions) -> Outcome {
+        if *request != self.request {
+            debug!(%request, "not the aggregate's request, ignored");
+            return Outcome::done();
+        }
+        let span = info_span!("reconcile", controller = %self.name, gvk = %self.resource_type, object = %request);
+        let ctx = request_context(request, &self.resource_type, &self.config, options);
+        self.hooks
+            .run(ctx, |ctx| async move { self.reconcile_inner(&ctx).await })
+            .instrument(span)
+            .await
+    }
+}

@@ -1,0 +1,327 @@
+//! CEL conditions: [`Predicate::cel`] compiles an expression once, when the reconciler is
+//! built, and evaluates it over `self` (the resource as JSON) and `now` (the request time).
+//!
+//! JSON integers are CEL `int`s (so `self.spec.replicas + 1` and `self.spec.replicas == 3`
+//! work), strings, lists and maps borrow from the resource's JSON, and the standard library,
+//! the strings extension and `has()` are available. An expression that does not yield a
+//! bool, or fails (a missing field read without `has()`), is false and logged.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, LazyLock};
+
+use cel::common::types::{
+    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelTimestamp,
+    CelUInt,
+};
+use cel::common::value::Val;
+use cel::{ExecutionError, ParseErrors, Program, Value};
+use jiff::Timestamp;
+use serde::Serialize;
+use serde_json::Value as Json;
+
+use super::{Context, Predicate};
+
+/// A CEL expression could not be compiled.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CelError {
+    /// The expression does not parse; `snippet` shows its line with a caret under `column`.
+    #[error("invalid CEL expression at {line}:{column}: {message}\n{snippet}")]
+    Invalid {
+        /// The expression as given.
+        expression: String,
+        /// The line of the error, from 1.
+        line: usize,
+        /// The column of the error, from 1.
+        column: usize,
+        /// What is wrong.
+        message: String,
+        /// The offending line, indented by two spaces, and a caret under the column.
+        snippet: String,
+    },
+    /// The CEL environment (standard library and extensions) could not be built.
+    #[error("the CEL environment could not be built: {0}")]
+    Environment(String),
+}
+
+/// The environment every expression is compiled and run in, built once per process.
+static ENV: LazyLock<Result<Arc<cel::Env>, String>> = LazyLock::new(|| {
+    let mut env = cel::Env::stdlib();
+    env.add_extension(cel::extensions::strings)
+        .map_err(|e| e.to_string())?;
+    Ok(Arc::new(env))
+});
+
+impl<R: Serialize> Predicate<R> {
+    /// A condition written in CEL over `self` (the resource as JSON) and `now`, compiled here.
+    pub fn cel(expression: &str) -> Result<Self, CelError> {
+        let program = CelProgram::compile(expression)?;
+        Ok(Predicate::described(expression, move |ctx, resource| {
+            program.test(ctx, resource)
+        }))
+    }
+}
+
+/// A compiled expression with the environment it runs in.
+struct CelProgram {
+    expression: String,
+    program: Program,
+    env: Arc<cel::Env>,
+}
+
+/// Why an evaluation did not yield a bool.
+#[derive(Debug)]
+enum Failure {
+    Serialize(serde_json::Error),
+    Execute(ExecutionError),
+    NotBool(Value),
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Serialize(e) => write!(f, "the resource cannot be serialized: {e}"),
+            Failure::Execute(e) => write!(f, "{e}"),
+            Failure::NotBool(v) => write!(f, "the result is of type {}, not bool", v.type_of()),
+        }
+    }
+}
+
+impl CelProgram {
+    fn compile(expression: &str) -> Result<Self, CelError> {
+        let env = ENV.as_ref().map_err(|e| CelError::Environment(e.clone()))?;
+        let program = env
+            .compile(expression)
+            .map_err(|errors| invalid(expression, &errors))?;
+        Ok(Self {
+            expression: expression.to_owned(),
+            program,
+            env: env.clone(),
+        })
+    }
+
+    /// Evaluates over `resource`; false (and a warning) unless the result is `true`.
+    fn test<R: Serialize>(&self, ctx: &Context, resource: &R) -> bool {
+        let result = serde_json::to_value(resource)
+            .map_err(Failure::Serialize)
+            .and_then(|json| self.evaluate(&json, ctx.now()));
+        result.unwrap_or_else(|failure| {
+            tracing::warn!(
+                expression = %self.expression,
+                request = %ctx.request(),
+                error = %failure,
+                "CEL condition failed or is not a bool; treating it as false"
+            );
+            false
+        })
+    }
+
+    fn evaluate(&self, resource: &Json, now: Timestamp) -> Result<bool, Failure> {
+        let mut ctx = cel::Context::with_env(self.env.clone());
+        ctx.add_variable_as_val("self", to_val(resource));
+        if let Some(now) = to_chrono(now) {
+            ctx.add_variable_as_val("now", Box::new(CelTimestamp::from(now)));
+        }
+        match self.program.execute(&ctx).map_err(Failure::Execute)? {
+            Value::Bool(b) => Ok(b),
+            other => Err(Failure::NotBool(other)),
+        }
+    }
+}
+
+/// A CEL value over JSON: integers are `int` (`uint` only beyond `i64`), strings and keys
+/// borrow from `json`.
+fn to_val(json: &Json) -> Box<dyn Val + '_> {
+    match json {
+        Json::Null => Box::new(CelNull),
+        Json::Bool(b) => Box::new(CelBool::from(*b)),
+        Json::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Box::new(CelInt::from(i)),
+            (None, Some(u)) => Box::new(CelUInt::from(u)),
+            (None, None) => Box::new(CelDouble::from(n.as_f64().unwrap_or(f64::NAN))),
+        },
+        Json::String(s) => Box::new(CelString::from(s.as_str())),
+        Json::Array(items) => Box::new(CelList::from(items.iter().map(to_val).collect::<Vec<_>>())),
+        Json::Object(fields) => Box::new(CelMap::from(
+            fields
+                .iter()
+                .map(|(k, v)| (CelMapKey::from(k.as_str()), to_val(v)))
+                .collect::<HashMap<_, _>>(),
+        )),
+    }
+}
+
+/// `now` as a CEL timestamp (UTC).
+fn to_chrono(now: Timestamp) -> Option<chrono::DateTime<chrono::FixedOffset>> {
+    let nanos = now.as_nanosecond();
+    let seconds = i64::try_from(nanos.div_euclid(1_000_000_000)).ok()?;
+    let subsec = u32::try_from(nanos.rem_euclid(1_000_000_000)).ok()?;
+    chrono::DateTime::from_timestamp(seconds, subsec).map(|t| t.fixed_offset())
+}
+
+/// The first parse error, with its position and a caret snippet.
+fn invalid(expression: &str, errors: &ParseErrors) -> CelError {
+    let (line, column, message) = match errors.errors.first() {
+        Some(e) => (to_position(e.pos.0), to_position(e.pos.1), e.msg.clone()),
+        None => (1, 1, "invalid expression".to_owned()),
+    };
+    let text = expression.lines().nth(line - 1).unwrap_or_default();
+    let indent: String = text
+        .chars()
+        .chain(std::iter::repeat(' '))
+        .take(column - 1)
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    let snippet = format!("  {text}\n  {indent}^");
+    CelError::Invalid {
+        expression: expression.to_owned(),
+        line,
+        column,
+        message,
+        snippet,
+    }
+}
+
+/// A parser position (1-based line or column) as a `usize`, at least 1.
+fn to_position(pos: isize) -> usize {
+    usize::try_from(pos).unwrap_or(0).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn eval(expression: &str, resource: Json) -> Result<bool, Failure> {
+        let now = Timestamp::from_second(1_700_000_000).unwrap();
+        CelProgram::compile(expression)
+            .unwrap()
+            .evaluate(&resource, now)
+    }
+
+    fn deployment() -> Json {
+        json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "labels": {"app.kubernetes.io/name": "web"}},
+            "spec": {"replicas": 3, "paused": false, "ratio": 0.5,
+                     "template": {"spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}},
+        })
+    }
+
+    #[test]
+    fn json_integers_are_ints() {
+        for expression in [
+            "self.spec.replicas == 3",
+            "self.spec.replicas + 1 == 4",
+            "self.spec.replicas * 2 - 1 == 5",
+            "self.spec.replicas > 2 && self.spec.replicas < 4",
+            "self.spec.replicas % 2 == 1",
+            "type(self.spec.replicas) == int",
+            "self.spec.ratio == 0.5",
+            "size(self.spec.template.spec.containers) == 1",
+        ] {
+            assert!(eval(expression, deployment()).unwrap(), "{expression}");
+        }
+        assert!(!eval("self.spec.replicas == 4", deployment()).unwrap());
+    }
+
+    #[test]
+    fn integers_beyond_i64_are_uints() {
+        let resource = json!({"big": u64::MAX});
+        assert!(eval("self.big == 18446744073709551615u", resource).unwrap());
+    }
+
+    #[test]
+    fn strings_extension_and_macros() {
+        for expression in [
+            "self.metadata.name.upperAscii() == 'WEB'",
+            "self.spec.template.spec.containers[0].image.split(':')[1] == '1.27'",
+            "self.spec.template.spec.containers.all(c, c.image.startsWith('nginx'))",
+            "self.metadata.labels['app.kubernetes.io/name'] == self.metadata.name",
+            "self.metadata.name.matches('^w.b$')",
+        ] {
+            assert!(eval(expression, deployment()).unwrap(), "{expression}");
+        }
+    }
+
+    #[test]
+    fn has_guards_missing_fields_and_missing_fields_fail() {
+        assert!(!eval("has(self.status) && self.status.ready", deployment()).unwrap());
+        assert!(eval("!has(self.status)", deployment()).unwrap());
+        assert!(matches!(
+            eval("self.status.ready", deployment()),
+            Err(Failure::Execute(_))
+        ));
+    }
+
+    #[test]
+    fn non_bool_results_are_failures() {
+        let failure = eval("self.spec.replicas", deployment()).unwrap_err();
+        assert!(
+            matches!(failure, Failure::NotBool(Value::Int(3))),
+            "{failure}"
+        );
+        assert!(
+            failure
+                .to_string()
+                .contains("the result is of type int, not bool"),
+            "{failure}"
+        );
+    }
+
+    #[test]
+    fn now_is_a_timestamp() {
+        assert!(eval("now == timestamp('2023-11-14T22:13:20Z')", json!({})).unwrap());
+        let resource = json!({"metadata": {"creationTimestamp": "2023-11-14T21:13:20Z"}});
+        assert!(
+            eval(
+                "now - timestamp(self.metadata.creationTimestamp) >= duration('1h')",
+                resource
+            )
+            .unwrap()
+        );
+    }
+
+    #[test]
+    fn compile_errors_carry_position_and_snippet() {
+        let cases = [
+            (
+                "self.spec.a ==",
+                1,
+                15,
+                "  self.spec.a ==\n                ^",
+            ),
+            ("1 +* 2", 1, 4, "  1 +* 2\n     ^"),
+            ("self.a = 1", 1, 8, "  self.a = 1\n         ^"),
+            ("self.a &&\n\t(self.b", 2, 9, "  \t(self.b\n  \t       ^"),
+            ("", 1, 1, "  \n  ^"),
+        ];
+        for (expression, line, column, snippet) in cases {
+            let Err(err) = CelProgram::compile(expression) else {
+                panic!("{expression:?} compiled");
+            };
+            let CelError::Invalid {
+                expression: text,
+                line: l,
+                column: c,
+                snippet: s,
+                ..
+            } = &err
+            else {
+                panic!("{err}");
+            };
+            assert_eq!((text.as_str(), *l, *c), (expression, line, column), "{err}");
+            assert_eq!(s, snippet, "{err}");
+            let head = format!("invalid CEL expression at {line}:{column}: ");
+            assert!(err.to_string().starts_with(&head), "{err}");
+        }
+    }
+
+    #[test]
+    fn now_converts_before_and_after_the_epoch() {
+        let before = Timestamp::from_millisecond(-1_500).unwrap();
+        let converted = to_chrono(before).unwrap();
+        assert_eq!(converted.timestamp_millis(), -1_500);
+    }
+}

@@ -1,0 +1,93 @@
+//! Adding and removing a finalizer on the reconciled resource: a merge patch of
+//! `metadata.finalizers` guarded by the resourceVersion, exactly as reconciler.io sends it.
+
+use kube::api::{DynamicObject, Patch, PatchParams};
+use serde_json::{Value, json};
+use tracing::{error, info};
+
+use super::{Context, ReconcileError};
+use crate::client::reasons;
+use crate::object::{Gvk, ObjectKey};
+
+/// Adds `finalizer` to the resource (a no-op when empty or present), through the original
+/// config; the server's finalizers, resourceVersion and generation are copied back.
+pub async fn add_finalizer(
+    ctx: &Context,
+    resource: &mut DynamicObject,
+    finalizer: &str,
+) -> Result<(), ReconcileError> {
+    patch_finalizer(ctx, resource, finalizer, true).await
+}
+
+/// Removes `finalizer` from the resource (a no-op when empty or absent), as
+/// [`add_finalizer`] adds it.
+pub async fn clear_finalizer(
+    ctx: &Context,
+    resource: &mut DynamicObject,
+    finalizer: &str,
+) -> Result<(), ReconcileError> {
+    patch_finalizer(ctx, resource, finalizer, false).await
+}
+
+async fn patch_finalizer(
+    ctx: &Context,
+    resource: &mut DynamicObject,
+    finalizer: &str,
+    present: bool,
+) -> Result<(), ReconcileError> {
+    let current = resource.metadata.finalizers.clone().unwrap_or_default();
+    if finalizer.is_empty() || current.iter().any(|f| f == finalizer) == present {
+        return Ok(());
+    }
+    let desired: Vec<String> = if present {
+        current.into_iter().chain([finalizer.to_string()]).collect()
+    } else {
+        current.into_iter().filter(|f| f != finalizer).collect()
+    };
+    let gvk = Gvk::of(resource).map_err(crate::client::Error::from)?;
+    let key = ObjectKey::of(resource).map_err(crate::client::Error::from)?;
+    let mut metadata = serde_json::Map::new();
+    let finalizers = if desired.is_empty() {
+        Value::Null
+    } else {
+        json!(desired)
+    };
+    metadata.insert("finalizers".into(), finalizers);
+    if let Some(rv) = &resource.metadata.resource_version {
+        metadata.insert("resourceVersion".into(), Value::from(rv.clone()));
+    }
+    let patch = Patch::Merge(json!({ "metadata": metadata }));
+    let config = ctx.original_config();
+    let patched = config
+        .client
+        .patch(&gvk, &key, &patch, &PatchParams::default())
+        .await;
+    match patched {
+        Err(err) => {
+            error!(%gvk, object = %key, finalizer, %err, "unable to patch finalizer");
+            let message = format!(
+                "Failed to patch finalizer {finalizer:?}: {}",
+                super::resource::api_message(&err)
+            );
+            let recorded = config
+                .recorder
+                .warning(resource, reasons::FINALIZER_PATCH_FAILED, message)
+                .await;
+            super::resource::log_unrecorded(recorded);
+            Err(err.into())
+        }
+        Ok(patched) => {
+            info!(%gvk, object = %key, finalizer, present, "patched finalizer");
+            let message = format!("Patched finalizer {finalizer:?}");
+            let recorded = config
+                .recorder
+                .normal(resource, reasons::FINALIZER_PATCHED, message)
+                .await;
+            super::resource::log_unrecorded(recorded);
+            resource.metadata.finalizers = patched.metadata.finalizers;
+            resource.metadata.resource_version = patched.metadata.resource_version;
+            resource.metadata.generation = patched.metadata.generation;
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! `ForEach`: a reconciler called once per item, with a [`Cursor`] in the stash.
+//!
+//! Departures from reconciler.io: `Items` is a synchronous closure; the nested reconciler is
+//! always validated (quirk 11). As in Go, the stash is request-wide: the last cursor stays
+//! stashed after the loop, and nested loops over the same item type share one key.
+
+use std::any::{Any, type_name};
+
+use async_trait::async_trait;
+use kube::api::DynamicObject;
+use tracing::{Instrument, debug_span};
+
+use super::nested::{owner, validate_nested};
+use super::{
+    Context, Outcome, ReconcileError, ReconcileResult, Setup, SubReconciler, ValidationError,
+};
+
+type Items<R, I> = Box<dyn Fn(&Context, &R) -> Result<Vec<I>, ReconcileError> + Send + Sync>;
+
+/// Where a `ForEach` loop is: the index, the number of items, and the item.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cursor<I> {
+    /// The index of the current item.
+    pub index: usize,
+    /// The number of items.
+    pub length: usize,
+    /// The current item.
+    pub item: I,
+}
+
+impl<I: Any + Clone + Send + Sync> Cursor<I> {
+    /// The stash key of cursors over items of type `I`.
+    pub fn key() -> String {
+        format!("reconciler.io/runtime:cursor:{}", type_name::<I>())
+    }
+
+    /// The cursor of the innermost loop over items of type `I`, if any.
+    pub fn retrieve(ctx: &Context) -> Option<Self> {
+        ctx.stash().retrieve(&Self::key())
+    }
+
+    fn store(self, ctx: &Context) {
+        ctx.stash().store(&Self::key(), self);
+    }
+}
+
+/// Calls the reconciler for each item `items` returns; stops at the first error, returning
+/// the aggregate of the earlier iterations only (as Go does).
+pub struct ForEach<I, R = DynamicObject> {
+    name: String,
+    items: Items<R, I>,
+    reconciler: Box<dyn SubReconciler<R>>,
+}
+
+impl<I, R: Send + Sync + 'static> ForEach<I, R> {
+    /// Calls `reconciler` for each of the items.
+    pub fn new(
+        items: impl Fn(&Context, &R) -> Result<Vec<I>, ReconcileError> + Send + Sync + 'static,
+        reconciler: impl SubReconciler<R> + 'static,
+    ) -> Self {
+        Self {
+            name: "ForEach".into(),
+            items: Box::new(items),
+            reconciler: Box::new(reconciler),
+        }
+    }
+
+    /// Names the reconciler (default `ForEach`).
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+}
+
+#[async_trait]
+impl<I, R> SubReconciler<R> for ForEach<I, R>
+where
+    I: Any + Clone + Send + Sync,
+    R: Send + Sync + 'static,
+{
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn setup(&self, setup: &mut Setup) -> Result<(), ValidationError> {
+        self.reconciler.setup(setup)
+    }
+
+    fn validate(&self) -> Result<(), ValidationError> {
+        let owner = owner("ForEach", &self.name);
+        validate_nested(owner, "Reconciler", self.reconciler.as_ref())
+    }
+
+    async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome {
+        let items = match (self.items)(ctx, resource) {
+            Ok(items) => items,
+            Err(error) => return Outcome::err(error),
+        };
+        let length = items.len();
+        let mut aggregate = ReconcileResult::done();
+        for (index, item) in items.into_iter().enumerate() {
+            Cursor {
+                index,
+                length,
+                item,
+            }
+            .store(ctx);
+            let span = debug_span!("for_each", name = %self.name, index);
+            let outcome = self
+                .reconciler
+                .reconcile(ctx, resource)
+                .instrument(span)
+                .await;
+            if outcome.error.is_some() {
+                return Outcome::with(aggregate, outcome.error);
+            }
+            aggregate = aggregate.aggregate(outcome.result);
+        }
+        Outcome::ok(aggregate)
+    }
+}

@@ -1,0 +1,33 @@
+//! Object managers: how a reconciler writes an object it manages (create, update, delete).
+
+use async_trait::async_trait;
+use kube::api::DynamicObject;
+
+use super::{Context, ReconcileError, Setup, ValidationError};
+
+/// Brings a managed object from what exists (`actual`) to what should exist (`desired`).
+#[async_trait]
+pub trait ObjectManager: Send + Sync {
+    /// The name used in logs and validation messages.
+    fn name(&self) -> &str;
+
+    /// Declares the watches the manager needs.
+    fn setup(&self, _setup: &mut Setup) -> Result<(), ValidationError> {
+        Ok(())
+    }
+
+    /// Checks that the manager is complete.
+    fn validate(&self) -> Result<(), ValidationError> {
+        Ok(())
+    }
+
+    /// Creates, updates or deletes (`desired` is `None`) the object on behalf of `resource`,
+    /// which receives the events; returns the object as persisted, `None` when there is none.
+    async fn manage(
+        &self,
+        ctx: &Context,
+        resource: &DynamicObject,
+        actual: Option<&DynamicObject>,
+        desired: Option<&DynamicObject>,
+    ) -> Result<Option<DynamicObject>, ReconcileError>;
+}

@@ -1,0 +1,411 @@
+//! `ResourceReconciler`: the root reconciler of one kind. It reads the requested resource,
+//! runs its sub-reconciler and writes the status back when it changed.
+//!
+//! Deliberate departures from reconciler.io (issue 5): a quiet `before_reconcile` error
+//! requeues (quirk 3 fixed), and dynamic objects get `status.observedGeneration` (for kinds
+//! with a status subresource) and kept condition `lastTransitionTime`s (quirk 13 fixed).
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+use kube::api::DynamicObject;
+use serde_json::Value;
+use tracing::{Instrument, debug, error, info, info_span};
+
+use super::{
+    Config, Context, Outcome, Predicate, ReconcileError, ReconcileResult, Setup, SubReconciler,
+    ValidationError, Watch,
+};
+use crate::client::{Error, reasons};
+use crate::object::{Gvk, ObjectKey, StatusExt};
+
+/// Runs before the resource is read; returns the context to continue with and an outcome
+/// whose error ends the request.
+pub type BeforeReconcile = Box<dyn Fn(Context) -> (Context, Outcome) + Send + Sync>;
+
+/// Sees (and may replace) the outcome of the request.
+pub type AfterReconcile = Box<dyn Fn(&Context, Outcome) -> Outcome + Send + Sync>;
+
+/// Per-request settings a caller (the runtime, or a test) may choose.
+#[derive(Clone, Default)]
+pub struct RequestOptions {
+    /// The request's "now" (default: the wall clock).
+    pub now: Option<Timestamp>,
+    /// Named configs for other clusters, available to `WithConfig`.
+    pub additional_configs: BTreeMap<String, Config>,
+}
+
+/// A reconciler the runtime calls with requests: `ResourceReconciler` or `AggregateReconciler`.
+#[async_trait]
+pub trait RootReconciler: Send + Sync {
+    /// The name used in logs and validation messages.
+    fn name(&self) -> &str;
+
+    /// The watches the reconciler tree needs (after validating it).
+    fn setup(&self) -> Result<Setup, ValidationError>;
+
+    /// Checks that the reconciler tree is complete.
+    fn validate(&self) -> Result<(), ValidationError>;
+
+    /// Reconciles one request with the given options.
+    async fn reconcile_with(&self, request: &ObjectKey, options: RequestOptions) -> Outcome;
+
+    /// Reconciles one request now.
+    async fn reconcile(&self, request: &ObjectKey) -> Outcome {
+        self.reconcile_with(request, RequestOptions::default())
+            .await
+    }
+}
+
+/// The root reconciler of one kind (reconciler.io's `ResourceReconciler`).
+pub struct ResourceReconciler {
+    name: String,
+    resource_type: Gvk,
+    reconciler: Box<dyn SubReconciler>,
+    config: Config,
+    skip_status_update: bool,
+    sync_status_during_finalization: bool,
+    hooks: RootHooks,
+    skip_request: Option<Predicate<ObjectKey>>,
+    skip_resource: Option<Predicate<DynamicObject>>,
+}
+
+/// The hooks both roots share.
+#[derive(Default)]
+pub(super) struct RootHooks {
+    pub(super) before: Option<BeforeReconcile>,
+    pub(super) after: Option<AfterReconcile>,
+}
+
+impl ResourceReconciler {
+    /// Reconciles objects of `resource_type` with `reconciler`, using `config`'s clients.
+    pub fn new(
+        resource_type: Gvk,
+        reconciler: impl SubReconciler + 'static,
+        config: Config,
+    ) -> Self {
+        Self {
+            name: format!("{}ResourceReconciler", resource_type.kind),
+            resource_type,
+            reconciler: Box::new(reconciler),
+            config,
+            skip_status_update: false,
+            sync_status_during_finalization: false,
+            hooks: RootHooks::default(),
+            skip_request: None,
+            skip_resource: None,
+        }
+    }
+
+    /// Names the reconciler (default `{Kind}ResourceReconciler`).
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Never writes status (for secondary controllers of a kind).
+    pub fn skip_status_update(mut self, skip: bool) -> Self {
+        self.skip_status_update = skip;
+        self
+    }
+
+    /// Writes status also while the resource is being deleted.
+    pub fn sync_status_during_finalization(mut self, sync: bool) -> Self {
+        self.sync_status_during_finalization = sync;
+        self
+    }
+
+    /// Runs `hook` before each request.
+    pub fn before_reconcile(
+        mut self,
+        hook: impl Fn(Context) -> (Context, Outcome) + Send + Sync + 'static,
+    ) -> Self {
+        self.hooks.before = Some(Box::new(hook));
+        self
+    }
+
+    /// Runs `hook` on the outcome of each request.
+    pub fn after_reconcile(
+        mut self,
+        hook: impl Fn(&Context, Outcome) -> Outcome + Send + Sync + 'static,
+    ) -> Self {
+        self.hooks.after = Some(Box::new(hook));
+        self
+    }
+
+    /// Ignores requests the predicate holds for (no hooks run).
+    pub fn skip_request(mut self, predicate: Predicate<ObjectKey>) -> Self {
+        self.skip_request = Some(predicate);
+        self
+    }
+
+    /// Ignores resources the predicate holds for (no status work).
+    pub fn skip_resource(mut self, predicate: Predicate<DynamicObject>) -> Self {
+        self.skip_resource = Some(predicate);
+        self
+    }
+
+    /// Reads the resource, reconciles it and writes its status (reconciler.io's reconcileOuter).
+    async fn reconcile_outer(&self, ctx: &Context) -> Outcome {
+        let client = &ctx.original_config().client;
+        let original = match client.get(&self.resource_type, ctx.request()).await {
+            Ok(found) => found,
+            Err(err) if err.is_not_found() => return Outcome::done(),
+            Err(err) => {
+                error!(%err, "unable to fetch resource");
+                return Outcome::err(err);
+            }
+        };
+        let mut resource = original.clone();
+        if let Some(skip) = &self.skip_resource
+            && skip.test(ctx, &resource)
+        {
+            debug!(predicate = skip.description(), "resource skipped");
+            return Outcome::done();
+        }
+        let outcome = self.reconcile_inner(ctx, &mut resource).await;
+        if self.skip_status_update {
+            return outcome;
+        }
+        sync_last_transition_times(&mut resource, &original);
+        let skip_marked = outcome
+            .error
+            .as_ref()
+            .is_some_and(|e| e.is_skip_status_update());
+        let terminating = resource.metadata.deletion_timestamp.is_some();
+        if skip_marked
+            || status_of(&resource) == status_of(&original)
+            || (terminating && !self.sync_status_during_finalization)
+        {
+            return outcome;
+        }
+        self.update_status(ctx, &resource, outcome).await
+    }
+
+    /// Runs the sub-reconciler unless the resource is already going away.
+    async fn reconcile_inner(&self, ctx: &Context, resource: &mut DynamicObject) -> Outcome {
+        let finalizers = resource.metadata.finalizers.as_deref().unwrap_or_default();
+        if resource.metadata.deletion_timestamp.is_some() && finalizers.is_empty() {
+            return Outcome::done();
+        }
+        let outcome = self.reconciler.reconcile(ctx, resource).await;
+        if outcome.error.as_ref().is_some_and(|e| !e.is_halt()) {
+            return outcome;
+        }
+        let client = &ctx.original_config().client;
+        match client.resolve(&self.resource_type).await {
+            Ok(resolved) if resolved.has_subresource("status") => {
+                if let Err(err) = resource.observe_generation() {
+                    return Outcome::with(outcome.result, Some(ReconcileError::from_error(err)));
+                }
+            }
+            Ok(_) => {}
+            Err(err) => debug!(%err, "kind not resolved, observedGeneration not set"),
+        }
+        outcome
+    }
+
+    /// Writes the status; a successful write replaces the outcome (the change requeues).
+    async fn update_status(
+        &self,
+        ctx: &Context,
+        resource: &DynamicObject,
+        outcome: Outcome,
+    ) -> Outcome {
+        let config = ctx.original_config();
+        match config.client.update_status(resource).await {
+            Ok(_) => {
+                let recorded = config
+                    .recorder
+                    .normal(resource, reasons::STATUS_UPDATED, "Updated status")
+                    .await;
+                log_unrecorded(recorded);
+                Outcome::done()
+            }
+            Err(err) if err.is_conflict() => {
+                info!(%err, "status update conflicted, the change will requeue");
+                Outcome::done()
+            }
+            Err(err) => {
+                error!(%err, "unable to update status");
+                let message = format!("Failed to update status: {}", api_message(&err));
+                let recorded = config
+                    .recorder
+                    .warning(resource, reasons::STATUS_UPDATE_FAILED, message)
+                    .await;
+                log_unrecorded(recorded);
+                Outcome::with(outcome.result, Some(err.into()))
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl RootReconciler for ResourceReconciler {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn setup(&self) -> Result<Setup, ValidationError> {
+        self.validate()?;
+        let mut setup = Setup::default();
+        setup.watch(Watch::For(self.resource_type.clone()));
+        self.reconciler.setup(&mut setup)?;
+        Ok(setup)
+    }
+
+    fn validate(&self) -> Result<(), ValidationError> {
+        self.reconciler.validate().map_err(|err| {
+            ValidationError(format!(
+                "ResourceReconciler {:?} must have a valid Reconciler: {err}",
+                self.name
+            ))
+        })
+    }
+
+    async fn reconcile_with(&self, request: &ObjectKey, options: RequestOptions) -> Outcome {
+        let span = info_span!("reconcile", controller = %self.name, gvk = %self.resource_type, object = %request);
+        let ctx = request_context(request, &self.resource_type, &self.config, options);
+        async {
+            if let Some(skip) = &self.skip_request
+                && skip.test(&ctx, request)
+            {
+                debug!("request skipped");
+                return Outcome::done();
+            }
+            self.hooks
+                .run(ctx, |ctx| async move { self.reconcile_outer(&ctx).await })
+                .await
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+/// The context of a new request.
+pub(super) fn request_context(
+    request: &ObjectKey,
+    resource_type: &Gvk,
+    config: &Config,
+    options: RequestOptions,
+) -> Context {
+    let now = options.now.unwrap_or_else(Timestamp::now);
+    Context::new(request.clone(), resource_type.clone(), config.clone(), now)
+        .with_additional_configs(options.additional_configs)
+}
+
+impl RootHooks {
+    /// BeforeReconcile, `inner`, AfterReconcile; a quiet error at either end becomes a requeue.
+    pub(super) async fn run<F, Fut>(&self, ctx: Context, inner: F) -> Outcome
+    where
+        F: FnOnce(Context) -> Fut,
+        Fut: Future<Output = Outcome>,
+    {
+        let (ctx, before) = match &self.before {
+            Some(hook) => hook(ctx),
+            None => (ctx, Outcome::done()),
+        };
+        if let Some(err) = before.error {
+            return requeue_if_quiet(Outcome::with(before.result, Some(err)));
+        }
+        let outcome = inner(ctx.clone()).await;
+        let outcome = Outcome::with(before.result.aggregate(outcome.result), outcome.error);
+        let outcome = match &self.after {
+            Some(hook) => hook(&ctx, outcome),
+            None => outcome,
+        };
+        requeue_if_quiet(outcome)
+    }
+}
+
+/// A quiet error ends as a requeue without error; anything else is kept.
+fn requeue_if_quiet(outcome: Outcome) -> Outcome {
+    match &outcome.error {
+        Some(err) if err.is_quiet() => Outcome::ok(ReconcileResult::requeue()),
+        Some(err) => {
+            error!(%err, "reconcile failed");
+            outcome
+        }
+        None => outcome,
+    }
+}
+
+/// The status of an object; absent and `null` are the same.
+fn status_of(object: &DynamicObject) -> Option<&Value> {
+    object.data.get("status").filter(|s| !s.is_null())
+}
+
+/// Keeps a condition's lastTransitionTime when its status, reason, message and
+/// observedGeneration are those of the same condition in `original`.
+fn sync_last_transition_times(resource: &mut DynamicObject, original: &DynamicObject) {
+    let Some(old) = original.data["status"]["conditions"].as_array() else {
+        return;
+    };
+    let Some(proposed) = resource
+        .data
+        .get_mut("status")
+        .and_then(|s| s.get_mut("conditions"))
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    const COMPARED: [&str; 4] = ["status", "reason", "message", "observedGeneration"];
+    for o in old {
+        let Some(p) = proposed.iter_mut().find(|p| p["type"] == o["type"]) else {
+            continue;
+        };
+        if COMPARED.iter().all(|field| p.get(field) == o.get(field))
+            && let Some(fields) = p.as_object_mut()
+        {
+            match o.get("lastTransitionTime") {
+                Some(time) => fields.insert("lastTransitionTime".into(), time.clone()),
+                None => fields.remove("lastTransitionTime"),
+            };
+        }
+    }
+}
+
+/// The message of an API error as the server wrote it (else the error itself), for events.
+pub(super) fn api_message(err: &Error) -> String {
+    match err {
+        Error::Api(api) => match &api.source {
+            kube::Error::Api(status) => status.message.clone(),
+            other => other.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// Logs an event that could not be recorded (events are best effort).
+pub(super) fn log_unrecorded(recorded: Result<(), Error>) {
+    if let Err(err) = recorded {
+        debug!(%err, "event not recorded");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(value: Value) -> DynamicObject {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn unchanged_conditions_keep_their_transition_time() {
+        let original = object(json!({"status": {"conditions": [
+            {"type": "Ready", "status": "True", "reason": "Done", "lastTransitionTime": "2020-01-01T00:00:00Z"},
+            {"type": "Other", "status": "True", "lastTransitionTime": "2020-01-01T00:00:00Z"}
+        ]}}));
+        let mut resource = object(json!({"status": {"conditions": [
+            {"type": "Ready", "status": "True", "reason": "Done", "lastTransitionTime": "2024-01-01T00:00:00Z"},
+            {"type": "Other", "status": "False", "lastTransitionTime": "2024-01-01T00:00:00Z"}
+        ]}}));
+        sync_last_transition_times(&mut resource, &original);
+        let conditions = &resource.data["status"]["conditions"];
+        assert_eq!(conditions[0]["lastTransitionTime"], "2020-01-01T00:00:00Z");
+        assert_eq!(conditions[1]["lastTransitionTime"], "2024-01-01T00:00:00Z");
+    }
+}

@@ -1,0 +1,160 @@
+//! The HTTP endpoints for probes and scrapes: `/metrics`, `/healthz` and `/readyz`.
+
+use std::{collections::BTreeMap, future::Future, io, net::SocketAddr, sync::Arc};
+
+use axum::{
+    Router,
+    extract::State,
+    http::{StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use parking_lot::Mutex;
+use tokio::net::TcpListener;
+use tracing::{error, info};
+
+use super::Metrics;
+
+/// The OpenMetrics text content type `/metrics` answers with.
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Which components are ready, and why the others are not; cheap to clone.
+#[derive(Clone, Debug, Default)]
+pub struct Readiness {
+    components: Arc<Mutex<BTreeMap<String, Option<String>>>>,
+}
+
+impl Readiness {
+    /// An empty registry, which is ready.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Marks a component ready.
+    pub fn set_ready(&self, component: impl Into<String>) {
+        self.components.lock().insert(component.into(), None);
+    }
+
+    /// Marks a component not ready, saying why.
+    pub fn set_not_ready(&self, component: impl Into<String>, reason: impl Into<String>) {
+        self.components
+            .lock()
+            .insert(component.into(), Some(reason.into()));
+    }
+
+    /// Stops tracking a component.
+    pub fn remove(&self, component: &str) {
+        self.components.lock().remove(component);
+    }
+
+    /// One `component: reason` line per component that is not ready.
+    pub fn not_ready(&self) -> Vec<String> {
+        self.components
+            .lock()
+            .iter()
+            .filter_map(|(component, reason)| {
+                reason
+                    .as_ref()
+                    .map(|reason| format!("{component}: {reason}"))
+            })
+            .collect()
+    }
+
+    /// Whether every component is ready.
+    pub fn is_ready(&self) -> bool {
+        self.components.lock().values().all(Option::is_none)
+    }
+}
+
+/// A failure to serve the health endpoints.
+#[derive(Debug, thiserror::Error)]
+pub enum HealthError {
+    /// The address could not be bound.
+    #[error("cannot listen on {address}: {source}")]
+    Bind {
+        /// The address asked for.
+        address: SocketAddr,
+        /// Why.
+        source: io::Error,
+    },
+    /// The server failed while serving.
+    #[error("health endpoint failed: {0}")]
+    Serve(#[source] io::Error),
+}
+
+#[derive(Clone)]
+struct Endpoints {
+    metrics: Metrics,
+    readiness: Readiness,
+}
+
+/// The `/metrics`, `/healthz` and `/readyz` routes.
+pub fn router(metrics: Metrics, readiness: Readiness) -> Router {
+    Router::new()
+        .route("/metrics", get(serve_metrics))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(serve_readiness))
+        .with_state(Endpoints { metrics, readiness })
+}
+
+async fn serve_metrics(State(endpoints): State<Endpoints>) -> Response {
+    match endpoints.metrics.render() {
+        Ok(body) => ([(header::CONTENT_TYPE, OPENMETRICS)], body).into_response(),
+        Err(err) => {
+            error!(error = %err, "cannot render metrics");
+            (StatusCode::INTERNAL_SERVER_ERROR, "cannot render metrics").into_response()
+        }
+    }
+}
+
+async fn serve_readiness(State(endpoints): State<Endpoints>) -> Response {
+    let waiting = endpoints.readiness.not_ready();
+    if waiting.is_empty() {
+        return "ok".into_response();
+    }
+    let mut body = waiting.join("\n");
+    body.push('\n');
+    (StatusCode::SERVICE_UNAVAILABLE, body).into_response()
+}
+
+/// The health endpoints, bound to an address and ready to serve.
+pub struct HealthServer {
+    listener: TcpListener,
+    address: SocketAddr,
+    router: Router,
+}
+
+impl HealthServer {
+    /// Binds `address` (port 0 picks a free one) for the given metrics and readiness.
+    pub async fn bind(
+        address: SocketAddr,
+        metrics: Metrics,
+        readiness: Readiness,
+    ) -> Result<Self, HealthError> {
+        let bind_error = |source| HealthError::Bind { address, source };
+        let listener = TcpListener::bind(address).await.map_err(bind_error)?;
+        let address = listener.local_addr().map_err(bind_error)?;
+        Ok(Self {
+            listener,
+            address,
+            router: router(metrics, readiness),
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Serves until `shutdown` completes.
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), HealthError> {
+        info!(address = %self.address, "serving /metrics, /healthz and /readyz");
+        axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(HealthError::Serve)
+    }
+}

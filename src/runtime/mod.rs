@@ -1,0 +1,12 @@
+//! Runtime building blocks: work queues with per-key backoff, leader election on a
+//! Lease, Prometheus metrics and the health endpoints.
+
+mod health;
+mod leader;
+mod metrics;
+mod queue;
+
+pub use health::{HealthError, HealthServer, Readiness, router};
+pub use leader::{LeaderConfig, LeaderElector, LeaderError};
+pub use metrics::{Metrics, ReconcileResult};
+pub use queue::{Backoff, Outcome, QueueConfig, QueueError, QueueStats, WorkQueue};

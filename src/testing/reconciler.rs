@@ -1,0 +1,133 @@
+//! `ReconcilerTestCase`: a table test of a root reconciler (`ResourceReconciler`,
+//! `AggregateReconciler`) for one request.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+
+use super::case::{Callback, Configs, DEADLINE, TestCase, TestSuite, TestTable, check_outcome};
+use super::config::ExpectConfig;
+use crate::object::ObjectKey;
+use crate::reconcilers::{Config, Outcome, ReconcileResult, RootReconciler};
+
+/// Checks the outcome of a root reconcile beyond the result and error.
+pub type VerifyOutcome = Box<dyn Fn(&Outcome) -> Result<(), String> + Send + Sync>;
+
+/// One test of a root reconciler (reconciler.io's `ReconcilerTestCase`).
+pub struct ReconcilerTestCase {
+    /// The case's name (a table's key replaces it).
+    pub name: String,
+    /// Runs only this case (and fails the suite, so that focus is not committed).
+    pub focus: bool,
+    /// Skips this case.
+    pub skip: bool,
+    /// The request to reconcile.
+    pub request: ObjectKey,
+    /// The request's "now" (default: the wall clock).
+    pub now: Option<Timestamp>,
+    /// The default config's givens and expectations.
+    pub config: ExpectConfig,
+    /// Further named configs (for `WithConfig`).
+    pub additional_configs: BTreeMap<String, ExpectConfig>,
+    /// Whether the reconcile must fail.
+    pub should_err: bool,
+    /// The expected result (compared normalized, when there is no error).
+    pub expected_result: ReconcileResult,
+    /// Further checks of the outcome.
+    pub verify: Option<VerifyOutcome>,
+    /// Runs before the reconciler is built.
+    pub prepare: Option<Callback>,
+    /// Runs after the assertions.
+    pub clean_up: Option<Callback>,
+}
+
+impl Default for ReconcilerTestCase {
+    fn default() -> Self {
+        Self {
+            name: String::new(),
+            focus: false,
+            skip: false,
+            request: ObjectKey::cluster(""),
+            now: None,
+            config: ExpectConfig::default(),
+            additional_configs: BTreeMap::new(),
+            should_err: false,
+            expected_result: ReconcileResult::done(),
+            verify: None,
+            prepare: None,
+            clean_up: None,
+        }
+    }
+}
+
+/// Named root-reconciler tests.
+pub type ReconcilerTests = TestTable<ReconcilerTestCase>;
+
+/// Ordered root-reconciler tests.
+pub type ReconcilerTestSuite = TestSuite<ReconcilerTestCase>;
+
+impl TestCase for ReconcilerTestCase {
+    type Reconciler = Box<dyn RootReconciler>;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn set_name(&mut self, name: String) {
+        self.name = name;
+    }
+
+    fn focus(&self) -> bool {
+        self.focus
+    }
+
+    fn skip(&self) -> bool {
+        self.skip
+    }
+
+    async fn run(self, factory: &dyn Fn(&Self, &Config) -> Self::Reconciler) -> Vec<String> {
+        let configs = match Configs::start(
+            &self.config,
+            &self.additional_configs,
+            self.request.namespace.as_deref(),
+        )
+        .await
+        {
+            Ok(configs) => configs,
+            Err(err) => return vec![err],
+        };
+        let config = configs.config();
+        if let Some(prepare) = &self.prepare
+            && let Err(err) = prepare(&config)
+        {
+            return vec![format!("prepare failed: {err}")];
+        }
+        let reconciler = factory(&self, &config);
+        if let Err(err) = reconciler.validate() {
+            return vec![format!("invalid reconciler: {err}")];
+        }
+        let reconcile = reconciler.reconcile_with(&self.request, configs.options(self.now));
+        let Ok(outcome) = tokio::time::timeout(DEADLINE, reconcile).await else {
+            return vec![format!("reconcile did not finish within {DEADLINE:?}")];
+        };
+        let mut failures = Vec::new();
+        check_outcome(
+            &mut failures,
+            &outcome,
+            self.should_err,
+            self.expected_result,
+        );
+        if let Some(verify) = &self.verify
+            && let Err(err) = verify(&outcome)
+        {
+            failures.push(format!("verify failed: {err}"));
+        }
+        failures.extend(configs.assert(&self.config, &self.additional_configs));
+        if let Some(clean_up) = &self.clean_up
+            && let Err(err) = clean_up(&config)
+        {
+            failures.push(format!("clean up failed: {err}"));
+        }
+        failures
+    }
+}
