@@ -5,7 +5,9 @@ use std::{collections::BTreeMap, fmt, sync::Arc, time::Duration};
 use parking_lot::Mutex;
 use prometheus_client::{
     collector::Collector,
-    encoding::{DescriptorEncoder, EncodeLabelSet, EncodeLabelValue, EncodeMetric, text},
+    encoding::{
+        DescriptorEncoder, EncodeLabelSet, EncodeLabelValue, EncodeMetric, LabelValueEncoder, text,
+    },
     metrics::{
         MetricType,
         counter::{ConstCounter, Counter},
@@ -20,7 +22,7 @@ use super::{Outcome, QueueStats};
 use crate::client::Client;
 
 /// How a reconcile ended, as a metric label.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 pub enum ReconcileResult {
     /// Finished with nothing more to do.
     Success,
@@ -28,6 +30,23 @@ pub enum ReconcileResult {
     Error,
     /// Asked to run again.
     Requeue,
+}
+
+impl ReconcileResult {
+    /// The label value: `success`, `error` or `requeue`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Error => "error",
+            Self::Requeue => "requeue",
+        }
+    }
+}
+
+impl EncodeLabelValue for ReconcileResult {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), fmt::Error> {
+        self.as_str().encode(encoder)
+    }
 }
 
 impl From<Outcome> for ReconcileResult {
@@ -201,7 +220,7 @@ impl Collector for Sources {
         encode_series(
             &mut encoder,
             "queue_depth",
-            "Keys waiting in the work queue",
+            "Keys waiting in the work queue.",
             MetricType::Gauge,
             &queues,
             |s| s.depth as u64,
@@ -209,7 +228,7 @@ impl Collector for Sources {
         encode_series(
             &mut encoder,
             "queue_adds",
-            "Requests added to the work queue",
+            "Requests added to the work queue.",
             MetricType::Counter,
             &queues,
             |s| s.adds,
@@ -217,7 +236,7 @@ impl Collector for Sources {
         encode_series(
             &mut encoder,
             "queue_retries",
-            "Keys retried after an error or a requeue",
+            "Keys retried after an error or a requeue.",
             MetricType::Counter,
             &queues,
             |s| s.retries,
@@ -241,7 +260,7 @@ impl Collector for Sources {
         encode_series(
             &mut encoder,
             "cached_objects",
-            "Objects held by the shared cache of a kind",
+            "Objects held by the shared cache of a kind.",
             MetricType::Gauge,
             &kinds,
             |n| *n as u64,
@@ -249,7 +268,7 @@ impl Collector for Sources {
         encode_series(
             &mut encoder,
             "open_watches",
-            "Watches open on the API server, per kind",
+            "Watches open on the API server, per kind.",
             MetricType::Gauge,
             &kinds,
             |_| 1,

@@ -3,10 +3,12 @@
 
 mod health;
 mod leader;
+mod manager;
 mod metrics;
 mod queue;
 
 pub use health::{HealthError, HealthServer, Readiness, router};
 pub use leader::{LeaderConfig, LeaderElector, LeaderError};
+pub use manager::{Manager, ManagerError, ManagerOptions};
 pub use metrics::{Metrics, ReconcileResult};
 pub use queue::{Backoff, Outcome, QueueConfig, QueueError, QueueStats, WorkQueue};

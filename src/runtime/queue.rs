@@ -394,7 +394,8 @@ where
     /// Processes keys with `handler` on up to `workers` concurrent tasks until shutdown.
     ///
     /// A handler that panics counts as an [`Outcome::Error`]. Handlers run as tasks inside the
-    /// caller's tracing span.
+    /// caller's tracing span; dropping this future instead of calling [`WorkQueue::shutdown`]
+    /// aborts them.
     pub async fn run<H, F>(&self, workers: usize, handler: H) -> Result<(), QueueError>
     where
         H: Fn(K) -> F,

@@ -1,0 +1,498 @@
+//! The Manager: runs one controller per registered kind, each starting when its kind
+//! resolves, waiting while it does not exist, and stopping when its CRD goes; watches come
+//! from what each reconciler tree declares (the kind, owned children, tracked kinds), all
+//! through the client's shared per-GVK caches. Optionally only while holding a Lease.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use kube::api::DynamicObject;
+use tokio::sync::{broadcast, watch};
+use tokio::task::JoinSet;
+use tracing::{Instrument, info, info_span, warn};
+
+use super::{
+    HealthServer, LeaderConfig, LeaderElector, Metrics, Outcome, QueueConfig, Readiness,
+    ReconcileResult, WorkQueue,
+};
+use crate::client::{CacheEvent, Client};
+use crate::object::{Gvk, ObjectKey};
+use crate::reconcilers::{self, Config, RootReconciler, ValidationError, Watch};
+use crate::tracker::Tracker;
+
+/// Why the manager could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ManagerError {
+    /// A registered reconciler tree is incomplete.
+    #[error("controller {controller}: {source}")]
+    Invalid {
+        /// The controller's name.
+        controller: String,
+        /// What is missing.
+        source: ValidationError,
+    },
+    /// The health endpoint could not start.
+    #[error(transparent)]
+    Health(#[from] super::HealthError),
+    /// Leader election could not start.
+    #[error(transparent)]
+    Leader(#[from] super::LeaderError),
+}
+
+/// How the manager runs its controllers.
+#[derive(Clone, Debug)]
+pub struct ManagerOptions {
+    /// Workers per controller.
+    pub workers: usize,
+    /// Backoff, resync and shutdown bound of each controller's queue.
+    pub queue: QueueConfig,
+    /// Run controllers only while holding this Lease; `None` runs them at once.
+    pub leader_election: Option<LeaderConfig>,
+    /// Serve `/metrics`, `/healthz` and `/readyz` here.
+    pub health_address: Option<SocketAddr>,
+}
+
+impl Default for ManagerOptions {
+    fn default() -> Self {
+        Self {
+            workers: 2,
+            queue: QueueConfig::default(),
+            leader_election: None,
+            health_address: None,
+        }
+    }
+}
+
+/// A registered controller.
+struct Controller {
+    name: String,
+    gvk: Gvk,
+    reconciler: Arc<dyn RootReconciler>,
+    tracker: Arc<Tracker>,
+    watches: Vec<Watch>,
+}
+
+/// Runs controllers for kinds resolved at run time.
+pub struct Manager {
+    client: Client,
+    options: ManagerOptions,
+    controllers: Vec<Arc<Controller>>,
+    metrics: Metrics,
+    readiness: Readiness,
+}
+
+impl Manager {
+    /// A manager over `client` (whose caches every controller shares).
+    pub fn new(client: Client, options: ManagerOptions) -> Self {
+        let metrics = Metrics::new();
+        metrics.observe_client(&client);
+        Self {
+            client,
+            options,
+            controllers: Vec::new(),
+            metrics,
+            readiness: Readiness::new(),
+        }
+    }
+
+    /// Registers a root reconciler for `gvk`; `config` is the one the reconciler was built
+    /// with (its tracker maps tracked objects to requests). The tree is validated here.
+    pub fn register(
+        &mut self,
+        gvk: Gvk,
+        reconciler: impl RootReconciler + 'static,
+        config: &Config,
+    ) -> Result<(), ManagerError> {
+        let name = reconciler.name().to_string();
+        let invalid = |source| ManagerError::Invalid {
+            controller: name.clone(),
+            source,
+        };
+        reconciler.validate().map_err(invalid)?;
+        let setup = reconciler.setup().map_err(invalid)?;
+        let watches = setup
+            .watches()
+            .iter()
+            .filter(|w| !matches!(w, Watch::For(_)))
+            .cloned()
+            .collect();
+        self.readiness
+            .set_not_ready(&name, format!("waiting to start ({gvk})"));
+        self.controllers.push(Arc::new(Controller {
+            name,
+            gvk,
+            reconciler: Arc::new(reconciler),
+            tracker: config.tracker.clone(),
+            watches,
+        }));
+        Ok(())
+    }
+
+    /// The manager's metrics.
+    pub fn metrics(&self) -> Metrics {
+        self.metrics.clone()
+    }
+
+    /// The manager's readiness registry.
+    pub fn readiness(&self) -> Readiness {
+        self.readiness.clone()
+    }
+
+    /// Runs every controller until `shutdown` completes; in-flight reconciles finish within
+    /// the queue's shutdown bound, and a held Lease is released.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ManagerError> {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let mut background = JoinSet::new();
+        if let Some(address) = self.options.health_address {
+            let server =
+                HealthServer::bind(address, self.metrics.clone(), self.readiness.clone()).await?;
+            let stopped = wait_stopped(stop_rx.clone());
+            background.spawn(async move {
+                if let Err(err) = server.serve(stopped).await {
+                    warn!(%err, "health endpoint stopped");
+                }
+            });
+        }
+        // Without leader election this replica always leads: the sender lives as long as `run`.
+        let (_always_leading, mut leading) = watch::channel(true);
+        if let Some(config) = self.options.leader_election.clone() {
+            let elector = LeaderElector::new(self.client.kube().clone(), config)?;
+            leading = elector.subscribe();
+            let stopped = wait_stopped(stop_rx.clone());
+            background.spawn(elector.run(stopped));
+        }
+        let runner = self.run_while_leading(leading, stop_rx.clone());
+        tokio::select! {
+            () = shutdown => info!("shutting down"),
+            () = runner => {}
+        }
+        let _ = stop_tx.send(true);
+        while background.join_next().await.is_some() {}
+        Ok(())
+    }
+
+    /// Starts the controllers whenever this replica leads, and stops them when it does not.
+    async fn run_while_leading(
+        &self,
+        mut leading: watch::Receiver<bool>,
+        stop: watch::Receiver<bool>,
+    ) {
+        loop {
+            if leading.wait_for(|l| *l).await.is_err() {
+                return;
+            }
+            self.metrics.set_leader(true);
+            info!("leading: starting controllers");
+            let (lost_tx, lost_rx) = watch::channel(false);
+            let mut controllers = JoinSet::new();
+            for controller in &self.controllers {
+                let run = ControllerRun {
+                    controller: controller.clone(),
+                    client: self.client.clone(),
+                    options: self.options.clone(),
+                    metrics: self.metrics.clone(),
+                    readiness: self.readiness.clone(),
+                };
+                let stopped = either_stopped(stop.clone(), lost_rx.clone());
+                let span =
+                    info_span!("controller", controller = %controller.name, gvk = %controller.gvk);
+                controllers.spawn(run.run(stopped).instrument(span));
+            }
+            let _ = leading.wait_for(|l| !*l).await;
+            warn!("lost leadership: stopping controllers");
+            self.metrics.set_leader(false);
+            let _ = lost_tx.send(true);
+            while controllers.join_next().await.is_some() {}
+        }
+    }
+}
+
+/// Resolves once the stop flag is set (or its sender is gone).
+async fn wait_stopped(mut stop: watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+/// Resolves once either flag is set.
+fn either_stopped(a: watch::Receiver<bool>, b: watch::Receiver<bool>) -> watch::Receiver<bool> {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        tokio::select! {
+            () = wait_stopped(a) => {}
+            () = wait_stopped(b) => {}
+        }
+        let _ = tx.send(true);
+    });
+    rx
+}
+
+/// One controller's life: wait for the kind, run until it goes away, repeat.
+struct ControllerRun {
+    controller: Arc<Controller>,
+    client: Client,
+    options: ManagerOptions,
+    metrics: Metrics,
+    readiness: Readiness,
+}
+
+impl ControllerRun {
+    async fn run(self, stop: watch::Receiver<bool>) {
+        let name = self.controller.name.clone();
+        let gvk = self.controller.gvk.clone();
+        loop {
+            self.readiness
+                .set_not_ready(&name, format!("waiting for the kind {gvk} to exist"));
+            info!(%gvk, "waiting for the kind to exist");
+            let resolved = tokio::select! {
+                () = wait_stopped(stop.clone()) => return,
+                resolved = self.client.resolver().wait_for(&gvk) => resolved,
+            };
+            let resolved = match resolved {
+                Ok(resolved) => resolved,
+                Err(err) => {
+                    warn!(%err, "cannot resolve the kind; retrying");
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    continue;
+                }
+            };
+            self.readiness.set_ready(&name);
+            info!(%gvk, "kind resolved: controller started");
+            let ended_by_stop = self.serve(resolved.namespaced, stop.clone()).await;
+            self.metrics.remove_queue(&name);
+            if ended_by_stop {
+                self.readiness.remove(&name);
+                return;
+            }
+            info!(%gvk, "kind removed: controller stopped");
+        }
+    }
+
+    /// Runs the queue and its feeds; returns true when stopped, false when the kind went away.
+    async fn serve(&self, namespaced: bool, stop: watch::Receiver<bool>) -> bool {
+        let queue = WorkQueue::<ObjectKey>::new(self.options.queue.clone());
+        let stats_queue = queue.clone();
+        self.metrics
+            .register_queue(&self.controller.name, move || stats_queue.stats());
+        let mut feeds = JoinSet::new();
+        let (gone_tx, mut gone_rx) = watch::channel(false);
+        match self.client.cache(&self.controller.gvk).await {
+            Ok(cache) => {
+                let queue = queue.clone();
+                let gone = gone_tx.clone();
+                feeds.spawn(async move {
+                    let events = cache.subscribe();
+                    feed(
+                        events,
+                        &cache,
+                        |object| ObjectKey::of(object).ok().into_iter().collect(),
+                        &queue,
+                    )
+                    .await;
+                    let _ = gone.send(true);
+                });
+            }
+            Err(err) => {
+                warn!(%err, "cannot watch the kind");
+                return false;
+            }
+        }
+        for watch in &self.controller.watches {
+            self.spawn_feed(&mut feeds, watch, namespaced, &queue).await;
+        }
+        let workers = self.options.workers;
+        let reconciler = self.controller.reconciler.clone();
+        let metrics = self.metrics.clone();
+        let name = self.controller.name.clone();
+        let runner = queue.run(workers, move |key: ObjectKey| {
+            let reconciler = reconciler.clone();
+            let metrics = metrics.clone();
+            let name = name.clone();
+            let span = info_span!("reconcile", object = %key);
+            async move {
+                let started = Instant::now();
+                let outcome = reconciler.reconcile(&key).await;
+                let (queued, label) = queue_outcome(&outcome);
+                metrics.record_reconcile(&name, label, started.elapsed());
+                if let Some(err) = outcome.error.filter(|e| !e.is_quiet()) {
+                    warn!(error = %err, "reconcile failed");
+                }
+                queued
+            }
+            .instrument(span)
+        });
+        let stopper = queue.clone();
+        let mut stop = stop;
+        let stopped = tokio::select! {
+            result = runner => {
+                if let Err(err) = result {
+                    warn!(%err, "work queue ended");
+                }
+                false
+            }
+            _ = stop.wait_for(|s| *s) => true,
+            _ = gone_rx.wait_for(|g| *g) => false,
+        };
+        stopper.shutdown();
+        feeds.abort_all();
+        stopped
+    }
+
+    /// Feeds a declared watch into the queue: owned children to their controller owner,
+    /// tracked objects to their observers.
+    async fn spawn_feed(
+        &self,
+        feeds: &mut JoinSet<()>,
+        watch: &Watch,
+        namespaced: bool,
+        queue: &WorkQueue<ObjectKey>,
+    ) {
+        let (gvk, owned) = match watch {
+            Watch::Owns(gvk) => (gvk.clone(), true),
+            Watch::Tracked(gvk) => (gvk.clone(), false),
+            Watch::For(_) => return,
+        };
+        let cache = match self.client.cache(&gvk).await {
+            Ok(cache) => cache,
+            Err(err) => {
+                warn!(%gvk, %err, "cannot watch a declared kind; it will not trigger reconciles");
+                return;
+            }
+        };
+        let queue = queue.clone();
+        let owner = self.controller.gvk.clone();
+        let tracker = self.controller.tracker.clone();
+        feeds.spawn(async move {
+            let events = cache.subscribe();
+            if owned {
+                feed(
+                    events,
+                    &cache,
+                    |child| controller_owner(child, &owner, namespaced),
+                    &queue,
+                )
+                .await;
+            } else {
+                feed(
+                    events,
+                    &cache,
+                    |object| tracker.observers(object).unwrap_or_default(),
+                    &queue,
+                )
+                .await;
+            }
+        });
+    }
+}
+
+/// Adds the keys `map` finds for every cached object once the cache is ready, then for each
+/// changed object until the cache stops; after a relist or falling behind, for everything
+/// cached again (the queue drops duplicates). Deleted objects are forgotten by the queue.
+async fn feed(
+    mut events: broadcast::Receiver<CacheEvent>,
+    cache: &crate::client::Cache,
+    map: impl Fn(&DynamicObject) -> Vec<ObjectKey>,
+    queue: &WorkQueue<ObjectKey>,
+) {
+    let add_everything = || {
+        for object in cache.list(&Default::default()) {
+            map(&object).into_iter().for_each(|key| queue.add(key));
+        }
+    };
+    if cache.wait_until_ready().await {
+        add_everything();
+    }
+    loop {
+        match events.recv().await {
+            Ok(CacheEvent::Applied(object) | CacheEvent::Deleted(object)) => {
+                map(&object).into_iter().for_each(|key| queue.add(key));
+            }
+            Ok(CacheEvent::Resynced) => add_everything(),
+            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                warn!(
+                    missed,
+                    "fell behind the cache; re-adding everything it holds"
+                );
+                add_everything();
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// The request for a child's controller owner of kind `owner`; a cluster-scoped owner of a
+/// namespaced child is found too (which kube-runtime's `owns` misses).
+fn controller_owner(child: &DynamicObject, owner: &Gvk, owner_namespaced: bool) -> Vec<ObjectKey> {
+    let api_version = owner.api_version();
+    child
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .filter(|r| {
+            r.controller == Some(true) && r.api_version == api_version && r.kind == owner.kind
+        })
+        .map(
+            |r| match (owner_namespaced, child.metadata.namespace.as_deref()) {
+                (true, Some(ns)) => ObjectKey::namespaced(ns, &r.name),
+                _ => ObjectKey::cluster(&r.name),
+            },
+        )
+        .collect()
+}
+
+/// What the queue does next after a reconcile, and the metric label.
+fn queue_outcome(outcome: &reconcilers::Outcome) -> (Outcome, ReconcileResult) {
+    if outcome.error.is_some() {
+        return (Outcome::Error, ReconcileResult::Error);
+    }
+    match (outcome.result.requeue_after, outcome.result.requeue) {
+        (Some(delay), _) => (Outcome::RequeueAfter(delay), ReconcileResult::Requeue),
+        (None, true) => (Outcome::Requeue, ReconcileResult::Requeue),
+        (None, false) => (Outcome::Success, ReconcileResult::Success),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_cluster_scoped_owner_of_a_namespaced_child_is_found() {
+        let child: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "demo", "ownerReferences": [
+                {"apiVersion": "example.com/v1", "kind": "Cluster", "name": "big", "uid": "u", "controller": true},
+                {"apiVersion": "example.com/v1", "kind": "Cluster", "name": "other", "uid": "v"}
+            ]}
+        }))
+        .unwrap();
+        let owner = Gvk::new("example.com", "v1", "Cluster");
+        assert_eq!(
+            controller_owner(&child, &owner, false),
+            vec![ObjectKey::cluster("big")]
+        );
+        assert_eq!(
+            controller_owner(&child, &owner, true),
+            vec![ObjectKey::namespaced("demo", "big")]
+        );
+    }
+
+    #[test]
+    fn outcomes_map_to_queue_decisions() {
+        let error = reconcilers::Outcome::err(reconcilers::ReconcileError::msg("x"));
+        assert_eq!(queue_outcome(&error).0, Outcome::Error);
+        let later = reconcilers::Outcome::ok(reconcilers::ReconcileResult::requeue_after(
+            std::time::Duration::from_secs(3),
+        ));
+        assert_eq!(
+            queue_outcome(&later).0,
+            Outcome::RequeueAfter(std::time::Duration::from_secs(3))
+        );
+        assert_eq!(
+            queue_outcome(&reconcilers::Outcome::done()).0,
+            Outcome::Success
+        );
+    }
+}

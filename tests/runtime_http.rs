@@ -1,0 +1,230 @@
+//! The health endpoints over HTTP: `/metrics` series, `/healthz`, and `/readyz` with the
+//! detail of what is not ready.
+
+use std::{net::SocketAddr, time::Duration};
+
+use dynrec::{
+    apiserver::ApiServer,
+    client::Client,
+    object::Gvk,
+    runtime::{
+        HealthServer, Metrics, Outcome, QueueConfig, QueueStats, Readiness, ReconcileResult,
+        WorkQueue,
+    },
+};
+use kube::{
+    Api,
+    api::{ApiResource, DynamicObject, PostParams},
+};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpStream,
+    sync::oneshot,
+    task::JoinHandle,
+    time::timeout,
+};
+
+/// A response: status code, content type and body.
+struct Reply {
+    status: u16,
+    content_type: String,
+    body: String,
+}
+
+/// A plain HTTP/1.1 GET.
+async fn get(address: SocketAddr, path: &str) -> Reply {
+    let exchange = async {
+        let mut stream = TcpStream::connect(address).await.expect("connect");
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.expect("send");
+        let mut raw = String::new();
+        stream.read_to_string(&mut raw).await.expect("receive");
+        raw
+    };
+    let raw = timeout(Duration::from_secs(10), exchange)
+        .await
+        .expect("a timely answer");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("a head and a body");
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .expect("a status code");
+    let content_type = head
+        .lines()
+        .find_map(|line| {
+            line.to_ascii_lowercase()
+                .strip_prefix("content-type: ")
+                .map(str::to_owned)
+        })
+        .unwrap_or_default();
+    Reply {
+        status,
+        content_type,
+        body: body.to_owned(),
+    }
+}
+
+/// Asserts that `path` answers 200 "ok".
+async fn assert_ok(address: SocketAddr, path: &str, why: &str) {
+    let reply = get(address, path).await;
+    assert_eq!(
+        (reply.status, reply.body.as_str()),
+        (200, "ok"),
+        "{path}: {why}"
+    );
+}
+
+/// Serves the endpoints on a free loopback port until the returned sender is dropped.
+async fn serve(
+    metrics: &Metrics,
+    readiness: &Readiness,
+) -> (SocketAddr, oneshot::Sender<()>, JoinHandle<()>) {
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let server = HealthServer::bind(loopback, metrics.clone(), readiness.clone())
+        .await
+        .expect("bind a loopback port");
+    let address = server.local_addr();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        server.serve(shutdown).await.expect("served");
+    });
+    (address, stop, task)
+}
+
+async fn stop(stop: oneshot::Sender<()>, task: JoinHandle<()>) {
+    drop(stop);
+    timeout(Duration::from_secs(10), task)
+        .await
+        .expect("the server stopped")
+        .expect("the server did not panic");
+}
+
+#[tokio::test]
+async fn metrics_expose_reconciles_queues_caches_and_leadership() {
+    let server = ApiServer::new();
+    let configmaps = Gvk::new("", "v1", "ConfigMap");
+    let resource = ApiResource::from_gvk(&(&configmaps).into());
+    let api: Api<DynamicObject> = Api::namespaced_with(server.client(), "default", &resource);
+    for name in ["one", "two"] {
+        api.create(&PostParams::default(), &DynamicObject::new(name, &resource))
+            .await
+            .expect("create a ConfigMap");
+    }
+    let client = Client::new(server.client());
+    let cache = client.cache(&configmaps).await.expect("a ConfigMap cache");
+    assert!(cache.wait_until_ready().await);
+
+    let metrics = Metrics::new();
+    metrics.observe_client(&client);
+    metrics.set_leader(true);
+    metrics.record_reconcile(
+        "widgets",
+        ReconcileResult::Success,
+        Duration::from_millis(3),
+    );
+    metrics.record_reconcile("widgets", Outcome::Error.into(), Duration::from_millis(40));
+    metrics.record_reconcile(
+        "widgets",
+        Outcome::RequeueAfter(Duration::ZERO).into(),
+        Duration::ZERO,
+    );
+    let queue = WorkQueue::new(QueueConfig::default());
+    for key in ["a", "b", "a"] {
+        queue.add(key);
+    }
+    let stats = queue.clone();
+    metrics.register_queue("widgets", move || stats.stats());
+    metrics.register_queue("gadgets", QueueStats::default);
+
+    let (address, stopper, task) = serve(&metrics, &Readiness::new()).await;
+    let reply = get(address, "/metrics").await;
+    assert_eq!(reply.status, 200);
+    assert!(
+        reply
+            .content_type
+            .starts_with("application/openmetrics-text"),
+        "{}",
+        reply.content_type
+    );
+    let expected = [
+        r#"dynrec_reconciles_total{controller="widgets",result="success"} 1"#,
+        r#"dynrec_reconciles_total{controller="widgets",result="error"} 1"#,
+        r#"dynrec_reconciles_total{controller="widgets",result="requeue"} 1"#,
+        r#"dynrec_reconcile_duration_seconds_count{controller="widgets"} 3"#,
+        r#"dynrec_reconcile_duration_seconds_bucket{le="0.004",controller="widgets"} 2"#,
+        r#"dynrec_queue_depth{controller="widgets"} 2"#,
+        r#"dynrec_queue_adds_total{controller="widgets"} 3"#,
+        r#"dynrec_queue_retries_total{controller="widgets"} 0"#,
+        r#"dynrec_queue_depth{controller="gadgets"} 0"#,
+        r#"dynrec_cached_objects{gvk="v1/ConfigMap"} 2"#,
+        r#"dynrec_open_watches{gvk="v1/ConfigMap"} 1"#,
+        "dynrec_leader 1",
+        "# EOF",
+    ];
+    let lines: Vec<&str> = reply.body.lines().collect();
+    for series in expected {
+        assert!(
+            lines.contains(&series),
+            "missing {series:?} in:\n{}",
+            reply.body
+        );
+    }
+
+    metrics.remove_queue("gadgets");
+    metrics.set_leader(false);
+    drop(cache);
+    let reply = get(address, "/metrics").await;
+    assert!(
+        !reply.body.contains(r#"controller="gadgets""#),
+        "{}",
+        reply.body
+    );
+    assert!(
+        !reply
+            .body
+            .contains(r#"dynrec_open_watches{gvk="v1/ConfigMap"}"#),
+        "the watch stopped with its cache:\n{}",
+        reply.body
+    );
+    assert!(
+        reply.body.lines().any(|l| l == "dynrec_leader 0"),
+        "{}",
+        reply.body
+    );
+    stop(stopper, task).await;
+}
+
+#[tokio::test]
+async fn readyz_lists_what_is_not_ready_and_healthz_is_always_ok() {
+    let metrics = Metrics::new();
+    let readiness = Readiness::new();
+    let (address, stopper, task) = serve(&metrics, &readiness).await;
+
+    assert_ok(address, "/readyz", "nothing registered: ready").await;
+
+    readiness.set_ready("controller v1/ConfigMap");
+    readiness.set_not_ready(
+        "controller widgets.example.com/v1/Widget",
+        "waiting for the kind to exist",
+    );
+    readiness.set_not_ready("leader election", "not the leader");
+    let reply = get(address, "/readyz").await;
+    assert_eq!(reply.status, 503);
+    assert_eq!(
+        reply.body,
+        "controller widgets.example.com/v1/Widget: waiting for the kind to exist\n\
+         leader election: not the leader\n"
+    );
+    assert_ok(address, "/healthz", "alive while not ready").await;
+
+    readiness.set_ready("controller widgets.example.com/v1/Widget");
+    readiness.remove("leader election");
+    assert!(readiness.is_ready());
+    assert_ok(address, "/readyz", "all ready again").await;
+    stop(stopper, task).await;
+}

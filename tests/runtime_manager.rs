@@ -1,0 +1,370 @@
+//! The Manager against the embedded API server: controllers that start when their kind
+//! appears and stop when it goes, retries with growing delays, metrics and readiness.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dynrec::apiserver::ApiServer;
+use dynrec::client::Client;
+use dynrec::object::Gvk;
+use dynrec::reconcilers::{Config, ReconcileError, ResourceReconciler, SyncReconciler};
+use dynrec::runtime::{Backoff, Manager, ManagerOptions, QueueConfig};
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use kube::core::GroupVersionKind;
+use parking_lot::Mutex;
+use serde_json::json;
+
+const DEADLINE: Duration = Duration::from_secs(10);
+
+fn widget_gvk() -> Gvk {
+    Gvk::new("example.com", "v1", "Widget")
+}
+
+fn widget_crd() -> serde_json::Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    })
+}
+
+fn api(
+    client: &kube::Client,
+    group: &str,
+    kind: &str,
+    plural: &str,
+    namespaced: bool,
+) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural);
+    if namespaced {
+        Api::namespaced_with(client.clone(), "default", &ar)
+    } else {
+        Api::all_with(client.clone(), &ar)
+    }
+}
+
+fn object(value: serde_json::Value) -> DynamicObject {
+    serde_json::from_value(value).unwrap()
+}
+
+/// A reconciler that marks widgets ready, failing the first `failures` attempts.
+fn marking_reconciler(
+    config: &Config,
+    failures: usize,
+    attempts: Arc<Mutex<Vec<Instant>>>,
+) -> ResourceReconciler {
+    let sub = SyncReconciler::new(move |_ctx, widget: &mut DynamicObject| {
+        let mut seen = attempts.lock();
+        seen.push(Instant::now());
+        let result = if seen.len() <= failures {
+            Err(ReconcileError::msg("not yet"))
+        } else {
+            widget.data["status"] = json!({"ready": true});
+            Ok(())
+        };
+        Box::pin(async move { result })
+    });
+    ResourceReconciler::new(widget_gvk(), sub, config.clone())
+}
+
+async fn wait_until<F: Fn() -> bool>(what: &str, check: F) {
+    let deadline = Instant::now() + DEADLINE;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn ready(widgets: &Api<DynamicObject>, name: &str) -> bool {
+    widgets
+        .get_opt(name)
+        .await
+        .ok()
+        .flatten()
+        .is_some_and(|w| w.data["status"]["ready"] == true)
+}
+
+fn fast_queue() -> QueueConfig {
+    QueueConfig {
+        backoff: Backoff {
+            initial: Duration::from_millis(20),
+            max: Duration::from_secs(1),
+            jitter: 0.0,
+        },
+        ..QueueConfig::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_waits_for_its_crd_runs_and_stops_when_it_goes() {
+    let server = ApiServer::new();
+    let kube = server.client();
+    let client = Client::new(kube.clone());
+    let config = Config::new(client.clone(), "widgets", Duration::from_secs(600));
+    let attempts = Arc::new(Mutex::new(Vec::new()));
+    let mut manager = Manager::new(
+        client.clone(),
+        ManagerOptions {
+            queue: fast_queue(),
+            ..Default::default()
+        },
+    );
+    manager
+        .register(
+            widget_gvk(),
+            marking_reconciler(&config, 0, attempts),
+            &config,
+        )
+        .unwrap();
+    let readiness = manager.readiness();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(manager.run(async move {
+        let _ = stop_rx.await;
+    }));
+
+    wait_until("the controller says it waits for its kind", || {
+        readiness
+            .not_ready()
+            .iter()
+            .any(|r| r.contains("waiting for the kind example.com/v1/Widget"))
+    })
+    .await;
+    api(
+        &kube,
+        "apiextensions.k8s.io",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    )
+    .create(&PostParams::default(), &object(widget_crd()))
+    .await
+    .unwrap();
+    let widgets = api(&kube, "example.com", "Widget", "widgets", true);
+    widgets
+        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}})))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + DEADLINE;
+    while !ready(&widgets, "w1").await {
+        assert!(
+            Instant::now() < deadline,
+            "the widget was reconciled once its CRD appeared"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(readiness.is_ready());
+    assert_eq!(
+        server.open_watches().get("example.com/widgets"),
+        Some(&1),
+        "{:?}",
+        server.open_watches()
+    );
+
+    api(
+        &kube,
+        "apiextensions.k8s.io",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    )
+    .delete("widgets.example.com", &Default::default())
+    .await
+    .unwrap();
+    wait_until("the widget watch is closed", || {
+        !server.open_watches().contains_key("example.com/widgets")
+    })
+    .await;
+    wait_until("the controller waits for its kind again", || {
+        !readiness.is_ready()
+    })
+    .await;
+
+    let _ = stop_tx.send(());
+    tokio::time::timeout(DEADLINE, running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_reconcile_is_retried_with_growing_delays_then_succeeds() {
+    let server = ApiServer::new();
+    let kube = server.client();
+    api(
+        &kube,
+        "apiextensions.k8s.io",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    )
+    .create(&PostParams::default(), &object(widget_crd()))
+    .await
+    .unwrap();
+    let client = Client::new(kube.clone());
+    let config = Config::new(client.clone(), "widgets", Duration::from_secs(600));
+    let attempts = Arc::new(Mutex::new(Vec::new()));
+    let mut manager = Manager::new(
+        client.clone(),
+        ManagerOptions {
+            queue: fast_queue(),
+            ..Default::default()
+        },
+    );
+    manager
+        .register(
+            widget_gvk(),
+            marking_reconciler(&config, 3, attempts.clone()),
+            &config,
+        )
+        .unwrap();
+    let metrics = manager.metrics();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(manager.run(async move {
+        let _ = stop_rx.await;
+    }));
+    let widgets = api(&kube, "example.com", "Widget", "widgets", true);
+    widgets
+        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}})))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + DEADLINE;
+    while !ready(&widgets, "w1").await {
+        assert!(
+            Instant::now() < deadline,
+            "the widget is eventually reconciled"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let times = attempts.lock().clone();
+    assert!(
+        times.len() >= 4,
+        "three failures then a success: {} attempts",
+        times.len()
+    );
+    let gaps: Vec<Duration> = times.windows(2).take(3).map(|w| w[1] - w[0]).collect();
+    assert!(gaps[0] >= Duration::from_millis(20), "{gaps:?}");
+    assert!(gaps[1] >= Duration::from_millis(40), "{gaps:?}");
+    assert!(gaps[2] >= Duration::from_millis(80), "{gaps:?}");
+
+    let text = metrics.render().unwrap();
+    for series in [
+        "dynrec_reconciles",
+        "dynrec_reconcile_duration_seconds",
+        "dynrec_queue_depth",
+        "dynrec_cached_objects",
+    ] {
+        assert!(text.contains(series), "/metrics has {series}:\n{text}");
+    }
+    let _ = stop_tx.send(());
+    tokio::time::timeout(DEADLINE, running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_leader_reconciles_and_another_takes_over_when_it_stops() {
+    let server = ApiServer::new();
+    let kube = server.client();
+    api(
+        &kube,
+        "apiextensions.k8s.io",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    )
+    .create(&PostParams::default(), &object(widget_crd()))
+    .await
+    .unwrap();
+    let lease = |identity: &str| {
+        let mut config =
+            dynrec::runtime::LeaderConfig::new("default", "widgets-controller", identity);
+        config.lease_duration = Duration::from_secs(1);
+        config.renew_deadline = Duration::from_millis(500);
+        config.retry_period = Duration::from_millis(100);
+        config
+    };
+    let start = |identity: &'static str, attempts: Arc<Mutex<Vec<Instant>>>| {
+        let client = Client::new(kube.clone());
+        let config = Config::new(client.clone(), "widgets", Duration::from_secs(600));
+        let options = ManagerOptions {
+            queue: fast_queue(),
+            leader_election: Some(lease(identity)),
+            ..Default::default()
+        };
+        let mut manager = Manager::new(client, options);
+        manager
+            .register(
+                widget_gvk(),
+                marking_reconciler(&config, 0, attempts),
+                &config,
+            )
+            .unwrap();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let running = tokio::spawn(manager.run(async move {
+            let _ = stop_rx.await;
+        }));
+        (stop_tx, running)
+    };
+    let (first_attempts, second_attempts) = (
+        Arc::new(Mutex::new(Vec::new())),
+        Arc::new(Mutex::new(Vec::new())),
+    );
+    let (stop_first, first) = start("first", first_attempts.clone());
+    let widgets = api(&kube, "example.com", "Widget", "widgets", true);
+    widgets
+        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}})))
+        .await
+        .unwrap();
+    wait_until("the first replica reconciles", || {
+        !first_attempts.lock().is_empty()
+    })
+    .await;
+    let (stop_second, second) = start("second", second_attempts.clone());
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    widgets
+        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w2"}})))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + DEADLINE;
+    while !ready(&widgets, "w2").await {
+        assert!(Instant::now() < deadline, "w2 is reconciled by the leader");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        second_attempts.lock().is_empty(),
+        "the follower reconciles nothing while the leader leads"
+    );
+
+    let _ = stop_first.send(());
+    tokio::time::timeout(DEADLINE, first)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let stopped_at = Instant::now();
+    widgets
+        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w3"}})))
+        .await
+        .unwrap();
+    while !ready(&widgets, "w3").await {
+        assert!(
+            stopped_at.elapsed() < Duration::from_secs(1) + Duration::from_millis(500),
+            "the follower takes over within one lease duration"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!second_attempts.lock().is_empty());
+    let _ = stop_second.send(());
+    tokio::time::timeout(DEADLINE, second)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
