@@ -50,7 +50,20 @@ spec:
       schema:
         openAPIV3Schema:
           type: object
-          x-kubernetes-preserve-unknown-fields: true
+          properties:
+            spec:
+              type: object
+              description: What the widget should be.
+              properties:
+                size:
+                  type: integer
+                  description: How many parts the widget has.
+                color:
+                  type: string
+                  description: The colour the widget is painted.
+            status:
+              type: object
+              x-kubernetes-preserve-unknown-fields: true
 "#;
 
 const WIDGET_W1: &str = r#"apiVersion: example.com/v1
@@ -137,7 +150,7 @@ fn a_crd_applied_with_kubectl_becomes_established_and_serves_its_kind() {
     assert_eq!(
         widget["spec"],
         serde_json::json!({"size": 3, "color": "blue"}),
-        "expected the spec as applied (preserve-unknown-fields), got {widget}"
+        "expected the spec as applied (every field is in the schema), got {widget}"
     );
 }
 
@@ -552,6 +565,255 @@ fn a_watching_kubectl_sees_a_patch_made_by_another_kubectl() {
 }
 
 #[test]
+fn typed_create_run_and_expose_send_protobuf_and_leave_what_a_cluster_would() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let server = Server::start(kubectl, None);
+    for (args, printed) in [
+        (
+            &["create", "namespace", "demo"][..],
+            "namespace/demo created",
+        ),
+        (
+            &[
+                "create",
+                "configmap",
+                "settings",
+                "-n",
+                "demo",
+                "--from-literal=mode=fast",
+                "--from-literal=level=3",
+            ][..],
+            "configmap/settings created",
+        ),
+        (
+            &[
+                "create",
+                "secret",
+                "generic",
+                "creds",
+                "-n",
+                "demo",
+                "--from-literal=password=s3cr3t",
+            ][..],
+            "secret/creds created",
+        ),
+        (
+            &["create", "deployment", "web", "-n", "demo", "--image=nginx"][..],
+            "deployment.apps/web created",
+        ),
+    ] {
+        let run = server
+            .kubectl(args)
+            .expect_ok(&format!("kubectl {}", args.join(" ")));
+        assert_contains(&run, &run.stdout, printed);
+    }
+
+    let namespace = server.get_json(&["namespace", "demo"]);
+    assert_eq!(
+        namespace["status"]["phase"], "Active",
+        "namespace: {namespace}"
+    );
+    let configmap = server.get_json(&["configmap", "settings", "-n", "demo"]);
+    assert_eq!(
+        configmap["data"],
+        serde_json::json!({"mode": "fast", "level": "3"}),
+        "configmap: {configmap}"
+    );
+    assert_eq!(
+        configmap["metadata"]["namespace"], "demo",
+        "configmap: {configmap}"
+    );
+    let secret = server.get_json(&["secret", "creds", "-n", "demo"]);
+    assert_eq!(
+        secret["data"],
+        serde_json::json!({"password": "czNjcjN0"}),
+        "expected the secret's value base64-encoded as in any cluster: {secret}"
+    );
+    let deployment = server.get_json(&["deployment", "web", "-n", "demo"]);
+    assert_eq!(
+        deployment["spec"]["replicas"], 1,
+        "deployment: {deployment}"
+    );
+    assert_eq!(
+        deployment["spec"]["selector"],
+        serde_json::json!({"matchLabels": {"app": "web"}}),
+        "deployment: {deployment}"
+    );
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"],
+        serde_json::json!([{"name": "nginx", "image": "nginx", "resources": {}}]),
+        "expected the container as kubectl built it, with no zero-valued fields: {deployment}"
+    );
+    assert!(
+        is_utc_timestamp(&deployment["metadata"]["creationTimestamp"]),
+        "deployment: {deployment}"
+    );
+
+    server
+        .kubectl(&[
+            "expose",
+            "deployment",
+            "web",
+            "-n",
+            "demo",
+            "--port=8080",
+            "--target-port=80",
+        ])
+        .expect_ok("kubectl expose deployment web");
+    let service = server.get_json(&["service", "web", "-n", "demo"]);
+    assert_eq!(
+        service["spec"]["ports"],
+        serde_json::json!([{"port": 8080, "protocol": "TCP", "targetPort": 80}]),
+        "expected the target port as an integer (int-or-string): {service}"
+    );
+    server
+        .kubectl(&[
+            "run",
+            "once",
+            "-n",
+            "demo",
+            "--image=busybox",
+            "--restart=Never",
+            "--",
+            "true",
+        ])
+        .expect_ok("kubectl run once");
+    let pod = server.get_json(&["pod", "once", "-n", "demo"]);
+    assert_eq!(pod["spec"]["restartPolicy"], "Never", "pod: {pod}");
+    assert_eq!(
+        pod["spec"]["containers"][0]["args"],
+        serde_json::json!(["true"]),
+        "pod: {pod}"
+    );
+
+    let all = server
+        .kubectl(&["get", "all", "-n", "demo"])
+        .expect_ok("kubectl get all -n demo");
+    for listed in ["deployment.apps/web", "service/web", "pod/once"] {
+        assert_contains(&all, &all.stdout, listed);
+    }
+}
+
+#[test]
+fn kubectl_explain_prints_the_descriptions_of_crd_and_builtin_fields() {
+    let Some(server) = Server::with_widgets() else {
+        return;
+    };
+    let run = server
+        .kubectl(&["explain", "widget.spec"])
+        .expect_ok("kubectl explain widget.spec");
+    assert_contains(&run, &run.stdout, "What the widget should be.");
+    assert_contains(&run, &run.stdout, "How many parts the widget has.");
+    let run = server
+        .kubectl(&["explain", "wd.spec.color"])
+        .expect_ok("kubectl explain wd.spec.color");
+    assert_contains(&run, &run.stdout, "The colour the widget is painted.");
+    let run = server
+        .kubectl(&["explain", "deployment.spec.replicas"])
+        .expect_ok("kubectl explain deployment.spec.replicas");
+    assert_contains(&run, &run.stdout, "Number of desired pods.");
+}
+
+#[test]
+fn strict_field_validation_refuses_an_unknown_field_and_names_it() {
+    let Some(server) = Server::with_widgets() else {
+        return;
+    };
+    let body = server.write(
+        "w2.json",
+        r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w2"},"spec":{"size":1,"shape":"round"}}"#,
+    );
+    let body = body.to_string_lossy();
+    let raw = server
+        .kubectl(&[
+            "create",
+            "--raw",
+            "/apis/example.com/v1/namespaces/default/widgets?fieldValidation=Strict",
+            "-f",
+            &body,
+        ])
+        .expect_failure("a Strict create with an unknown field");
+    assert_contains(&raw, &raw.stderr, "spec.shape");
+
+    let yaml = server.write(
+        "w3.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w3\nspec:\n  size: 1\n  shape: round\n",
+    );
+    let yaml = yaml.to_string_lossy();
+    let applied = server
+        .kubectl(&["apply", "--validate=strict", "-f", &yaml])
+        .expect_failure("kubectl apply --validate=strict with an unknown field");
+    assert_contains(&applied, &applied.stderr, "unknown field \"spec.shape\"");
+    assert_eq!(
+        server.widget_names(),
+        ["w1"],
+        "a refused create must store nothing"
+    );
+}
+
+#[test]
+fn kubectl_describe_shows_the_events_recorded_for_a_widget() {
+    let Some(server) = Server::with_widgets() else {
+        return;
+    };
+    let uid = server.widget("w1")["metadata"]["uid"].clone();
+    let event = server.write(
+        "event.json",
+        &serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": "w1.painted", "namespace": "default"},
+            "involvedObject": {"apiVersion": "example.com/v1", "kind": "Widget",
+                "name": "w1", "namespace": "default", "uid": uid},
+            "reason": "Painted",
+            "message": "widget w1 is painted blue",
+            "type": "Normal",
+            "source": {"component": "widget-controller"},
+            "count": 1,
+        })
+        .to_string(),
+    );
+    server
+        .apply(&event)
+        .expect_ok("kubectl apply of an Event about w1");
+    let run = server
+        .kubectl(&["describe", "widget", "w1"])
+        .expect_ok("kubectl describe widget w1");
+    assert_contains(&run, &run.stdout, "Color:  blue");
+    let events = run.stdout.split("Events:").nth(1).unwrap_or_default();
+    assert!(
+        events.contains("Painted") && events.contains("widget w1 is painted blue"),
+        "expected describe to list the event under Events:\n{}",
+        run.describe()
+    );
+}
+
+#[test]
+fn kubectl_version_and_describe_of_a_builtin_kind_work() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let server = Server::start(kubectl, None);
+    let version = server.kubectl(&["version"]).expect_ok("kubectl version");
+    assert_contains(&version, &version.stdout, "Server Version: v1.32.0-dynrec");
+    server
+        .kubectl(&[
+            "create",
+            "configmap",
+            "settings",
+            "--from-literal=mode=fast",
+        ])
+        .expect_ok("kubectl create configmap");
+    let run = server
+        .kubectl(&["describe", "configmap", "settings"])
+        .expect_ok("kubectl describe configmap settings");
+    assert_contains(&run, &run.stdout, "Name:         settings");
+    assert_contains(&run, &run.stdout, "mode:");
+}
+
+#[test]
 fn kubectl_with_a_wrong_token_is_unauthorized_by_a_server_started_with_a_token() {
     let Some(kubectl) = kubectl_on_path() else {
         return;
@@ -776,19 +1038,26 @@ impl Server {
         path
     }
 
-    /// `kubectl apply -f FILE`.
+    /// `kubectl apply -f FILE`, with kubectl's default validation: the server's OpenAPI
+    /// documents tell kubectl that it validates fields itself (`fieldValidation`).
     fn apply(&self, file: &Path) -> Run {
-        // The server has no OpenAPI endpoint yet (a later issue adds it), so kubectl's
-        // client-side validation cannot download the schema: it is turned off.
         let file = file.to_string_lossy();
-        self.kubectl(&["apply", "--validate=false", "-f", &file])
+        self.kubectl(&["apply", "-f", &file])
+    }
+
+    /// `kubectl get ARGS -o json`, parsed.
+    fn get_json(&self, args: &[&str]) -> Value {
+        let mut full = vec!["get"];
+        full.extend_from_slice(args);
+        full.extend_from_slice(&["-o", "json"]);
+        self.kubectl(&full)
+            .expect_ok(&format!("kubectl {}", full.join(" ")))
+            .json()
     }
 
     /// Widget `name` as `kubectl get -o json` prints it.
     fn widget(&self, name: &str) -> Value {
-        self.kubectl(&["get", "widget", name, "-o", "json"])
-            .expect_ok(&format!("kubectl get widget {name}"))
-            .json()
+        self.get_json(&["widget", name])
     }
 
     /// Names of the widgets `kubectl get widgets -o json` lists, sorted.
@@ -900,6 +1169,16 @@ impl Run {
         assert!(
             self.succeeded(),
             "expected {what} to succeed\n{}",
+            self.describe()
+        );
+        self
+    }
+
+    /// Fails the test if the command succeeded.
+    fn expect_failure(self, what: &str) -> Run {
+        assert!(
+            !self.succeeded(),
+            "expected {what} to fail\n{}",
             self.describe()
         );
         self

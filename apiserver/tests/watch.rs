@@ -454,3 +454,16 @@ async fn kube_runtime_watcher_recovers_when_watches_are_cut() {
         .unwrap();
     assert_eq!(second.metadata.name.as_deref(), Some("two"));
 }
+
+#[tokio::test]
+async fn a_kube_runtime_watcher_of_a_custom_kind_holds_one_watch_open() {
+    let (server, client) = server();
+    install_widget_crd(&client).await;
+    let widgets = kube::Api::<DynamicObject>::all_with(client.clone(), &widget_resource());
+    let mut events = watcher(widgets, watcher::Config::default()).boxed();
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
+    while let Ok(event) = tokio::time::timeout_at(deadline, events.try_next()).await {
+        event.unwrap();
+    }
+    assert_eq!(server.request_count("watch", "example.com", "widgets"), 1);
+}

@@ -129,7 +129,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         "try: KUBECONFIG={} kubectl api-resources",
         args.kubeconfig_out.display()
     );
-    super::shutdown_signal().await;
+    dynrec::runtime::shutdown_signal().await;
     tracing::info!("shutting down");
     serving.shutdown().await;
     Ok(())

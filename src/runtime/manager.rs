@@ -323,18 +323,22 @@ impl ControllerRun {
         });
         let stopper = queue.clone();
         let mut stop = stop;
-        let stopped = tokio::select! {
-            result = runner => {
-                if let Err(err) = result {
-                    warn!(%err, "work queue ended");
-                }
-                false
-            }
-            _ = stop.wait_for(|s| *s) => true,
-            _ = gone_rx.wait_for(|g| *g) => false,
+        let mut runner = std::pin::pin!(runner);
+        let (stopped, finished) = tokio::select! {
+            result = &mut runner => (false, Some(result)),
+            _ = stop.wait_for(|s| *s) => (true, None),
+            _ = gone_rx.wait_for(|g| *g) => (false, None),
         };
-        stopper.shutdown();
         feeds.abort_all();
+        stopper.shutdown();
+        // In-flight reconciles finish (within the queue's shutdown bound) before we return.
+        let result = match finished {
+            Some(result) => result,
+            None => runner.await,
+        };
+        if let Err(err) = result {
+            warn!(%err, "work queue ended");
+        }
         stopped
     }
 

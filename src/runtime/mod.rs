@@ -2,12 +2,17 @@
 //! Lease, Prometheus metrics and the health endpoints.
 
 mod health;
+mod launch;
 mod leader;
 mod manager;
 mod metrics;
 mod queue;
 
 pub use health::{HealthError, HealthServer, Readiness, router};
+pub use launch::{
+    Cluster, EMBEDDED_KUBECONFIG, LaunchError, RunArgs, connect, manager_options, run_controllers,
+    shutdown_signal,
+};
 pub use leader::{LeaderConfig, LeaderElector, LeaderError};
 pub use manager::{Manager, ManagerError, ManagerOptions};
 pub use metrics::{Metrics, ReconcileResult};

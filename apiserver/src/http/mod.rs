@@ -1,10 +1,12 @@
 //! The REST front end: routes Kubernetes API requests to the store.
 
 mod aggregated;
+mod builtin;
 mod discovery;
 mod list;
 mod negotiate;
 mod openapi;
+mod protobuf;
 mod query;
 mod resource;
 mod respond;

@@ -5,6 +5,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde_json::{Map, Value, json};
 
+use super::builtin;
 use super::discovery::KUBERNETES_MINOR;
 use crate::resources::{ResourceInfo, crd_resource_key};
 use crate::store::State;
@@ -52,11 +53,11 @@ pub fn index(state: &State) -> Value {
             .map(move |v| (g.clone(), v))
     });
     for (group, version) in core.chain(named) {
-        let Some(doc) = group_version(state, &group, &version) else {
-            continue;
-        };
         let path = prefix(&group, &version).trim_start_matches('/').to_string();
-        let url = format!("/openapi/v3/{path}?hash={}", content_hash(&doc));
+        let url = format!(
+            "/openapi/v3/{path}?hash={}",
+            fingerprint(state, &group, &version)
+        );
         paths.insert(path, json!({"serverRelativeURL": url}));
     }
     json!({"paths": paths})
@@ -68,11 +69,27 @@ pub fn group_version(state: &State, group: &str, version: &str) -> Option<Value>
     if infos.is_empty() {
         return None;
     }
-    let mut paths = Map::new();
-    let mut schemas = shared_schemas();
+    let mut schemas = builtin::meta_schemas().clone();
+    let mut kinds = Vec::new();
     for info in &infos {
-        let name = schema_name(info);
-        schemas.insert(name.clone(), kind_schema(state, info));
+        let name = match builtin::kind_schemas(&info.api_version(), &info.kind) {
+            Some(builtin) => {
+                schemas.extend(builtin.components.clone());
+                builtin.name.clone()
+            }
+            None => {
+                let name = custom_schema_name(info);
+                schemas.insert(name.clone(), custom_schema(state, info));
+                name
+            }
+        };
+        kinds.push((info, name));
+    }
+    let mut paths = Map::new();
+    for (info, name) in kinds {
+        if let Some(schema) = schemas.get_mut(&name) {
+            schema["x-kubernetes-group-version-kind"] = json!([gvk(info)]);
+        }
         schemas.insert(format!("{name}List"), list_schema(info, &name));
         resource_paths(info, &name, &mut paths);
     }
@@ -84,10 +101,17 @@ pub fn group_version(state: &State, group: &str, version: &str) -> Option<Value>
     }))
 }
 
-/// A hash of a document that changes when the document does.
-fn content_hash(doc: &Value) -> String {
+/// A hash of what a group/version's document is made from (its kinds, their CRD schemas
+/// and this server's version), so it changes when the document does.
+fn fingerprint(state: &State, group: &str, version: &str) -> String {
     let mut hasher = DefaultHasher::new();
-    doc.to_string().hash(&mut hasher);
+    env!("CARGO_PKG_VERSION").hash(&mut hasher);
+    for info in state.registry.in_group_version(group, version) {
+        format!("{info:?}").hash(&mut hasher);
+        crd_schema(state, &info)
+            .map(|s| s.to_string())
+            .hash(&mut hasher);
+    }
     format!("{:016X}", hasher.finish())
 }
 
@@ -100,23 +124,10 @@ fn prefix(group: &str, version: &str) -> String {
     }
 }
 
-/// The component name of a kind: `io.k8s.api.apps.v1.Deployment`, `com.example.v1.Widget`.
-fn schema_name(info: &ResourceInfo) -> String {
-    if info.custom {
-        let reversed: Vec<&str> = info.group.split('.').rev().collect();
-        return format!("{}.{}.{}", reversed.join("."), info.version, info.kind);
-    }
-    let package = match info.group.as_str() {
-        "" => "core",
-        "apiextensions.k8s.io" => {
-            return format!(
-                "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{}.{}",
-                info.version, info.kind
-            );
-        }
-        group => group.split('.').next().unwrap_or(group),
-    };
-    format!("io.k8s.api.{package}.{}.{}", info.version, info.kind)
+/// The component name of a custom kind, as kube-apiserver names it: `com.example.v1.Widget`.
+fn custom_schema_name(info: &ResourceInfo) -> String {
+    let reversed: Vec<&str> = info.group.split('.').rev().collect();
+    format!("{}.{}.{}", reversed.join("."), info.version, info.kind)
 }
 
 fn reference(name: &str) -> Value {
@@ -127,61 +138,11 @@ fn gvk(info: &ResourceInfo) -> Value {
     json!({"group": info.group, "version": info.version, "kind": info.kind})
 }
 
-/// The schemas every document refers to.
-fn shared_schemas() -> Map<String, Value> {
-    let string = |description: &str| json!({"type": "string", "description": description});
-    let strings = json!({"type": "object", "additionalProperties": {"type": "string"}});
-    let mut schemas = Map::new();
-    schemas.insert(
-        OBJECT_META.into(),
-        json!({
-            "type": "object",
-            "description": "ObjectMeta is metadata that all persisted resources must have.",
-            "properties": {
-                "name": string("Name must be unique within a namespace."),
-                "generateName": string("A prefix the server uses to generate a unique name if name is not given."),
-                "namespace": string("The namespace the object lives in; empty for cluster-scoped kinds."),
-                "labels": strings.clone(),
-                "annotations": strings,
-                "uid": string("The unique id of the object, set by the server."),
-                "resourceVersion": string("The version of the object, set by the server."),
-                "generation": {"type": "integer", "format": "int64"},
-                "creationTimestamp": {"type": "string", "format": "date-time"},
-                "deletionTimestamp": {"type": "string", "format": "date-time"},
-                "finalizers": {"type": "array", "items": {"type": "string"}},
-                "ownerReferences": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
-                "managedFields": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
-            },
-        }),
-    );
-    schemas.insert(
-        LIST_META.into(),
-        json!({"type": "object", "properties": {
-            "resourceVersion": string("The version of the list."),
-            "continue": string("The token of the next page."),
-        }}),
-    );
-    schemas.insert(
-        PATCH.into(),
-        json!({"type": "object", "description": "A patch of one of the supported patch types."}),
-    );
-    schemas.insert(
-        STATUS.into(),
-        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
-    );
-    schemas
-}
-
-/// The schema of a kind: a CRD version's structural schema, or an open object for a
-/// built-in kind (whose fields this server does not publish).
-fn kind_schema(state: &State, info: &ResourceInfo) -> Value {
-    let mut schema = crd_schema(state, info).unwrap_or_else(|| {
-        json!({
-            "type": "object",
-            "description": format!("{} (its fields are not published by dynrec-apiserver).", info.kind),
-            "x-kubernetes-preserve-unknown-fields": true,
-        })
-    });
+/// The schema of a custom kind: its CRD version's structural schema (an open object when
+/// the CRD has none), with `apiVersion`, `kind` and `metadata` as kube-apiserver adds them.
+fn custom_schema(state: &State, info: &ResourceInfo) -> Value {
+    let mut schema = crd_schema(state, info)
+        .unwrap_or_else(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
     if !schema["properties"].is_object() {
         schema["properties"] = json!({});
     }
@@ -193,15 +154,11 @@ fn kind_schema(state: &State, info: &ResourceInfo) -> Value {
         "allOf": [reference(OBJECT_META)],
         "description": "Standard object's metadata.",
     });
-    schema["x-kubernetes-group-version-kind"] = json!([gvk(info)]);
     schema
 }
 
 /// The `openAPIV3Schema` of the CRD version that defines a custom kind.
 fn crd_schema(state: &State, info: &ResourceInfo) -> Option<Value> {
-    if !info.custom {
-        return None;
-    }
     let crd = state.get(&crd_resource_key(), "", &info.qualified_plural())?;
     let version = crd["spec"]["versions"]
         .as_array()?
@@ -311,4 +268,90 @@ fn capitalized(group: &str) -> String {
                 .unwrap_or_default()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{StoreConfig, Target, WriteOptions};
+
+    fn widget_crd(size_description: &str) -> Value {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"kind": "Widget", "plural": "widgets"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "properties": {
+                            "size": {"type": "integer", "description": size_description}}}}}}}]},
+        })
+    }
+
+    fn widget_url(state: &State) -> Value {
+        index(state)["paths"]["apis/example.com/v1"]["serverRelativeURL"].clone()
+    }
+
+    #[test]
+    fn a_crd_schema_is_published_and_its_hash_follows_it() {
+        let mut state = State::new(StoreConfig::default());
+        let crds = state
+            .registry
+            .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+            .unwrap();
+        let options = WriteOptions::default();
+        state
+            .create(&crds, None, widget_crd("How many parts."), &options)
+            .unwrap();
+        let doc = group_version(&state, "example.com", "v1").unwrap();
+        let widget = &doc["components"]["schemas"]["com.example.v1.Widget"];
+        assert_eq!(
+            widget["properties"]["spec"]["properties"]["size"]["description"],
+            "How many parts."
+        );
+        assert_eq!(
+            widget["x-kubernetes-group-version-kind"][0]["kind"],
+            "Widget"
+        );
+        let patch =
+            &doc["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets/{name}"]["patch"];
+        assert_eq!(patch["x-kubernetes-group-version-kind"]["kind"], "Widget");
+        assert!(
+            patch["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "fieldValidation" && p["in"] == "query"),
+            "{patch}"
+        );
+
+        let before = widget_url(&state);
+        let changed = widget_crd("How many parts, at most ten.");
+        state
+            .update(
+                &crds,
+                "",
+                "widgets.example.com",
+                changed,
+                Target::Main,
+                &options,
+            )
+            .unwrap();
+        assert_ne!(widget_url(&state), before);
+        assert!(widget_url(&state).is_string());
+    }
+
+    #[test]
+    fn built_in_kinds_have_their_real_schemas() {
+        let state = State::new(StoreConfig::default());
+        let doc = group_version(&state, "apps", "v1").unwrap();
+        let deployment = &doc["components"]["schemas"]["io.k8s.api.apps.v1.Deployment"];
+        assert_eq!(
+            deployment["x-kubernetes-group-version-kind"],
+            json!([{"group": "apps", "version": "v1", "kind": "Deployment"}])
+        );
+        assert!(doc["components"]["schemas"]["io.k8s.api.apps.v1.DeploymentSpec"].is_object());
+        assert!(group_version(&state, "apps", "v9").is_none());
+    }
 }

@@ -10,7 +10,7 @@ use super::list::{self, Selectors};
 use super::negotiate::{self, BodyType, Representation};
 use super::query::Query;
 use super::route::ResourcePath;
-use super::{Shared, respond, table, watch};
+use super::{Shared, protobuf, respond, table, watch};
 use crate::error::{ApiError, ApiResult};
 use crate::faults::{RequestFacts, Verdict};
 use crate::meta;
@@ -130,12 +130,7 @@ pub async fn serve(
             )?;
             Ok(respond::json(200, &body))
         }
-        (Method::POST, None) => create(
-            shared,
-            &call,
-            read_json(body, limit).await?,
-            &call.content_type,
-        ),
+        (Method::POST, None) => create(shared, &call, read_object(&call, body, limit).await?),
         (Method::DELETE, None) => {
             delete_collection(shared, &call, read_optional_json(body, limit).await?)
         }
@@ -153,8 +148,7 @@ pub async fn serve(
             Ok(call.respond(200, &object))
         }
         (Method::PUT, Some(name)) => {
-            expect_json(&call.content_type)?;
-            let object = read_json(body, limit).await?;
+            let object = read_object(&call, body, limit).await?;
             let namespace = call.object_namespace()?;
             let options = call.write_options()?;
             let (stored, warnings) = shared.write(|state| {
@@ -208,13 +202,7 @@ fn verb_of(method: &Method, has_name: bool, query: &Query) -> ApiResult<&'static
     })
 }
 
-fn create(
-    shared: &Arc<Shared>,
-    call: &Call,
-    object: Value,
-    content_type: &Option<String>,
-) -> ApiResult<Response<Body>> {
-    expect_json(content_type)?;
+fn create(shared: &Arc<Shared>, call: &Call, object: Value) -> ApiResult<Response<Body>> {
     if call.info.namespaced && call.namespace.is_none() {
         return Err(ApiError::method_not_allowed(format!(
             "create of {} needs a namespace in the path",
@@ -319,6 +307,15 @@ async fn read_bytes(body: Body, limit: usize) -> ApiResult<bytes::Bytes> {
     axum::body::to_bytes(body, limit)
         .await
         .map_err(|_| ApiError::too_large(limit))
+}
+
+/// Reads the object of a create or update: JSON, or protobuf for a built-in kind.
+async fn read_object(call: &Call, body: Body, limit: usize) -> ApiResult<Value> {
+    if protobuf::is_protobuf(call.content_type.as_deref()) {
+        return protobuf::decode(&read_bytes(body, limit).await?);
+    }
+    expect_json(&call.content_type)?;
+    read_json(body, limit).await
 }
 
 /// Reads a JSON body, with a clear error for malformed JSON.

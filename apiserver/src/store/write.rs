@@ -148,14 +148,18 @@ impl State {
     /// Stores a fixture object as given, bypassing admission: a missing uid or
     /// creationTimestamp is filled in, a missing resourceVersion becomes `default_rv`, the
     /// namespace is created when missing, and later writes get resourceVersions above it.
-    /// CustomResourceDefinitions are created normally, so that their kinds are served.
+    /// CustomResourceDefinitions and Namespaces are created normally (so that their kinds
+    /// are served, and namespaces are active).
     pub fn seed(
         &mut self,
         info: &ResourceInfo,
         mut object: Value,
         default_rv: u64,
     ) -> ApiResult<Arc<Value>> {
-        if info.key() == crate::resources::crd_resource_key() {
+        let key = info.key();
+        if key == crate::resources::crd_resource_key()
+            || key == crate::resources::namespace_resource_key()
+        {
             return self.create(info, None, object, &WriteOptions::default());
         }
         let namespace = meta::namespace(&object).to_string();

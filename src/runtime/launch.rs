@@ -1,0 +1,215 @@
+//! Starting controllers as a program: on a real cluster (kubeconfig or in-cluster), or on
+//! the embedded API server when no cluster is configured; with signals, metrics and
+//! leader election set from command-line flags. Used by `dynrec run` and the examples.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tracing::info;
+
+use super::{LeaderConfig, Manager, ManagerError, ManagerOptions};
+use crate::apiserver::{ApiServer, Serving, StorageError, kubeconfig};
+use crate::client::Client;
+use crate::reconcilers::Config;
+
+/// Where the embedded API server writes its kubeconfig.
+pub const EMBEDDED_KUBECONFIG: &str = ".dynrec/kubeconfig";
+
+/// Command-line flags shared by `dynrec run` and the examples.
+#[derive(clap::Args, Clone, Debug)]
+pub struct RunArgs {
+    /// Use this kubeconfig (otherwise KUBECONFIG, ~/.kube/config or the in-cluster config;
+    /// with none of them, the embedded API server).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Run against the embedded API server even if a cluster is configured.
+    #[arg(long)]
+    pub embedded: bool,
+    /// Keep the embedded API server's objects in this directory across restarts.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Workers per controller.
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    /// Serve /metrics, /healthz and /readyz on this address.
+    #[arg(long)]
+    pub metrics_address: Option<SocketAddr>,
+    /// Leader election: on by default against a real cluster, off on the embedded server.
+    #[arg(long)]
+    pub leader_elect: Option<bool>,
+    /// Namespace of the leader election Lease.
+    #[arg(long, default_value = "default")]
+    pub lease_namespace: String,
+    /// How long a shutdown waits for in-flight reconciles, in seconds.
+    #[arg(long, default_value_t = 30)]
+    pub shutdown_timeout: u64,
+}
+
+/// Why controllers could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// The kubeconfig or in-cluster config could not be loaded.
+    #[error("cannot load the cluster configuration: {0}")]
+    Config(String),
+    /// The embedded API server could not start.
+    #[error("cannot start the embedded API server: {0}")]
+    Embedded(String),
+    /// The embedded server's durable store could not open.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// The manager refused a controller or could not run.
+    #[error(transparent)]
+    Manager(#[from] ManagerError),
+}
+
+/// The cluster controllers run against.
+pub struct Cluster {
+    /// The client to use.
+    pub client: kube::Client,
+    /// Whether it is the embedded API server.
+    pub embedded: bool,
+    /// The embedded server, kept running while the cluster lives.
+    serving: Option<(ApiServer, Serving)>,
+}
+
+impl Cluster {
+    /// Stops the embedded API server, if one runs.
+    pub async fn shutdown(self) {
+        if let Some((_, serving)) = self.serving {
+            serving.shutdown().await;
+        }
+    }
+}
+
+/// Whether a real cluster is configured: a kubeconfig flag or variable, `~/.kube/config`,
+/// or the in-cluster environment.
+fn cluster_configured(args: &RunArgs) -> bool {
+    let home_config = std::env::var_os("HOME")
+        .map(|home| Path::new(&home).join(".kube/config"))
+        .is_some_and(|path| path.is_file());
+    args.kubeconfig.is_some()
+        || std::env::var_os("KUBECONFIG").is_some()
+        || home_config
+        || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
+}
+
+/// Connects to the configured cluster, or starts the embedded API server on a loopback port
+/// and writes a kubeconfig for it to `.dynrec/kubeconfig`.
+pub async fn connect(args: &RunArgs) -> Result<Cluster, LaunchError> {
+    if args.embedded || !cluster_configured(args) {
+        return start_embedded(args).await;
+    }
+    let config = match &args.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| LaunchError::Config(format!("{}: {e}", path.display())))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+                .await
+                .map_err(|e| LaunchError::Config(e.to_string()))?
+        }
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| LaunchError::Config(e.to_string()))?,
+    };
+    info!(server = %config.cluster_url, "using the configured cluster");
+    let client = kube::Client::try_from(config).map_err(|e| LaunchError::Config(e.to_string()))?;
+    Ok(Cluster {
+        client,
+        embedded: false,
+        serving: None,
+    })
+}
+
+async fn start_embedded(args: &RunArgs) -> Result<Cluster, LaunchError> {
+    let server = match &args.data_dir {
+        Some(dir) => ApiServer::builder().build_persistent(dir)?,
+        None => ApiServer::new(),
+    };
+    let address: SocketAddr = ([127, 0, 0, 1], 0).into();
+    let serving = server
+        .serve(address)
+        .await
+        .map_err(|e| LaunchError::Embedded(e.to_string()))?;
+    let path = Path::new(EMBEDDED_KUBECONFIG);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| LaunchError::Embedded(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    std::fs::write(path, kubeconfig(&serving.url(), None, None))
+        .map_err(|e| LaunchError::Embedded(format!("cannot write {}: {e}", path.display())))?;
+    println!("embedded API server listening on {}", serving.url());
+    println!("KUBECONFIG={EMBEDDED_KUBECONFIG} kubectl get all,crds -A");
+    Ok(Cluster {
+        client: server.client(),
+        embedded: true,
+        serving: Some((server, serving)),
+    })
+}
+
+/// The manager options the flags ask for on this cluster.
+pub fn manager_options(args: &RunArgs, cluster: &Cluster, controller: &str) -> ManagerOptions {
+    let mut options = ManagerOptions {
+        workers: args.workers.max(1),
+        health_address: args.metrics_address,
+        ..ManagerOptions::default()
+    };
+    options.queue.shutdown_timeout = Duration::from_secs(args.shutdown_timeout);
+    if args.leader_elect.unwrap_or(!cluster.embedded) {
+        let identity = format!("{}-{}", hostname(), std::process::id());
+        options.leader_election = Some(LeaderConfig::new(
+            &args.lease_namespace,
+            format!("{controller}-leader"),
+            identity,
+        ));
+    }
+    options
+}
+
+fn hostname() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "dynrec".to_string())
+}
+
+/// Connects, lets `register` add controllers to a manager, and runs them until SIGINT or
+/// SIGTERM (in-flight reconciles finish within the shutdown bound; the Lease is released).
+pub async fn run_controllers(
+    args: RunArgs,
+    name: &str,
+    register: impl FnOnce(&mut Manager, &Config, &kube::Client) -> Result<(), ManagerError>,
+) -> Result<(), LaunchError> {
+    let cluster = connect(&args).await?;
+    let client = Client::new(cluster.client.clone());
+    let config = Config::new(client.clone(), name, Duration::from_secs(10 * 60 * 60));
+    let mut manager = Manager::new(client, manager_options(&args, &cluster, name));
+    register(&mut manager, &config, &cluster.client)?;
+    manager.run(shutdown_signal()).await?;
+    cluster.shutdown().await;
+    Ok(())
+}
+
+/// Resolves when the process gets SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = interrupt => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = interrupt.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}
