@@ -813,6 +813,241 @@ fn kubectl_version_and_describe_of_a_builtin_kind_work() {
     assert_contains(&run, &run.stdout, "mode:");
 }
 
+const DEPLOYMENT_V1: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: app
+          image: example/app:1
+          env:
+            - {name: A, value: "1"}
+            - {name: B, value: "2"}
+        - name: side
+          image: example/side:1
+"#;
+
+const DEPLOYMENT_V2: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: app
+          image: example/app:2
+          env:
+            - {name: A, value: "1"}
+        - name: extra
+          image: example/extra:1
+"#;
+
+/// (name, image) of each container of a Deployment, in order.
+fn containers(deployment: &Value) -> Vec<(String, String)> {
+    deployment["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .map(|c| {
+                    let text = |f: &str| c[f].as_str().unwrap_or_default().to_string();
+                    (text("name"), text("image"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn client_side_apply_of_a_changed_deployment_leaves_what_a_cluster_would() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let server = Server::start(kubectl, None);
+    let first = server.write("web-v1.yaml", DEPLOYMENT_V1);
+    server
+        .apply(&first)
+        .expect_ok("kubectl apply of the Deployment");
+    let second = server.write("web-v2.yaml", DEPLOYMENT_V2);
+    let updated = server
+        .apply(&second)
+        .expect_ok("kubectl apply of the changed Deployment");
+    assert_contains(&updated, &updated.stdout, "deployment.apps/web configured");
+
+    let web = server.get_json(&["deployment", "web"]);
+    assert_eq!(
+        containers(&web),
+        vec![
+            ("app".to_string(), "example/app:2".to_string()),
+            ("extra".to_string(), "example/extra:1".to_string())
+        ],
+        "the removed container is gone, the changed one updated, the new one added, in manifest order: {web}"
+    );
+    let env = &web["spec"]["template"]["spec"]["containers"][0]["env"];
+    assert_eq!(
+        env,
+        &serde_json::json!([{"name": "A", "value": "1"}]),
+        "B was removed: {web}"
+    );
+    assert!(
+        web["spec"].get("replicas").is_none_or(|r| r == 2),
+        "replicas, dropped from the manifest, is removed or left as a cluster defaults it: {web}"
+    );
+    let annotation =
+        web["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+            .as_str()
+            .unwrap_or_default();
+    let last_applied: Value = serde_json::from_str(annotation).unwrap_or_else(|err| {
+        panic!("the last-applied annotation is JSON ({err}): {annotation:?}")
+    });
+    assert_eq!(
+        containers(&last_applied),
+        containers(&web),
+        "the annotation records the second manifest: {last_applied}"
+    );
+    assert!(
+        last_applied["spec"].get("replicas").is_none(),
+        "{last_applied}"
+    );
+}
+
+#[test]
+fn server_side_apply_twice_with_a_changed_manifest_takes_ownership_and_removes_fields() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let server = Server::start(kubectl, None);
+    let first = server.write("web-v1.yaml", DEPLOYMENT_V1);
+    let first_path = first.to_string_lossy().to_string();
+    server
+        .kubectl(&["apply", "--server-side", "-f", &first_path])
+        .expect_ok("kubectl apply --server-side");
+    let web = server.get_json(&["deployment", "web", "--show-managed-fields"]);
+    assert_eq!(web["spec"]["replicas"], 2);
+    let managers: Vec<(&str, &str)> = web["metadata"]["managedFields"]
+        .as_array()
+        .map(|m| {
+            m.iter()
+                .map(|e| {
+                    (
+                        e["manager"].as_str().unwrap_or_default(),
+                        e["operation"].as_str().unwrap_or_default(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(managers, vec![("kubectl", "Apply")], "{web}");
+
+    let second = server.write("web-v2.yaml", DEPLOYMENT_V2);
+    let second_path = second.to_string_lossy().to_string();
+    server
+        .kubectl(&["apply", "--server-side", "-f", &second_path])
+        .expect_ok("kubectl apply --server-side of the changed manifest");
+    let web = server.get_json(&["deployment", "web"]);
+    assert!(
+        web["spec"].get("replicas").is_none(),
+        "a field no longer applied is removed: {web}"
+    );
+    assert_eq!(
+        containers(&web),
+        vec![
+            ("app".to_string(), "example/app:2".to_string()),
+            ("extra".to_string(), "example/extra:1".to_string())
+        ],
+        "{web}"
+    );
+
+    // Another manager that applies a different image conflicts, until it forces.
+    let third = server.write(
+        "web-other.yaml",
+        &DEPLOYMENT_V2.replace("example/app:2", "example/app:3"),
+    );
+    let third_path = third.to_string_lossy().to_string();
+    let conflict = server
+        .kubectl(&[
+            "apply",
+            "--server-side",
+            "--field-manager=other",
+            "-f",
+            &third_path,
+        ])
+        .expect_failure("a conflicting server-side apply");
+    assert_contains(&conflict, &conflict.stderr, "conflict");
+    server
+        .kubectl(&[
+            "apply",
+            "--server-side",
+            "--field-manager=other",
+            "--force-conflicts",
+            "-f",
+            &third_path,
+        ])
+        .expect_ok("a forced server-side apply");
+    assert_eq!(
+        containers(&server.get_json(&["deployment", "web"]))[0].1,
+        "example/app:3"
+    );
+}
+
+#[test]
+fn kubectl_get_prints_a_crds_printer_columns() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let server = Server::start(kubectl, None);
+    let crd = WIDGET_CRD.replace(
+        "      subresources:\n        status: {}\n",
+        "      subresources:\n        status: {}\n      additionalPrinterColumns:\n        - {name: Size, type: integer, jsonPath: .spec.size}\n        - {name: Color, type: string, jsonPath: .spec.color}\n",
+    );
+    let crd = server.write("crd.yaml", &crd);
+    server
+        .apply(&crd)
+        .expect_ok("kubectl apply of the Widget CRD with printer columns");
+    server
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.example.com",
+            "--timeout=10s",
+        ])
+        .expect_ok("kubectl wait for the CRD");
+    let w1 = server.write("w1.yaml", WIDGET_W1);
+    server.apply(&w1).expect_ok("kubectl apply of widget w1");
+    let table = server
+        .kubectl(&["get", "widgets"])
+        .expect_ok("kubectl get widgets");
+    let lines: Vec<Vec<&str>> = table
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines.first(),
+        Some(&vec!["NAME", "SIZE", "COLOR"]),
+        "{}",
+        table.stdout
+    );
+    assert_eq!(
+        lines.get(1),
+        Some(&vec!["w1", "3", "blue"]),
+        "{}",
+        table.stdout
+    );
+}
+
 #[test]
 fn kubectl_with_a_wrong_token_is_unauthorized_by_a_server_started_with_a_token() {
     let Some(kubectl) = kubectl_on_path() else {
