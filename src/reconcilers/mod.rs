@@ -8,8 +8,11 @@
 mod advice;
 mod aggregate;
 mod always;
+mod applying_object_manager;
 mod cast;
 mod cel;
+mod child;
+mod child_set;
 mod config;
 mod context;
 mod error;
@@ -28,14 +31,24 @@ mod stash;
 mod suppress;
 mod sync;
 mod try_catch;
+mod updating_object_manager;
 mod with_config;
 mod with_finalizer;
 
 pub use advice::Advice;
 pub use aggregate::{AggregateReconciler, DesiredResource};
 pub use always::Always;
+pub use applying_object_manager::ApplyingObjectManager;
 pub use cast::{CastError, CastResource};
 pub use cel::CelError;
+pub use child::{
+    ChildListOptions, ChildReconciler, ChildSetup, DesiredChild, OnlyReconcileChildStatus,
+    OwnerReferenceError, ParentAndChild, ReflectChildStatus, api_reason, api_status,
+};
+pub use child_set::{
+    ChildSetPartialResult, ChildSetReconciler, ChildSetResult, DesiredChildren, IdentifyChild,
+    ReflectChildrenStatus, known_children,
+};
 pub use config::Config;
 pub use context::Context;
 pub use error::{Markers, ReconcileError};
@@ -55,6 +68,10 @@ pub use stash::{Stash, Stasher};
 pub use suppress::SuppressTransientErrors;
 pub use sync::{HasMetadata, SyncFn, SyncReconciler};
 pub use try_catch::TryCatch;
+pub use updating_object_manager::{
+    HarmonizeImmutableFields, MergeBeforeUpdate, Sanitize, UpdatingObjectManager,
+    sync_resource_meta,
+};
 pub use with_config::WithConfig;
 pub use with_finalizer::WithFinalizer;
 

@@ -18,7 +18,7 @@ use super::{
     ValidationError, Watch,
 };
 use crate::client::{Error, reasons};
-use crate::object::{Gvk, ObjectKey, StatusExt};
+use crate::object::{ConditionSet, Gvk, ObjectKey, StatusExt};
 
 /// Runs before the resource is read; returns the context to continue with and an outcome
 /// whose error ends the request.
@@ -69,6 +69,7 @@ pub struct ResourceReconciler {
     hooks: RootHooks,
     skip_request: Option<Predicate<ObjectKey>>,
     skip_resource: Option<Predicate<DynamicObject>>,
+    conditions: Option<ConditionSet>,
 }
 
 /// The hooks both roots share.
@@ -95,6 +96,7 @@ impl ResourceReconciler {
             hooks: RootHooks::default(),
             skip_request: None,
             skip_resource: None,
+            conditions: None,
         }
     }
 
@@ -146,6 +148,12 @@ impl ResourceReconciler {
         self
     }
 
+    /// Initializes these conditions on the resource before each reconcile.
+    pub fn conditions(mut self, conditions: ConditionSet) -> Self {
+        self.conditions = Some(conditions);
+        self
+    }
+
     /// Reads the resource, reconciles it and writes its status (reconciler.io's reconcileOuter).
     async fn reconcile_outer(&self, ctx: &Context) -> Outcome {
         let client = &ctx.original_config().client;
@@ -163,6 +171,11 @@ impl ResourceReconciler {
         {
             debug!(predicate = skip.description(), "resource skipped");
             return Outcome::done();
+        }
+        if let Some(conditions) = &self.conditions
+            && let Err(err) = conditions.manage(&mut resource, ctx.now()).initialize()
+        {
+            return Outcome::err(ReconcileError::from_error(err));
         }
         let outcome = self.reconcile_inner(ctx, &mut resource).await;
         if self.skip_status_update {

@@ -12,6 +12,7 @@
 mod case;
 mod config;
 mod diff;
+mod object_manager;
 mod objects;
 mod reactor;
 mod reconciler;
@@ -22,6 +23,9 @@ mod subreconciler;
 
 pub use case::{Callback, Failures, StashedValue, TestCase, TestSuite, TestTable};
 pub use config::{ExpectConfig, StartedConfig};
+pub use object_manager::{
+    OBJECT_MANAGER_ACTUAL, OBJECT_MANAGER_DESIRED, OBJECT_MANAGER_RESULT, ObjectManagerHarness,
+};
 pub use objects::{TestObject, crd};
 pub use reactor::{Action, ApiStatus, InduceFailure, Reactor, induce_failure};
 pub use reconciler::{ReconcilerTestCase, ReconcilerTestSuite, ReconcilerTests, VerifyOutcome};

@@ -19,6 +19,13 @@ impl TestObject {
         }
     }
 
+    /// A builder starting from an existing object (e.g. one whose conditions were set).
+    pub fn from_object(object: &DynamicObject) -> Self {
+        let value = serde_json::to_value(object)
+            .unwrap_or_else(|err| panic!("test object cannot be serialized: {err}"));
+        Self { value }
+    }
+
     /// Sets a field by path (`spec.replicas`, `metadata.uid`, ...).
     pub fn field(mut self, path: &str, value: impl Into<Value>) -> Self {
         if let Err(err) = self.value.set_field(path, value) {

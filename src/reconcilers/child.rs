@@ -1,0 +1,568 @@
+//! `ChildReconciler`: keeps zero or one child object of another kind in step with the
+//! reconciled resource (the parent), and reflects the child's status (or the reason it
+//! could not be written) onto the parent.
+//!
+//! Deliberate departures from reconciler.io:
+//! - with `OnlyReconcileChildStatus` and no existing child, the reflect function sees
+//!   `None` (quirk 9 fixed), never a blank object;
+//! - `our_child` is a [`Predicate`] over [`ParentAndChild`], so it can be CEL
+//!   (`self.child.metadata.labels.app == self.parent.metadata.name`);
+//! - `desired_child` is a synchronous function, as `AggregateReconciler`'s desired resource.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::DynamicObject;
+use serde::Serialize;
+use tracing::{Instrument, debug_span, error, info, warn};
+
+use super::child_set::known_children;
+use super::updating_object_manager::{sync_resource_meta, track};
+use super::{
+    Context, ObjectManager, Outcome, Predicate, ReconcileError, Setup, SubReconciler,
+    ValidationError,
+};
+use crate::client::{self, ListOptions};
+use crate::object::{Gvk, ObjectKey};
+
+/// Computes the child the parent should have (`None`: no child).
+pub type DesiredChild = Arc<
+    dyn Fn(&Context, &DynamicObject) -> Result<Option<DynamicObject>, ReconcileError> + Send + Sync,
+>;
+
+/// Reflects the child (`None` when there is none) or the error that kept it from being
+/// written onto the parent; an error returned here is the reconciler's error.
+pub type ReflectChildStatus = Arc<
+    dyn Fn(
+            &Context,
+            &mut DynamicObject,
+            Option<&DynamicObject>,
+            Option<&ReconcileError>,
+        ) -> Result<(), ReconcileError>
+        + Send
+        + Sync,
+>;
+
+/// Which objects may be the parent's children (default: the parent's namespace).
+pub type ChildListOptions = Arc<dyn Fn(&Context, &DynamicObject) -> ListOptions + Send + Sync>;
+
+/// A setup step of the user's own (declaring further watches).
+pub type ChildSetup = Arc<dyn Fn(&mut Setup) -> Result<(), ValidationError> + Send + Sync>;
+
+/// What an `our_child` predicate sees: `self.parent` and `self.child` in CEL.
+#[derive(Clone, Debug, Serialize)]
+pub struct ParentAndChild {
+    /// The reconciled resource.
+    pub parent: DynamicObject,
+    /// A candidate child.
+    pub child: DynamicObject,
+}
+
+/// Returned by `desired_child` (or `desired_children`) to leave the children as they are
+/// and only reflect their status.
+#[derive(Clone, Copy, Debug, thiserror::Error)]
+#[error("only reconcile the child's status, do not create, update or delete it")]
+pub struct OnlyReconcileChildStatus;
+
+impl From<OnlyReconcileChildStatus> for ReconcileError {
+    fn from(marker: OnlyReconcileChildStatus) -> Self {
+        ReconcileError::from_error(marker)
+    }
+}
+
+/// Whether the error asks to only reflect the child's status.
+pub(super) fn is_only_reconcile_child_status(error: &ReconcileError) -> bool {
+    error.find_cause::<OnlyReconcileChildStatus>().is_some()
+}
+
+/// Why an owner reference could not be set on a desired child.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OwnerReferenceError {
+    /// A namespaced owner cannot own a cluster-scoped child.
+    #[error(
+        "cluster-scoped resource must not have a namespace-scoped owner, owner's namespace {owner_namespace}"
+    )]
+    ClusterScopedChild {
+        /// The owner's namespace.
+        owner_namespace: String,
+    },
+    /// Owner and child are in different namespaces.
+    #[error(
+        "cross-namespace owner references are disallowed, owner's namespace {owner_namespace}, obj's namespace {child_namespace}"
+    )]
+    CrossNamespace {
+        /// The owner's namespace.
+        owner_namespace: String,
+        /// The child's namespace.
+        child_namespace: String,
+    },
+}
+
+/// The API server's status of a failed request among the error's causes (its reason,
+/// message and details such as the conflicting name).
+pub fn api_status(error: &ReconcileError) -> Option<&kube::core::Status> {
+    match error.find_cause::<client::Error>()? {
+        client::Error::Api(api) => match &api.source {
+            kube::Error::Api(status) => Some(status),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The reason the API server gave for a failed request (`AlreadyExists`, `Invalid`, ...).
+pub fn api_reason(error: &ReconcileError) -> Option<&str> {
+    api_status(error).map(|status| status.reason.as_str())
+}
+
+/// Manages 0..1 child of one kind for the reconciled resource (reconciler.io's
+/// `ChildReconciler`). Cheap to clone.
+#[derive(Clone)]
+pub struct ChildReconciler {
+    name: String,
+    child_type: Gvk,
+    skip_owner_reference: bool,
+    desired_child: Option<DesiredChild>,
+    reflect: Option<ReflectChildStatus>,
+    reflected_error_reasons: Vec<String>,
+    object_manager: Option<Arc<dyn ObjectManager>>,
+    list_options: Option<ChildListOptions>,
+    our_child: Option<Predicate<ParentAndChild>>,
+    setup: Option<ChildSetup>,
+}
+
+impl ChildReconciler {
+    /// A reconciler of children of `child_type`, named `{Kind}ChildReconciler`.
+    pub fn new(child_type: Gvk) -> Self {
+        Self {
+            name: format!("{}ChildReconciler", child_type.kind),
+            child_type,
+            skip_owner_reference: false,
+            desired_child: None,
+            reflect: None,
+            reflected_error_reasons: ["AlreadyExists", "Forbidden", "Invalid"]
+                .map(String::from)
+                .to_vec(),
+            object_manager: None,
+            list_options: None,
+            our_child: None,
+            setup: None,
+        }
+    }
+
+    /// Names the reconciler.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Computes the desired child (required).
+    pub fn desired_child(
+        mut self,
+        desired: impl Fn(&Context, &DynamicObject) -> Result<Option<DynamicObject>, ReconcileError>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.desired_child = Some(Arc::new(desired));
+        self
+    }
+
+    /// Reflects the child or its error onto the parent (this or the `_with_error` form is
+    /// required).
+    pub fn reflect_child_status_on_parent(
+        self,
+        reflect: impl Fn(&Context, &mut DynamicObject, Option<&DynamicObject>, Option<&ReconcileError>)
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.reflect_child_status_on_parent_with_error(move |ctx, parent, child, err| {
+            reflect(ctx, parent, child, err);
+            Ok(())
+        })
+    }
+
+    /// Reflects the child or its error onto the parent; may fail the reconcile.
+    pub fn reflect_child_status_on_parent_with_error(
+        mut self,
+        reflect: impl Fn(
+            &Context,
+            &mut DynamicObject,
+            Option<&DynamicObject>,
+            Option<&ReconcileError>,
+        ) -> Result<(), ReconcileError>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.reflect = Some(Arc::new(reflect));
+        self
+    }
+
+    /// The API error reasons reflected onto the parent instead of failing (default
+    /// `AlreadyExists`, `Forbidden`, `Invalid`; empty: none).
+    pub fn reflected_child_error_reasons<S: Into<String>>(
+        mut self,
+        reasons: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.reflected_error_reasons = reasons.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Writes the child with `manager` (required).
+    pub fn child_object_manager(mut self, manager: impl ObjectManager + 'static) -> Self {
+        self.object_manager = Some(Arc::new(manager));
+        self
+    }
+
+    /// Writes the child with a manager shared with other reconcilers.
+    pub fn shared_child_object_manager(mut self, manager: Arc<dyn ObjectManager>) -> Self {
+        self.object_manager = Some(manager);
+        self
+    }
+
+    /// Does not set or require a controller owner reference (then `our_child` and
+    /// `list_options` are required).
+    pub fn skip_owner_reference(mut self, skip: bool) -> Self {
+        self.skip_owner_reference = skip;
+        self
+    }
+
+    /// Which objects are listed as candidate children.
+    pub fn list_options(
+        mut self,
+        options: impl Fn(&Context, &DynamicObject) -> ListOptions + Send + Sync + 'static,
+    ) -> Self {
+        self.list_options = Some(Arc::new(options));
+        self
+    }
+
+    /// Narrows the candidate children further (after the owner reference check).
+    pub fn our_child(mut self, our_child: Predicate<ParentAndChild>) -> Self {
+        self.our_child = Some(our_child);
+        self
+    }
+
+    /// Declares further watches at setup.
+    pub fn setup_with(
+        mut self,
+        setup: impl Fn(&mut Setup) -> Result<(), ValidationError> + Send + Sync + 'static,
+    ) -> Self {
+        self.setup = Some(Arc::new(setup));
+        self
+    }
+
+    /// The kind of the children.
+    pub(super) fn child_type(&self) -> &Gvk {
+        &self.child_type
+    }
+
+    /// The user's `our_child` predicate, if any.
+    pub(super) fn our_child_predicate(&self) -> Option<&Predicate<ParentAndChild>> {
+        self.our_child.as_ref()
+    }
+
+    /// Checks what a child set shares with its per-id child reconcilers; `owner` introduces
+    /// the reconciler in messages (`ChildReconciler "name"`).
+    pub(super) fn validate_shared(&self, owner: &str) -> Result<(), ValidationError> {
+        let missing = |what: &str| Err(ValidationError(format!("{owner} must implement {what}")));
+        if self.skip_owner_reference && self.our_child.is_none() {
+            return missing("OurChild since owner references are not used");
+        }
+        if self.skip_owner_reference && self.list_options.is_none() {
+            return missing("ListOptions since owner references are not used");
+        }
+        let Some(manager) = &self.object_manager else {
+            return missing("ChildObjectManager");
+        };
+        manager.validate().map_err(|err| {
+            ValidationError(format!(
+                "{owner} must have a valid ChildObjectManager: {err}"
+            ))
+        })
+    }
+
+    /// Whether `child` belongs to `parent`: controlled by it (unless owner references are
+    /// skipped) and accepted by `our_child`.
+    pub(super) fn is_our_child(
+        &self,
+        ctx: &Context,
+        parent: &DynamicObject,
+        child: &DynamicObject,
+    ) -> bool {
+        if !self.skip_owner_reference && !is_controlled_by(child, parent) {
+            return false;
+        }
+        self.our_child.as_ref().is_none_or(|predicate| {
+            let pair = ParentAndChild {
+                parent: parent.clone(),
+                child: child.clone(),
+            };
+            predicate.test(ctx, &pair)
+        })
+    }
+
+    /// The parent's children: listed (or known to an enclosing child set), then filtered.
+    pub(super) async fn list_our_children(
+        &self,
+        ctx: &Context,
+        parent: &DynamicObject,
+    ) -> Result<Vec<DynamicObject>, ReconcileError> {
+        let children = match known_children(ctx, &self.child_type) {
+            Some(children) => children,
+            None => {
+                let options = match &self.list_options {
+                    Some(options) => options(ctx, parent),
+                    None => ListOptions {
+                        namespace: parent.metadata.namespace.clone(),
+                        selector: None,
+                    },
+                };
+                ctx.config().client.list(&self.child_type, &options).await?
+            }
+        };
+        Ok(children
+            .into_iter()
+            .filter(|child| self.is_our_child(ctx, parent, child))
+            .collect())
+    }
+
+    /// Lists, deletes duplicates, computes the desired child and lets the manager write it;
+    /// returns the child as persisted (`None`: there is none).
+    async fn reconcile_child(
+        &self,
+        ctx: &Context,
+        manager: &dyn ObjectManager,
+        desired_child: &DesiredChild,
+        parent: &DynamicObject,
+    ) -> Result<Option<DynamicObject>, ReconcileError> {
+        let mut children = self.list_our_children(ctx, parent).await?;
+        let actual = match children.len() {
+            1 => children.pop(),
+            _ => {
+                for extra in &children {
+                    info!(child = ?ObjectKey::of(extra).ok(), "extra child detected");
+                    manager.manage(ctx, parent, Some(extra), None).await?;
+                }
+                None
+            }
+        };
+        let desired = match parent.metadata.deletion_timestamp {
+            Some(_) => None,
+            None => match desired_child(ctx, parent) {
+                Ok(desired) => desired,
+                Err(err) if is_only_reconcile_child_status(&err) => return Ok(actual),
+                Err(err) => return Err(err),
+            },
+        };
+        let desired = match desired {
+            Some(mut desired) => {
+                if !self.skip_owner_reference {
+                    set_controller_reference(ctx, parent, &mut desired)
+                        .map_err(ReconcileError::from_error)?;
+                }
+                if !self.is_our_child(ctx, parent, &desired) {
+                    warn!(child = ?ObjectKey::of(&desired).ok(), "object returned from DesiredChild does not match OurChild, this can result in orphaned children");
+                }
+                Some(desired)
+            }
+            None => None,
+        };
+        manager
+            .manage(ctx, parent, actual.as_ref(), desired.as_ref())
+            .await
+    }
+
+    /// Reflects an error of a reflected reason; an `AlreadyExists` on our own child (a stale
+    /// cache) is returned instead, and a conflicting object that is not ours is tracked.
+    async fn reflect_error(
+        &self,
+        ctx: &Context,
+        reflect: &ReflectChildStatus,
+        parent: &mut DynamicObject,
+        err: ReconcileError,
+    ) -> Outcome {
+        if api_reason(&err) == Some("AlreadyExists") {
+            let name = api_status(&err)
+                .and_then(|status| status.details.as_ref())
+                .map(|details| details.name.clone())
+                .unwrap_or_default();
+            let key = ObjectKey {
+                namespace: parent.metadata.namespace.clone(),
+                name,
+            };
+            let conflicted = ctx
+                .config()
+                .api_reader
+                .get(&self.child_type, &key)
+                .await
+                .ok();
+            if let Some(conflicted) = &conflicted {
+                if self.is_our_child(ctx, parent, conflicted) {
+                    return Outcome::err(err);
+                }
+                info!(child = %key, "unable to reconcile child, not owned");
+                if !self.skip_owner_reference
+                    && let Err(track_err) = track(ctx, parent, conflicted)
+                {
+                    return Outcome::err(track_err);
+                }
+            }
+        }
+        Outcome::from(reflect(ctx, parent, None, Some(&err)).map(|()| Default::default()))
+    }
+}
+
+#[async_trait]
+impl SubReconciler<DynamicObject> for ChildReconciler {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn setup(&self, setup: &mut Setup) -> Result<(), ValidationError> {
+        if !self.skip_owner_reference {
+            setup.owns(self.child_type.clone());
+            setup.watch_tracked(self.child_type.clone());
+        }
+        if let Some(manager) = &self.object_manager {
+            manager.setup(setup)?;
+        }
+        match &self.setup {
+            Some(user) => user(setup),
+            None => Ok(()),
+        }
+    }
+
+    fn validate(&self) -> Result<(), ValidationError> {
+        let owner = format!("ChildReconciler {:?}", self.name);
+        if self.desired_child.is_none() {
+            return Err(ValidationError(format!(
+                "{owner} must implement DesiredChild"
+            )));
+        }
+        if self.reflect.is_none() {
+            return Err(ValidationError(format!(
+                "{owner} must implement ReflectChildStatusOnParent"
+            )));
+        }
+        self.validate_shared(&owner)
+    }
+
+    async fn reconcile(&self, ctx: &Context, parent: &mut DynamicObject) -> Outcome {
+        let (Some(manager), Some(desired), Some(reflect)) =
+            (&self.object_manager, &self.desired_child, &self.reflect)
+        else {
+            return Outcome::err(ReconcileError::msg(format!(
+                "ChildReconciler {:?} is incomplete; validate it before use",
+                self.name
+            )));
+        };
+        let span = debug_span!("child", name = %self.name, child_type = %self.child_type);
+        async {
+            let managed = self
+                .reconcile_child(ctx, manager.as_ref(), desired, parent)
+                .await;
+            sync_resource_meta(ctx, parent);
+            if parent.metadata.deletion_timestamp.is_some() {
+                return Outcome::with(Default::default(), managed.err());
+            }
+            match managed {
+                Ok(child) => Outcome::from(
+                    reflect(ctx, parent, child.as_ref(), None).map(|()| Default::default()),
+                ),
+                Err(err)
+                    if api_reason(&err)
+                        .is_some_and(|r| self.reflected_error_reasons.iter().any(|x| x == r)) =>
+                {
+                    self.reflect_error(ctx, reflect, parent, err).await
+                }
+                Err(err) => {
+                    if !err.is_quiet() {
+                        error!(%err, "unable to reconcile child");
+                    }
+                    Outcome::err(err)
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+/// Whether `child` has a controller owner reference to `parent` (by UID).
+fn is_controlled_by(child: &DynamicObject, parent: &DynamicObject) -> bool {
+    let Some(uid) = parent.metadata.uid.as_deref() else {
+        return false;
+    };
+    child
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.controller == Some(true) && r.uid == uid)
+}
+
+/// Makes `parent` the controller of `child`, unless the child already names a controller.
+fn set_controller_reference(
+    ctx: &Context,
+    parent: &DynamicObject,
+    child: &mut DynamicObject,
+) -> Result<(), OwnerReferenceError> {
+    let references = child.metadata.owner_references.get_or_insert_with(Vec::new);
+    if references.iter().any(|r| r.controller == Some(true)) {
+        return Ok(());
+    }
+    if let Some(owner_namespace) = parent
+        .metadata
+        .namespace
+        .as_deref()
+        .filter(|ns| !ns.is_empty())
+    {
+        match child
+            .metadata
+            .namespace
+            .as_deref()
+            .filter(|ns| !ns.is_empty())
+        {
+            None => {
+                return Err(OwnerReferenceError::ClusterScopedChild {
+                    owner_namespace: owner_namespace.into(),
+                });
+            }
+            Some(child_namespace) if child_namespace != owner_namespace => {
+                return Err(OwnerReferenceError::CrossNamespace {
+                    owner_namespace: owner_namespace.into(),
+                    child_namespace: child_namespace.into(),
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    let gvk = Gvk::of(parent).unwrap_or_else(|_| ctx.resource_type().clone());
+    let reference = OwnerReference {
+        api_version: gvk.api_version(),
+        kind: gvk.kind.clone(),
+        name: parent.metadata.name.clone().unwrap_or_default(),
+        uid: parent.metadata.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    };
+    let group_of = |api_version: &str| {
+        api_version
+            .rsplit_once('/')
+            .map(|(g, _)| g.to_string())
+            .unwrap_or_default()
+    };
+    let same = |r: &OwnerReference| {
+        group_of(&r.api_version) == gvk.group
+            && r.kind == reference.kind
+            && r.name == reference.name
+    };
+    match references.iter_mut().find(|r| same(r)) {
+        Some(existing) => *existing = reference,
+        None => references.push(reference),
+    }
+    Ok(())
+}

@@ -1,0 +1,352 @@
+//! `ChildSetReconciler`: keeps N children of one kind, correlated by an id, in step with the
+//! reconciled resource: one list per request, shared with a `ChildReconciler` per id (in
+//! sorted id order), and one reflection of every child's outcome onto the parent.
+//!
+//! Deliberate departures from reconciler.io: a finalizer implies skipping owner references
+//! everywhere, including the listing and the setup watches (quirk 8 fixed); and, as in
+//! `ChildReconciler`, a missing child is `None`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use kube::api::DynamicObject;
+use parking_lot::Mutex;
+use tracing::{Instrument, debug_span};
+
+use super::child::{ParentAndChild, is_only_reconcile_child_status};
+use super::{
+    ChildReconciler, Context, ObjectManager, Outcome, Predicate, ReconcileError, Sequence, Setup,
+    Stasher, SubReconciler, ValidationError, WithFinalizer,
+};
+use crate::client::ListOptions;
+use crate::object::Gvk;
+
+/// Computes the children the parent should have.
+pub type DesiredChildren = Arc<
+    dyn Fn(&Context, &DynamicObject) -> Result<Vec<DynamicObject>, ReconcileError> + Send + Sync,
+>;
+
+/// Reflects the outcome of every child onto the parent.
+pub type ReflectChildrenStatus = Arc<
+    dyn Fn(&Context, &mut DynamicObject, &ChildSetResult) -> Result<(), ReconcileError>
+        + Send
+        + Sync,
+>;
+
+/// The id that correlates a desired child with an actual one.
+pub type IdentifyChild = Arc<dyn Fn(&DynamicObject) -> String + Send + Sync>;
+
+/// The outcome of one child of a set.
+#[derive(Clone, Debug)]
+pub struct ChildSetPartialResult {
+    /// The child's id.
+    pub id: String,
+    /// The child as persisted (`None`: there is none).
+    pub child: Option<DynamicObject>,
+    /// The reflected error that kept it from being written.
+    pub error: Option<ReconcileError>,
+}
+
+/// The outcomes of the children of a set, in id order.
+#[derive(Clone, Debug, Default)]
+pub struct ChildSetResult {
+    /// One entry per child reconciled.
+    pub children: Vec<ChildSetPartialResult>,
+}
+
+impl ChildSetResult {
+    /// Every child's error joined (`None` when there is none).
+    pub fn aggregate_error(&self) -> Option<ReconcileError> {
+        ReconcileError::join(self.children.iter().filter_map(|c| c.error.clone()))
+    }
+}
+
+/// The children a child set listed for this request.
+#[derive(Clone)]
+struct KnownChildren {
+    child_type: Gvk,
+    children: Vec<DynamicObject>,
+}
+
+const KNOWN_CHILDREN: Stasher<KnownChildren> = Stasher::new("dynrec.io/known-children");
+
+/// The children of `child_type` an enclosing child set listed for this request, if any.
+pub fn known_children(ctx: &Context, child_type: &Gvk) -> Option<Vec<DynamicObject>> {
+    KNOWN_CHILDREN
+        .retrieve(ctx.stash())
+        .filter(|known| known.child_type == *child_type)
+        .map(|known| known.children)
+}
+
+/// Manages a set of children correlated by id (reconciler.io's `ChildSetReconciler`).
+pub struct ChildSetReconciler {
+    name: String,
+    finalizer: String,
+    children: ChildReconciler,
+    desired_children: Option<DesiredChildren>,
+    reflect: Option<ReflectChildrenStatus>,
+    identify_child: Option<IdentifyChild>,
+}
+
+impl ChildSetReconciler {
+    /// A reconciler of children of `child_type`, named `{Kind}ChildSetReconciler`.
+    pub fn new(child_type: Gvk) -> Self {
+        Self {
+            name: format!("{}ChildSetReconciler", child_type.kind),
+            finalizer: String::new(),
+            children: ChildReconciler::new(child_type),
+            desired_children: None,
+            reflect: None,
+            identify_child: None,
+        }
+    }
+
+    /// Names the reconciler.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Computes the desired children (required).
+    pub fn desired_children(
+        mut self,
+        desired: impl Fn(&Context, &DynamicObject) -> Result<Vec<DynamicObject>, ReconcileError>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.desired_children = Some(Arc::new(desired));
+        self
+    }
+
+    /// Reflects the children's outcomes onto the parent (required).
+    pub fn reflect_children_status_on_parent(
+        mut self,
+        reflect: impl Fn(&Context, &mut DynamicObject, &ChildSetResult) -> Result<(), ReconcileError>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.reflect = Some(Arc::new(reflect));
+        self
+    }
+
+    /// The id of a child (required); desired ids must be unique and non-empty.
+    pub fn identify_child(
+        mut self,
+        identify: impl Fn(&DynamicObject) -> String + Send + Sync + 'static,
+    ) -> Self {
+        self.identify_child = Some(Arc::new(identify));
+        self
+    }
+
+    /// Keeps `finalizer` on the parent while it has children; implies skipping owner
+    /// references (then `our_child` and `list_options` are required).
+    pub fn finalizer(mut self, finalizer: impl Into<String>) -> Self {
+        self.finalizer = finalizer.into();
+        self.children = self.children.skip_owner_reference(true);
+        self
+    }
+
+    /// Does not set or require controller owner references.
+    pub fn skip_owner_reference(mut self, skip: bool) -> Self {
+        let skip = skip || !self.finalizer.is_empty();
+        self.children = self.children.skip_owner_reference(skip);
+        self
+    }
+
+    /// Writes the children with `manager` (required).
+    pub fn child_object_manager(mut self, manager: impl ObjectManager + 'static) -> Self {
+        self.children = self.children.child_object_manager(manager);
+        self
+    }
+
+    /// Which objects are listed as candidate children.
+    pub fn list_options(
+        mut self,
+        options: impl Fn(&Context, &DynamicObject) -> ListOptions + Send + Sync + 'static,
+    ) -> Self {
+        self.children = self.children.list_options(options);
+        self
+    }
+
+    /// Narrows the candidate children further (after the owner reference check).
+    pub fn our_child(mut self, our_child: Predicate<ParentAndChild>) -> Self {
+        self.children = self.children.our_child(our_child);
+        self
+    }
+
+    /// The API error reasons reflected instead of failing (see `ChildReconciler`).
+    pub fn reflected_child_error_reasons<S: Into<String>>(
+        mut self,
+        reasons: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.children = self.children.reflected_child_error_reasons(reasons);
+        self
+    }
+
+    /// Declares further watches at setup.
+    pub fn setup_with(
+        mut self,
+        setup: impl Fn(&mut Setup) -> Result<(), ValidationError> + Send + Sync + 'static,
+    ) -> Self {
+        self.children = self.children.setup_with(setup);
+        self
+    }
+
+    /// The desired children by id, checked for empty and duplicate ids.
+    fn by_id(
+        identify: &IdentifyChild,
+        desired: Vec<DynamicObject>,
+    ) -> Result<BTreeMap<String, DynamicObject>, ReconcileError> {
+        let mut by_id = BTreeMap::new();
+        for child in desired {
+            let id = identify(&child);
+            if id.is_empty() {
+                return Err(ReconcileError::msg("desired child id may not be empty"));
+            }
+            if by_id.contains_key(&id) {
+                return Err(ReconcileError::msg(format!(
+                    "duplicate child id found: {id}"
+                )));
+            }
+            by_id.insert(id, child);
+        }
+        Ok(by_id)
+    }
+
+    /// The reconciler of the child with `id`: desired is `desired` (or the status-only
+    /// marker), ours are the children with that id, and its outcome lands in `results`.
+    fn for_id(
+        &self,
+        id: &str,
+        identify: &IdentifyChild,
+        desired: Result<Option<DynamicObject>, ReconcileError>,
+        results: &Arc<Mutex<Vec<ChildSetPartialResult>>>,
+    ) -> ChildReconciler {
+        let user = self.children.our_child_predicate().cloned();
+        let (owned_id, identify) = (id.to_string(), identify.clone());
+        let description = format!("child id {id:?}");
+        let our_child = Predicate::described(description, move |ctx, pair: &ParentAndChild| {
+            user.as_ref().is_none_or(|p| p.test(ctx, pair)) && identify(&pair.child) == owned_id
+        });
+        let (results, owned_id) = (results.clone(), id.to_string());
+        self.children
+            .clone()
+            .named(id)
+            .our_child(our_child)
+            .desired_child(move |_, _| desired.clone())
+            .reflect_child_status_on_parent(move |_, _, child, error| {
+                results.lock().push(ChildSetPartialResult {
+                    id: owned_id.clone(),
+                    child: child.cloned(),
+                    error: error.cloned(),
+                });
+            })
+    }
+
+    /// Lists once (stashing what it found), builds a reconciler per id and runs them in id
+    /// order; an error before any child is reconciled is not reflected.
+    async fn reconcile_children(
+        &self,
+        ctx: &Context,
+        parent: &mut DynamicObject,
+        identify: &IdentifyChild,
+        desired_children: &DesiredChildren,
+        results: &Arc<Mutex<Vec<ChildSetPartialResult>>>,
+    ) -> Result<Outcome, ReconcileError> {
+        let known = self.children.list_our_children(ctx, parent).await?;
+        let known_ids: BTreeSet<String> = known.iter().map(|c| identify(c)).collect();
+        let child_type = self.children.child_type().clone();
+        KNOWN_CHILDREN.store(
+            ctx.stash(),
+            KnownChildren {
+                child_type,
+                children: known,
+            },
+        );
+        let (desired, status_only) = match desired_children(ctx, parent) {
+            Ok(desired) => (desired, None),
+            Err(err) if is_only_reconcile_child_status(&err) => (Vec::new(), Some(err)),
+            Err(err) => return Err(err),
+        };
+        let mut by_id = Self::by_id(identify, desired)?;
+        let ids: BTreeSet<String> = by_id.keys().cloned().chain(known_ids).collect();
+        let reconcilers = ids.iter().map(|id| {
+            let desired = match &status_only {
+                Some(err) => Err(err.clone()),
+                None => Ok(by_id.remove(id)),
+            };
+            Box::new(self.for_id(id, identify, desired, results)) as Box<dyn SubReconciler>
+        });
+        let sequence = Sequence::new(reconcilers.collect());
+        Ok(match self.finalizer.as_str() {
+            "" => sequence.reconcile(ctx, parent).await,
+            finalizer => {
+                let with_finalizer = WithFinalizer::new(finalizer, sequence);
+                with_finalizer.reconcile(ctx, parent).await
+            }
+        })
+    }
+}
+
+#[async_trait]
+impl SubReconciler<DynamicObject> for ChildSetReconciler {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn setup(&self, setup: &mut Setup) -> Result<(), ValidationError> {
+        self.children.setup(setup)
+    }
+
+    fn validate(&self) -> Result<(), ValidationError> {
+        let owner = format!("ChildSetReconciler {:?}", self.name);
+        let missing = |what: &str| Err(ValidationError(format!("{owner} must implement {what}")));
+        if self.desired_children.is_none() {
+            return missing("DesiredChildren");
+        }
+        if self.reflect.is_none() {
+            return missing("ReflectChildrenStatusOnParent");
+        }
+        if self.identify_child.is_none() {
+            return missing("IdentifyChild");
+        }
+        self.children.validate_shared(&owner)
+    }
+
+    async fn reconcile(&self, ctx: &Context, parent: &mut DynamicObject) -> Outcome {
+        let (Some(identify), Some(desired), Some(reflect)) =
+            (&self.identify_child, &self.desired_children, &self.reflect)
+        else {
+            return Outcome::err(ReconcileError::msg(format!(
+                "ChildSetReconciler {:?} is incomplete; validate it before use",
+                self.name
+            )));
+        };
+        let span =
+            debug_span!("child_set", name = %self.name, child_type = %self.children.child_type());
+        async {
+            let results = Arc::new(Mutex::new(Vec::new()));
+            let outcome = self
+                .reconcile_children(ctx, parent, identify, desired, &results)
+                .await;
+            KNOWN_CHILDREN.clear(ctx.stash());
+            let outcome = match outcome {
+                Ok(outcome) => outcome,
+                Err(err) => return Outcome::err(err),
+            };
+            let result = ChildSetResult {
+                children: std::mem::take(&mut *results.lock()),
+            };
+            let reflected = reflect(ctx, parent, &result).err();
+            Outcome::with(
+                outcome.result,
+                ReconcileError::join(outcome.error.into_iter().chain(reflected)),
+            )
+        }
+        .instrument(span)
+        .await
+    }
+}

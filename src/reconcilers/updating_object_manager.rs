@@ -1,0 +1,542 @@
+//! `UpdatingObjectManager`: creates, updates (when `merge_before_update` changed something)
+//! and deletes a managed object, with events on the resource it is managed for, an optional
+//! finalizer on that resource, and a mutation cache that replays what the server changed on
+//! the last update (defaults, admission mutations) onto the next desired object.
+//!
+//! Also home of the steps every object manager shares (finalizer, delete, write events).
+//!
+//! Deliberate departures from reconciler.io:
+//! - the mutation cache's generation guard compares the cached entry's generation with the
+//!   actual object's (quirk 7 fixed), so it takes effect for kinds with a generation too;
+//! - there is no `DangerouslyAllowDuckTypes`: every object is a `DynamicObject`;
+//! - [`ObjectManager::manage`] borrows the resource immutably, so the finalizer helpers patch
+//!   a copy and leave the server's finalizers, resourceVersion and generation in the stash;
+//!   `ChildReconciler` copies them back onto the resource ([`sync_resource_meta`]).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use kube::api::{DeleteParams, DynamicObject};
+use parking_lot::Mutex;
+use serde_json::Value;
+use tracing::{debug, error, info};
+
+use super::resource::{api_message, log_unrecorded};
+use super::{
+    Context, ObjectManager, ReconcileError, Setup, Stasher, ValidationError, add_finalizer,
+    clear_finalizer,
+};
+use crate::client::{self, EventType, reasons};
+use crate::object::{Gvk, ObjectKey};
+
+/// How long a captured mutation is replayed.
+const MUTATION_TTL: Duration = Duration::from_secs(3600);
+
+/// Merges the desired object into a copy of the current one (`current`, `desired`).
+pub type MergeBeforeUpdate = Box<dyn Fn(&mut DynamicObject, &DynamicObject) + Send + Sync>;
+
+/// Copies immutable fields of the current object onto the desired one (`current`, `desired`).
+pub type HarmonizeImmutableFields = Box<dyn Fn(&DynamicObject, &mut DynamicObject) + Send + Sync>;
+
+/// The projection of an object that is logged (e.g. without secret data).
+pub type Sanitize = Box<dyn Fn(&DynamicObject) -> Value + Send + Sync>;
+
+/// Creates, updates and deletes objects of one kind (reconciler.io's `UpdatingObjectManager`).
+pub struct UpdatingObjectManager {
+    name: String,
+    child_type: Gvk,
+    finalizer: String,
+    track_desired: bool,
+    merge_before_update: Option<MergeBeforeUpdate>,
+    harmonize_immutable_fields: Option<HarmonizeImmutableFields>,
+    sanitize: Option<Sanitize>,
+    mutations: MutationCache,
+}
+
+impl UpdatingObjectManager {
+    /// A manager of objects of `child_type`; `merge_before_update` must still be given.
+    pub fn new(child_type: Gvk) -> Self {
+        Self {
+            name: format!("{}UpdatingObjectManager", child_type.kind),
+            child_type,
+            finalizer: String::new(),
+            track_desired: false,
+            merge_before_update: None,
+            harmonize_immutable_fields: None,
+            sanitize: None,
+            mutations: MutationCache::default(),
+        }
+    }
+
+    /// Names the manager (default `{Kind}UpdatingObjectManager`).
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Keeps `finalizer` on the resource while it has a managed object.
+    pub fn finalizer(mut self, finalizer: impl Into<String>) -> Self {
+        self.finalizer = finalizer.into();
+        self
+    }
+
+    /// Tracks the managed object for the resource (for objects without owner references).
+    pub fn track_desired(mut self, track: bool) -> Self {
+        self.track_desired = track;
+        self
+    }
+
+    /// Merges desired into current before an update (required); no change, no update.
+    pub fn merge_before_update(
+        mut self,
+        merge: impl Fn(&mut DynamicObject, &DynamicObject) + Send + Sync + 'static,
+    ) -> Self {
+        self.merge_before_update = Some(Box::new(merge));
+        self
+    }
+
+    /// Copies immutable fields of the current object onto the desired one before merging.
+    pub fn harmonize_immutable_fields(
+        mut self,
+        harmonize: impl Fn(&DynamicObject, &mut DynamicObject) + Send + Sync + 'static,
+    ) -> Self {
+        self.harmonize_immutable_fields = Some(Box::new(harmonize));
+        self
+    }
+
+    /// Logs objects through this projection (default: the whole object).
+    pub fn sanitize(
+        mut self,
+        sanitize: impl Fn(&DynamicObject) -> Value + Send + Sync + 'static,
+    ) -> Self {
+        self.sanitize = Some(Box::new(sanitize));
+        self
+    }
+
+    fn missing_merge(&self) -> ValidationError {
+        ValidationError(format!(
+            "UpdatingObjectManager {:?} must define MergeBeforeUpdate",
+            self.name
+        ))
+    }
+
+    /// The loggable form of an object.
+    fn loggable(&self, object: &DynamicObject) -> Value {
+        match &self.sanitize {
+            Some(sanitize) => sanitize(object),
+            None => serde_json::to_value(object).unwrap_or_default(),
+        }
+    }
+
+    /// `desired` with the mutation the server made on the last update of `actual` replayed.
+    fn replay(&self, actual: &DynamicObject, desired: &DynamicObject) -> DynamicObject {
+        let Some(uid) = actual.metadata.uid.as_deref() else {
+            return desired.clone();
+        };
+        let Some(mutation) = self.mutations.get(uid) else {
+            return desired.clone();
+        };
+        match mutation.apply(actual, desired) {
+            Ok(patched) => patched,
+            Err(err) => {
+                debug!(manager = %self.name, %err, "unable to patch desired child from mutation cache, this error is usually benign");
+                desired.clone()
+            }
+        }
+    }
+
+    /// Remembers how the server changed `updated` compared with merging `desired` into it.
+    fn capture(&self, merge: &MergeBeforeUpdate, updated: &DynamicObject, desired: &DynamicObject) {
+        let Some(uid) = updated.metadata.uid.clone() else {
+            return;
+        };
+        let mut base = updated.clone();
+        merge(&mut base, desired);
+        match Mutation::between(&base, updated) {
+            Ok(mutation) => self.mutations.put(uid, mutation),
+            Err(err) => {
+                debug!(manager = %self.name, %err, "unable to capture the server's mutation")
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl ObjectManager for UpdatingObjectManager {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn setup(&self, setup: &mut Setup) -> Result<(), ValidationError> {
+        if self.track_desired {
+            setup.watch_tracked(self.child_type.clone());
+        }
+        Ok(())
+    }
+
+    fn validate(&self) -> Result<(), ValidationError> {
+        match self.merge_before_update {
+            Some(_) => Ok(()),
+            None => Err(self.missing_merge()),
+        }
+    }
+
+    async fn manage(
+        &self,
+        ctx: &Context,
+        resource: &DynamicObject,
+        actual: Option<&DynamicObject>,
+        desired: Option<&DynamicObject>,
+    ) -> Result<Option<DynamicObject>, ReconcileError> {
+        let actual = present(actual);
+        let Some(desired) = prepare(ctx, resource, &self.finalizer, actual, desired).await? else {
+            return Ok(None);
+        };
+        let Some(actual) = actual else {
+            info!(manager = %self.name, child = %self.loggable(desired), "creating child");
+            let created = ctx.config().client.create(desired).await;
+            let created = report_write(ctx, resource, Write::Create, desired, created).await?;
+            if self.track_desired {
+                track(ctx, resource, &created)?;
+            }
+            record(ctx, resource, Write::Create.done(), &created).await;
+            return Ok(Some(created));
+        };
+        let Some(merge) = &self.merge_before_update else {
+            return Err(ReconcileError::from_error(self.missing_merge()));
+        };
+        let mut desired = desired.clone();
+        if let Some(harmonize) = &self.harmonize_immutable_fields {
+            harmonize(actual, &mut desired);
+        }
+        let patched = self.replay(actual, &desired);
+        let mut current = actual.clone();
+        if self.track_desired {
+            track(ctx, resource, &current)?;
+        }
+        merge(&mut current, &patched);
+        if current == *actual {
+            debug!(manager = %self.name, child = %self.loggable(actual), "resource is in sync, no update required");
+            return Ok(Some(actual.clone()));
+        }
+        info!(manager = %self.name, child = %self.loggable(&current), "updating child");
+        let updated = ctx.config().client.update(&current).await;
+        let updated = report_write(ctx, resource, Write::Update, &current, updated).await?;
+        self.capture(merge, &updated, &desired);
+        record(ctx, resource, Write::Update.done(), &updated).await;
+        Ok(Some(updated))
+    }
+}
+
+/// The actual object, unless it is absent (none, or never persisted).
+pub(super) fn present(actual: Option<&DynamicObject>) -> Option<&DynamicObject> {
+    actual.filter(|a| a.metadata.creation_timestamp.is_some())
+}
+
+/// The steps every manager takes before writing: with nothing desired, deletes the actual
+/// object (or, once it is gone, clears the finalizer); otherwise adds the finalizer and
+/// returns the desired object.
+pub(super) async fn prepare<'d>(
+    ctx: &Context,
+    resource: &DynamicObject,
+    finalizer: &str,
+    actual: Option<&DynamicObject>,
+    desired: Option<&'d DynamicObject>,
+) -> Result<Option<&'d DynamicObject>, ReconcileError> {
+    match (actual, desired) {
+        (None, None) => {
+            patch_finalizer(ctx, resource, finalizer, false).await?;
+            Ok(None)
+        }
+        (Some(actual), None) => {
+            delete(ctx, resource, actual).await?;
+            Ok(None)
+        }
+        (_, Some(desired)) => {
+            patch_finalizer(ctx, resource, finalizer, true).await?;
+            Ok(Some(desired))
+        }
+    }
+}
+
+/// Deletes `actual` unless it is already terminating; the finalizer stays until it is gone.
+async fn delete(
+    ctx: &Context,
+    resource: &DynamicObject,
+    actual: &DynamicObject,
+) -> Result<(), ReconcileError> {
+    if actual.metadata.deletion_timestamp.is_some() {
+        return Ok(());
+    }
+    let gvk = Gvk::of(actual).map_err(client::Error::from)?;
+    let key = ObjectKey::of(actual).map_err(client::Error::from)?;
+    info!(%gvk, child = %key, "deleting child");
+    let deleted = ctx
+        .config()
+        .client
+        .delete(&gvk, &key, &DeleteParams::default())
+        .await;
+    match deleted {
+        Ok(_) => {
+            record(ctx, resource, Done::Deleted, actual).await;
+            Ok(())
+        }
+        Err(err) => {
+            failed(
+                ctx,
+                resource,
+                "delete",
+                reasons::DELETE_FAILED,
+                actual,
+                &err,
+            )
+            .await;
+            Err(err.into())
+        }
+    }
+}
+
+/// A write of a managed object.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Write {
+    /// The object did not exist.
+    Create,
+    /// The object existed.
+    Update,
+}
+
+/// A write that succeeded, as its event says it.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Done {
+    Created,
+    Updated,
+    Deleted,
+}
+
+impl Write {
+    /// The event of the write's success.
+    pub(super) fn done(self) -> Done {
+        match self {
+            Write::Create => Done::Created,
+            Write::Update => Done::Updated,
+        }
+    }
+}
+
+/// Records the Warning event of a failed write (`Failed to <verb> <Kind> "<name>": ...`)
+/// and returns the error; passes a success through.
+pub(super) async fn report_write(
+    ctx: &Context,
+    resource: &DynamicObject,
+    write: Write,
+    object: &DynamicObject,
+    result: Result<DynamicObject, client::Error>,
+) -> Result<DynamicObject, ReconcileError> {
+    let (verb, reason) = match write {
+        Write::Create => ("create", reasons::CREATION_FAILED),
+        Write::Update => ("update", reasons::UPDATE_FAILED),
+    };
+    match result {
+        Ok(written) => Ok(written),
+        Err(err) => {
+            failed(ctx, resource, verb, reason, object, &err).await;
+            Err(err.into())
+        }
+    }
+}
+
+/// The kind and name of an object as events show them (the name may be empty).
+fn describe(object: &DynamicObject) -> (String, String) {
+    let kind = object.types.as_ref().map(|t| t.kind.clone());
+    let name = object.metadata.name.clone();
+    (kind.unwrap_or_default(), name.unwrap_or_default())
+}
+
+/// Logs a failed write and records its Warning event on the resource.
+async fn failed(
+    ctx: &Context,
+    resource: &DynamicObject,
+    verb: &str,
+    reason: &str,
+    object: &DynamicObject,
+    err: &client::Error,
+) {
+    let (kind, name) = describe(object);
+    error!(%kind, %name, %err, "unable to {verb} child");
+    let message = format!("Failed to {verb} {kind} {name:?}: {}", api_message(err));
+    let recorded = ctx
+        .original_config()
+        .recorder
+        .record(resource, EventType::Warning, reason, message)
+        .await;
+    log_unrecorded(recorded);
+}
+
+/// Records the Normal event of a successful write on the resource.
+pub(super) async fn record(
+    ctx: &Context,
+    resource: &DynamicObject,
+    done: Done,
+    object: &DynamicObject,
+) {
+    let (kind, name) = describe(object);
+    let (reason, verb) = match done {
+        Done::Created => (reasons::CREATED, "Created"),
+        Done::Updated => (reasons::UPDATED, "Updated"),
+        Done::Deleted => (reasons::DELETED, "Deleted"),
+    };
+    let recorded = ctx
+        .original_config()
+        .recorder
+        .record(
+            resource,
+            EventType::Normal,
+            reason,
+            format!("{verb} {kind} {name:?}"),
+        )
+        .await;
+    log_unrecorded(recorded);
+}
+
+/// Tracks `object` for the resource, so that its changes requeue the resource.
+pub(super) fn track(
+    ctx: &Context,
+    resource: &DynamicObject,
+    object: &DynamicObject,
+) -> Result<(), ReconcileError> {
+    let observer = ObjectKey::of(resource).map_err(client::Error::from)?;
+    ctx.config()
+        .tracker
+        .track_object(object, &observer)
+        .map_err(ReconcileError::from_error)
+}
+
+/// The resource's metadata as the server returned it from a finalizer patch.
+#[derive(Clone, Debug)]
+struct PatchedMeta {
+    uid: Option<String>,
+    finalizers: Option<Vec<String>>,
+    resource_version: Option<String>,
+    generation: Option<i64>,
+}
+
+/// Where a manager leaves the resource's metadata after patching its finalizer.
+const PATCHED_META: Stasher<PatchedMeta> = Stasher::new("dynrec.io/object-manager:patched-meta");
+
+/// Adds or removes the finalizer on a copy of the resource and stashes the server's answer
+/// for [`sync_resource_meta`].
+async fn patch_finalizer(
+    ctx: &Context,
+    resource: &DynamicObject,
+    finalizer: &str,
+    add: bool,
+) -> Result<(), ReconcileError> {
+    let mut patched = resource.clone();
+    if add {
+        add_finalizer(ctx, &mut patched, finalizer).await?;
+    } else {
+        clear_finalizer(ctx, &mut patched, finalizer).await?;
+    }
+    if patched.metadata != resource.metadata {
+        let meta = PatchedMeta {
+            uid: patched.metadata.uid,
+            finalizers: patched.metadata.finalizers,
+            resource_version: patched.metadata.resource_version,
+            generation: patched.metadata.generation,
+        };
+        PATCHED_META.store(ctx.stash(), meta);
+    }
+    Ok(())
+}
+
+/// Copies the finalizers, resourceVersion and generation an object manager's finalizer
+/// patch left in the stash onto the resource (a manager borrows the resource immutably);
+/// call it after [`ObjectManager::manage`].
+pub fn sync_resource_meta(ctx: &Context, resource: &mut DynamicObject) {
+    let Some(meta) = PATCHED_META.clear(ctx.stash()) else {
+        return;
+    };
+    if meta.uid == resource.metadata.uid {
+        resource.metadata.finalizers = meta.finalizers;
+        resource.metadata.resource_version = meta.resource_version;
+        resource.metadata.generation = meta.generation;
+    }
+}
+
+/// The mutation cache: what the server changed on the last update, per object UID.
+#[derive(Default)]
+struct MutationCache {
+    entries: Mutex<HashMap<String, Arc<Mutation>>>,
+}
+
+impl MutationCache {
+    /// The unexpired mutation captured for `uid`.
+    fn get(&self, uid: &str) -> Option<Arc<Mutation>> {
+        let mut entries = self.entries.lock();
+        let now = Instant::now();
+        entries.retain(|_, m| m.expires > now);
+        entries.get(uid).cloned()
+    }
+
+    /// Remembers a mutation for `uid` for an hour.
+    fn put(&self, uid: String, mutation: Mutation) {
+        self.entries.lock().insert(uid, Arc::new(mutation));
+    }
+}
+
+/// Why a captured mutation could not be replayed or captured.
+#[derive(Debug, thiserror::Error)]
+enum MutationError {
+    /// The object changed generation since the mutation was captured.
+    #[error("patch generation did not match target: captured at {captured}, object at {actual}")]
+    GenerationMismatch { captured: i64, actual: i64 },
+    /// An object could not be turned into JSON or back.
+    #[error("cannot convert the object: {0}")]
+    Json(#[from] serde_json::Error),
+    /// An operation of the JSON Patch did not apply.
+    #[error(transparent)]
+    Patch(#[from] json_patch::PatchError),
+}
+
+/// An RFC 6902 JSON Patch from what was sent to what the server stored, and the generation
+/// of the object it was captured on.
+struct Mutation {
+    generation: i64,
+    patch: json_patch::Patch,
+    expires: Instant,
+}
+
+impl Mutation {
+    /// The patch that turns `base` into `updated`.
+    fn between(base: &DynamicObject, updated: &DynamicObject) -> Result<Self, MutationError> {
+        let patch = json_patch::diff(
+            &serde_json::to_value(base)?,
+            &serde_json::to_value(updated)?,
+        );
+        Ok(Self {
+            generation: updated.metadata.generation.unwrap_or_default(),
+            patch,
+            expires: Instant::now() + MUTATION_TTL,
+        })
+    }
+
+    /// `desired` with the patch applied, if `actual` is still at the captured generation.
+    fn apply(
+        &self,
+        actual: &DynamicObject,
+        desired: &DynamicObject,
+    ) -> Result<DynamicObject, MutationError> {
+        let actual_generation = actual.metadata.generation.unwrap_or_default();
+        if actual_generation != self.generation {
+            return Err(MutationError::GenerationMismatch {
+                captured: self.generation,
+                actual: actual_generation,
+            });
+        }
+        let mut doc = serde_json::to_value(desired)?;
+        json_patch::patch(&mut doc, &self.patch)?;
+        Ok(serde_json::from_value(doc)?)
+    }
+}

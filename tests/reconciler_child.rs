@@ -1,0 +1,690 @@
+//! ChildReconciler table tests (spec section 5): a TestResource parent whose `spec.fields`
+//! become the data of a ConfigMap child, reflected back as `status.fields` and Ready.
+
+mod harness_common;
+
+use dynrec::client::reasons;
+use dynrec::object::{ConditionSet, Gvk, READY};
+use dynrec::reconcilers::{
+    ChildReconciler, Context, OnlyReconcileChildStatus, ParentAndChild, Predicate, ReconcileError,
+    ResourceReconciler, RootReconciler, Setup, SubReconciler, UpdatingObjectManager, Watch,
+    api_reason, api_status,
+};
+use dynrec::testing::{
+    ApiStatus, DeleteRef, Event, ExpectConfig, PatchRef, ReconcilerTestCase, ReconcilerTests,
+    SubReconcilerTestCase, SubReconcilerTests, TestObject, TrackRequest, induce_failure,
+};
+use harness_common::*;
+use kube::api::DynamicObject;
+use kube::core::Selector;
+use serde_json::{Value, json};
+
+const PARENT_UID: &str = "a0e91ff9-bf42-4bc7-9253-2a6581b07e4d";
+const FINALIZER: &str = "test.finalizer";
+
+fn config_map_gvk() -> Gvk {
+    Gvk::new("", "v1", "ConfigMap")
+}
+
+fn owner_reference() -> Value {
+    json!([{
+        "apiVersion": format!("{GROUP}/v1"), "kind": "TestResource", "name": NAME,
+        "uid": PARENT_UID, "controller": true, "blockOwnerDeletion": true
+    }])
+}
+
+/// The parent, with a uid its children's owner references name.
+fn parent() -> TestObject {
+    resource().field("metadata.uid", PARENT_UID)
+}
+
+/// `object` with Ready True (as the reflect function marks it).
+fn ready(object: TestObject) -> DynamicObject {
+    let mut object = object.build();
+    let set = ConditionSet::living(&[]);
+    let mut conditions = set.manage(&mut object, jiff::Timestamp::now());
+    conditions.mark_true(READY, READY, "").expect("conditions");
+    object
+}
+
+/// `object` with Ready False for `reason`.
+fn not_ready(object: TestObject, reason: &str, message: &str) -> DynamicObject {
+    let mut object = object.build();
+    let set = ConditionSet::living(&[]);
+    let mut conditions = set.manage(&mut object, jiff::Timestamp::now());
+    conditions
+        .mark_false(READY, reason, message)
+        .expect("conditions");
+    object
+}
+
+/// The parent asking for a child with `fields`, its status already showing them.
+fn with_fields(fields: Value) -> TestObject {
+    parent()
+        .spec(json!({"fields": fields.clone()}))
+        .field("status.fields", fields)
+}
+
+/// The parent asking for a child with `fields`, its status not showing them yet.
+fn asking(fields: Value) -> TestObject {
+    parent().spec(json!({"fields": fields}))
+}
+
+/// The child as created: data and the parent's controller reference.
+fn child(data: Value) -> TestObject {
+    config_map(NAME)
+        .field("data", data)
+        .field("metadata.ownerReferences", owner_reference())
+}
+
+/// A child as the server holds it.
+fn given(object: TestObject, uid: &str) -> DynamicObject {
+    object
+        .field("metadata.uid", uid)
+        .field("metadata.creationTimestamp", "2020-01-01T00:00:00Z")
+        .resource_version("999")
+        .build()
+}
+
+fn normal(reason: &str, message: &str) -> Event {
+    Event::normal(&parent().build(), reason, message)
+}
+
+fn warning(reason: &str, message: &str) -> Event {
+    Event::warning(&parent().build(), reason, message)
+}
+
+/// `status.fields` = the child's data and Ready; a conflict or invalid child is Ready False.
+fn reflect(
+    ctx: &Context,
+    parent: &mut DynamicObject,
+    child: Option<&DynamicObject>,
+    err: Option<&ReconcileError>,
+) {
+    let set = ConditionSet::living(&[]);
+    if let Some(err) = err {
+        let name = api_status(err)
+            .and_then(|s| s.details.as_ref())
+            .map(|d| d.name.clone())
+            .unwrap_or_default();
+        let mut conditions = set.manage(parent, ctx.now());
+        let marked = match api_reason(err) {
+            Some("AlreadyExists") => {
+                conditions.mark_false(READY, "NameConflict", format!("{name:?} already exists"))
+            }
+            Some("Invalid") => conditions.mark_false(
+                READY,
+                "InvalidChild",
+                "child was rejected by the api server",
+            ),
+            _ => Ok(()),
+        };
+        marked.expect("conditions");
+        return;
+    }
+    match child {
+        Some(child) => parent.data["status"]["fields"] = child.data["data"].clone(),
+        None => {
+            if let Some(status) = parent.data["status"].as_object_mut() {
+                status.remove("fields");
+            }
+        }
+    }
+    let mut conditions = set.manage(parent, ctx.now());
+    conditions.mark_true(READY, READY, "").expect("conditions");
+}
+
+/// The desired child: none without `spec.fields`; `spec.fail` fails, `spec.statusOnly`
+/// only reflects, `spec.customOwner` brings its own controller reference, `spec.label` labels it.
+fn desired_child(
+    _ctx: &Context,
+    parent: &DynamicObject,
+) -> Result<Option<DynamicObject>, ReconcileError> {
+    let spec = &parent.data["spec"];
+    if spec["fail"] == true {
+        return Err(ReconcileError::msg("desired child failed"));
+    }
+    if spec["statusOnly"] == true {
+        return Err(OnlyReconcileChildStatus.into());
+    }
+    let fields = &spec["fields"];
+    if fields.as_object().is_none_or(|f| f.is_empty()) {
+        return Ok(None);
+    }
+    let mut child = config_map(NAME).field("data", fields.clone());
+    if spec["customOwner"] == true {
+        let mut reference = owner_reference();
+        reference[0]["blockOwnerDeletion"] = json!(false);
+        child = child.field("metadata.ownerReferences", reference);
+    }
+    if spec["label"] == true {
+        child = child.label("app", "child");
+    }
+    Ok(Some(child.build()))
+}
+
+/// Children labelled `extraneous` are not ours.
+fn not_extraneous() -> Predicate<ParentAndChild> {
+    Predicate::new(|_, pair: &ParentAndChild| {
+        let labels = pair.child.metadata.labels.as_ref();
+        labels.is_none_or(|l| !l.contains_key("extraneous"))
+    })
+}
+
+fn manager() -> UpdatingObjectManager {
+    UpdatingObjectManager::new(config_map_gvk()).merge_before_update(|current, desired| {
+        current.data["data"] = desired.data["data"].clone();
+    })
+}
+
+fn child_reconciler() -> ChildReconciler {
+    ChildReconciler::new(config_map_gvk())
+        .desired_child(desired_child)
+        .reflect_child_status_on_parent(reflect)
+        .child_object_manager(manager())
+        .our_child(not_extraneous())
+}
+
+fn case(resource: TestObject) -> SubReconcilerTestCase {
+    SubReconcilerTestCase {
+        resource: resource.build(),
+        config: config(),
+        ..Default::default()
+    }
+}
+
+fn expecting(resource: TestObject, expect: DynamicObject) -> SubReconcilerTestCase {
+    SubReconcilerTestCase {
+        expect_resource: Some(expect),
+        ..case(resource)
+    }
+}
+
+/// A failing case: every `verb` of ConfigMaps fails, recording `reason` on the parent.
+fn failing(
+    resource: TestObject,
+    verb: &str,
+    reason: &str,
+    given_objects: Vec<DynamicObject>,
+) -> SubReconcilerTestCase {
+    let message = format!(
+        r#"Failed to {verb} ConfigMap "test-resource": inducing failure for {verb} ConfigMap"#
+    );
+    SubReconcilerTestCase {
+        should_err: true,
+        config: ExpectConfig {
+            given_objects,
+            with_reactors: vec![induce_failure(verb, "ConfigMap").into()],
+            expect_events: vec![warning(reason, &message)],
+            ..config()
+        },
+        ..case(resource)
+    }
+}
+
+const CHILD_UID: &str = "3b298fdb-b0b6-4603-9708-939e05daf183";
+const EXTRA_UID: &str = "62af4b9a-767a-4f32-b62c-e4bccbfa8ef0";
+
+fn bar() -> Value {
+    json!({"foo": "bar"})
+}
+
+#[tokio::test]
+async fn reconciles_the_child() {
+    let in_sync = || given(child(bar()), CHILD_UID);
+    let extra = || {
+        given(
+            child(bar()).field("metadata.name", "test-resource-extra"),
+            EXTRA_UID,
+        )
+    };
+    SubReconcilerTests::from([
+        ("preserve no child", case(TestObject::from_object(&ready(parent())))),
+        ("in sync", {
+            let mut c = case(TestObject::from_object(&ready(with_fields(bar()))));
+            c.config.given_objects = vec![in_sync()];
+            c
+        }),
+        ("create", {
+            let mut c = expecting(asking(bar()), ready(with_fields(bar())));
+            c.config.expect_creates = vec![child(bar()).build()];
+            c.config.expect_events = vec![normal(reasons::CREATED, r#"Created ConfigMap "test-resource""#)];
+            c
+        }),
+        ("create with a custom owner reference", {
+            let resource = asking(bar()).field("spec.customOwner", true);
+            let mut c = expecting(resource.clone(), ready(resource.field("status.fields", bar())));
+            let mut custom = owner_reference();
+            custom[0]["blockOwnerDeletion"] = json!(false);
+            c.config.expect_creates = vec![child(bar()).field("metadata.ownerReferences", custom).build()];
+            c.config.expect_events = vec![normal(reasons::CREATED, r#"Created ConfigMap "test-resource""#)];
+            c
+        }),
+        ("update", {
+            let mut c = expecting(
+                TestObject::from_object(&ready(asking(bar()).field("status.fields", json!({"foo": "old"})))),
+                ready(with_fields(bar())),
+            );
+            c.config.given_objects = vec![given(child(json!({"foo": "old"})), CHILD_UID)];
+            c.config.expect_updates = vec![in_sync()];
+            c.config.expect_events = vec![normal(reasons::UPDATED, r#"Updated ConfigMap "test-resource""#)];
+            c
+        }),
+        ("delete", {
+            let mut c = expecting(
+                TestObject::from_object(&ready(parent().field("status.fields", bar()))),
+                ready(parent()),
+            );
+            c.config.given_objects = vec![in_sync()];
+            c.config.expect_deletes = vec![DeleteRef::of(&in_sync())];
+            c.config.expect_events = vec![normal(reasons::DELETED, r#"Deleted ConfigMap "test-resource""#)];
+            c
+        }),
+        ("ignore extraneous children", {
+            let mut c = case(TestObject::from_object(&ready(parent())));
+            c.config.given_objects = vec![given(child(bar()).label("extraneous", "true"), CHILD_UID)];
+            c
+        }),
+        ("delete duplicate children, then create", {
+            let mut c = expecting(asking(bar()), ready(with_fields(bar())));
+            c.config.given_objects = vec![in_sync(), extra()];
+            c.config.expect_deletes = vec![DeleteRef::of(&in_sync()), DeleteRef::of(&extra())];
+            c.config.expect_creates = vec![child(bar()).build()];
+            // Go records `Deleted ConfigMap "test-resource-extra"` second; dynrec's EventRecorder
+            // (kube-runtime's) folds a repeated reason into a series of the first event, note
+            // included (reported as a bug of the recorder).
+            c.config.expect_events = vec![
+                normal(reasons::DELETED, r#"Deleted ConfigMap "test-resource""#),
+                normal(reasons::DELETED, r#"Deleted ConfigMap "test-resource""#),
+                normal(reasons::CREATED, r#"Created ConfigMap "test-resource""#),
+            ];
+            c
+        }),
+        ("invalid child is reflected", {
+            let invalid = ApiStatus::new(422, "Invalid", "ConfigMap \"test-resource\" is invalid");
+            let mut c = expecting(
+                asking(bar()),
+                not_ready(asking(bar()), "InvalidChild", "child was rejected by the api server"),
+            );
+            c.config.with_reactors = vec![induce_failure("create", "ConfigMap").error(invalid).into()];
+            c.config.expect_creates = vec![child(bar()).build()];
+            c.config.expect_events = vec![warning(
+                reasons::CREATION_FAILED,
+                r#"Failed to create ConfigMap "test-resource": ConfigMap "test-resource" is invalid"#,
+            )];
+            c
+        }),
+        ("name collision is reflected and the conflicting object tracked", {
+            let conflicting = given(config_map(NAME), CHILD_UID);
+            let mut c = expecting(
+                asking(bar()),
+                not_ready(asking(bar()), "NameConflict", r#""test-resource" already exists"#),
+            );
+            c.config.given_objects = vec![conflicting.clone()];
+            c.config.api_given_objects = vec![conflicting.clone()];
+            c.config.expect_creates = vec![child(bar()).build()];
+            c.config.expect_events = vec![warning(
+                reasons::CREATION_FAILED,
+                r#"Failed to create ConfigMap "test-resource": configmaps "test-resource" already exists"#,
+            )];
+            c.config.expect_tracks = vec![TrackRequest::new(&conflicting, &parent().build())];
+            c
+        }),
+        ("status only reflects the existing child", {
+            let resource = asking(json!({"foo": "new"})).field("spec.statusOnly", true);
+            let mut c = expecting(resource.clone(), ready(resource.field("status.fields", bar())));
+            c.config.given_objects = vec![in_sync()];
+            c
+        }),
+        ("status only without a child reflects no child", {
+            let resource = asking(bar()).field("status.fields", bar()).field("spec.statusOnly", true);
+            let expected = ready(asking(bar()).field("spec.statusOnly", true));
+            expecting(resource, expected)
+        }),
+        ("list error", SubReconcilerTestCase {
+            should_err: true,
+            config: ExpectConfig {
+                with_reactors: vec![induce_failure("list", "ConfigMapList").into()],
+                ..config()
+            },
+            ..case(asking(bar()))
+        }),
+        ("create error", {
+            let mut c = failing(asking(bar()), "create", reasons::CREATION_FAILED, vec![]);
+            c.config.expect_creates = vec![child(bar()).build()];
+            c
+        }),
+        ("update error", {
+            let old = given(child(json!({"foo": "old"})), CHILD_UID);
+            let mut c = failing(asking(bar()), "update", reasons::UPDATE_FAILED, vec![old]);
+            c.config.expect_updates = vec![in_sync()];
+            c
+        }),
+        ("delete error", {
+            let mut c = failing(parent(), "delete", reasons::DELETE_FAILED, vec![in_sync()]);
+            c.config.expect_deletes = vec![DeleteRef::of(&in_sync())];
+            c
+        }),
+        ("duplicate delete error stops at the first", {
+            let given = vec![in_sync(), extra()];
+            let mut c = failing(asking(bar()), "delete", reasons::DELETE_FAILED, given);
+            c.config.expect_deletes = vec![DeleteRef::of(&in_sync())];
+            c
+        }),
+        ("desired child error", SubReconcilerTestCase {
+            should_err: true,
+            ..case(asking(bar()).field("spec.fail", true))
+        }),
+    ])
+    .run(|_, _| Box::new(child_reconciler()) as Box<dyn SubReconciler>)
+    .await;
+}
+
+#[tokio::test]
+async fn reflection_can_be_disabled() {
+    let invalid = ApiStatus::new(422, "Invalid", "ConfigMap \"test-resource\" is invalid");
+    SubReconcilerTests::from([(
+        "invalid child is an error",
+        SubReconcilerTestCase {
+            should_err: true,
+            config: ExpectConfig {
+                with_reactors: vec![induce_failure("create", "ConfigMap").error(invalid).into()],
+                expect_creates: vec![child(bar()).build()],
+                expect_events: vec![warning(
+                    reasons::CREATION_FAILED,
+                    r#"Failed to create ConfigMap "test-resource": ConfigMap "test-resource" is invalid"#,
+                )],
+                ..config()
+            },
+            ..case(asking(bar()))
+        },
+    )])
+    .run(|_, _| {
+        let none: [&str; 0] = [];
+        Box::new(child_reconciler().reflected_child_error_reasons(none)) as Box<dyn SubReconciler>
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_conflict_with_our_own_child_missing_from_the_list_is_an_error() {
+    // The list only sees labelled children, as a stale cache would miss the existing one.
+    let owned = given(child(bar()), CHILD_UID);
+    SubReconcilerTests::from([(
+        "name collision with stale cache",
+        SubReconcilerTestCase {
+            should_err: true,
+            config: ExpectConfig {
+                given_objects: vec![owned.clone()],
+                api_given_objects: vec![owned],
+                expect_creates: vec![child(bar()).label("app", "child").build()],
+                expect_events: vec![warning(
+                    reasons::CREATION_FAILED,
+                    r#"Failed to create ConfigMap "test-resource": configmaps "test-resource" already exists"#,
+                )],
+                ..config()
+            },
+            ..case(asking(bar()).field("spec.label", true))
+        },
+    )])
+    .run(|_, _| {
+        let labelled = child_reconciler().list_options(|_, parent| dynrec::client::ListOptions {
+            namespace: parent.metadata.namespace.clone(),
+            selector: Some(Selector::from_iter([("app", "child")])),
+        });
+        Box::new(labelled) as Box<dyn SubReconciler>
+    })
+    .await;
+}
+
+/// Children without owner references, found by name in `other-namespace`.
+fn unowned_reconciler() -> ChildReconciler {
+    let our_child =
+        Predicate::cel("self.child.metadata.name == self.parent.metadata.name").expect("valid CEL");
+    ChildReconciler::new(config_map_gvk())
+        .desired_child(|_, parent| {
+            let fields = &parent.data["spec"]["fields"];
+            Ok(fields.as_object().filter(|f| !f.is_empty()).map(|_| {
+                TestObject::new("v1", "ConfigMap", NAME)
+                    .namespace("other-namespace")
+                    .field("data", fields.clone())
+                    .build()
+            }))
+        })
+        .reflect_child_status_on_parent(reflect)
+        .child_object_manager(manager().finalizer(FINALIZER))
+        .skip_owner_reference(true)
+        .our_child(our_child)
+        .list_options(|_, _| dynrec::client::ListOptions::default().namespace("other-namespace"))
+}
+
+#[tokio::test]
+async fn children_without_owner_references() {
+    let other = |data: Value| {
+        TestObject::new("v1", "ConfigMap", NAME)
+            .namespace("other-namespace")
+            .field("data", data)
+    };
+    let terminating = || parent().finalizers(&[FINALIZER]).terminating();
+    SubReconcilerTests::from([
+        ("in sync in another namespace", {
+            let mut c = case(TestObject::from_object(&ready(
+                with_fields(bar()).finalizers(&[FINALIZER]),
+            )));
+            c.config.given_objects = vec![given(other(bar()), CHILD_UID)];
+            c
+        }),
+        ("delete during finalization", {
+            let mut c = case(terminating());
+            c.config.given_objects = vec![given(other(bar()), CHILD_UID)];
+            c.config.expect_deletes = vec![DeleteRef::of(&other(bar()).build())];
+            c.config.expect_events = vec![normal(
+                reasons::DELETED,
+                r#"Deleted ConfigMap "test-resource""#,
+            )];
+            c
+        }),
+        ("finalizer cleared once the child is gone", {
+            let mut c = expecting(
+                terminating(),
+                parent().terminating().resource_version("1000").build(),
+            );
+            c.config.expect_patches = vec![PatchRef::merge(
+                &parent().build(),
+                r#"{"metadata":{"finalizers":null,"resourceVersion":"999"}}"#,
+            )];
+            c.config.expect_events = vec![normal(
+                reasons::FINALIZER_PATCHED,
+                r#"Patched finalizer "test.finalizer""#,
+            )];
+            c
+        }),
+    ])
+    .run(|_, _| Box::new(unowned_reconciler()) as Box<dyn SubReconciler>)
+    .await;
+}
+
+/// A cluster-scoped parent kind.
+fn cluster_crd() -> DynamicObject {
+    let mut crd = dynrec::testing::crd(GROUP, "ClusterTestResource", "clustertestresources");
+    crd.data["spec"]["scope"] = json!("Cluster");
+    crd
+}
+
+#[tokio::test]
+async fn a_cluster_scoped_parent_owns_namespaced_children() {
+    let cluster_parent = || {
+        TestObject::new(&format!("{GROUP}/v1"), "ClusterTestResource", NAME)
+            .field("metadata.uid", PARENT_UID)
+            .spec(json!({"fields": {"foo": "bar"}}))
+    };
+    let reference = json!([{
+        "apiVersion": format!("{GROUP}/v1"), "kind": "ClusterTestResource", "name": NAME,
+        "uid": PARENT_UID, "controller": true, "blockOwnerDeletion": true
+    }]);
+    let created = config_map(NAME)
+        .field("data", bar())
+        .field("metadata.ownerReferences", reference);
+    let mut config = config();
+    config.given_api_resources.push(cluster_crd());
+    config.given_objects = vec![TestObject::new("v1", "Namespace", NAMESPACE).build()];
+    config.expect_creates = vec![created.build()];
+    config.expect_events = vec![Event::normal(
+        &cluster_parent().build(),
+        reasons::CREATED,
+        r#"Created ConfigMap "test-resource""#,
+    )];
+    SubReconcilerTests::from([(
+        "create",
+        SubReconcilerTestCase {
+            resource: cluster_parent().build(),
+            expect_resource: Some(ready(cluster_parent().field("status.fields", bar()))),
+            config,
+            ..Default::default()
+        },
+    )])
+    .run(|_, _| Box::new(child_reconciler()) as Box<dyn SubReconciler>)
+    .await;
+}
+
+#[tokio::test]
+async fn owner_references_stay_in_the_parents_namespace() {
+    let reconciler = |namespace: Option<&'static str>| {
+        ChildReconciler::new(config_map_gvk())
+            .desired_child(move |_, _| {
+                let mut child = TestObject::new("v1", "ConfigMap", NAME);
+                if let Some(namespace) = namespace {
+                    child = child.namespace(namespace);
+                }
+                Ok(Some(child.build()))
+            })
+            .reflect_child_status_on_parent(reflect)
+            .child_object_manager(manager())
+    };
+    for (namespace, message) in [
+        (
+            Some("elsewhere"),
+            "cross-namespace owner references are disallowed, owner's namespace test-namespace, obj's namespace elsewhere",
+        ),
+        (
+            None,
+            "cluster-scoped resource must not have a namespace-scoped owner, owner's namespace test-namespace",
+        ),
+    ] {
+        let expected = message.to_string();
+        SubReconcilerTests::from([(
+            "owner reference refused",
+            SubReconcilerTestCase {
+                should_err: true,
+                verify: Some(Box::new(move |_, outcome| {
+                    let error = outcome.error.as_ref().map(ToString::to_string);
+                    (error.as_deref() == Some(expected.as_str()))
+                        .then_some(())
+                        .ok_or(format!("unexpected error {error:?}"))
+                })),
+                ..case(asking(bar()))
+            },
+        )])
+        .run(|_, _| Box::new(reconciler(namespace)) as Box<dyn SubReconciler>)
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn under_a_resource_reconciler_the_child_makes_the_parent_ready() {
+    let mut config = config();
+    config.given_objects = vec![asking(bar()).build()];
+    config.expect_creates = vec![child(bar()).build()];
+    config.expect_events = vec![
+        normal(reasons::CREATED, r#"Created ConfigMap "test-resource""#),
+        normal(reasons::STATUS_UPDATED, "Updated status"),
+    ];
+    config.expect_status_updates = vec![ready(
+        asking(bar())
+            .field("status.fields", bar())
+            .field("status.observedGeneration", 1),
+    )];
+    ReconcilerTests::from([(
+        "create and reflect",
+        ReconcilerTestCase {
+            request: request(),
+            config,
+            ..Default::default()
+        },
+    )])
+    .run(|_, config| {
+        Box::new(
+            ResourceReconciler::new(gvk(), child_reconciler(), config.clone())
+                .conditions(ConditionSet::living(&[])),
+        ) as Box<dyn RootReconciler>
+    })
+    .await;
+}
+
+#[test]
+fn setup_watches_owned_and_tracked_children() {
+    let mut setup = Setup::default();
+    child_reconciler().setup(&mut setup).expect("setup");
+    assert_eq!(
+        setup.watches(),
+        [
+            Watch::Owns(config_map_gvk()),
+            Watch::Tracked(config_map_gvk())
+        ]
+    );
+    let mut unowned = Setup::default();
+    unowned_reconciler().setup(&mut unowned).expect("setup");
+    assert!(unowned.watches().is_empty());
+}
+
+#[test]
+fn validation_names_what_is_missing() {
+    let base = || ChildReconciler::new(config_map_gvk()).named("test");
+    let cases: [(ChildReconciler, &str); 6] = [
+        (
+            base(),
+            r#"ChildReconciler "test" must implement DesiredChild"#,
+        ),
+        (
+            base().desired_child(desired_child),
+            r#"ChildReconciler "test" must implement ReflectChildStatusOnParent"#,
+        ),
+        (
+            base()
+                .desired_child(desired_child)
+                .reflect_child_status_on_parent(reflect),
+            r#"ChildReconciler "test" must implement ChildObjectManager"#,
+        ),
+        (
+            base()
+                .desired_child(desired_child)
+                .reflect_child_status_on_parent(reflect)
+                .child_object_manager(UpdatingObjectManager::new(config_map_gvk()).named("om")),
+            r#"ChildReconciler "test" must have a valid ChildObjectManager: UpdatingObjectManager "om" must define MergeBeforeUpdate"#,
+        ),
+        (
+            base()
+                .desired_child(desired_child)
+                .reflect_child_status_on_parent(reflect)
+                .child_object_manager(manager())
+                .skip_owner_reference(true),
+            r#"ChildReconciler "test" must implement OurChild since owner references are not used"#,
+        ),
+        (
+            base()
+                .desired_child(desired_child)
+                .reflect_child_status_on_parent(reflect)
+                .child_object_manager(manager())
+                .skip_owner_reference(true)
+                .our_child(not_extraneous()),
+            r#"ChildReconciler "test" must implement ListOptions since owner references are not used"#,
+        ),
+    ];
+    for (reconciler, message) in cases {
+        assert_eq!(
+            reconciler.validate().map_err(|e| e.to_string()),
+            Err(message.to_string())
+        );
+    }
+    assert!(child_reconciler().validate().is_ok());
+}

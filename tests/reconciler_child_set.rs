@@ -1,0 +1,476 @@
+//! ChildSetReconciler table tests (spec section 6): ConfigMap children identified by an
+//! annotation, their data reflected as `status.fields["<id>.<key>"]` and Ready.
+
+mod harness_common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use dynrec::client::{ListOptions, reasons};
+use dynrec::object::{ConditionSet, Gvk, READY};
+use dynrec::reconcilers::{
+    ChildSetReconciler, ChildSetResult, Context, OnlyReconcileChildStatus, ParentAndChild,
+    Predicate, ReconcileError, SubReconciler, UpdatingObjectManager, api_reason, api_status,
+    known_children,
+};
+use dynrec::testing::{
+    ApiStatus, DeleteRef, Event, ExpectConfig, PatchRef, Reactor, SubReconcilerTestCase,
+    SubReconcilerTests, TestObject, induce_failure,
+};
+use harness_common::*;
+use kube::api::DynamicObject;
+use serde_json::{Map, Value, json};
+
+const PARENT_UID: &str = "a0e91ff9-bf42-4bc7-9253-2a6581b07e4d";
+const ID: &str = "testing.reconciler.runtime/child-id";
+const FINALIZER: &str = "test.finalizer";
+
+fn config_map_gvk() -> Gvk {
+    Gvk::new("", "v1", "ConfigMap")
+}
+
+fn parent() -> TestObject {
+    resource().field("metadata.uid", PARENT_UID)
+}
+
+/// The parent, Ready, showing `fields` (`{"blue.foo": "bar"}`).
+fn ready(fields: Value) -> TestObject {
+    let mut object = parent().build();
+    if fields.as_object().is_some_and(|f| !f.is_empty()) {
+        object.data["status"]["fields"] = fields;
+    }
+    let set = ConditionSet::living(&[]);
+    let mut conditions = set.manage(&mut object, jiff::Timestamp::now());
+    conditions.mark_true(READY, READY, "").expect("conditions");
+    TestObject::from_object(&object)
+}
+
+fn owner_reference() -> Value {
+    json!([{
+        "apiVersion": format!("{GROUP}/v1"), "kind": "TestResource", "name": NAME,
+        "uid": PARENT_UID, "controller": true, "blockOwnerDeletion": true
+    }])
+}
+
+/// The desired child with `id` (named `test-resource-<id>`), data foo=`value`.
+fn desired(id: &str, value: &str) -> TestObject {
+    config_map(&format!("{NAME}-{id}"))
+        .field(
+            &format!("/metadata/annotations/{}", ID.replace('/', "~1")),
+            id,
+        )
+        .field("data", json!({"foo": value}))
+}
+
+/// A child as created: with the controller reference.
+fn created(id: &str, value: &str) -> TestObject {
+    desired(id, value).field("metadata.ownerReferences", owner_reference())
+}
+
+/// A child as the server holds it.
+fn given(object: TestObject, uid: &str, created_at: &str) -> DynamicObject {
+    object
+        .field("metadata.uid", uid)
+        .field("metadata.creationTimestamp", created_at)
+        .resource_version("999")
+        .build()
+}
+
+const NOW: &str = "2020-01-01T01:00:00Z";
+const HOUR_AGO: &str = "2020-01-01T00:00:00Z";
+
+fn blue() -> DynamicObject {
+    given(created("blue", "bar"), "uid-blue", NOW)
+}
+
+fn green() -> DynamicObject {
+    given(created("green", "bar"), "uid-green", HOUR_AGO)
+}
+
+fn normal(reason: &str, message: &str) -> Event {
+    Event::normal(&parent().build(), reason, message)
+}
+
+fn identify(child: &DynamicObject) -> String {
+    let annotations = child.metadata.annotations.as_ref();
+    annotations
+        .and_then(|a| a.get(ID))
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Ready with every child's data as `<id>.<key>`; a name conflict is Ready False.
+fn reflect(
+    ctx: &Context,
+    parent: &mut DynamicObject,
+    result: &ChildSetResult,
+) -> Result<(), ReconcileError> {
+    let set = ConditionSet::living(&[]);
+    if let Some(err) = result.aggregate_error() {
+        if api_reason(&err) == Some("AlreadyExists") {
+            let name = api_status(&err)
+                .and_then(|s| s.details.as_ref())
+                .map(|d| d.name.clone())
+                .unwrap_or_default();
+            let mut conditions = set.manage(parent, ctx.now());
+            conditions
+                .mark_false(READY, "NameConflict", format!("{name:?} already exists"))
+                .map_err(ReconcileError::from_error)?;
+        }
+        return Ok(());
+    }
+    let mut fields = Map::new();
+    for partial in &result.children {
+        let data = partial
+            .child
+            .as_ref()
+            .and_then(|c| c.data["data"].as_object());
+        for (key, value) in data.into_iter().flatten() {
+            fields.insert(format!("{}.{key}", partial.id), value.clone());
+        }
+    }
+    match fields.is_empty() {
+        true => {
+            if let Some(status) = parent.data["status"].as_object_mut() {
+                status.remove("fields");
+            }
+        }
+        false => parent.data["status"]["fields"] = Value::Object(fields),
+    }
+    let mut conditions = set.manage(parent, ctx.now());
+    conditions
+        .mark_true(READY, READY, "")
+        .map_err(ReconcileError::from_error)
+}
+
+type Desired = fn(&Context, &DynamicObject) -> Result<Vec<DynamicObject>, ReconcileError>;
+
+fn child_set(desired: Desired) -> ChildSetReconciler {
+    ChildSetReconciler::new(config_map_gvk())
+        .desired_children(desired)
+        .identify_child(identify)
+        .reflect_children_status_on_parent(reflect)
+        .child_object_manager(
+            UpdatingObjectManager::new(config_map_gvk()).merge_before_update(|current, desired| {
+                current.data["data"] = desired.data["data"].clone();
+            }),
+        )
+}
+
+fn none(_: &Context, _: &DynamicObject) -> Result<Vec<DynamicObject>, ReconcileError> {
+    Ok(Vec::new())
+}
+
+fn blue_and_green(_: &Context, _: &DynamicObject) -> Result<Vec<DynamicObject>, ReconcileError> {
+    Ok(vec![
+        desired("blue", "bar").build(),
+        desired("green", "bar").build(),
+    ])
+}
+
+/// A reactor failing every list after the first (reconciler.io's `CalledAtMostTimes`).
+fn listed_at_most_once() -> Reactor {
+    let lists = Arc::new(AtomicUsize::new(0));
+    Reactor::new(move |action| {
+        let list = action.verb == "list" && action.kind == "ConfigMapList";
+        (list && lists.fetch_add(1, Ordering::SeqCst) >= 1)
+            .then(|| ApiStatus::new(500, "InternalError", "listed more than once"))
+    })
+}
+
+/// A case on the parent showing `fields`, with `children` given and `desired` children.
+fn case(
+    fields: Value,
+    children: Vec<DynamicObject>,
+    desired: Desired,
+) -> (SubReconcilerTestCase, Desired) {
+    let case = SubReconcilerTestCase {
+        resource: ready(fields).build(),
+        config: ExpectConfig {
+            given_objects: children,
+            with_reactors: vec![listed_at_most_once()],
+            ..config()
+        },
+        ..Default::default()
+    };
+    (case, desired)
+}
+
+/// Runs named cases, each with its own desired children.
+async fn run(cases: Vec<(&str, (SubReconcilerTestCase, Desired))>) {
+    let mut table = std::collections::BTreeMap::new();
+    let mut desired = std::collections::BTreeMap::new();
+    for (name, (case, wanted)) in cases {
+        table.insert(name.to_string(), case);
+        desired.insert(name.to_string(), wanted);
+    }
+    dynrec::testing::TestTable(table)
+        .run(move |case, _| Box::new(child_set(desired[&case.name])) as Box<dyn SubReconciler>)
+        .await;
+}
+
+fn both() -> Value {
+    json!({"blue.foo": "bar", "green.foo": "bar"})
+}
+
+#[tokio::test]
+async fn reconciles_the_children() {
+    run(vec![
+        ("in sync no children", case(json!({}), vec![], none)),
+        (
+            "in sync with children",
+            case(both(), vec![blue(), green()], blue_and_green),
+        ),
+        (
+            "preserve existing children",
+            case(both(), vec![blue(), green()], |ctx, _| {
+                Ok(known_children(ctx, &config_map_gvk()).unwrap_or_default())
+            }),
+        ),
+        ("garbage collect all but the oldest child", {
+            let (mut c, d) = case(both(), vec![blue(), green()], |ctx, _| {
+                let mut known = known_children(ctx, &config_map_gvk()).unwrap_or_default();
+                known.sort_by_key(|c| c.metadata.creation_timestamp.clone());
+                known.truncate(1);
+                Ok(known)
+            });
+            c.expect_resource = Some(ready(json!({"green.foo": "bar"})).build());
+            c.config.expect_deletes = vec![DeleteRef::of(&blue())];
+            c.config.expect_events = vec![normal(
+                reasons::DELETED,
+                r#"Deleted ConfigMap "test-resource-blue""#,
+            )];
+            (c, d)
+        }),
+        ("ignore children that are not ours", {
+            let not_ours = given(config_map(NAME), "uid-other", NOW);
+            case(both(), vec![blue(), green(), not_ours], blue_and_green)
+        }),
+        ("create green, preserving blue", {
+            let (mut c, d) = case(json!({"blue.foo": "bar"}), vec![blue()], blue_and_green);
+            c.expect_resource = Some(ready(both()).build());
+            c.config.expect_creates = vec![created("green", "bar").build()];
+            c.config.expect_events = vec![normal(
+                reasons::CREATED,
+                r#"Created ConfigMap "test-resource-green""#,
+            )];
+            (c, d)
+        }),
+        ("delete green, preserving blue", {
+            let (mut c, d) = case(both(), vec![blue(), green()], |_, _| {
+                Ok(vec![desired("blue", "bar").build()])
+            });
+            c.expect_resource = Some(ready(json!({"blue.foo": "bar"})).build());
+            c.config.expect_deletes = vec![DeleteRef::of(&green())];
+            c.config.expect_events = vec![normal(
+                reasons::DELETED,
+                r#"Deleted ConfigMap "test-resource-green""#,
+            )];
+            (c, d)
+        }),
+        ("update children", {
+            let (mut c, d) = case(both(), vec![blue(), green()], |_, _| {
+                Ok(vec![
+                    desired("blue", "updated-blue").build(),
+                    desired("green", "updated-green").build(),
+                ])
+            });
+            c.expect_resource = Some(
+                ready(json!({"blue.foo": "updated-blue", "green.foo": "updated-green"})).build(),
+            );
+            c.config.expect_updates = vec![
+                given(created("blue", "updated-blue"), "uid-blue", NOW),
+                given(created("green", "updated-green"), "uid-green", HOUR_AGO),
+            ];
+            // The recorder folds the second Updated into a series of the first (see report).
+            c.config.expect_events = vec![
+                normal(reasons::UPDATED, r#"Updated ConfigMap "test-resource-blue""#),
+                normal(reasons::UPDATED, r#"Updated ConfigMap "test-resource-blue""#),
+            ];
+            (c, d)
+        }),
+        ("empty desired id is an error", {
+            let (mut c, d) = case(json!({}), vec![], |_, _| {
+                Ok(vec![config_map(NAME).build()])
+            });
+            c.should_err = true;
+            c.verify = Some(error_is("desired child id may not be empty"));
+            (c, d)
+        }),
+        ("duplicate desired ids are an error", {
+            let (mut c, d) = case(json!({}), vec![], |_, _| {
+                let twin = desired("blue", "bar").field("metadata.name", "twin");
+                Ok(vec![desired("blue", "bar").build(), twin.build()])
+            });
+            c.should_err = true;
+            c.verify = Some(error_is("duplicate child id found: blue"));
+            (c, d)
+        }),
+        ("delete actual children with duplicate ids, then create", {
+            let twin = given(
+                created("green", "bar").field(&format!("/metadata/annotations/{}", ID.replace('/', "~1")), "blue"),
+                "uid-green",
+                HOUR_AGO,
+            );
+            let (mut c, d) = case(json!({"blue.foo": "bar"}), vec![blue(), twin.clone()], |_, _| {
+                Ok(vec![desired("blue", "bar").build()])
+            });
+            c.config.expect_deletes = vec![DeleteRef::of(&blue()), DeleteRef::of(&twin)];
+            c.config.expect_creates = vec![created("blue", "bar").build()];
+            // The recorder folds the second Deleted into a series of the first (see report).
+            c.config.expect_events = vec![
+                normal(reasons::DELETED, r#"Deleted ConfigMap "test-resource-blue""#),
+                normal(reasons::DELETED, r#"Deleted ConfigMap "test-resource-blue""#),
+                normal(reasons::CREATED, r#"Created ConfigMap "test-resource-blue""#),
+            ];
+            (c, d)
+        }),
+        ("delete an actual child missing its id", {
+            let unidentified = given(
+                config_map(NAME).field("metadata.ownerReferences", owner_reference()),
+                "uid-none",
+                NOW,
+            );
+            let (mut c, d) = case(both(), vec![blue(), green(), unidentified.clone()], blue_and_green);
+            c.config.expect_deletes = vec![DeleteRef::of(&unidentified)];
+            c.config.expect_events = vec![normal(reasons::DELETED, r#"Deleted ConfigMap "test-resource""#)];
+            (c, d)
+        }),
+        ("list error", {
+            let (mut c, d) = case(json!({}), vec![], blue_and_green);
+            c.should_err = true;
+            c.config.with_reactors = vec![induce_failure("list", "ConfigMapList").into()];
+            (c, d)
+        }),
+        ("child create error", {
+            let (mut c, d) = case(json!({}), vec![], blue_and_green);
+            c.should_err = true;
+            c.config.with_reactors = vec![induce_failure("create", "ConfigMap").into()];
+            c.config.expect_creates = vec![created("blue", "bar").build()];
+            c.config.expect_events = vec![Event::warning(
+                &parent().build(),
+                reasons::CREATION_FAILED,
+                r#"Failed to create ConfigMap "test-resource-blue": inducing failure for create ConfigMap"#,
+            )];
+            (c, d)
+        }),
+        ("only reconcile child status, with children", {
+            let (mut c, d) = case(json!({}), vec![blue(), green()], |_, _| {
+                Err(OnlyReconcileChildStatus.into())
+            });
+            c.expect_resource = Some(ready(both()).build());
+            (c, d)
+        }),
+        ("only reconcile child status, without children", {
+            case(json!({}), vec![], |_, _| Err(OnlyReconcileChildStatus.into()))
+        }),
+        ("desired children error", {
+            let (mut c, d) = case(json!({}), vec![], |_, _| {
+                Err(ReconcileError::msg("desired children failed"))
+            });
+            c.should_err = true;
+            (c, d)
+        }),
+    ])
+    .await;
+}
+
+fn error_is(expected: &'static str) -> dynrec::testing::VerifyResource {
+    Box::new(move |_, outcome| {
+        let error = outcome.error.as_ref().map(ToString::to_string);
+        (error.as_deref() == Some(expected))
+            .then_some(())
+            .ok_or(format!("unexpected error {error:?}"))
+    })
+}
+
+#[tokio::test]
+async fn a_finalizer_replaces_owner_references() {
+    let unowned = |id: &str| desired(id, "bar");
+    SubReconcilerTests::from([(
+        "finalizer added, children created without owner references",
+        SubReconcilerTestCase {
+            resource: ready(json!({})).build(),
+            expect_resource: Some(
+                ready(both())
+                    .finalizers(&[FINALIZER])
+                    .resource_version("1000")
+                    .build(),
+            ),
+            config: ExpectConfig {
+                with_reactors: vec![listed_at_most_once()],
+                expect_patches: vec![PatchRef::merge(
+                    &parent().build(),
+                    r#"{"metadata":{"finalizers":["test.finalizer"],"resourceVersion":"999"}}"#,
+                )],
+                expect_creates: vec![unowned("blue").build(), unowned("green").build()],
+                expect_events: vec![
+                    normal(
+                        reasons::FINALIZER_PATCHED,
+                        r#"Patched finalizer "test.finalizer""#,
+                    ),
+                    normal(
+                        reasons::CREATED,
+                        r#"Created ConfigMap "test-resource-blue""#,
+                    ),
+                    normal(
+                        reasons::CREATED,
+                        r#"Created ConfigMap "test-resource-blue""#,
+                    ),
+                ],
+                ..config()
+            },
+            ..Default::default()
+        },
+    )])
+    .run(|_, _| {
+        let reconciler = child_set(blue_and_green)
+            .finalizer(FINALIZER)
+            .our_child(Predicate::new(|_, pair: &ParentAndChild| {
+                !identify(&pair.child).is_empty()
+            }))
+            .list_options(|_, parent| ListOptions {
+                namespace: parent.metadata.namespace.clone(),
+                selector: None,
+            });
+        Box::new(reconciler) as Box<dyn SubReconciler>
+    })
+    .await;
+}
+
+#[test]
+fn validation_names_what_is_missing() {
+    let base = || ChildSetReconciler::new(config_map_gvk()).named("test");
+    let owner = r#"ChildSetReconciler "test""#;
+    let cases: [(ChildSetReconciler, String); 5] = [
+        (base(), format!("{owner} must implement DesiredChildren")),
+        (
+            base().desired_children(none),
+            format!("{owner} must implement ReflectChildrenStatusOnParent"),
+        ),
+        (
+            base()
+                .desired_children(none)
+                .reflect_children_status_on_parent(reflect),
+            format!("{owner} must implement IdentifyChild"),
+        ),
+        (
+            base()
+                .desired_children(none)
+                .reflect_children_status_on_parent(reflect)
+                .identify_child(identify),
+            format!("{owner} must implement ChildObjectManager"),
+        ),
+        (
+            child_set(none).named("test").finalizer(FINALIZER),
+            format!("{owner} must implement OurChild since owner references are not used"),
+        ),
+    ];
+    for (reconciler, message) in cases {
+        assert_eq!(
+            reconciler.validate().map_err(|e| e.to_string()),
+            Err(message)
+        );
+    }
+    assert!(child_set(none).validate().is_ok());
+}
