@@ -368,3 +368,70 @@ async fn only_the_leader_reconciles_and_another_takes_over_when_it_stops() {
         .unwrap()
         .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_during_a_slow_reconcile_lets_it_finish() {
+    let server = ApiServer::new();
+    let kube = server.client();
+    api(
+        &kube,
+        "apiextensions.k8s.io",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    )
+    .create(&PostParams::default(), &object(widget_crd()))
+    .await
+    .unwrap();
+    let client = Client::new(kube.clone());
+    let config = Config::new(client.clone(), "widgets", Duration::from_secs(600));
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let started = Arc::new(Mutex::new(Some(started_tx)));
+    let slow = SyncReconciler::new(move |_ctx, widget: &mut DynamicObject| {
+        if let Some(tx) = started.lock().take() {
+            let _ = tx.send(());
+        }
+        widget.data["status"] = json!({"ready": true});
+        Box::pin(async {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            Ok(())
+        })
+    });
+    let mut manager = Manager::new(
+        client.clone(),
+        ManagerOptions {
+            queue: fast_queue(),
+            ..Default::default()
+        },
+    );
+    manager
+        .register(
+            widget_gvk(),
+            ResourceReconciler::new(widget_gvk(), slow, config.clone()),
+            &config,
+        )
+        .unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(manager.run(async move {
+        let _ = stop_rx.await;
+    }));
+    let widgets = api(&kube, "example.com", "Widget", "widgets", true);
+    widgets
+        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}})))
+        .await
+        .unwrap();
+    tokio::time::timeout(DEADLINE, started_rx)
+        .await
+        .unwrap()
+        .unwrap();
+    let _ = stop_tx.send(());
+    tokio::time::timeout(DEADLINE, running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(
+        ready(&widgets, "w1").await,
+        "the in-flight reconcile finished and wrote status before the manager stopped"
+    );
+}

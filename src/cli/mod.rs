@@ -1,6 +1,7 @@
 //! Command-line interface of the `dynrec` binary.
 
 mod apiserver;
+mod run;
 
 use clap::{Parser, Subcommand};
 
@@ -16,6 +17,8 @@ struct Cli {
 enum Command {
     /// Serve the embedded Kubernetes API server over HTTP.
     Apiserver(apiserver::Args),
+    /// Run the widgets demo controller (on the embedded API server when no cluster is configured).
+    Run(run::Args),
 }
 
 /// Parses the command line, runs the command, and reports errors.
@@ -38,6 +41,7 @@ pub fn main() -> std::process::ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Apiserver(args) => apiserver::run(args).await,
+            Command::Run(args) => run::run(args).await,
         }
     });
     match result {

@@ -164,9 +164,14 @@ impl Manager {
             background.spawn(elector.run(stopped));
         }
         let runner = self.run_while_leading(leading, stop_rx.clone());
+        let mut runner = std::pin::pin!(runner);
         tokio::select! {
-            () = shutdown => info!("shutting down"),
-            () = runner => {}
+            () = shutdown => {
+                info!("shutting down: waiting for in-flight reconciles");
+                let _ = stop_tx.send(true);
+                runner.await;
+            }
+            () = &mut runner => {}
         }
         let _ = stop_tx.send(true);
         while background.join_next().await.is_some() {}
@@ -180,8 +185,9 @@ impl Manager {
         stop: watch::Receiver<bool>,
     ) {
         loop {
-            if leading.wait_for(|l| *l).await.is_err() {
-                return;
+            tokio::select! {
+                leads = leading.wait_for(|l| *l) => if leads.is_err() { return },
+                () = wait_stopped(stop.clone()) => return,
             }
             self.metrics.set_leader(true);
             info!("leading: starting controllers");
@@ -200,11 +206,20 @@ impl Manager {
                     info_span!("controller", controller = %controller.name, gvk = %controller.gvk);
                 controllers.spawn(run.run(stopped).instrument(span));
             }
-            let _ = leading.wait_for(|l| !*l).await;
-            warn!("lost leadership: stopping controllers");
+            let stopping = tokio::select! {
+                _ = leading.wait_for(|l| !*l) => false,
+                () = wait_stopped(stop.clone()) => true,
+            };
+            if !stopping {
+                warn!("lost leadership: stopping controllers");
+            }
             self.metrics.set_leader(false);
             let _ = lost_tx.send(true);
+            // Each controller finishes its in-flight reconciles (within the queue's bound).
             while controllers.join_next().await.is_some() {}
+            if stopping {
+                return;
+            }
         }
     }
 }

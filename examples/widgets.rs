@@ -1,0 +1,32 @@
+//! The widgets controller: a CRD kind created at run time, a ResourceReconciler with a
+//! SyncReconciler and a ChildReconciler (one ConfigMap per Widget), Ready reflected from the
+//! child. The controller itself is in `src/demo/widgets.rs`.
+//!
+//! `cargo run --release --example widgets` runs it on the embedded API server (or on your
+//! cluster with `--kubeconfig PATH`); then, in another shell:
+//!
+//! ```sh
+//! KUBECONFIG=.dynrec/kubeconfig kubectl apply -f - <<'YAML'
+//! apiVersion: example.com/v1
+//! kind: Widget
+//! metadata: {name: w1}
+//! spec: {greeting: hi, size: 2}
+//! YAML
+//! KUBECONFIG=.dynrec/kubeconfig kubectl get widgets,configmaps
+//! ```
+
+use clap::Parser;
+use dynrec::runtime::RunArgs;
+
+#[derive(Parser)]
+struct Args {
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt().with_env_filter("info").init();
+    dynrec::demo::widgets::run(Args::parse().run).await?;
+    Ok(())
+}

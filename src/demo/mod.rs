@@ -1,0 +1,4 @@
+//! Demo controllers: small, complete controllers built with dynrec, run by `dynrec run` and
+//! the examples. Read them as worked examples of the library.
+
+pub mod widgets;
