@@ -163,6 +163,10 @@ impl RootReconciler for AggregateReconciler {
         &self.name
     }
 
+    fn initial_requests(&self) -> Vec<ObjectKey> {
+        vec![self.request.clone()]
+    }
+
     fn setup(&self) -> Result<Setup, ValidationError> {
         self.validate()?;
         let mut setup = Setup::default();

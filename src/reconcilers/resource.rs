@@ -48,6 +48,12 @@ pub trait RootReconciler: Send + Sync {
     /// Checks that the reconciler tree is complete.
     fn validate(&self) -> Result<(), ValidationError>;
 
+    /// Requests to reconcile as soon as the controller starts, before any event (the
+    /// AggregateReconciler's one object, which may not exist yet).
+    fn initial_requests(&self) -> Vec<ObjectKey> {
+        Vec::new()
+    }
+
     /// Reconciles one request with the given options.
     async fn reconcile_with(&self, request: &ObjectKey, options: RequestOptions) -> Outcome;
 

@@ -315,6 +315,9 @@ impl ControllerRun {
         for watch in &self.controller.watches {
             self.spawn_feed(&mut feeds, watch, namespaced, &queue).await;
         }
+        for request in self.controller.reconciler.initial_requests() {
+            queue.add(request);
+        }
         let workers = self.options.workers;
         let reconciler = self.controller.reconciler.clone();
         let metrics = self.metrics.clone();

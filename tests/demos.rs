@@ -1,4 +1,5 @@
-//! The widgets demo, in-process and as `dynrec run` (the binary), reaching its end state.
+//! The demo controllers (run by `dynrec run` and the examples) reaching their end states:
+//! widgets in-process and as `dynrec run` (the binary), podspecable and singleton in-process.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -174,4 +175,162 @@ async fn dynrec_run_serves_the_embedded_default_reconciles_and_stops_on_sigterm(
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success(), "a graceful exit: {status}");
+}
+
+/// Starts a manager with `register` on a fresh embedded server; returns the server's client,
+/// a stop switch and the running manager.
+async fn start_demo(
+    register: impl FnOnce(&mut Manager, &Config),
+) -> (
+    kube::Client,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), dynrec::runtime::ManagerError>>,
+) {
+    let server = ApiServer::new();
+    let kube = server.client();
+    let client = Client::new(kube.clone());
+    let config = Config::new(client.clone(), "demo", Duration::from_secs(600));
+    let mut manager = Manager::new(client, ManagerOptions::default());
+    register(&mut manager, &config);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(manager.run(async move {
+        let _ = stopped.await;
+    }));
+    (kube, stop, running)
+}
+
+/// Polls `check` until it holds.
+async fn eventually<F, Fut>(what: &str, check: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + DEADLINE;
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+fn api(client: &kube::Client, group: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural);
+    Api::namespaced_with(client.clone(), "default", &ar)
+}
+
+fn env_of(deployment: &DynamicObject) -> serde_json::Value {
+    deployment.data["spec"]["template"]["spec"]["containers"][0]["env"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_podspecable_duck_reconciler_injects_env_from_the_tracked_configmap() {
+    use dynrec::demo::podspecable;
+    let kinds = vec!["apps/v1/Deployment".parse().unwrap()];
+    let (kube, stop, running) =
+        start_demo(|manager, config| podspecable::register(manager, config, &kinds).unwrap()).await;
+    let deployments = api(&kube, "apps", "Deployment", "deployments");
+    let web: DynamicObject = serde_json::from_value(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web"}, "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}}))
+    .unwrap();
+    deployments
+        .create(&PostParams::default(), &web)
+        .await
+        .unwrap();
+
+    // The ConfigMap appears after the workload: the track makes it reconcile again.
+    let env: DynamicObject =
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": podspecable::ENV_CONFIG_MAP}, "data": {"GREETING": "hi"}}))
+        .unwrap();
+    configmaps_api(&kube)
+        .create(&PostParams::default(), &env)
+        .await
+        .unwrap();
+    eventually("the variable is injected", || async {
+        deployments
+            .get("web")
+            .await
+            .is_ok_and(|d| env_of(&d) == json!([{"name": "GREETING", "value": "hi"}]))
+    })
+    .await;
+    let web = deployments.get("web").await.unwrap();
+    assert_eq!(
+        web.data["spec"]["replicas"], 3,
+        "fields the duck does not know are untouched"
+    );
+
+    let mut edited = configmaps_api(&kube)
+        .get(podspecable::ENV_CONFIG_MAP)
+        .await
+        .unwrap();
+    edited.data["data"] = json!({"GREETING": "hello"});
+    configmaps_api(&kube)
+        .replace(podspecable::ENV_CONFIG_MAP, &PostParams::default(), &edited)
+        .await
+        .unwrap();
+    eventually(
+        "editing the ConfigMap re-reconciles the workload",
+        || async {
+            deployments
+                .get("web")
+                .await
+                .is_ok_and(|d| env_of(&d) == json!([{"name": "GREETING", "value": "hello"}]))
+        },
+    )
+    .await;
+    let _ = stop.send(());
+    tokio::time::timeout(DEADLINE, running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_singleton_keeps_a_summary_of_the_namespaces() {
+    use dynrec::demo::singleton;
+    let (kube, stop, running) =
+        start_demo(|manager, config| singleton::register(manager, config).unwrap()).await;
+    let summary = || async {
+        configmaps_api(&kube)
+            .get_opt("cluster-summary")
+            .await
+            .ok()
+            .flatten()
+            .map(|c| {
+                c.data["data"]["namespaces"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+    };
+    eventually("the summary is created", || async {
+        summary().await.as_deref() == Some("default,kube-node-lease,kube-public,kube-system")
+    })
+    .await;
+    let namespaces = Api::<DynamicObject>::all_with(
+        kube.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("", "v1", "Namespace"),
+            "namespaces",
+        ),
+    );
+    let demo: DynamicObject = serde_json::from_value(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}}),
+    )
+    .unwrap();
+    namespaces
+        .create(&PostParams::default(), &demo)
+        .await
+        .unwrap();
+    eventually("a new namespace updates the summary", || async {
+        summary().await.as_deref() == Some("default,demo,kube-node-lease,kube-public,kube-system")
+    })
+    .await;
+    let _ = stop.send(());
+    tokio::time::timeout(DEADLINE, running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
 }

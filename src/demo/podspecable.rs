@@ -1,0 +1,113 @@
+//! The `podspecable` demo: one cross-kind duck reconciler over `PodSpecable`, registered for
+//! every kind named at run time (a Deployment, a StatefulSet, a CRD kind with
+//! `spec.template`...). It injects the entries of a ConfigMap it tracks as environment
+//! variables into every container, so editing the ConfigMap re-reconciles every workload.
+//! It writes only by merge patch of what the duck changed, never by update.
+
+use k8s_openapi::api::core::v1::EnvVar;
+use kube::api::DynamicObject;
+
+use crate::client::Ducked;
+use crate::duck::PodSpecable;
+use crate::object::{Gvk, ObjectKey};
+use crate::reconcilers::{
+    Config, Context, OverrideSetup, ReconcileError, ResourceReconciler, SubReconciler,
+    SyncReconciler,
+};
+use crate::runtime::{LaunchError, Manager, ManagerError, RunArgs, run_controllers};
+
+/// The ConfigMap (in each workload's namespace) whose entries are injected.
+pub const ENV_CONFIG_MAP: &str = "injected-env";
+
+fn config_map_gvk() -> Gvk {
+    Gvk::new("", "v1", "ConfigMap")
+}
+
+/// Sets `name=value` in a container's env, replacing a variable of that name.
+fn set_env(env: &mut Vec<EnvVar>, name: &str, value: &str) {
+    let wanted = EnvVar {
+        name: name.to_string(),
+        value: Some(value.to_string()),
+        value_from: None,
+    };
+    match env.iter_mut().find(|e| e.name == name) {
+        Some(existing) => *existing = wanted,
+        None => env.push(wanted),
+    }
+}
+
+/// Injects the tracked ConfigMap's entries into every container of the workload.
+async fn inject(ctx: &Context, gvk: &Gvk, workload: &DynamicObject) -> Result<(), ReconcileError> {
+    let namespace = workload.metadata.namespace.clone().unwrap_or_default();
+    let key = ObjectKey::namespaced(&namespace, ENV_CONFIG_MAP);
+    // Tracked before it is read: creating the ConfigMap later re-reconciles this workload.
+    let entries = match ctx.track_and_get(&config_map_gvk(), &key).await {
+        Ok(config_map) => config_map.data["data"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+        Err(err) if err.is_not_found() => return Ok(()),
+        Err(err) => return Err(err.into()),
+    };
+    let mut ducked = Ducked::<PodSpecable>::project(gvk, workload)?;
+    let Some(pod) = ducked.duck.spec.template.spec.as_mut() else {
+        return Ok(());
+    };
+    for container in &mut pod.containers {
+        let env = container.env.get_or_insert_with(Vec::new);
+        for (name, value) in &entries {
+            set_env(env, name, value.as_str().unwrap_or_default());
+        }
+    }
+    let patched = ctx
+        .config()
+        .client
+        .duck::<PodSpecable>()
+        .patch(&ducked)
+        .await?;
+    if patched.metadata.resource_version != workload.metadata.resource_version {
+        println!(
+            "{gvk} {}: injected {} variables from ConfigMap {ENV_CONFIG_MAP}",
+            ctx.request(),
+            entries.len()
+        );
+    }
+    Ok(())
+}
+
+/// The duck reconciler for one kind: sync by patch, watching the tracked ConfigMaps.
+fn reconciler(gvk: Gvk, config: &Config) -> ResourceReconciler {
+    let kind = gvk.clone();
+    let sync = SyncReconciler::new(move |ctx, workload: &mut DynamicObject| {
+        let (ctx, gvk, workload) = (ctx.clone(), kind.clone(), workload.clone());
+        Box::pin(async move { inject(&ctx, &gvk, &workload).await })
+    });
+    let tracked: Box<dyn SubReconciler> = Box::new(
+        OverrideSetup::new()
+            .named("PodSpecableEnv")
+            .with_setup(|setup| {
+                setup.watch_tracked(config_map_gvk());
+                Ok(())
+            })
+            .reconciler(sync),
+    );
+    ResourceReconciler::new(gvk, tracked, config.clone())
+}
+
+/// Registers the duck reconciler for each kind.
+pub fn register(manager: &mut Manager, config: &Config, kinds: &[Gvk]) -> Result<(), ManagerError> {
+    for gvk in kinds {
+        let named =
+            reconciler(gvk.clone(), config).named(format!("{}PodSpecableReconciler", gvk.kind));
+        manager.register(gvk.clone(), named, config)?;
+    }
+    Ok(())
+}
+
+/// Runs the duck reconciler for `kinds` until SIGINT or SIGTERM.
+pub async fn run(args: RunArgs, kinds: Vec<Gvk>) -> Result<(), LaunchError> {
+    run_controllers(args, "podspecable", |manager, config, _| {
+        register(manager, config, &kinds)
+    })
+    .await
+}
