@@ -154,3 +154,29 @@ fn a_bad_expression_is_rejected_at_build_time_with_its_position() {
         "{err}"
     );
 }
+
+/// A step that records which branch ran in `status.branch`.
+fn mark(branch: &'static str) -> dynrec::reconcilers::SyncReconciler {
+    dynrec::reconcilers::SyncReconciler::new(move |_ctx, resource: &mut DynamicObject| {
+        resource.data["status"] = json!({"branch": branch});
+        Box::pin(async { Ok(()) })
+    })
+}
+
+#[tokio::test]
+async fn a_cel_condition_chooses_the_branch_of_an_if_then() {
+    use dynrec::reconcilers::{IfThen, SubReconciler};
+    let server = ApiServer::new();
+    let ctx = context(&server, noon());
+    let big = Predicate::<DynamicObject>::cel("self.spec.replicas > 3").unwrap();
+    let choose = IfThen::new(big, mark("then")).otherwise(mark("else"));
+    for (replicas, branch) in [(5, "then"), (2, "else")] {
+        let mut resource = widget(replicas);
+        let outcome = choose.reconcile(&ctx, &mut resource).await;
+        assert!(outcome.is_ok());
+        assert_eq!(
+            resource.data["status"]["branch"], branch,
+            "replicas {replicas}"
+        );
+    }
+}
