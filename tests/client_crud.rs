@@ -196,7 +196,6 @@ async fn status_update_and_patch_on_a_custom_kind() {
 }
 
 #[tokio::test]
-#[ignore = "needs server-side apply in the embedded server (issue 3)"]
 async fn apply_with_field_manager_and_force() {
     let (_server, client) = start();
     let key = ObjectKey::namespaced("default", "applied");

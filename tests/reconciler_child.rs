@@ -290,12 +290,9 @@ async fn reconciles_the_child() {
             c.config.given_objects = vec![in_sync(), extra()];
             c.config.expect_deletes = vec![DeleteRef::of(&in_sync()), DeleteRef::of(&extra())];
             c.config.expect_creates = vec![child(bar()).build()];
-            // Go records `Deleted ConfigMap "test-resource-extra"` second; dynrec's EventRecorder
-            // (kube-runtime's) folds a repeated reason into a series of the first event, note
-            // included (reported as a bug of the recorder).
             c.config.expect_events = vec![
                 normal(reasons::DELETED, r#"Deleted ConfigMap "test-resource""#),
-                normal(reasons::DELETED, r#"Deleted ConfigMap "test-resource""#),
+                normal(reasons::DELETED, r#"Deleted ConfigMap "test-resource-extra""#),
                 normal(reasons::CREATED, r#"Created ConfigMap "test-resource""#),
             ];
             c

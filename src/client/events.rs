@@ -81,7 +81,9 @@ impl EventRecorder {
             .await
     }
 
-    /// Records an event of either type.
+    /// Records an event of either type. Repeats of the same reason *and* message about the
+    /// same object are merged into one Event (as core/v1 event aggregation does); a new
+    /// message is a new Event.
     pub async fn record(
         &self,
         object: &DynamicObject,
@@ -95,8 +97,8 @@ impl EventRecorder {
         let event = Event {
             type_,
             reason: reason.to_string(),
+            action: action_for(reason, &message),
             note: Some(message),
-            action: reason.to_string(),
             secondary: None,
         };
         let reference = ObjectReference {
@@ -121,4 +123,13 @@ impl EventRecorder {
                 .into()
             })
     }
+}
+
+/// The Event's `action`: the reason plus a digest of the message, so that kube-runtime's
+/// `Recorder`, which merges repeats by action and reason, merges only identical messages.
+fn action_for(reason: &str, message: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    message.hash(&mut hasher);
+    format!("{reason}-{:016x}", hasher.finish())
 }
