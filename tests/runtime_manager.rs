@@ -88,6 +88,56 @@ async fn ready(widgets: &Api<DynamicObject>, name: &str) -> bool {
         .is_some_and(|w| w.data["status"]["ready"] == true)
 }
 
+/// A fresh server with the Widget CRD installed, and its in-process client.
+async fn server_with_crd() -> (ApiServer, kube::Client) {
+    let server = ApiServer::new();
+    let kube = server.client();
+    api(
+        &kube,
+        "apiextensions.k8s.io",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    )
+    .create(&PostParams::default(), &object(widget_crd()))
+    .await
+    .unwrap();
+    (server, kube)
+}
+
+/// A dynrec client and config over an in-process kube client.
+fn client_and_config(kube: &kube::Client) -> (Client, Config) {
+    let client = Client::new(kube.clone());
+    let config = Config::new(client.clone(), "widgets", Duration::from_secs(600));
+    (client, config)
+}
+
+/// A manager running in the background until `stop`.
+struct Running {
+    stop: tokio::sync::oneshot::Sender<()>,
+    handle: tokio::task::JoinHandle<Result<(), dynrec::runtime::ManagerError>>,
+}
+
+impl Running {
+    fn start(manager: Manager) -> Self {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let handle = tokio::spawn(manager.run(async move {
+            let _ = stopped.await;
+        }));
+        Self { stop, handle }
+    }
+
+    /// Stops the manager and waits for it to return.
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        tokio::time::timeout(DEADLINE, self.handle)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+    }
+}
+
 fn fast_queue() -> QueueConfig {
     QueueConfig {
         backoff: Backoff {
@@ -103,8 +153,7 @@ fn fast_queue() -> QueueConfig {
 async fn a_controller_waits_for_its_crd_runs_and_stops_when_it_goes() {
     let server = ApiServer::new();
     let kube = server.client();
-    let client = Client::new(kube.clone());
-    let config = Config::new(client.clone(), "widgets", Duration::from_secs(600));
+    let (client, config) = client_and_config(&kube);
     let attempts = Arc::new(Mutex::new(Vec::new()));
     let mut manager = Manager::new(
         client.clone(),
@@ -121,10 +170,7 @@ async fn a_controller_waits_for_its_crd_runs_and_stops_when_it_goes() {
         )
         .unwrap();
     let readiness = manager.readiness();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(manager.run(async move {
-        let _ = stop_rx.await;
-    }));
+    let running = Running::start(manager);
 
     wait_until("the controller says it waits for its kind", || {
         readiness
@@ -183,30 +229,13 @@ async fn a_controller_waits_for_its_crd_runs_and_stops_when_it_goes() {
     })
     .await;
 
-    let _ = stop_tx.send(());
-    tokio::time::timeout(DEADLINE, running)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    running.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_reconcile_is_retried_with_growing_delays_then_succeeds() {
-    let server = ApiServer::new();
-    let kube = server.client();
-    api(
-        &kube,
-        "apiextensions.k8s.io",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-    )
-    .create(&PostParams::default(), &object(widget_crd()))
-    .await
-    .unwrap();
-    let client = Client::new(kube.clone());
-    let config = Config::new(client.clone(), "widgets", Duration::from_secs(600));
+    let (_server, kube) = server_with_crd().await;
+    let (client, config) = client_and_config(&kube);
     let attempts = Arc::new(Mutex::new(Vec::new()));
     let mut manager = Manager::new(
         client.clone(),
@@ -223,10 +252,7 @@ async fn a_failing_reconcile_is_retried_with_growing_delays_then_succeeds() {
         )
         .unwrap();
     let metrics = manager.metrics();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(manager.run(async move {
-        let _ = stop_rx.await;
-    }));
+    let running = Running::start(manager);
     let widgets = api(&kube, "example.com", "Widget", "widgets", true);
     widgets
         .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}})))
@@ -260,28 +286,12 @@ async fn a_failing_reconcile_is_retried_with_growing_delays_then_succeeds() {
     ] {
         assert!(text.contains(series), "/metrics has {series}:\n{text}");
     }
-    let _ = stop_tx.send(());
-    tokio::time::timeout(DEADLINE, running)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    running.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_leader_reconciles_and_another_takes_over_when_it_stops() {
-    let server = ApiServer::new();
-    let kube = server.client();
-    api(
-        &kube,
-        "apiextensions.k8s.io",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-    )
-    .create(&PostParams::default(), &object(widget_crd()))
-    .await
-    .unwrap();
+    let (_server, kube) = server_with_crd().await;
     let lease = |identity: &str| {
         let mut config =
             dynrec::runtime::LeaderConfig::new("default", "widgets-controller", identity);
@@ -291,8 +301,7 @@ async fn only_the_leader_reconciles_and_another_takes_over_when_it_stops() {
         config
     };
     let start = |identity: &'static str, attempts: Arc<Mutex<Vec<Instant>>>| {
-        let client = Client::new(kube.clone());
-        let config = Config::new(client.clone(), "widgets", Duration::from_secs(600));
+        let (client, config) = client_and_config(&kube);
         let options = ManagerOptions {
             queue: fast_queue(),
             leader_election: Some(lease(identity)),
@@ -306,17 +315,13 @@ async fn only_the_leader_reconciles_and_another_takes_over_when_it_stops() {
                 &config,
             )
             .unwrap();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let running = tokio::spawn(manager.run(async move {
-            let _ = stop_rx.await;
-        }));
-        (stop_tx, running)
+        Running::start(manager)
     };
     let (first_attempts, second_attempts) = (
         Arc::new(Mutex::new(Vec::new())),
         Arc::new(Mutex::new(Vec::new())),
     );
-    let (stop_first, first) = start("first", first_attempts.clone());
+    let first = start("first", first_attempts.clone());
     let widgets = api(&kube, "example.com", "Widget", "widgets", true);
     widgets
         .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}})))
@@ -326,7 +331,7 @@ async fn only_the_leader_reconciles_and_another_takes_over_when_it_stops() {
         !first_attempts.lock().is_empty()
     })
     .await;
-    let (stop_second, second) = start("second", second_attempts.clone());
+    let second = start("second", second_attempts.clone());
     tokio::time::sleep(Duration::from_millis(600)).await;
     widgets
         .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w2"}})))
@@ -342,12 +347,7 @@ async fn only_the_leader_reconciles_and_another_takes_over_when_it_stops() {
         "the follower reconciles nothing while the leader leads"
     );
 
-    let _ = stop_first.send(());
-    tokio::time::timeout(DEADLINE, first)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    first.stop().await;
     let stopped_at = Instant::now();
     widgets
         .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w3"}})))
@@ -361,30 +361,13 @@ async fn only_the_leader_reconciles_and_another_takes_over_when_it_stops() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(!second_attempts.lock().is_empty());
-    let _ = stop_second.send(());
-    tokio::time::timeout(DEADLINE, second)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    second.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_during_a_slow_reconcile_lets_it_finish() {
-    let server = ApiServer::new();
-    let kube = server.client();
-    api(
-        &kube,
-        "apiextensions.k8s.io",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-    )
-    .create(&PostParams::default(), &object(widget_crd()))
-    .await
-    .unwrap();
-    let client = Client::new(kube.clone());
-    let config = Config::new(client.clone(), "widgets", Duration::from_secs(600));
+    let (_server, kube) = server_with_crd().await;
+    let (client, config) = client_and_config(&kube);
     let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
     let started = Arc::new(Mutex::new(Some(started_tx)));
     let slow = SyncReconciler::new(move |_ctx, widget: &mut DynamicObject| {
@@ -411,10 +394,7 @@ async fn shutdown_during_a_slow_reconcile_lets_it_finish() {
             &config,
         )
         .unwrap();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(manager.run(async move {
-        let _ = stop_rx.await;
-    }));
+    let running = Running::start(manager);
     let widgets = api(&kube, "example.com", "Widget", "widgets", true);
     widgets
         .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}})))
@@ -424,12 +404,7 @@ async fn shutdown_during_a_slow_reconcile_lets_it_finish() {
         .await
         .unwrap()
         .unwrap();
-    let _ = stop_tx.send(());
-    tokio::time::timeout(DEADLINE, running)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    running.stop().await;
     assert!(
         ready(&widgets, "w1").await,
         "the in-flight reconcile finished and wrote status before the manager stopped"

@@ -24,6 +24,34 @@ fn default_manager(options: &WriteOptions) -> String {
     }
 }
 
+/// Who writes, owned, from which a [`Writer`] borrows.
+struct Author {
+    manager: String,
+    api_version: String,
+    now: String,
+    part: Part,
+}
+
+impl Author {
+    fn new(info: &ResourceInfo, target: Target, manager: String) -> Self {
+        Self {
+            manager,
+            api_version: info.api_version(),
+            now: meta::now_rfc3339(),
+            part: part(info, target),
+        }
+    }
+
+    fn writer(&self) -> Writer<'_> {
+        Writer {
+            manager: &self.manager,
+            api_version: &self.api_version,
+            part: self.part,
+            now: &self.now,
+        }
+    }
+}
+
 fn part(info: &ResourceInfo, target: Target) -> Part {
     match target {
         Target::Status => Part::Status,
@@ -57,15 +85,8 @@ impl State {
             .field_manager
             .clone()
             .unwrap_or_else(|| default_manager(options));
-        let api_version = info.api_version();
-        let now = meta::now_rfc3339();
-        let writer = Writer {
-            manager: &manager,
-            api_version: &api_version,
-            part: part(info, target),
-            now: &now,
-        };
-        apply::record_update(old, new, &writer, &self.merge_schema(info))
+        let author = Author::new(info, target, manager);
+        apply::record_update(old, new, &author.writer(), &self.merge_schema(info))
     }
 
     /// Strategic merge patch of a built-in object (custom kinds answer 415, as kube-apiserver does).
@@ -114,14 +135,8 @@ impl State {
             ));
         };
         let mut config = check_body(info, config.clone())?;
-        let api_version = info.api_version();
-        let now = meta::now_rfc3339();
-        let writer = Writer {
-            manager: &manager,
-            api_version: &api_version,
-            part: part(info, target),
-            now: &now,
-        };
+        let author = Author::new(info, target, manager);
+        let writer = author.writer();
         let schema = self.merge_schema(info);
         match self.get(&info.key(), namespace, name) {
             Some(old) => {
