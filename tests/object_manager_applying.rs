@@ -116,8 +116,9 @@ async fn creates_changes_and_deletes_with_no_request_when_nothing_changes() {
     let manage = |actual: Option<DynamicObject>, wanted: Option<DynamicObject>| {
         let (ctx, parent, manager) = (&ctx, &parent, &manager);
         async move {
+            let mut parent = parent.clone();
             manager
-                .manage(ctx, parent, actual.as_ref(), wanted.as_ref())
+                .manage(ctx, &mut parent, actual.as_ref(), wanted.as_ref())
                 .await
                 .expect("managed")
         }

@@ -268,7 +268,7 @@ impl ObjectManager for Shared {
     async fn manage(
         &self,
         ctx: &Context,
-        resource: &DynamicObject,
+        resource: &mut DynamicObject,
         actual: Option<&DynamicObject>,
         desired: Option<&DynamicObject>,
     ) -> Result<Option<DynamicObject>, ReconcileError> {

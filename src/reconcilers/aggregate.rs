@@ -128,14 +128,15 @@ impl AggregateReconciler {
             Ok(desired) => desired,
             Err(err) => return Outcome::err(err),
         };
+        // The resource is its own actual object: a copy as it was before the manager ran.
         let actual = resource
             .metadata
             .creation_timestamp
             .is_some()
-            .then_some(&resource);
+            .then(|| resource.clone());
         let managed = self
             .object_manager
-            .manage(&ctx, &resource, actual, desired.as_ref())
+            .manage(&ctx, &mut resource, actual.as_ref(), desired.as_ref())
             .await;
         Outcome::with(result, managed.err())
     }

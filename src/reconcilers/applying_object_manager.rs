@@ -82,7 +82,7 @@ impl ObjectManager for ApplyingObjectManager {
     async fn manage(
         &self,
         ctx: &Context,
-        resource: &DynamicObject,
+        resource: &mut DynamicObject,
         actual: Option<&DynamicObject>,
         desired: Option<&DynamicObject>,
     ) -> Result<Option<DynamicObject>, ReconcileError> {

@@ -18,7 +18,7 @@ use serde::Serialize;
 use tracing::{Instrument, debug_span, error, info, warn};
 
 use super::child_set::known_children;
-use super::updating_object_manager::{sync_resource_meta, track};
+use super::updating_object_manager::track;
 use super::{
     Context, ObjectManager, Outcome, Predicate, ReconcileError, Setup, SubReconciler,
     ValidationError,
@@ -336,7 +336,7 @@ impl ChildReconciler {
         ctx: &Context,
         manager: &dyn ObjectManager,
         desired_child: &DesiredChild,
-        parent: &DynamicObject,
+        parent: &mut DynamicObject,
     ) -> Result<Option<DynamicObject>, ReconcileError> {
         let mut children = self.list_our_children(ctx, parent).await?;
         let actual = match children.len() {
@@ -464,7 +464,6 @@ impl SubReconciler<DynamicObject> for ChildReconciler {
             let managed = self
                 .reconcile_child(ctx, manager.as_ref(), desired, parent)
                 .await;
-            sync_resource_meta(ctx, parent);
             if parent.metadata.deletion_timestamp.is_some() {
                 return Outcome::with(Default::default(), managed.err());
             }

@@ -70,7 +70,6 @@ pub use sync::{HasMetadata, SyncFn, SyncReconciler};
 pub use try_catch::TryCatch;
 pub use updating_object_manager::{
     HarmonizeImmutableFields, MergeBeforeUpdate, Sanitize, UpdatingObjectManager,
-    sync_resource_meta,
 };
 pub use with_config::WithConfig;
 pub use with_finalizer::WithFinalizer;

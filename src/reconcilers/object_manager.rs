@@ -22,11 +22,13 @@ pub trait ObjectManager: Send + Sync {
     }
 
     /// Creates, updates or deletes (`desired` is `None`) the object on behalf of `resource`,
-    /// which receives the events; returns the object as persisted, `None` when there is none.
+    /// which receives the events (and, when the manager keeps a finalizer, the finalizers,
+    /// resourceVersion and generation of its finalizer patch); returns the object as
+    /// persisted, `None` when there is none.
     async fn manage(
         &self,
         ctx: &Context,
-        resource: &DynamicObject,
+        resource: &mut DynamicObject,
         actual: Option<&DynamicObject>,
         desired: Option<&DynamicObject>,
     ) -> Result<Option<DynamicObject>, ReconcileError>;

@@ -8,10 +8,7 @@
 //! Deliberate departures from reconciler.io:
 //! - the mutation cache's generation guard compares the cached entry's generation with the
 //!   actual object's (quirk 7 fixed), so it takes effect for kinds with a generation too;
-//! - there is no `DangerouslyAllowDuckTypes`: every object is a `DynamicObject`;
-//! - [`ObjectManager::manage`] borrows the resource immutably, so the finalizer helpers patch
-//!   a copy and leave the server's finalizers, resourceVersion and generation in the stash;
-//!   `ChildReconciler` copies them back onto the resource ([`sync_resource_meta`]).
+//! - there is no `DangerouslyAllowDuckTypes`: every object is a `DynamicObject`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,8 +22,7 @@ use tracing::{debug, error, info};
 
 use super::resource::{api_message, log_unrecorded};
 use super::{
-    Context, ObjectManager, ReconcileError, Setup, Stasher, ValidationError, add_finalizer,
-    clear_finalizer,
+    Context, ObjectManager, ReconcileError, Setup, ValidationError, add_finalizer, clear_finalizer,
 };
 use crate::client::{self, EventType, reasons};
 use crate::object::{Gvk, ObjectKey};
@@ -186,7 +182,7 @@ impl ObjectManager for UpdatingObjectManager {
     async fn manage(
         &self,
         ctx: &Context,
-        resource: &DynamicObject,
+        resource: &mut DynamicObject,
         actual: Option<&DynamicObject>,
         desired: Option<&DynamicObject>,
     ) -> Result<Option<DynamicObject>, ReconcileError> {
@@ -240,14 +236,14 @@ pub(super) fn present(actual: Option<&DynamicObject>) -> Option<&DynamicObject> 
 /// returns the desired object.
 pub(super) async fn prepare<'d>(
     ctx: &Context,
-    resource: &DynamicObject,
+    resource: &mut DynamicObject,
     finalizer: &str,
     actual: Option<&DynamicObject>,
     desired: Option<&'d DynamicObject>,
 ) -> Result<Option<&'d DynamicObject>, ReconcileError> {
     match (actual, desired) {
         (None, None) => {
-            patch_finalizer(ctx, resource, finalizer, false).await?;
+            clear_finalizer(ctx, resource, finalizer).await?;
             Ok(None)
         }
         (Some(actual), None) => {
@@ -255,7 +251,7 @@ pub(super) async fn prepare<'d>(
             Ok(None)
         }
         (_, Some(desired)) => {
-            patch_finalizer(ctx, resource, finalizer, true).await?;
+            add_finalizer(ctx, resource, finalizer).await?;
             Ok(Some(desired))
         }
     }
@@ -411,58 +407,6 @@ pub(super) fn track(
         .tracker
         .track_object(object, &observer)
         .map_err(ReconcileError::from_error)
-}
-
-/// The resource's metadata as the server returned it from a finalizer patch.
-#[derive(Clone, Debug)]
-struct PatchedMeta {
-    uid: Option<String>,
-    finalizers: Option<Vec<String>>,
-    resource_version: Option<String>,
-    generation: Option<i64>,
-}
-
-/// Where a manager leaves the resource's metadata after patching its finalizer.
-const PATCHED_META: Stasher<PatchedMeta> = Stasher::new("dynrec.io/object-manager:patched-meta");
-
-/// Adds or removes the finalizer on a copy of the resource and stashes the server's answer
-/// for [`sync_resource_meta`].
-async fn patch_finalizer(
-    ctx: &Context,
-    resource: &DynamicObject,
-    finalizer: &str,
-    add: bool,
-) -> Result<(), ReconcileError> {
-    let mut patched = resource.clone();
-    if add {
-        add_finalizer(ctx, &mut patched, finalizer).await?;
-    } else {
-        clear_finalizer(ctx, &mut patched, finalizer).await?;
-    }
-    if patched.metadata != resource.metadata {
-        let meta = PatchedMeta {
-            uid: patched.metadata.uid,
-            finalizers: patched.metadata.finalizers,
-            resource_version: patched.metadata.resource_version,
-            generation: patched.metadata.generation,
-        };
-        PATCHED_META.store(ctx.stash(), meta);
-    }
-    Ok(())
-}
-
-/// Copies the finalizers, resourceVersion and generation an object manager's finalizer
-/// patch left in the stash onto the resource (a manager borrows the resource immutably);
-/// call it after [`ObjectManager::manage`].
-pub fn sync_resource_meta(ctx: &Context, resource: &mut DynamicObject) {
-    let Some(meta) = PATCHED_META.clear(ctx.stash()) else {
-        return;
-    };
-    if meta.uid == resource.metadata.uid {
-        resource.metadata.finalizers = meta.finalizers;
-        resource.metadata.resource_version = meta.resource_version;
-        resource.metadata.generation = meta.generation;
-    }
 }
 
 /// The mutation cache: what the server changed on the last update, per object UID.

@@ -5,9 +5,7 @@
 use async_trait::async_trait;
 use kube::api::DynamicObject;
 
-use crate::reconcilers::{
-    Context, ObjectManager, Outcome, SubReconciler, ValidationError, sync_resource_meta,
-};
+use crate::reconcilers::{Context, ObjectManager, Outcome, SubReconciler, ValidationError};
 
 /// The stash key of the actual object the harness passes to the manager (absent: none).
 pub const OBJECT_MANAGER_ACTUAL: &str = "dynrec.io/object-manager-harness-actual";
@@ -46,7 +44,6 @@ impl<M: ObjectManager> SubReconciler for ObjectManagerHarness<M> {
             .manager
             .manage(ctx, resource, actual.as_ref(), desired.as_ref())
             .await;
-        sync_resource_meta(ctx, resource);
         match managed {
             Ok(Some(result)) => {
                 ctx.stash().store(OBJECT_MANAGER_RESULT, result);

@@ -21,7 +21,7 @@ impl ObjectManager for StubObjectManager {
     async fn manage(
         &self,
         ctx: &Context,
-        _resource: &DynamicObject,
+        _resource: &mut DynamicObject,
         actual: Option<&DynamicObject>,
         desired: Option<&DynamicObject>,
     ) -> Result<Option<DynamicObject>, ReconcileError> {
