@@ -302,3 +302,86 @@ fn validate_requires_a_request() {
         r#"AggregateReconciler "ConfigMapAggregateReconciler" must define Request"#
     );
 }
+
+#[tokio::test]
+async fn the_context_carries_request_config_resource_type_now_and_stash() {
+    let now: jiff::Timestamp = "2024-05-01T10:00:00Z".parse().unwrap();
+    let case = ReconcilerTestCase {
+        request: request(),
+        now: Some(now),
+        config: ExpectConfig {
+            given_objects: vec![desired()],
+            ..ExpectConfig::default()
+        },
+        ..Default::default()
+    };
+    ReconcilerTests::from([("context", case)])
+        .run(move |_, config: &Config| {
+            let checks = SyncReconciler::new(move |ctx, _r: &mut DynamicObject| {
+                ctx.stash().store("seen", 1u8);
+                let problems: Vec<&str> = [
+                    (*ctx.request() != request(), "request"),
+                    (
+                        *ctx.resource_type() != Gvk::new("", "v1", "ConfigMap"),
+                        "resource type",
+                    ),
+                    (
+                        *ctx.original_resource_type() != *ctx.resource_type(),
+                        "original type",
+                    ),
+                    (ctx.now() != now, "now"),
+                    (ctx.stash().retrieve::<u8>("seen") != Some(1), "stash"),
+                ]
+                .into_iter()
+                .filter_map(|(wrong, what)| wrong.then_some(what))
+                .collect();
+                let checked = problems
+                    .is_empty()
+                    .then_some(())
+                    .ok_or_else(|| ReconcileError::msg(format!("context is wrong: {problems:?}")));
+                Box::pin(async move { checked })
+            });
+            Box::new(
+                AggregateReconciler::new(
+                    Gvk::new("", "v1", "ConfigMap"),
+                    request(),
+                    StubObjectManager,
+                    config.clone(),
+                )
+                .reconciler(checks)
+                .desired_resource(|_ctx, mut r| {
+                    r.data["data"] = json!({"foo": "bar"});
+                    Ok(Some(r))
+                }),
+            ) as Box<dyn RootReconciler>
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn prepare_and_clean_up_run_around_the_case() {
+    let prepared = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cleaned = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (p, c) = (prepared.clone(), cleaned.clone());
+    let case = ReconcilerTestCase {
+        config: given(vec![desired()]),
+        prepare: Some(Box::new(move |_| {
+            p.store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok(())
+        })),
+        clean_up: Some(Box::new(move |_| {
+            c.store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok(())
+        })),
+        ..Default::default()
+    };
+    run(case, ok, false).await;
+    assert!(
+        prepared.load(std::sync::atomic::Ordering::SeqCst),
+        "prepare ran"
+    );
+    assert!(
+        cleaned.load(std::sync::atomic::Ordering::SeqCst),
+        "clean_up ran"
+    );
+}
