@@ -134,6 +134,18 @@ async fn a_missed_track_fails() {
 }
 
 #[tokio::test]
+async fn an_unexpected_track_fails() {
+    let mut case = busy_case();
+    case.config.expect_tracks.clear();
+    let failures = failures_of(case).await;
+    assert!(
+        failures.contains(r#"Unexpected track observed for config "default""#)
+            && failures.contains("tracked"),
+        "{failures}"
+    );
+}
+
+#[tokio::test]
 #[should_panic(expected = "ExpectCreates[1] not observed")]
 async fn a_missing_write_panics_in_run() {
     let mut case = busy_case();

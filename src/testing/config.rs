@@ -278,6 +278,17 @@ impl Checker<'_> {
                 ));
             }
         }
+        for (reference, observer) in tracker.tracks() {
+            let expected = expected
+                .iter()
+                .any(|t| t.tracker == observer && t.reference == reference);
+            if !expected {
+                self.failures.push(format!(
+                    "Unexpected track observed for config {:?}: {observer} watches {reference:#?}",
+                    self.config
+                ));
+            }
+        }
     }
 }
 

@@ -119,6 +119,36 @@ impl Tracker {
         self.track_reference(&Reference::named(&gvk.group_kind(), &key), observer)
     }
 
+    /// Every unexpired track, as (what is watched, who watches it), in a stable order.
+    pub fn tracks(&self) -> Vec<(Reference, ObjectKey)> {
+        let now = Instant::now();
+        let mut tracks = Vec::new();
+        for entry in self.exact.iter() {
+            let reference = Reference::named(&entry.key().group_kind, &entry.key().key);
+            for (observer, expiry) in entry.value() {
+                if *expiry > now {
+                    tracks.push((reference.clone(), observer.clone()));
+                }
+            }
+        }
+        for entry in self.inexact.iter() {
+            for (observer, leases) in entry.value() {
+                for ((_, namespace), (selector, expiry)) in leases {
+                    if *expiry > now {
+                        let reference = Reference::selected(
+                            entry.key(),
+                            namespace.as_deref(),
+                            selector.clone(),
+                        );
+                        tracks.push((reference, observer.clone()));
+                    }
+                }
+            }
+        }
+        tracks.sort_by_key(|(reference, observer)| format!("{reference:?} {observer}"));
+        tracks
+    }
+
     /// The observers of an object (unexpired tracks by name, or by a matching selector).
     pub fn observers(&self, object: &DynamicObject) -> Result<Vec<ObjectKey>, GvkError> {
         let gvk = Gvk::of(object)?;
