@@ -1,0 +1,142 @@
+//! Memory: live heap bytes per cached ConfigMap vs the object's JSON size, for dynrec's
+//! shared cache (`Client::cache`, `DynamicObject`s) and, as the baseline, a typed
+//! kube-runtime reflector `Store<ConfigMap>`, over 1,000 and 10,000 objects. A counting
+//! global allocator measures the live heap before the cache starts and after it is ready
+//! (the server's objects are stored before the first reading). Prints its figures.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::time::Duration;
+
+use dynrec::apiserver::ApiServer;
+use dynrec::client::{Client, ListOptions};
+use dynrec::object::Gvk;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use serde_json::json;
+
+/// The system allocator, counting live bytes.
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Live heap bytes once background work has settled.
+async fn settled_live() -> isize {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    LIVE.load(Ordering::Relaxed)
+}
+
+/// A server holding `n` ConfigMaps (labels, an annotation, three data keys).
+fn server(n: usize) -> ApiServer {
+    let server = ApiServer::builder().history_limit(1 << 17).build();
+    let config_maps = (0..n).map(|i| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("config-{i}"), "namespace": format!("ns-{}", i / 100),
+                "labels": {"app": "bench", "tier": "backend"},
+                "annotations": {"example.com/owner": format!("team-{}", i % 7)}},
+            "data": {"mode": "production", "level": "info", "endpoint": format!("https://svc-{i}.example.com:8443/api")}})
+    });
+    server.seed(config_maps).expect("config maps seeded");
+    server
+}
+
+/// Bytes the cache added, per object.
+struct Measured {
+    per_object: f64,
+    json: f64,
+}
+
+/// dynrec's shared cache of ConfigMaps.
+async fn dynrec_cache(server: &ApiServer, n: usize) -> Measured {
+    let gvk = Gvk::new("", "v1", "ConfigMap");
+    let client = Client::new(server.client());
+    client.resolve(&gvk).await.expect("ConfigMaps resolve");
+    let before = settled_live().await;
+    let cache = client.cache(&gvk).await.expect("a cache");
+    assert!(cache.wait_until_ready().await);
+    let after = settled_live().await;
+    let objects = cache.list(&ListOptions::default());
+    assert_eq!(objects.len(), n);
+    let json: usize = objects.iter().map(|o| json_size(o.as_ref())).sum();
+    Measured {
+        per_object: (after - before) as f64 / n as f64,
+        json: json as f64 / n as f64,
+    }
+}
+
+/// A typed kube-runtime reflector of ConfigMaps.
+async fn typed_store(server: &ApiServer, n: usize) -> Measured {
+    let api = Api::<ConfigMap>::all(server.client());
+    let before = settled_live().await;
+    let (store, writer) = reflector::store();
+    let reflect = watcher(api, Default::default()).reflect(writer);
+    let reflecting = tokio::spawn(reflect.for_each(|_| async {}));
+    store.wait_until_ready().await.expect("listed");
+    let after = settled_live().await;
+    let objects = store.state();
+    assert_eq!(objects.len(), n);
+    let json: usize = objects.iter().map(|o| json_size(o.as_ref())).sum();
+    reflecting.abort();
+    Measured {
+        per_object: (after - before) as f64 / n as f64,
+        json: json as f64 / n as f64,
+    }
+}
+
+fn json_size(object: &impl serde::Serialize) -> usize {
+    serde_json::to_vec(object)
+        .map(|v| v.len())
+        .unwrap_or_default()
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; there is nothing to filter.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    println!("memory: live heap bytes per cached ConfigMap (ratio to its JSON size)");
+    for n in [1_000, 10_000] {
+        let server = server(n);
+        for (name, measured) in [
+            ("dynrec cache", runtime.block_on(dynrec_cache(&server, n))),
+            (
+                "typed Store<ConfigMap>",
+                runtime.block_on(typed_store(&server, n)),
+            ),
+        ] {
+            println!(
+                "  {n:>6} objects, {name:<23}: {:>6.0} B/object, JSON {:>4.0} B, ratio {:.2}",
+                measured.per_object,
+                measured.json,
+                measured.per_object / measured.json
+            );
+        }
+    }
+}
