@@ -27,12 +27,18 @@ impl ListOptions {
 
     /// Whether a (cached) object is covered.
     pub fn matches(&self, object: &DynamicObject) -> bool {
-        let in_namespace = match &self.namespace {
-            Some(ns) => object.metadata.namespace.as_deref() == Some(ns.as_str()),
-            None => true,
+        if let Some(ns) = &self.namespace
+            && object.metadata.namespace.as_deref() != Some(ns.as_str())
+        {
+            return false;
+        }
+        let Some(selector) = &self.selector else {
+            return true;
         };
-        let labels = object.metadata.labels.clone().unwrap_or_default();
-        in_namespace && self.selector.as_ref().is_none_or(|s| s.matches(&labels))
+        match &object.metadata.labels {
+            Some(labels) => selector.matches(labels),
+            None => selector.matches(&Default::default()),
+        }
     }
 
     pub(super) fn list_params(&self) -> ListParams {
