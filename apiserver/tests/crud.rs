@@ -552,3 +552,34 @@ async fn dry_run_stores_nothing() {
     assert_eq!(answered.metadata.name.as_deref(), Some("a"));
     assert!(cms.get_opt("a").await.unwrap().is_none());
 }
+
+#[tokio::test]
+async fn events_recorded_through_events_k8s_io_are_listed_as_core_events() {
+    let (_server, client) = server();
+    let v1_events = api(&client, "events.k8s.io", "v1", "Event", "events", "default");
+    let event = object(json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "w1.abc"}, "eventTime": "2026-01-01T00:00:00.000001Z",
+        "regarding": {"apiVersion": "example.com/v1", "kind": "Widget", "name": "w1", "namespace": "default"},
+        "reason": "Created", "note": "Created ConfigMap \"w1-config\"", "type": "Normal",
+        "action": "Created", "reportingController": "widgets", "reportingInstance": "r1"}));
+    v1_events
+        .create(&PostParams::default(), &event)
+        .await
+        .unwrap();
+    let core_events = api(&client, "", "v1", "Event", "events", "default");
+    let listed = core_events
+        .list(&ListParams::default().fields("involvedObject.name=w1,involvedObject.kind=Widget"))
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 1, "kubectl describe finds it");
+    assert_eq!(
+        listed.items[0].data["message"],
+        "Created ConfigMap \"w1-config\""
+    );
+    assert_eq!(listed.items[0].data["count"], 1);
+    v1_events
+        .delete("w1.abc", &Default::default())
+        .await
+        .unwrap();
+    assert!(core_events.get_opt("w1.abc").await.unwrap().is_none());
+}

@@ -55,6 +55,9 @@ impl State {
         if *key == crd_resource_key() {
             self.crd_removed(last);
         }
+        if *key == super::events::events_v1_key() {
+            self.remove_event_mirror(last);
+        }
     }
 
     /// Runs queued follow-up work until none is left.

@@ -70,6 +70,9 @@ impl State {
 
     /// Kind-specific effects of a committed create or update.
     pub(super) fn after_write_of_kind(&mut self, info: &ResourceInfo, stored: &Arc<Value>) {
+        if info.key() == super::events::events_v1_key() {
+            self.mirror_event(stored);
+        }
         self.after_load_of_kind(&info.key(), stored);
     }
 

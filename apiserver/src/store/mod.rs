@@ -3,6 +3,7 @@
 //! every operation is linearizable and changes are seen in resourceVersion order.
 
 mod delete;
+mod events;
 mod gc;
 mod kinds;
 mod managed;
