@@ -27,6 +27,18 @@ where
         .expect("a well-formed event")
 }
 
+/// The next item a kube-runtime watcher stream yields, within the deadline.
+async fn next_item<T, S>(objects: &mut S) -> T
+where
+    S: futures::Stream<Item = Result<T, watcher::Error>> + Unpin,
+{
+    tokio::time::timeout(DEADLINE, objects.try_next())
+        .await
+        .expect("an object before the deadline")
+        .expect("a healthy watch")
+        .expect("the stream is open")
+}
+
 fn describe(event: &WatchEvent<DynamicObject>) -> (String, String) {
     match event {
         WatchEvent::Added(o) => ("ADDED".into(), o.metadata.name.clone().unwrap_or_default()),
@@ -369,11 +381,7 @@ async fn kube_runtime_watcher_follows_the_server() {
     let mut objects = watcher(cms.clone(), watcher::Config::default())
         .applied_objects()
         .boxed();
-    let first = tokio::time::timeout(DEADLINE, objects.try_next())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let first = next_item(&mut objects).await;
     assert_eq!(first.metadata.name.as_deref(), Some("before"));
     cms.create(
         &PostParams::default(),
@@ -381,11 +389,7 @@ async fn kube_runtime_watcher_follows_the_server() {
     )
     .await
     .unwrap();
-    let second = tokio::time::timeout(DEADLINE, objects.try_next())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let second = next_item(&mut objects).await;
     assert_eq!(second.metadata.name.as_deref(), Some("after"));
 }
 
@@ -404,12 +408,7 @@ async fn kube_runtime_streaming_list_watcher_works() {
     let mut init_done = false;
     let mut saw_before = false;
     while !init_done {
-        match tokio::time::timeout(DEADLINE, events.try_next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap()
-        {
+        match next_item(&mut events).await {
             watcher::Event::InitApply(o) => {
                 saw_before |= o.metadata.name.as_deref() == Some("before")
             }
@@ -434,11 +433,7 @@ async fn kube_runtime_watcher_recovers_when_watches_are_cut() {
     )
     .await
     .unwrap();
-    let first = tokio::time::timeout(DEADLINE, objects.try_next())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let first = next_item(&mut objects).await;
     assert_eq!(first.metadata.name.as_deref(), Some("one"));
     server.close_all_watches();
     cms.create(
@@ -447,11 +442,7 @@ async fn kube_runtime_watcher_recovers_when_watches_are_cut() {
     )
     .await
     .unwrap();
-    let second = tokio::time::timeout(DEADLINE, objects.try_next())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let second = next_item(&mut objects).await;
     assert_eq!(second.metadata.name.as_deref(), Some("two"));
 }
 
