@@ -236,7 +236,7 @@ async fn hooks_run_around_the_request() {
                 true => ReconcileError::quiet(),
                 false => ReconcileError::msg("before"),
             };
-            (ctx, Outcome::err(error))
+            Box::pin(async move { (ctx, Outcome::err(error)) })
         })
     };
     ReconcilerTests::from([(
@@ -272,7 +272,7 @@ async fn hooks_run_around_the_request() {
                 StubObjectManager,
                 c.clone(),
             )
-            .after_reconcile(|_, _| Outcome::ok(ReconcileResult::requeue())),
+            .after_reconcile(|_, _| Box::pin(async { Outcome::ok(ReconcileResult::requeue()) })),
         ) as Box<dyn RootReconciler>
     })
     .await;

@@ -6,14 +6,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dynrec::client::reasons;
-use dynrec::object::ObjectKey;
+use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{
-    Config, Outcome, Predicate, ReconcileError, ReconcileResult, ResourceReconciler,
+    Config, Context, Outcome, Predicate, ReconcileError, ReconcileResult, ResourceReconciler,
     RootReconciler, SyncReconciler,
 };
 use dynrec::testing::{
-    ApiStatus, Event, ExpectConfig, ReconcilerTestCase, ReconcilerTests, induce_failure,
+    ApiStatus, Event, ExpectConfig, ReconcilerTestCase, ReconcilerTests, TrackRequest,
+    induce_failure,
 };
+use futures::future::BoxFuture;
 use harness_common::*;
 use jiff::Timestamp;
 use kube::api::DynamicObject;
@@ -320,7 +322,9 @@ async fn quiet_before_reconcile_error_requeues() {
         ..Default::default()
     };
     run(case, fail, |r| {
-        r.before_reconcile(|ctx| (ctx, Outcome::err(ReconcileError::quiet())))
+        r.before_reconcile(|ctx| {
+            Box::pin(async move { (ctx, Outcome::err(ReconcileError::quiet())) })
+        })
     })
     .await;
 }
@@ -333,7 +337,9 @@ async fn before_reconcile_error_is_returned() {
         ..Default::default()
     };
     run(case, nothing, |r| {
-        r.before_reconcile(|ctx| (ctx, Outcome::err(ReconcileError::msg("before"))))
+        r.before_reconcile(|ctx| {
+            Box::pin(async move { (ctx, Outcome::err(ReconcileError::msg("before"))) })
+        })
     })
     .await;
 }
@@ -349,17 +355,76 @@ async fn before_result_aggregates_and_after_reconcile_sees_it() {
     };
     let adjust = |r: ResourceReconciler| {
         r.before_reconcile(|ctx| {
-            (
-                ctx,
-                Outcome::ok(ReconcileResult::requeue_after(Duration::from_secs(10))),
-            )
+            Box::pin(async move {
+                let after_10s = ReconcileResult::requeue_after(Duration::from_secs(10));
+                (ctx, Outcome::ok(after_10s))
+            })
         })
         .after_reconcile(|_, outcome| {
-            assert_eq!(outcome.result.requeue_after, Some(Duration::from_secs(10)));
-            Outcome::ok(ReconcileResult::requeue_after(Duration::from_secs(5)))
+            Box::pin(async move {
+                assert_eq!(outcome.result.requeue_after, Some(Duration::from_secs(10)));
+                Outcome::ok(ReconcileResult::requeue_after(Duration::from_secs(5)))
+            })
         })
     };
     run(case, nothing, adjust).await;
+}
+
+/// The hooks are async: BeforeReconcile may read (and track) another object before the
+/// sub-reconcilers run, and hand what it read to them through the stash.
+#[tokio::test]
+async fn before_reconcile_may_await_a_read() {
+    let settings = config_map("settings")
+        .field("data", json!({"color": "blue"}))
+        .build();
+    let parent = resource().build();
+    let expected = resource()
+        .status(json!({"fields": {"color": "blue"}, "observedGeneration": 1}))
+        .build();
+    let case = ReconcilerTestCase {
+        request: request(),
+        config: ExpectConfig {
+            given_objects: vec![parent.clone(), settings.clone()],
+            expect_tracks: vec![TrackRequest::new(&settings, &parent)],
+            expect_events: vec![Event::normal(
+                &parent,
+                reasons::STATUS_UPDATED,
+                "Updated status",
+            )],
+            expect_status_updates: vec![expected],
+            ..config()
+        },
+        ..Default::default()
+    };
+    let copy_color = || {
+        SyncReconciler::new(|ctx, resource: &mut DynamicObject| {
+            let color: Option<String> = ctx.stash().retrieve("color");
+            resource.data["status"]["fields"]["color"] = json!(color);
+            Box::pin(async { Ok(()) })
+        })
+    };
+    ReconcilerTests::from([("before reads settings", case)])
+        .run(|_, config| {
+            let read_settings = |ctx: Context| -> BoxFuture<'static, (Context, Outcome)> {
+                Box::pin(async move {
+                    let key = ObjectKey::namespaced(NAMESPACE, "settings");
+                    let configmaps = Gvk::new("", "v1", "ConfigMap");
+                    let outcome = match ctx.track_and_get(&configmaps, &key).await {
+                        Ok(settings) => {
+                            let color = settings.data["data"]["color"].as_str().unwrap_or("");
+                            ctx.stash().store("color", color.to_string());
+                            Outcome::done()
+                        }
+                        Err(err) => Outcome::err(ReconcileError::msg(err.to_string())),
+                    };
+                    (ctx, outcome)
+                })
+            };
+            let root = ResourceReconciler::new(gvk(), copy_color(), config.clone())
+                .before_reconcile(read_settings);
+            Box::new(root) as Box<dyn RootReconciler>
+        })
+        .await;
 }
 
 #[tokio::test]

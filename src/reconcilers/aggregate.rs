@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use kube::api::{DynamicObject, ObjectMeta, TypeMeta};
 use tracing::{Instrument, debug, error, info_span};
 
@@ -78,20 +79,22 @@ impl AggregateReconciler {
         self
     }
 
-    /// Runs `hook` before each request.
-    pub fn before_reconcile(
-        mut self,
-        hook: impl Fn(Context) -> (Context, Outcome) + Send + Sync + 'static,
-    ) -> Self {
+    /// Runs `hook` before each request, e.g.
+    /// `|ctx| Box::pin(async move { (ctx, Outcome::done()) })`.
+    pub fn before_reconcile<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(Context) -> BoxFuture<'static, (Context, Outcome)> + Send + Sync + 'static,
+    {
         self.hooks.before = Some(Box::new(hook));
         self
     }
 
-    /// Runs `hook` on the outcome of each request.
-    pub fn after_reconcile(
-        mut self,
-        hook: impl Fn(&Context, Outcome) -> Outcome + Send + Sync + 'static,
-    ) -> Self {
+    /// Runs `hook` on the outcome of each request, e.g.
+    /// `|_ctx, outcome| Box::pin(async move { outcome })`.
+    pub fn after_reconcile<F>(mut self, hook: F) -> Self
+    where
+        F: for<'a> Fn(&'a Context, Outcome) -> BoxFuture<'a, Outcome> + Send + Sync + 'static,
+    {
         self.hooks.after = Some(Box::new(hook));
         self
     }
@@ -170,7 +173,7 @@ impl RootReconciler for AggregateReconciler {
 
     fn setup(&self) -> Result<Setup, ValidationError> {
         self.validate()?;
-        let mut setup = Setup::default();
+        let mut setup = Setup::for_config(self.config.clone());
         setup.watch(Watch::For(self.resource_type.clone()));
         if let Some(reconciler) = &self.reconciler {
             reconciler.setup(&mut setup)?;

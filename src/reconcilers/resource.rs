@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use jiff::Timestamp;
 use kube::api::DynamicObject;
 use serde_json::Value;
@@ -20,12 +21,14 @@ use super::{
 use crate::client::{Error, reasons};
 use crate::object::{ConditionSet, Gvk, ObjectKey, StatusExt};
 
-/// Runs before the resource is read; returns the context to continue with and an outcome
-/// whose error ends the request.
-pub type BeforeReconcile = Box<dyn Fn(Context) -> (Context, Outcome) + Send + Sync>;
+/// Runs before the resource is read (and may await, e.g. read another object); returns the
+/// context to continue with and an outcome whose error ends the request.
+pub type BeforeReconcile =
+    Box<dyn Fn(Context) -> BoxFuture<'static, (Context, Outcome)> + Send + Sync>;
 
-/// Sees (and may replace) the outcome of the request.
-pub type AfterReconcile = Box<dyn Fn(&Context, Outcome) -> Outcome + Send + Sync>;
+/// Sees (and may replace) the outcome of the request; it may await.
+pub type AfterReconcile =
+    Box<dyn for<'a> Fn(&'a Context, Outcome) -> BoxFuture<'a, Outcome> + Send + Sync>;
 
 /// Per-request settings a caller (the runtime, or a test) may choose.
 #[derive(Clone, Default)]
@@ -124,20 +127,22 @@ impl ResourceReconciler {
         self
     }
 
-    /// Runs `hook` before each request.
-    pub fn before_reconcile(
-        mut self,
-        hook: impl Fn(Context) -> (Context, Outcome) + Send + Sync + 'static,
-    ) -> Self {
+    /// Runs `hook` before each request, e.g.
+    /// `|ctx| Box::pin(async move { (ctx, Outcome::done()) })`.
+    pub fn before_reconcile<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(Context) -> BoxFuture<'static, (Context, Outcome)> + Send + Sync + 'static,
+    {
         self.hooks.before = Some(Box::new(hook));
         self
     }
 
-    /// Runs `hook` on the outcome of each request.
-    pub fn after_reconcile(
-        mut self,
-        hook: impl Fn(&Context, Outcome) -> Outcome + Send + Sync + 'static,
-    ) -> Self {
+    /// Runs `hook` on the outcome of each request, e.g.
+    /// `|_ctx, outcome| Box::pin(async move { outcome })`.
+    pub fn after_reconcile<F>(mut self, hook: F) -> Self
+    where
+        F: for<'a> Fn(&'a Context, Outcome) -> BoxFuture<'a, Outcome> + Send + Sync + 'static,
+    {
         self.hooks.after = Some(Box::new(hook));
         self
     }
@@ -268,7 +273,7 @@ impl RootReconciler for ResourceReconciler {
 
     fn setup(&self) -> Result<Setup, ValidationError> {
         self.validate()?;
-        let mut setup = Setup::default();
+        let mut setup = Setup::for_config(self.config.clone());
         setup.watch(Watch::For(self.resource_type.clone()));
         self.reconciler.setup(&mut setup)?;
         Ok(setup)
@@ -322,7 +327,7 @@ impl RootHooks {
         Fut: Future<Output = Outcome>,
     {
         let (ctx, before) = match &self.before {
-            Some(hook) => hook(ctx),
+            Some(hook) => hook(ctx).await,
             None => (ctx, Outcome::done()),
         };
         if let Some(err) = before.error {
@@ -331,7 +336,7 @@ impl RootHooks {
         let outcome = inner(ctx.clone()).await;
         let outcome = Outcome::with(before.result.aggregate(outcome.result), outcome.error);
         let outcome = match &self.after {
-            Some(hook) => hook(&ctx, outcome),
+            Some(hook) => hook(&ctx, outcome).await,
             None => outcome,
         };
         requeue_if_quiet(outcome)
