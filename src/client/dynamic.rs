@@ -47,6 +47,11 @@ impl Client {
         }
     }
 
+    /// Whether `other` is a clone of this client (sharing its caches).
+    pub fn is_same(&self, other: &Client) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// The underlying `kube::Client`.
     pub fn kube(&self) -> &kube::Client {
         &self.inner.kube

@@ -32,6 +32,11 @@ impl Config {
         }
     }
 
+    /// Whether `other` is a clone of this config: the same client (caches) and tracker.
+    pub fn is_same(&self, other: &Config) -> bool {
+        self.client.is_same(&other.client) && Arc::ptr_eq(&self.tracker, &other.tracker)
+    }
+
     /// The same clients with a new, empty tracker whose tracks last `lease`.
     pub fn with_new_tracker(&self, lease: Duration) -> Self {
         Self {

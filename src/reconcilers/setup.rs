@@ -1,5 +1,7 @@
-//! What a reconciler tree declares at setup: the watches the runtime must open for it.
+//! What a reconciler tree declares at setup: the watches the runtime must open for it, and
+//! through which config (cluster) each is opened.
 
+use super::Config;
 use crate::object::Gvk;
 
 /// A watch a reconciler needs.
@@ -13,17 +15,70 @@ pub enum Watch {
     Tracked(Gvk),
 }
 
+/// A watch declared under `WithConfig`: opened through that config's client and mapped
+/// through its tracker.
+#[derive(Clone)]
+pub struct ScopedWatch {
+    /// What to watch.
+    pub watch: Watch,
+    /// The config the nested reconcilers use for it.
+    pub config: Config,
+}
+
 /// Collects the watches of a reconciler tree.
-#[derive(Clone, Debug, Default)]
+///
+/// Roots start it with their own config ([`Setup::for_config`]); `WithConfig` derives its
+/// config from the current one and declares its nested reconcilers' watches through
+/// [`Setup::scoped`], so a child on another cluster is watched on that cluster.
+#[derive(Clone, Default)]
 pub struct Setup {
+    root_config: Option<Config>,
+    scope: Option<Config>,
     watches: Vec<Watch>,
+    scoped_watches: Vec<ScopedWatch>,
 }
 
 impl Setup {
-    /// Declares a watch (each is kept once).
+    /// A setup for a tree whose root reconciles with `config`.
+    pub fn for_config(config: Config) -> Self {
+        Self {
+            root_config: Some(config),
+            ..Self::default()
+        }
+    }
+
+    /// The config nested reconcilers would use here: the innermost `WithConfig`'s, else the
+    /// root's (`None` for a setup made without one, as in unit tests).
+    pub fn config(&self) -> Option<&Config> {
+        self.scope.as_ref().or(self.root_config.as_ref())
+    }
+
+    /// Runs `declare` with `config` as the current config: the watches it declares are
+    /// opened through `config`.
+    pub fn scoped<T>(&mut self, config: Config, declare: impl FnOnce(&mut Self) -> T) -> T {
+        let outer = self.scope.replace(config);
+        let declared = declare(self);
+        self.scope = outer;
+        declared
+    }
+
+    /// Declares a watch (each is kept once per config).
     pub fn watch(&mut self, watch: Watch) {
-        if !self.watches.contains(&watch) {
-            self.watches.push(watch);
+        match &self.scope {
+            None if !self.watches.contains(&watch) => self.watches.push(watch),
+            None => {}
+            Some(config) => {
+                let known = self
+                    .scoped_watches
+                    .iter()
+                    .any(|s| s.watch == watch && s.config.is_same(config));
+                if !known {
+                    self.scoped_watches.push(ScopedWatch {
+                        watch,
+                        config: config.clone(),
+                    });
+                }
+            }
         }
     }
 
@@ -37,8 +92,13 @@ impl Setup {
         self.watch(Watch::Tracked(gvk));
     }
 
-    /// The declared watches, in declaration order.
+    /// The watches opened through the root's config, in declaration order.
     pub fn watches(&self) -> &[Watch] {
         &self.watches
+    }
+
+    /// The watches declared under `WithConfig`, in declaration order.
+    pub fn scoped_watches(&self) -> &[ScopedWatch] {
+        &self.scoped_watches
     }
 }

@@ -1,9 +1,10 @@
 //! `WithConfig`: nested reconcilers use another config (client, cluster, tracker).
 //!
-//! Departures from reconciler.io: the config function is evaluated at each reconcile only.
-//! This crate's `Setup` carries no `Config` (setup declares watches by GVK), so there is
-//! nothing to evaluate it against at setup. The nested reconciler is always validated
-//! (quirk 11).
+//! As in reconciler.io the config function is evaluated at setup (with no request: its
+//! context argument is `None`) and at each reconcile, each time from the current config.
+//! The watches the nested reconcilers declare at setup are opened through the config of
+//! setup, so a child or tracked object on another cluster triggers reconciles of the
+//! resource. The nested reconciler is always validated (quirk 11).
 
 use async_trait::async_trait;
 use kube::api::DynamicObject;
@@ -12,7 +13,8 @@ use tracing::{Instrument, debug_span};
 use super::nested::{owner, validate_nested};
 use super::{Config, Context, Outcome, ReconcileError, Setup, SubReconciler, ValidationError};
 
-type ConfigFn = Box<dyn Fn(&Context, &Config) -> Result<Config, ReconcileError> + Send + Sync>;
+type ConfigFn =
+    Box<dyn Fn(Option<&Context>, &Config) -> Result<Config, ReconcileError> + Send + Sync>;
 
 /// Runs the nested reconciler with the config `config` derives from the current one; the
 /// original config (used for writes on the reconciled resource) does not change.
@@ -23,9 +25,13 @@ pub struct WithConfig<R = DynamicObject> {
 }
 
 impl<R: Send + Sync + 'static> WithConfig<R> {
-    /// Runs `reconciler` with the config `config` returns for the current one.
+    /// Runs `reconciler` with the config `config` returns for the current one; `config` is
+    /// called at setup (context `None`) and at each reconcile (the request's context).
     pub fn new(
-        config: impl Fn(&Context, &Config) -> Result<Config, ReconcileError> + Send + Sync + 'static,
+        config: impl Fn(Option<&Context>, &Config) -> Result<Config, ReconcileError>
+        + Send
+        + Sync
+        + 'static,
         reconciler: impl SubReconciler<R> + 'static,
     ) -> Self {
         Self {
@@ -49,7 +55,16 @@ impl<R: Send + Sync + 'static> SubReconciler<R> for WithConfig<R> {
     }
 
     fn setup(&self, setup: &mut Setup) -> Result<(), ValidationError> {
-        self.reconciler.setup(setup)
+        let Some(current) = setup.config() else {
+            return self.reconciler.setup(setup);
+        };
+        let config = (self.config)(None, current).map_err(|err| {
+            ValidationError(format!(
+                "{} could not make its config at setup: {err}",
+                owner("WithConfig", &self.name)
+            ))
+        })?;
+        setup.scoped(config, |setup| self.reconciler.setup(setup))
     }
 
     fn validate(&self) -> Result<(), ValidationError> {
@@ -58,7 +73,7 @@ impl<R: Send + Sync + 'static> SubReconciler<R> for WithConfig<R> {
     }
 
     async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome {
-        let config = match (self.config)(ctx, ctx.config()) {
+        let config = match (self.config)(Some(ctx), ctx.config()) {
             Ok(config) => config,
             Err(error) => return Outcome::err(error),
         };

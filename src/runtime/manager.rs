@@ -19,8 +19,7 @@ use super::{
 };
 use crate::client::{CacheEvent, Client};
 use crate::object::{Gvk, ObjectKey};
-use crate::reconcilers::{self, Config, RootReconciler, ValidationError, Watch};
-use crate::tracker::Tracker;
+use crate::reconcilers::{self, Config, RootReconciler, ScopedWatch, ValidationError, Watch};
 
 /// Why the manager could not run.
 #[derive(Debug, thiserror::Error)]
@@ -70,8 +69,8 @@ struct Controller {
     name: String,
     gvk: Gvk,
     reconciler: Arc<dyn RootReconciler>,
-    tracker: Arc<Tracker>,
-    watches: Vec<Watch>,
+    /// Every declared watch but the kind's own, each with the config it is opened through.
+    watches: Vec<ScopedWatch>,
 }
 
 /// Runs controllers for kinds resolved at run time.
@@ -98,7 +97,9 @@ impl Manager {
     }
 
     /// Registers a root reconciler for `gvk`; `config` is the one the reconciler was built
-    /// with (its tracker maps tracked objects to requests). The tree is validated here.
+    /// with (its client opens the tree's watches, its tracker maps tracked objects to
+    /// requests; watches declared under `WithConfig` use that config's). The tree is
+    /// validated here.
     pub fn register(
         &mut self,
         gvk: Gvk,
@@ -116,7 +117,11 @@ impl Manager {
             .watches()
             .iter()
             .filter(|w| !matches!(w, Watch::For(_)))
-            .cloned()
+            .map(|watch| ScopedWatch {
+                watch: watch.clone(),
+                config: config.clone(),
+            })
+            .chain(setup.scoped_watches().iter().cloned())
             .collect();
         self.readiness
             .set_not_ready(&name, format!("waiting to start ({gvk})"));
@@ -124,7 +129,6 @@ impl Manager {
             name,
             gvk,
             reconciler: Arc::new(reconciler),
-            tracker: config.tracker.clone(),
             watches,
         }));
         Ok(())
@@ -360,21 +364,21 @@ impl ControllerRun {
         stopped
     }
 
-    /// Feeds a declared watch into the queue: owned children to their controller owner,
-    /// tracked objects to their observers.
+    /// Feeds a declared watch into the queue, through its config's client: owned children
+    /// to their controller owner, tracked objects to their observers in its config's tracker.
     async fn spawn_feed(
         &self,
         feeds: &mut JoinSet<()>,
-        watch: &Watch,
+        declared: &ScopedWatch,
         namespaced: bool,
         queue: &WorkQueue<ObjectKey>,
     ) {
-        let (gvk, owned) = match watch {
+        let (gvk, owned) = match &declared.watch {
             Watch::Owns(gvk) => (gvk.clone(), true),
             Watch::Tracked(gvk) => (gvk.clone(), false),
             Watch::For(_) => return,
         };
-        let cache = match self.client.cache(&gvk).await {
+        let cache = match declared.config.client.cache(&gvk).await {
             Ok(cache) => cache,
             Err(err) => {
                 warn!(%gvk, %err, "cannot watch a declared kind; it will not trigger reconciles");
@@ -383,7 +387,7 @@ impl ControllerRun {
         };
         let queue = queue.clone();
         let owner = self.controller.gvk.clone();
-        let tracker = self.controller.tracker.clone();
+        let tracker = declared.config.tracker.clone();
         feeds.spawn(async move {
             let events = cache.subscribe();
             if owned {
