@@ -12,7 +12,8 @@ use dynrec::reconcilers::{
 };
 use dynrec::testing::{
     ApiStatus, DeleteRef, Event, ExpectConfig, PatchRef, ReconcilerTestCase, ReconcilerTests,
-    SubReconcilerTestCase, SubReconcilerTests, TestObject, TrackRequest, induce_failure,
+    SubReconcilerTestCase, SubReconcilerTests, TestObject, TrackRequest, VerifyResource,
+    induce_failure,
 };
 use harness_common::*;
 use kube::api::DynamicObject;
@@ -135,7 +136,8 @@ fn reflect(
 }
 
 /// The desired child: none without `spec.fields`; `spec.fail` fails, `spec.statusOnly`
-/// only reflects, `spec.customOwner` brings its own controller reference, `spec.label` labels it.
+/// only reflects, `spec.customOwner` brings its own controller reference, `spec.foreignOwner`
+/// one to another controller, `spec.label` labels it.
 fn desired_child(
     _ctx: &Context,
     parent: &DynamicObject,
@@ -156,6 +158,13 @@ fn desired_child(
         let mut reference = owner_reference();
         reference[0]["blockOwnerDeletion"] = json!(false);
         child = child.field("metadata.ownerReferences", reference);
+    }
+    if spec["foreignOwner"] == true {
+        let foreign = json!([{
+            "apiVersion": format!("{GROUP}/v1"), "kind": "OtherResource", "name": "other",
+            "uid": EXTRA_UID, "controller": true
+        }]);
+        child = child.field("metadata.ownerReferences", foreign);
     }
     if spec["label"] == true {
         child = child.label("app", "child");
@@ -220,6 +229,17 @@ fn failing(
         },
         ..case(resource)
     }
+}
+
+/// Checks that the reconcile failed with exactly `expected`.
+fn error_is(expected: impl Into<String>) -> Option<VerifyResource> {
+    let expected = expected.into();
+    Some(Box::new(move |_, outcome| {
+        let error = outcome.error.as_ref().map(ToString::to_string);
+        (error.as_deref() == Some(expected.as_str()))
+            .then_some(())
+            .ok_or(format!("unexpected error {error:?}"))
+    }))
 }
 
 const CHILD_UID: &str = "3b298fdb-b0b6-4603-9708-939e05daf183";
@@ -371,6 +391,13 @@ async fn reconciles_the_child() {
         ("desired child error", SubReconcilerTestCase {
             should_err: true,
             ..case(asking(bar()).field("spec.fail", true))
+        }),
+        ("desired child already owned by another controller", SubReconcilerTestCase {
+            should_err: true,
+            verify: error_is(
+                "Object test-namespace/test-resource is already owned by another OtherResource controller other",
+            ),
+            ..case(asking(bar()).field("spec.foreignOwner", true))
         }),
     ])
     .run(|_, _| Box::new(child_reconciler()) as Box<dyn SubReconciler>)
@@ -568,17 +595,11 @@ async fn owner_references_stay_in_the_parents_namespace() {
             "cluster-scoped resource must not have a namespace-scoped owner, owner's namespace test-namespace",
         ),
     ] {
-        let expected = message.to_string();
         SubReconcilerTests::from([(
             "owner reference refused",
             SubReconcilerTestCase {
                 should_err: true,
-                verify: Some(Box::new(move |_, outcome| {
-                    let error = outcome.error.as_ref().map(ToString::to_string);
-                    (error.as_deref() == Some(expected.as_str()))
-                        .then_some(())
-                        .ok_or(format!("unexpected error {error:?}"))
-                })),
+                verify: error_is(message),
                 ..case(asking(bar()))
             },
         )])
@@ -634,54 +655,97 @@ fn setup_watches_owned_and_tracked_children() {
     assert!(unowned.watches().is_empty());
 }
 
+/// reconciler.io's ChildReconciler validation table. "ChildType missing" and "ChildListType
+/// missing" have no counterpart (the child kind is `new`'s argument and its list follows from
+/// it), nor has "Finalizer without OurChild" (a ChildReconciler has no finalizer); the legacy
+/// "MergeBeforeUpdate missing" is the child object manager's own validation.
 #[test]
 fn validation_names_what_is_missing() {
+    let owner = r#"ChildReconciler "test""#;
     let base = || ChildReconciler::new(config_map_gvk()).named("test");
-    let cases: [(ChildReconciler, &str); 6] = [
+    let complete = || {
+        base()
+            .desired_child(desired_child)
+            .reflect_child_status_on_parent(reflect)
+            .child_object_manager(manager())
+    };
+    let cases: Vec<(&str, ChildReconciler, Result<(), String>)> = vec![
         (
-            base(),
-            r#"ChildReconciler "test" must implement DesiredChild"#,
+            "empty",
+            ChildReconciler::new(config_map_gvk()),
+            Err(r#"ChildReconciler "ConfigMapChildReconciler" must implement DesiredChild"#.into()),
+        ),
+        ("valid", complete(), Ok(())),
+        (
+            "valid with a reflect function that may fail",
+            base()
+                .desired_child(desired_child)
+                .reflect_child_status_on_parent_with_error(|_, _, _, _| Ok(()))
+                .child_object_manager(manager()),
+            Ok(()),
         ),
         (
-            base().desired_child(desired_child),
-            r#"ChildReconciler "test" must implement ReflectChildStatusOnParent"#,
+            "DesiredChild missing",
+            base()
+                .reflect_child_status_on_parent(reflect)
+                .child_object_manager(manager()),
+            Err(format!("{owner} must implement DesiredChild")),
         ),
         (
+            "ReflectChildStatusOnParent missing",
+            base()
+                .desired_child(desired_child)
+                .child_object_manager(manager()),
+            Err(format!("{owner} must implement ReflectChildStatusOnParent")),
+        ),
+        (
+            "ChildObjectManager missing",
             base()
                 .desired_child(desired_child)
                 .reflect_child_status_on_parent(reflect),
-            r#"ChildReconciler "test" must implement ChildObjectManager"#,
+            Err(format!("{owner} must implement ChildObjectManager")),
         ),
         (
-            base()
-                .desired_child(desired_child)
-                .reflect_child_status_on_parent(reflect)
+            "MergeBeforeUpdate missing",
+            complete()
                 .child_object_manager(UpdatingObjectManager::new(config_map_gvk()).named("om")),
-            r#"ChildReconciler "test" must have a valid ChildObjectManager: UpdatingObjectManager "om" must define MergeBeforeUpdate"#,
+            Err(format!(
+                r#"{owner} must have a valid ChildObjectManager: UpdatingObjectManager "om" must define MergeBeforeUpdate"#
+            )),
         ),
         (
-            base()
-                .desired_child(desired_child)
-                .reflect_child_status_on_parent(reflect)
-                .child_object_manager(manager())
-                .skip_owner_reference(true),
-            r#"ChildReconciler "test" must implement OurChild since owner references are not used"#,
+            "ListOptions",
+            complete().list_options(|_, _| dynrec::client::ListOptions::default()),
+            Ok(()),
         ),
         (
-            base()
-                .desired_child(desired_child)
-                .reflect_child_status_on_parent(reflect)
-                .child_object_manager(manager())
+            "ListOptions missing",
+            complete()
                 .skip_owner_reference(true)
                 .our_child(not_extraneous()),
-            r#"ChildReconciler "test" must implement ListOptions since owner references are not used"#,
+            Err(format!(
+                "{owner} must implement ListOptions since owner references are not used"
+            )),
+        ),
+        (
+            "SkipOwnerReference without OurChild",
+            complete().skip_owner_reference(true),
+            Err(format!(
+                "{owner} must implement OurChild since owner references are not used"
+            )),
+        ),
+        (
+            "OurChild",
+            complete().our_child(Predicate::new(|_, _: &ParentAndChild| false)),
+            Ok(()),
         ),
     ];
-    for (reconciler, message) in cases {
-        assert_eq!(
-            reconciler.validate().map_err(|e| e.to_string()),
-            Err(message.to_string())
-        );
-    }
-    assert!(child_reconciler().validate().is_ok());
+    let failures: Vec<String> = cases
+        .into_iter()
+        .filter_map(|(name, reconciler, expected)| {
+            let actual = reconciler.validate().map_err(|e| e.to_string());
+            (actual != expected).then(|| format!("{name}: expected {expected:?}, got {actual:?}"))
+        })
+        .collect();
+    assert!(failures.is_empty(), "{failures:#?}");
 }

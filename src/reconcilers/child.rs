@@ -7,7 +7,13 @@
 //!   `None` (quirk 9 fixed), never a blank object;
 //! - `our_child` is a [`Predicate`] over [`ParentAndChild`], so it can be CEL
 //!   (`self.child.metadata.labels.app == self.parent.metadata.name`);
-//! - `desired_child` is a synchronous function, as `AggregateReconciler`'s desired resource.
+//! - `desired_child` is a synchronous function, as `AggregateReconciler`'s desired resource;
+//! - a desired child already controlled by another object is an
+//!   [`OwnerReferenceError::AlreadyOwned`] (controller-runtime's `AlreadyOwnedError`), not
+//!   created: reconciler.io calls `SetControllerReference` only on a child without any
+//!   controller, so it creates such a child, which is then never its own and conflicts by
+//!   name on every later reconcile. A controller reference to the parent itself is kept
+//!   as-is, as in reconciler.io.
 
 use std::sync::Arc;
 
@@ -96,6 +102,21 @@ pub enum OwnerReferenceError {
         owner_namespace: String,
         /// The child's namespace.
         child_namespace: String,
+    },
+    /// The child is already controlled by another object (controller-runtime's
+    /// `AlreadyOwnedError`).
+    #[error(
+        "Object {child_namespace}/{child_name} is already owned by another {owner_kind} controller {owner_name}"
+    )]
+    AlreadyOwned {
+        /// The child's namespace (empty when cluster-scoped).
+        child_namespace: String,
+        /// The child's name.
+        child_name: String,
+        /// The kind of the child's controller.
+        owner_kind: String,
+        /// The name of the child's controller.
+        owner_name: String,
     },
 }
 
@@ -503,15 +524,30 @@ fn is_controlled_by(child: &DynamicObject, parent: &DynamicObject) -> bool {
         .any(|r| r.controller == Some(true) && r.uid == uid)
 }
 
-/// Makes `parent` the controller of `child`, unless the child already names a controller.
+/// Makes `parent` the controller of `child`. A controller reference the child already has
+/// is kept as-is when it names the parent (same group, kind and name), and is an
+/// [`OwnerReferenceError::AlreadyOwned`] when it names another object.
 fn set_controller_reference(
     ctx: &Context,
     parent: &DynamicObject,
     child: &mut DynamicObject,
 ) -> Result<(), OwnerReferenceError> {
-    let references = child.metadata.owner_references.get_or_insert_with(Vec::new);
-    if references.iter().any(|r| r.controller == Some(true)) {
-        return Ok(());
+    let gvk = Gvk::of(parent).unwrap_or_else(|_| ctx.resource_type().clone());
+    let name = parent.metadata.name.clone().unwrap_or_default();
+    let same = |r: &OwnerReference| {
+        group_of(&r.api_version) == gvk.group && r.kind == gvk.kind && r.name == name
+    };
+    let references = child.metadata.owner_references.iter().flatten();
+    if let Some(controller) = references.clone().find(|r| r.controller == Some(true)) {
+        return match same(controller) {
+            true => Ok(()),
+            false => Err(OwnerReferenceError::AlreadyOwned {
+                child_namespace: child.metadata.namespace.clone().unwrap_or_default(),
+                child_name: child.metadata.name.clone().unwrap_or_default(),
+                owner_kind: controller.kind.clone(),
+                owner_name: controller.name.clone(),
+            }),
+        };
     }
     if let Some(owner_namespace) = parent
         .metadata
@@ -539,29 +575,23 @@ fn set_controller_reference(
             Some(_) => {}
         }
     }
-    let gvk = Gvk::of(parent).unwrap_or_else(|_| ctx.resource_type().clone());
     let reference = OwnerReference {
         api_version: gvk.api_version(),
         kind: gvk.kind.clone(),
-        name: parent.metadata.name.clone().unwrap_or_default(),
+        name: name.clone(),
         uid: parent.metadata.uid.clone().unwrap_or_default(),
         controller: Some(true),
         block_owner_deletion: Some(true),
     };
-    let group_of = |api_version: &str| {
-        api_version
-            .rsplit_once('/')
-            .map(|(g, _)| g.to_string())
-            .unwrap_or_default()
-    };
-    let same = |r: &OwnerReference| {
-        group_of(&r.api_version) == gvk.group
-            && r.kind == reference.kind
-            && r.name == reference.name
-    };
+    let references = child.metadata.owner_references.get_or_insert_with(Vec::new);
     match references.iter_mut().find(|r| same(r)) {
         Some(existing) => *existing = reference,
         None => references.push(reference),
     }
     Ok(())
+}
+
+/// The group of an `apiVersion` (empty for the core group).
+fn group_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(group, _)| group)
 }
