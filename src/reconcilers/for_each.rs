@@ -8,6 +8,7 @@ use std::any::{Any, type_name};
 
 use async_trait::async_trait;
 use kube::api::DynamicObject;
+use serde::Serialize;
 use tracing::{Instrument, debug_span};
 
 use super::nested::{owner, validate_nested};
@@ -17,8 +18,9 @@ use super::{
 
 type Items<R, I> = Box<dyn Fn(&Context, &R) -> Result<Vec<I>, ReconcileError> + Send + Sync>;
 
-/// Where a `ForEach` loop is: the index, the number of items, and the item.
-#[derive(Clone, Debug, PartialEq)]
+/// Where a `ForEach` loop is: the index, the number of items, and the item. Serializable
+/// (when the item is) so that tests can compare a stashed cursor.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Cursor<I> {
     /// The index of the current item.
     pub index: usize,
