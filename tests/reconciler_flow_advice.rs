@@ -1,136 +1,197 @@
-//! Advice (spec 8.3) and WithConfig (spec 8.10).
+//! Advice (spec 8.3) table tests, and WithConfig (spec 8.10).
 
 mod flow_common;
+mod harness_common;
 
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use dynrec::client::ListOptions;
 use dynrec::object::Gvk;
 use dynrec::reconcilers::{
-    Advice, Context, Outcome, ReconcileResult, Setup, SubReconciler, Watch, WithConfig,
+    Advice, Context, Outcome, ReconcileError, ReconcileResult, Setup, SubReconciler,
+    SyncReconciler, Watch, WithConfig,
 };
-use flow_common::{TestReconciler, after, called, context, fail, object, resource, start};
+use dynrec::testing::{Event, ExpectConfig, SubReconcilerTestCase, SubReconcilerTests};
+use flow_common::{TestReconciler, called, context, fail, object, start};
+use harness_common::config;
 use kube::api::DynamicObject;
 use serde_json::json;
 
-type Log = Arc<Mutex<Vec<String>>>;
+/// The TestResource of the table tests.
+fn resource() -> DynamicObject {
+    harness_common::resource().build()
+}
 
-/// A reconciler that logs "reconcile@<iteration>" and returns `outcome`.
-fn logged(log: &Log, outcome: Outcome) -> TestReconciler {
-    let log = log.clone();
-    TestReconciler::new(move |ctx, _: &mut DynamicObject| {
-        log.lock()
-            .unwrap()
-            .push(format!("reconcile@{:?}", ctx.iteration()));
-        outcome.clone()
+/// The resource with `status.fields.message` set.
+fn with_message(message: &str) -> DynamicObject {
+    harness_common::resource()
+        .field("status.fields.message", message)
+        .build()
+}
+
+/// The event `recording` records (through the context's config).
+fn called_event() -> Event {
+    Event::normal(&resource(), "Called", "reconciler called")
+}
+
+/// Records [`called_event`] through the current config and succeeds.
+fn recording() -> SyncReconciler {
+    SyncReconciler::new(|ctx, resource: &mut DynamicObject| {
+        Box::pin(async move {
+            let recorder = &ctx.config().recorder;
+            recorder
+                .normal(resource, "Called", "reconciler called")
+                .await?;
+            Ok(())
+        })
     })
 }
 
-fn entries(log: &Log) -> Vec<String> {
-    log.lock().unwrap().clone()
+/// Sets `status.fields.message` to "reconciler called" and succeeds.
+fn marking() -> SyncReconciler {
+    SyncReconciler::new(|_, resource: &mut DynamicObject| {
+        resource.data["status"]["fields"]["message"] = json!("reconciler called");
+        Box::pin(async { Ok(()) })
+    })
+}
+
+/// Fails with "test".
+fn failing() -> SyncReconciler {
+    SyncReconciler::new(|_, _: &mut DynamicObject| {
+        Box::pin(async { Err(ReconcileError::msg("test")) })
+    })
+}
+
+/// A case over the TestResource with the default config.
+fn case() -> SubReconcilerTestCase {
+    SubReconcilerTestCase {
+        resource: resource(),
+        config: config(),
+        ..Default::default()
+    }
+}
+
+/// A case expecting these events on the default config.
+fn expecting_events(events: Vec<Event>) -> SubReconcilerTestCase {
+    SubReconcilerTestCase {
+        config: ExpectConfig {
+            expect_events: events,
+            ..config()
+        },
+        ..case()
+    }
+}
+
+/// A named case and the Advice it runs (reconciler.io passes it through `Metadata`).
+type AdviceCase = (&'static str, SubReconcilerTestCase, fn() -> Advice);
+
+/// Runs each case with its own Advice.
+async fn run(cases: Vec<AdviceCase>) {
+    let mut failures = Vec::new();
+    for (name, case, build) in cases {
+        let table = SubReconcilerTests::from([(name, case)]);
+        let ran = table.try_run(|_, _| Box::new(build()) as Box<dyn SubReconciler>);
+        if let Err(failed) = ran.await {
+            failures.push(failed.to_string());
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
 #[tokio::test]
-async fn advice_before_runs_first_and_may_replace_the_context() {
-    let (_server, config) = start();
-    let ctx = context(&config);
-    let log: Log = Arc::default();
-    let before_log = log.clone();
-    let after_log = log.clone();
-    let advice = Advice::new(logged(&log, Outcome::ok(after(5))))
-        .before(move |ctx: &Context, resource: &mut DynamicObject| {
-            before_log.lock().unwrap().push("before".into());
-            flow_common::set(resource, "spec.fields.before", "called");
-            (Some(ctx.with_iteration(7)), Outcome::ok(after(3)))
-        })
-        .after(move |ctx, _, outcome| {
-            after_log
-                .lock()
-                .unwrap()
-                .push(format!("after@{:?}", ctx.iteration()));
-            outcome
-        });
-    let mut object = resource();
-    let outcome = advice.reconcile(&ctx, &mut object).await;
-    assert!(outcome.is_ok());
-    assert_eq!(
-        outcome.result,
-        after(3),
-        "before and around results aggregate"
-    );
-    assert_eq!(
-        entries(&log),
-        ["before", "reconcile@Some(7)", "after@Some(7)"]
-    );
-    assert_eq!(called(&object), ["before"]);
-}
-
-#[tokio::test]
-async fn advice_before_error_stops_everything() {
-    let (_server, config) = start();
-    let log: Log = Arc::default();
-    let after_log = log.clone();
-    let advice = Advice::new(logged(&log, Outcome::done()))
-        .before(|_, _| (None, Outcome::with(after(1), Some(fail("before")))))
-        .after(move |_, _, outcome| {
-            after_log.lock().unwrap().push("after".into());
-            outcome
-        });
-    let outcome = advice.reconcile(&context(&config), &mut resource()).await;
-    assert_eq!(outcome.result, after(1));
-    assert_eq!(outcome.error.unwrap().to_string(), "before");
-    assert!(
-        entries(&log).is_empty(),
-        "neither the reconciler nor after ran"
-    );
-}
-
-#[tokio::test]
-async fn advice_around_may_skip_or_repeat_the_reconciler() {
-    let (_server, config) = start();
-    let ctx = context(&config);
-    let log: Log = Arc::default();
-    let skip = Advice::new(logged(&log, Outcome::ok(after(1))))
-        .around(|_, _, _| Box::pin(async { Outcome::ok(ReconcileResult::requeue()) }));
-    let outcome = skip.reconcile(&ctx, &mut resource()).await;
-    assert_eq!(outcome.result, ReconcileResult::requeue());
-    assert!(entries(&log).is_empty());
-
-    let twice =
-        Advice::new(logged(&log, Outcome::ok(after(1)))).around(|ctx, resource, reconciler| {
-            Box::pin(async move {
-                let first = reconciler.reconcile(ctx, resource).await;
-                let second = reconciler.reconcile(ctx, resource).await;
-                Outcome::ok(first.result.aggregate(second.result))
-            })
-        });
-    let outcome = twice.reconcile(&ctx, &mut resource()).await;
-    assert_eq!(outcome.result, after(1));
-    assert_eq!(entries(&log), ["reconcile@None", "reconcile@None"]);
-}
-
-#[tokio::test]
-async fn advice_after_sees_the_error_and_may_replace_it() {
-    let (_server, config) = start();
-    let ctx = context(&config);
-    let log: Log = Arc::default();
-    let failing = || logged(&log, Outcome::with(after(2), Some(fail("reconcile"))));
-
-    let recover = Advice::new(failing()).after(|_, _, outcome: Outcome| {
-        assert_eq!(outcome.error.as_ref().unwrap().to_string(), "reconcile");
-        Outcome::ok(outcome.result.aggregate(ReconcileResult::requeue()))
-    });
-    let outcome = recover.reconcile(&ctx, &mut resource()).await;
-    assert!(outcome.is_ok());
-    assert_eq!(outcome.result.normalized(), after(2));
-
-    let passthrough = Advice::new(failing()).before(|_, _| (None, Outcome::done()));
-    let outcome = passthrough.reconcile(&ctx, &mut resource()).await;
-    assert_eq!(
-        (outcome.result, outcome.error.unwrap().to_string()),
-        (after(2), "reconcile".to_string())
-    );
+async fn advice() {
+    run(vec![
+        (
+            // The replaced context carries the "other" config: the event lands there.
+            "before can replace the context",
+            SubReconcilerTestCase {
+                additional_configs: BTreeMap::from([(
+                    "other".to_string(),
+                    ExpectConfig {
+                        expect_events: vec![called_event()],
+                        ..ExpectConfig::default()
+                    },
+                )]),
+                ..case()
+            },
+            || {
+                Advice::new(recording()).before(|ctx: &Context, _: &mut DynamicObject| {
+                    let other = ctx.additional_configs()["other"].clone();
+                    (Some(ctx.with_config(other)), Outcome::done())
+                })
+            },
+        ),
+        (
+            "before can augment the result",
+            SubReconcilerTestCase {
+                expected_result: ReconcileResult::requeue(),
+                expect_resource: Some(with_message("reconciler called")),
+                ..case()
+            },
+            || {
+                Advice::new(marking())
+                    .before(|_, _| (None, Outcome::ok(ReconcileResult::requeue())))
+            },
+        ),
+        (
+            // Neither the reconciler nor After runs: either would record an event.
+            "before errors return immediately",
+            SubReconcilerTestCase {
+                should_err: true,
+                verify: Some(Box::new(|_, outcome| {
+                    let message = outcome.error.as_ref().map(ToString::to_string);
+                    (message.as_deref() == Some("test"))
+                        .then_some(())
+                        .ok_or(format!("error {message:?}, want \"test\""))
+                })),
+                ..case()
+            },
+            || {
+                Advice::new(recording())
+                    .before(|_, _| (None, Outcome::err(ReconcileError::msg("test"))))
+                    .after(|_, _, _| Outcome::err(ReconcileError::msg("after ran")))
+            },
+        ),
+        (
+            "around calls the reconciler by default",
+            expecting_events(vec![called_event()]),
+            || Advice::new(recording()).before(|_, _| (None, Outcome::done())),
+        ),
+        ("around can skip the reconciler", case(), || {
+            Advice::new(recording()).around(|_, _, _| Box::pin(async { Outcome::done() }))
+        }),
+        (
+            "around can call into the reconciler multiple times",
+            expecting_events(vec![called_event(), called_event()]),
+            || {
+                Advice::new(recording()).around(|ctx, resource, reconciler| {
+                    Box::pin(async move {
+                        let first = reconciler.reconcile(ctx, resource).await;
+                        let second = reconciler.reconcile(ctx, resource).await;
+                        Outcome::ok(first.result.aggregate(second.result))
+                    })
+                })
+            },
+        ),
+        (
+            // After sees the error ("test") and replaces the outcome.
+            "after can rewrite the result",
+            SubReconcilerTestCase {
+                expected_result: ReconcileResult::requeue(),
+                ..case()
+            },
+            || {
+                Advice::new(failing()).after(|_, _, outcome: Outcome| {
+                    match outcome.error.map(|e| e.to_string()).as_deref() {
+                        Some("test") => Outcome::ok(ReconcileResult::requeue()),
+                        other => Outcome::err(ReconcileError::msg(format!("After saw {other:?}"))),
+                    }
+                })
+            },
+        ),
+    ])
+    .await;
 }
 
 #[test]
@@ -204,7 +265,9 @@ async fn with_config_gives_nested_reconcilers_another_cluster() {
     let ctx = context(&home);
     let target = other.clone();
     let reconciler = WithConfig::new(move |_, _| Ok(target.clone()), CreateConfigMap);
-    let outcome = reconciler.reconcile(&ctx, &mut resource()).await;
+    let outcome = reconciler
+        .reconcile(&ctx, &mut flow_common::resource())
+        .await;
     assert!(outcome.is_ok(), "{:?}", outcome.error);
 
     let config_maps = Gvk::new("", "v1", "ConfigMap");
@@ -229,7 +292,7 @@ async fn with_config_returns_the_config_error_without_reconciling() {
         |_, _| Err(fail("no such cluster")),
         TestReconciler::marking("nested", Outcome::done()),
     );
-    let mut object = resource();
+    let mut object = flow_common::resource();
     let outcome = reconciler.reconcile(&context(&config), &mut object).await;
     assert_eq!(outcome.error.unwrap().to_string(), "no such cluster");
     assert!(called(&object).is_empty());

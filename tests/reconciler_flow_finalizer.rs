@@ -1,271 +1,190 @@
-//! WithFinalizer (spec 8.11): the finalizer is added before the nested reconciler runs and
-//! cleared once a terminating resource is cleaned up.
+//! WithFinalizer (spec 8.11) table tests: the finalizer is added before the nested
+//! reconciler runs and cleared once a terminating resource is cleaned up.
 
 mod flow_common;
+mod harness_common;
 
-use dynrec::apiserver::{ApiServer, Fault, FaultMatch};
-use dynrec::client::ListOptions;
-use dynrec::object::{Gvk, ObjectKey};
-use dynrec::reconcilers::{Config, Outcome, Predicate, SubReconciler, WithFinalizer};
-use flow_common::{TestReconciler, after, context_at, fail, now, object, start};
-use kube::api::{DeleteParams, DynamicObject};
-use serde_json::json;
+use dynrec::client::reasons;
+use dynrec::reconcilers::{
+    Config, Outcome, Predicate, ReconcileError, SubReconciler, SyncReconciler, WithFinalizer,
+};
+use dynrec::testing::{
+    Event, ExpectConfig, PatchRef, SubReconcilerTestCase, SubReconcilerTests, TestObject,
+    induce_failure,
+};
+use flow_common::TestReconciler;
+use harness_common::{config, resource};
+use kube::api::DynamicObject;
 
 const FINALIZER: &str = "test.finalizer";
+const ADD: &str = r#"{"metadata":{"finalizers":["test.finalizer"],"resourceVersion":"999"}}"#;
+const CLEAR: &str = r#"{"metadata":{"finalizers":null,"resourceVersion":"999"}}"#;
 
-fn config_maps() -> Gvk {
-    Gvk::new("", "v1", "ConfigMap")
-}
-
-fn key() -> ObjectKey {
-    ObjectKey::namespaced("default", "test-resource")
-}
-
-/// A ConfigMap stored on the server, with these finalizers.
-async fn stored(config: &Config, finalizers: &[&str]) -> DynamicObject {
-    let resource = object(json!({
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "test-resource", "namespace": "default", "finalizers": finalizers},
-        "data": {}
-    }));
-    config.client.create(&resource).await.unwrap()
-}
-
-/// The stored ConfigMap, deleted: terminating while the finalizer holds it.
-async fn terminating(config: &Config) -> DynamicObject {
-    stored(config, &[FINALIZER]).await;
-    let deleted = config
-        .client
-        .delete(&config_maps(), &key(), &DeleteParams::default())
-        .await
-        .unwrap();
-    let deleted = deleted.expect("the finalizer keeps the object");
-    assert!(deleted.metadata.deletion_timestamp.is_some());
-    deleted
-}
-
-/// Marks `spec.fields.nested` (a ConfigMap's `data.nested`) and returns `outcome`.
-fn nested(outcome: Outcome) -> TestReconciler {
-    TestReconciler::new(move |_, resource: &mut DynamicObject| {
-        flow_common::set(resource, "data.nested", "called");
-        outcome.clone()
+/// WithFinalizer around a SyncReconciler recording "Sync" and "Finalize" events (with no
+/// message). Finalize fails with "finalize error" when `spec.fields.fail` is set; the
+/// finalizer is not ready to clear while `spec.fields.busy` is set (predicates are
+/// synchronous here, so unlike reconciler.io's this one records no event).
+fn reconciler(_: &SubReconcilerTestCase, _: &Config) -> Box<dyn SubReconciler> {
+    let nested = SyncReconciler::new(|ctx, r: &mut DynamicObject| {
+        Box::pin(async move { Ok(ctx.config().recorder.normal(r, "Sync", "").await?) })
     })
+    .finalize(|ctx, r: &mut DynamicObject| {
+        Box::pin(async move {
+            ctx.config().recorder.normal(r, "Finalize", "").await?;
+            match r.data["spec"]["fields"].get("fail") {
+                Some(_) => Err(ReconcileError::msg("finalize error")),
+                None => Ok(()),
+            }
+        })
+    });
+    let ready =
+        Predicate::new(|_, r: &DynamicObject| r.data["spec"]["fields"].get("busy").is_none());
+    Box::new(WithFinalizer::new(FINALIZER, nested).ready_to_clear_finalizer(ready))
 }
 
-fn with_finalizer(outcome: Outcome) -> WithFinalizer {
-    WithFinalizer::new(FINALIZER, nested(outcome))
+/// The TestResource, terminating while its finalizer holds it.
+fn terminating() -> TestObject {
+    resource().finalizers(&[FINALIZER]).terminating()
 }
 
-fn ctx(config: &Config) -> dynrec::reconcilers::Context {
-    context_at(config, config_maps(), now())
-}
-
-async fn finalizers_on_server(config: &Config) -> Option<Vec<String>> {
-    match config.client.api_reader().get(&config_maps(), &key()).await {
-        Ok(found) => Some(found.metadata.finalizers.unwrap_or_default()),
-        Err(err) if err.is_not_found() => None,
-        Err(err) => panic!("{err}"),
+/// An event about the resource.
+fn event(reason: &str, message: &str) -> Event {
+    let res = resource().build();
+    match reason {
+        reasons::FINALIZER_PATCH_FAILED => Event::warning(&res, reason, message),
+        _ => Event::normal(&res, reason, message),
     }
 }
 
-/// The (reason, note) of the Events recorded in `default`.
-async fn events(config: &Config) -> Vec<(String, String)> {
-    let gvk = Gvk::new("events.k8s.io", "v1", "Event");
-    let listed = config
-        .client
-        .api_reader()
-        .list(&gvk, &ListOptions::default().namespace("default"))
-        .await
-        .unwrap();
-    listed
-        .into_iter()
-        .map(|e| {
-            let text = |k: &str| {
-                e.data
-                    .get(k)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_string()
-            };
-            (text("reason"), text("note"))
-        })
-        .collect()
+fn patched() -> Event {
+    event(
+        reasons::FINALIZER_PATCHED,
+        r#"Patched finalizer "test.finalizer""#,
+    )
 }
 
-fn fail_patches(server: &ApiServer) {
-    server.add_fault(Fault::fail(
-        FaultMatch {
-            verb: Some("patch".into()),
-            kind: Some("configmaps".into()),
-            ..Default::default()
+fn patch_failed() -> Event {
+    event(
+        reasons::FINALIZER_PATCH_FAILED,
+        r#"Failed to patch finalizer "test.finalizer": inducing failure for patch TestResource"#,
+    )
+}
+
+/// A case on `resource` expecting these events and patch bodies.
+fn case(resource: TestObject, events: Vec<Event>, patches: &[&str]) -> SubReconcilerTestCase {
+    let res = resource.build();
+    let patches = patches.iter().map(|body| PatchRef::merge(&res, body));
+    let patches = patches.collect();
+    SubReconcilerTestCase {
+        resource: res,
+        config: ExpectConfig {
+            expect_events: events,
+            expect_patches: patches,
+            ..config()
         },
-        500,
-        "InternalError",
-    ));
+        ..Default::default()
+    }
 }
 
-fn nested_called(resource: &DynamicObject) -> bool {
-    resource
-        .data
-        .get("data")
-        .and_then(|d| d.get("nested"))
-        .is_some()
-}
-
-#[tokio::test]
-async fn in_sync_finalizer_is_not_patched() {
-    let (server, config) = start();
-    let mut resource = stored(&config, &[FINALIZER]).await;
-    let rv = resource.metadata.resource_version.clone();
-    let outcome = with_finalizer(Outcome::ok(after(1)))
-        .reconcile(&ctx(&config), &mut resource)
-        .await;
-    assert!(outcome.is_ok() && outcome.result == after(1));
-    assert!(nested_called(&resource));
-    assert_eq!(resource.metadata.resource_version, rv);
-    assert_eq!(server.request_count("patch", "", "configmaps"), 0);
+/// `case` with every patch of the resource failing; the reconcile fails.
+fn failing_patch(
+    resource: TestObject,
+    events: Vec<Event>,
+    patches: &[&str],
+) -> SubReconcilerTestCase {
+    let case = case(resource, events, patches);
+    SubReconcilerTestCase {
+        should_err: true,
+        config: ExpectConfig {
+            with_reactors: vec![induce_failure("patch", "TestResource").into()],
+            ..case.config
+        },
+        ..case
+    }
 }
 
 #[tokio::test]
-async fn adds_the_finalizer_before_the_nested_reconciler() {
-    let (_server, config) = start();
-    let mut resource = stored(&config, &[]).await;
-    let rv = resource.metadata.resource_version.clone();
-    let sees_finalizer = TestReconciler::new(|_, resource: &mut DynamicObject| {
-        let finalizers = resource.metadata.finalizers.clone().unwrap_or_default();
-        assert_eq!(finalizers, [FINALIZER], "the finalizer is added first");
-        Outcome::done()
-    });
-    let outcome = WithFinalizer::new(FINALIZER, sees_finalizer)
-        .reconcile(&ctx(&config), &mut resource)
-        .await;
-    assert!(outcome.is_ok(), "{:?}", outcome.error);
-    assert_eq!(
-        finalizers_on_server(&config).await,
-        Some(vec![FINALIZER.to_string()])
-    );
-    assert_ne!(
-        resource.metadata.resource_version, rv,
-        "the new resourceVersion is copied back"
-    );
-    let on_server = config
-        .client
-        .api_reader()
-        .get(&config_maps(), &key())
-        .await
-        .unwrap();
-    assert_eq!(
-        resource.metadata.resource_version,
-        on_server.metadata.resource_version
-    );
-    assert_eq!(
-        events(&config).await,
-        [(
-            "FinalizerPatched".to_string(),
-            format!("Patched finalizer {FINALIZER:?}")
-        )]
-    );
-}
-
-#[tokio::test]
-async fn a_failed_add_stops_before_the_nested_reconciler() {
-    let (server, config) = start();
-    let mut resource = stored(&config, &[]).await;
-    fail_patches(&server);
-    let outcome = with_finalizer(Outcome::ok(after(1)))
-        .reconcile(&ctx(&config), &mut resource)
-        .await;
-    assert!(outcome.error.is_some());
-    assert_eq!(outcome.result, dynrec::reconcilers::ReconcileResult::done());
-    assert!(!nested_called(&resource));
-    let recorded = events(&config).await;
-    assert_eq!(recorded.len(), 1);
-    assert_eq!(recorded[0].0, "FinalizerPatchFailed");
-    assert!(
-        recorded[0]
-            .1
-            .starts_with(&format!("Failed to patch finalizer {FINALIZER:?}: ")),
-        "{}",
-        recorded[0].1
-    );
-}
-
-#[tokio::test]
-async fn keeps_the_finalizer_until_ready_to_clear() {
-    let (_server, config) = start();
-    let mut resource = terminating(&config).await;
-    let not_ready = with_finalizer(Outcome::done()).ready_to_clear_finalizer(Predicate::new(
-        |_, r: &DynamicObject| r.data.get("data").and_then(|d| d.get("cleaned")).is_some(),
-    ));
-    let outcome = not_ready.reconcile(&ctx(&config), &mut resource).await;
-    assert!(outcome.is_ok() && nested_called(&resource));
-    assert_eq!(
-        finalizers_on_server(&config).await,
-        Some(vec![FINALIZER.to_string()])
-    );
-}
-
-#[tokio::test]
-async fn clears_the_finalizer_of_a_terminating_resource() {
-    let (_server, config) = start();
-    let mut resource = terminating(&config).await;
-    let outcome = with_finalizer(Outcome::ok(after(2)))
-        .reconcile(&ctx(&config), &mut resource)
-        .await;
-    assert!(outcome.is_ok(), "{:?}", outcome.error);
-    assert_eq!(outcome.result, after(2));
-    assert_eq!(
-        resource.metadata.finalizers.clone().unwrap_or_default(),
-        Vec::<String>::new()
-    );
-    assert_eq!(
-        finalizers_on_server(&config).await,
-        None,
-        "with no finalizer left the object is gone"
-    );
-}
-
-#[tokio::test]
-async fn a_failed_clear_is_an_error() {
-    let (server, config) = start();
-    let mut resource = terminating(&config).await;
-    fail_patches(&server);
-    let outcome = with_finalizer(Outcome::ok(after(2)))
-        .reconcile(&ctx(&config), &mut resource)
-        .await;
-    assert!(outcome.error.is_some());
-    assert_eq!(outcome.result, dynrec::reconcilers::ReconcileResult::done());
-    assert_eq!(
-        finalizers_on_server(&config).await,
-        Some(vec![FINALIZER.to_string()])
-    );
-}
-
-#[tokio::test]
-async fn keeps_the_finalizer_when_the_nested_reconciler_fails() {
-    let (_server, config) = start();
-    let mut resource = terminating(&config).await;
-    let outcome = with_finalizer(Outcome::with(after(3), Some(fail("cleanup failed"))))
-        .reconcile(&ctx(&config), &mut resource)
-        .await;
-    assert_eq!(outcome.error.unwrap().to_string(), "cleanup failed");
-    assert_eq!(outcome.result, after(3));
-    assert_eq!(
-        finalizers_on_server(&config).await,
-        Some(vec![FINALIZER.to_string()])
-    );
+async fn with_finalizer() {
+    SubReconcilerTests::from([
+        (
+            "in sync",
+            case(
+                resource().finalizers(&[FINALIZER]),
+                vec![event("Sync", "")],
+                &[],
+            ),
+        ),
+        (
+            // The finalizer event comes first: the finalizer is added before Sync runs.
+            "add finalizer",
+            SubReconcilerTestCase {
+                expect_resource: Some(
+                    resource()
+                        .finalizers(&[FINALIZER])
+                        .resource_version("1000")
+                        .build(),
+                ),
+                ..case(resource(), vec![patched(), event("Sync", "")], &[ADD])
+            },
+        ),
+        (
+            "error adding finalizer",
+            failing_patch(resource(), vec![patch_failed()], &[ADD]),
+        ),
+        (
+            "keep finalizer until ready",
+            case(
+                terminating().field("spec.fields.busy", "true"),
+                vec![event("Finalize", "")],
+                &[],
+            ),
+        ),
+        (
+            // The embedded server's resourceVersions are cluster-wide: the Finalize event
+            // took "1000", so the patch gives "1001" (reconciler.io's fake counts per object).
+            "clear finalizer",
+            SubReconcilerTestCase {
+                expect_resource: Some(resource().terminating().resource_version("1001").build()),
+                ..case(
+                    terminating(),
+                    vec![event("Finalize", ""), patched()],
+                    &[CLEAR],
+                )
+            },
+        ),
+        (
+            "error clearing finalizer",
+            failing_patch(
+                terminating(),
+                vec![event("Finalize", ""), patch_failed()],
+                &[CLEAR],
+            ),
+        ),
+        (
+            "keep finalizer on error",
+            SubReconcilerTestCase {
+                should_err: true,
+                ..case(
+                    terminating().field("spec.fields.fail", "true"),
+                    vec![event("Finalize", "")],
+                    &[],
+                )
+            },
+        ),
+    ])
+    .run(reconciler)
+    .await;
 }
 
 #[test]
 fn validates_the_finalizer_and_the_nested_reconciler() {
-    let err = WithFinalizer::new("", nested(Outcome::done()))
-        .validate()
-        .unwrap_err();
+    let nested = || TestReconciler::new(|_, _: &mut DynamicObject| Outcome::done());
+    let err = WithFinalizer::new("", nested()).validate().unwrap_err();
     assert_eq!(
         err.to_string(),
         r#"WithFinalizer "WithFinalizer" must define Finalizer"#
     );
-    let invalid = nested(Outcome::done()).invalid("TestReconciler is invalid");
+    let invalid = nested().invalid("TestReconciler is invalid");
     let err = WithFinalizer::new(FINALIZER, invalid)
         .validate()
         .unwrap_err();

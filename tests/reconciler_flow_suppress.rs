@@ -1,244 +1,325 @@
-//! SuppressTransientErrors (spec 8.12): the first errors of a generation are quiet and skip
-//! the status update; persistent ones pass through.
+//! SuppressTransientErrors (spec 8.12) table tests: the first errors of a generation are
+//! quiet and skip the status update; persistent ones pass through. The reconciler keeps
+//! counters between requests, so most cases reconcile several times (`additional_reconciles`).
 
 mod flow_common;
+mod harness_common;
 
-use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use dynrec::apiserver::{Fault, FaultMatch};
-use dynrec::object::Gvk;
 use dynrec::reconcilers::{
-    Context, Markers, Outcome, ReconcileError, SubReconciler, SuppressTransientErrors,
+    Config, Markers, Outcome, ReconcileError, ReconcileResult, SubReconciler,
+    SuppressTransientErrors, SyncReconciler,
 };
-use flow_common::{TestReconciler, after, context, context_at, fail, now, object, start};
+use dynrec::testing::{
+    ExpectConfig, SubReconcilerTestCase, SubReconcilerTests, TestObject, VerifyResource,
+    induce_failure,
+};
+use flow_common::TestReconciler;
+use harness_common::{GROUP, NAMESPACE, config};
 use jiff::{SignedDuration, Timestamp};
 use kube::api::DynamicObject;
-use serde_json::json;
 
-/// What the nested reconciler returns next.
-type Next = Arc<Mutex<Option<ReconcileError>>>;
+/// The time of the requests (purges are due 24h after the first request).
+fn now() -> Timestamp {
+    flow_common::now()
+}
 
-fn suppressing(next: &Next) -> SuppressTransientErrors {
-    let next = next.clone();
-    SuppressTransientErrors::new(TestReconciler::new(move |_, _: &mut DynamicObject| {
-        Outcome::with(after(1), next.lock().unwrap().clone())
+/// 25 hours before [`now`].
+fn yesterday() -> Timestamp {
+    now() - SignedDuration::from_hours(25)
+}
+
+/// What the nested reconciler returns besides its error.
+fn nested_result() -> ReconcileResult {
+    ReconcileResult::requeue_after(Duration::from_secs(5))
+}
+
+/// A TestResource at generation 1 whose reconcile fails with a transient error.
+fn named(name: &str, uid: &str) -> TestObject {
+    TestObject::new(&format!("{GROUP}/v1"), "TestResource", name)
+        .namespace(NAMESPACE)
+        .field("metadata.uid", uid)
+        .generation(1)
+        .field("spec.fields.error", "transient")
+}
+
+fn blue() -> TestObject {
+    named("blue", "11111111-1111-1111-1111-111111111111")
+}
+
+fn green() -> TestObject {
+    named("green", "22222222-2222-2222-2222-222222222222")
+}
+
+/// Returns [`nested_result`] with the error `spec.fields.error` names: "transient" fails
+/// with "an error", "durable" with a durable error, none succeeds.
+fn nested() -> SyncReconciler {
+    SyncReconciler::with_result(|_, r: &mut DynamicObject| {
+        let error = match r.data["spec"]["fields"]["error"].as_str() {
+            Some("transient") => Some(ReconcileError::msg("an error")),
+            Some("durable") => Some(ReconcileError::durable()),
+            _ => None,
+        };
+        Box::pin(async move { Outcome::with(nested_result(), error) })
+    })
+}
+
+/// The factory for a SuppressTransientErrors with `threshold` around [`nested`].
+fn suppressing(
+    threshold: u8,
+) -> impl Fn(&SubReconcilerTestCase, &Config) -> Box<dyn SubReconciler> {
+    move |_, _| Box::new(SuppressTransientErrors::new(nested()).threshold(threshold))
+}
+
+/// Checks that the nested result passes through with an error of this message and markers.
+fn failed_with(message: &'static str, markers: Markers) -> Option<VerifyResource> {
+    Some(Box::new(move |_, outcome| {
+        let Some(error) = &outcome.error else {
+            return Err("no error".into());
+        };
+        let actual = (error.to_string(), error.markers(), outcome.result);
+        let expected = (message.to_string(), markers, nested_result());
+        (actual == expected)
+            .then_some(())
+            .ok_or(format!("got {actual:?}, want {expected:?}"))
     }))
 }
 
-fn failing_with(next: &Next, error: Option<ReconcileError>) {
-    *next.lock().unwrap() = error;
+/// The nested error joined with skip-status-update and quiet.
+fn suppressed() -> Option<VerifyResource> {
+    let message = "an error\nskip status update\n\
+                   quiet errors are returned as errors, but not logged or recorded";
+    let markers = Markers {
+        quiet: true,
+        skip_status_update: true,
+        ..Markers::default()
+    };
+    failed_with(message, markers)
 }
 
-fn resource(uid: &str, generation: i64) -> DynamicObject {
-    object(json!({
-        "apiVersion": "testing.reconciler.runtime/v1", "kind": "TestResource",
-        "metadata": {"namespace": "test-namespace", "name": "test-resource", "uid": uid, "generation": generation}
-    }))
+/// The nested error, unchanged.
+fn passed_through() -> Option<VerifyResource> {
+    failed_with("an error", Markers::default())
 }
 
-const SUPPRESSED: Markers = Markers {
-    quiet: true,
-    halt: false,
-    skip_status_update: true,
-    durable: false,
-};
-const RAW: Markers = Markers {
-    quiet: false,
-    halt: false,
-    skip_status_update: false,
-    durable: false,
-};
-
-async fn markers(
-    reconciler: &SuppressTransientErrors,
-    ctx: &Context,
-    resource: &mut DynamicObject,
-) -> Option<Markers> {
-    let outcome = reconciler.reconcile(ctx, resource).await;
-    assert_eq!(
-        outcome.result,
-        after(1),
-        "the nested result is always returned"
-    );
-    outcome.error.map(|e| e.markers())
+/// A failing reconcile of `resource` at `now`, checked by `verify`.
+fn reconcile(
+    name: &str,
+    resource: TestObject,
+    now: Timestamp,
+    verify: Option<VerifyResource>,
+) -> SubReconcilerTestCase {
+    SubReconcilerTestCase {
+        name: name.into(),
+        resource: resource.build(),
+        now: Some(now),
+        should_err: true,
+        verify,
+        config: config(),
+        ..Default::default()
+    }
 }
 
-#[tokio::test]
-async fn errors_below_the_threshold_are_suppressed_then_pass_through() {
-    let (_server, config) = start();
-    let ctx = context(&config);
-    let next = Next::default();
-    let reconciler = suppressing(&next);
-    let mut r = resource("uid-1", 1);
-
-    assert_eq!(markers(&reconciler, &ctx, &mut r).await, None, "none");
-    failing_with(&next, Some(fail("boom")));
-    let outcome = reconciler.reconcile(&ctx, &mut r).await;
-    let error = outcome.error.unwrap();
-    assert!(
-        error.to_string().starts_with("boom\n"),
-        "the suppressed error keeps its message: {error}"
-    );
-    assert_eq!(error.markers(), SUPPRESSED, "suppressed");
-    assert_eq!(
-        markers(&reconciler, &ctx, &mut r).await,
-        Some(SUPPRESSED),
-        "2nd"
-    );
-    let outcome = reconciler.reconcile(&ctx, &mut r).await;
-    assert_eq!(
-        outcome.error.map(|e| (e.to_string(), e.markers())),
-        Some(("boom".to_string(), RAW)),
-        "3rd passes"
-    );
-    assert_eq!(
-        markers(&reconciler, &ctx, &mut r).await,
-        Some(RAW),
-        "4th passes"
-    );
-
-    failing_with(&next, None);
-    assert_eq!(markers(&reconciler, &ctx, &mut r).await, None, "success");
-    assert_eq!(
-        reconciler.tracked_resources(),
-        0,
-        "success clears the counter"
-    );
-    failing_with(&next, Some(fail("boom")));
-    assert_eq!(
-        markers(&reconciler, &ctx, &mut r).await,
-        Some(SUPPRESSED),
-        "counting starts over"
-    );
+/// A first reconcile of `resource` (suppressed), then `more` by the same reconciler.
+fn sequence(
+    resource: TestObject,
+    now: Timestamp,
+    more: Vec<SubReconcilerTestCase>,
+) -> SubReconcilerTestCase {
+    SubReconcilerTestCase {
+        additional_reconciles: more,
+        ..reconcile("", resource, now, suppressed())
+    }
 }
 
 #[tokio::test]
-async fn counters_are_per_resource_and_per_generation() {
-    let (_server, config) = start();
-    let ctx = context(&config);
-    let next = Next::default();
-    let reconciler = suppressing(&next);
-    failing_with(&next, Some(fail("boom")));
-    let (mut a, mut b) = (resource("uid-a", 1), resource("uid-b", 1));
-
-    assert_eq!(markers(&reconciler, &ctx, &mut a).await, Some(SUPPRESSED));
-    assert_eq!(markers(&reconciler, &ctx, &mut a).await, Some(SUPPRESSED));
-    assert_eq!(
-        markers(&reconciler, &ctx, &mut b).await,
-        Some(SUPPRESSED),
-        "per resource"
-    );
-    assert_eq!(markers(&reconciler, &ctx, &mut a).await, Some(RAW));
-
-    let mut a2 = resource("uid-a", 2);
-    assert_eq!(
-        markers(&reconciler, &ctx, &mut a2).await,
-        Some(SUPPRESSED),
-        "generation reset"
-    );
-    assert_eq!(markers(&reconciler, &ctx, &mut a2).await, Some(SUPPRESSED));
-    assert_eq!(markers(&reconciler, &ctx, &mut a2).await, Some(RAW));
-}
-
-#[tokio::test]
-async fn durable_errors_pass_through_and_reset_the_counter() {
-    let (_server, config) = start();
-    let ctx = context(&config);
-    let next = Next::default();
-    let reconciler = suppressing(&next);
-    let mut r = resource("uid-1", 1);
-    failing_with(&next, Some(fail("boom")));
-    assert_eq!(markers(&reconciler, &ctx, &mut r).await, Some(SUPPRESSED));
-    failing_with(&next, Some(ReconcileError::durable()));
-    let durable = ReconcileError::durable().markers();
-    assert_eq!(
-        markers(&reconciler, &ctx, &mut r).await,
-        Some(durable),
-        "durable passes unchanged"
-    );
-    assert_eq!(reconciler.tracked_resources(), 0);
-    failing_with(&next, Some(fail("boom")));
-    assert_eq!(markers(&reconciler, &ctx, &mut r).await, Some(SUPPRESSED));
-    assert_eq!(
-        markers(&reconciler, &ctx, &mut r).await,
-        Some(SUPPRESSED),
-        "counting started over"
-    );
+async fn suppress_transient_errors() {
+    let at_now = |name, resource, verify| reconcile(name, resource, now(), verify);
+    SubReconcilerTests::from([
+        (
+            "no error continues",
+            SubReconcilerTestCase {
+                resource: blue().field("spec.fields.error", "none").build(),
+                now: Some(now()),
+                expected_result: nested_result(),
+                config: config(),
+                ..Default::default()
+            },
+        ),
+        (
+            "transient error suppressed",
+            sequence(blue(), now(), vec![]),
+        ),
+        (
+            "transient error suppressed until threshold",
+            sequence(
+                blue(),
+                now(),
+                vec![
+                    at_now("still below threshold", blue(), suppressed()),
+                    at_now("at threshold", blue(), passed_through()),
+                    at_now("above threshold", blue(), passed_through()),
+                ],
+            ),
+        ),
+        (
+            "transient error suppressed until threshold, per resource",
+            sequence(
+                blue(),
+                now(),
+                vec![
+                    at_now("start green", green(), suppressed()),
+                    at_now("blue still below threshold", blue(), suppressed()),
+                    at_now("green still below threshold", green(), suppressed()),
+                    at_now("blue at threshold", blue(), passed_through()),
+                    at_now("green at threshold", green(), passed_through()),
+                    at_now("blue above threshold", blue(), passed_through()),
+                    at_now("green above threshold", green(), passed_through()),
+                ],
+            ),
+        ),
+        (
+            "updated generation resets threshold",
+            sequence(
+                blue(),
+                now(),
+                vec![
+                    at_now("still below threshold", blue(), suppressed()),
+                    at_now(
+                        "bumped generation, counter reset",
+                        blue().generation(2),
+                        suppressed(),
+                    ),
+                    at_now("still below threshold", blue().generation(2), suppressed()),
+                    at_now(
+                        "bumped generation again, counter reset",
+                        blue().generation(3),
+                        suppressed(),
+                    ),
+                ],
+            ),
+        ),
+        (
+            "durable error not suppressed",
+            reconcile(
+                "",
+                blue().field("spec.fields.error", "durable"),
+                now(),
+                failed_with("durable error", ReconcileError::durable().markers()),
+            ),
+        ),
+        (
+            // Not in reconciler.io's suite: success drops the counter.
+            "success resets the counter",
+            sequence(
+                blue(),
+                now(),
+                vec![
+                    at_now("still below threshold", blue(), suppressed()),
+                    SubReconcilerTestCase {
+                        name: "success".into(),
+                        resource: blue().field("spec.fields.error", "none").build(),
+                        now: Some(now()),
+                        expected_result: nested_result(),
+                        config: config(),
+                        ..Default::default()
+                    },
+                    at_now("counting starts over", blue(), suppressed()),
+                ],
+            ),
+        ),
+        (
+            // Not in reconciler.io's suite: a durable error drops the counter.
+            "durable error resets the counter",
+            sequence(
+                blue(),
+                now(),
+                vec![
+                    at_now("still below threshold", blue(), suppressed()),
+                    at_now(
+                        "durable",
+                        blue().field("spec.fields.error", "durable"),
+                        failed_with("durable error", ReconcileError::durable().markers()),
+                    ),
+                    at_now("counting starts over", blue(), suppressed()),
+                ],
+            ),
+        ),
+        (
+            // Only green exists at the purge, so blue's count of 2 is dropped.
+            "purge stale counters",
+            sequence(
+                blue(),
+                yesterday(),
+                vec![
+                    reconcile("blue again", blue(), yesterday(), suppressed()),
+                    at_now("purge", green(), suppressed()),
+                    at_now("blue counts from 1 again", blue(), suppressed()),
+                ],
+            ),
+        ),
+        (
+            // The failed purge keeps every counter and is retried by the next reconcile.
+            "purge stale counters fails",
+            sequence(
+                blue(),
+                yesterday(),
+                vec![
+                    reconcile("start green", green(), yesterday(), suppressed()),
+                    reconcile("green again", green(), yesterday(), suppressed()),
+                    SubReconcilerTestCase {
+                        config: ExpectConfig {
+                            with_reactors: vec![induce_failure("list", "TestResourceList").into()],
+                            ..config()
+                        },
+                        ..at_now("purge fails", blue(), suppressed())
+                    },
+                    at_now("green kept its count", green(), passed_through()),
+                    at_now("the retried purge dropped blue", blue(), suppressed()),
+                ],
+            ),
+        ),
+    ])
+    .run(suppressing(0)) // 0 keeps the default threshold, 3
+    .await;
 }
 
 #[tokio::test]
 async fn a_custom_threshold_changes_when_errors_pass() {
-    let (_server, config) = start();
-    let next = Next::default();
-    failing_with(&next, Some(fail("boom")));
-    let reconciler = suppressing(&next).threshold(1);
-    assert_eq!(
-        markers(&reconciler, &context(&config), &mut resource("u", 1)).await,
-        Some(RAW)
-    );
-    let reconciler = suppressing(&next).threshold(0);
-    assert_eq!(
-        markers(&reconciler, &context(&config), &mut resource("u", 1)).await,
-        Some(SUPPRESSED),
-        "0 keeps the default"
-    );
-}
-
-fn config_map_gvk() -> Gvk {
-    Gvk::new("", "v1", "ConfigMap")
-}
-
-fn at(hours: i64) -> Timestamp {
-    now() + SignedDuration::from_hours(hours)
+    SubReconcilerTests::from([(
+        "threshold 1 passes the first error",
+        reconcile("", blue(), now(), passed_through()),
+    )])
+    .run(suppressing(1))
+    .await;
+    SubReconcilerTests::from([(
+        "threshold 2 suppresses only the first error",
+        sequence(
+            blue(),
+            now(),
+            vec![reconcile("second", blue(), now(), passed_through())],
+        ),
+    )])
+    .run(suppressing(2))
+    .await;
 }
 
 #[tokio::test]
-async fn stale_counters_are_purged_daily_and_a_failed_list_retries() {
-    let (server, config) = start();
-    let live = object(
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "live", "namespace": "default"}}),
+async fn a_failing_additional_reconcile_fails_the_case() {
+    let case = sequence(
+        blue(),
+        now(),
+        vec![reconcile("wrong", blue(), now(), passed_through())],
     );
-    let mut live = config.client.create(&live).await.unwrap();
-    let mut ghost = object(
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ghost", "namespace": "default", "uid": "deleted-uid"}}),
-    );
-
-    let next = Next::default();
-    failing_with(&next, Some(fail("boom")));
-    let reconciler = suppressing(&next);
-    let ctx = |hours| context_at(&config, config_map_gvk(), at(hours));
-    reconciler.reconcile(&ctx(0), &mut ghost).await;
-    reconciler.reconcile(&ctx(1), &mut live).await;
-    assert_eq!(reconciler.tracked_resources(), 2, "less than 24h: no purge");
-
-    let fault = server.add_fault(Fault::fail(
-        FaultMatch {
-            verb: Some("list".into()),
-            kind: Some("configmaps".into()),
-            ..Default::default()
-        },
-        500,
-        "InternalError",
-    ));
-    reconciler.reconcile(&ctx(25), &mut live).await;
-    assert_eq!(
-        reconciler.tracked_resources(),
-        2,
-        "the list failed: nothing purged"
-    );
-
-    server.remove_fault(fault);
-    reconciler.reconcile(&ctx(26), &mut live).await;
-    assert_eq!(
-        reconciler.tracked_resources(),
-        1,
-        "the failed purge is retried at once; the ghost is dropped"
-    );
-    let outcome = reconciler.reconcile(&ctx(27), &mut ghost).await;
-    assert_eq!(
-        outcome.error.unwrap().markers(),
-        SUPPRESSED,
-        "the ghost's count started over"
+    let failures = SubReconcilerTests::from([("case", case)])
+        .try_run(suppressing(0))
+        .await
+        .expect_err("the second error is still suppressed")
+        .to_string();
+    assert!(
+        failures.contains(r#"test case "case": additional reconcile 1 "wrong": verify failed"#),
+        "{failures}"
     );
 }
 

@@ -6,8 +6,10 @@
 //! event and track with its expectations. Reactors in the same layer fail requests
 //! ([`induce_failure`]). Differences from reconciler.io: objects are seeded into a real
 //! (embedded) server, so uid, generation and managedFields are compared only when an
-//! expectation sets them; creates get resourceVersions above "999", not "1"; and the
-//! tracker can only confirm expected tracks, not list unexpected ones.
+//! expectation sets them; resourceVersions are cluster-wide, as in a real cluster, so
+//! creates get resourceVersions above "999", not "1", and every write (events included)
+//! takes the next one; and the tracker can only confirm expected tracks, not list
+//! unexpected ones.
 
 mod case;
 mod config;

@@ -1,6 +1,6 @@
 //! `SubReconcilerTestCase`: a table test of a sub-reconciler on one resource.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt;
@@ -52,6 +52,13 @@ pub struct SubReconcilerTestCase {
     pub prepare: Option<Callback>,
     /// Runs after the assertions.
     pub clean_up: Option<Callback>,
+    /// Further reconciles by the same reconciler instance, run in order after this one, for
+    /// reconcilers that keep state between requests (reconciler.io's `AdditionalReconciles`).
+    /// Each is a case of its own (resource, now, configs, stash and expectations, all fresh)
+    /// except that the factory is not called again; its failures are labelled with its index
+    /// and name. `skip` skips one (and its own); `focus` is not allowed there; their own
+    /// additional reconciles run right after them.
+    pub additional_reconciles: Vec<SubReconcilerTestCase>,
 }
 
 impl Default for SubReconcilerTestCase {
@@ -77,6 +84,7 @@ impl Default for SubReconcilerTestCase {
             verify: None,
             prepare: None,
             clean_up: None,
+            additional_reconciles: Vec::new(),
         }
     }
 }
@@ -116,30 +124,68 @@ impl TestCase for SubReconcilerTestCase {
         self.skip
     }
 
-    async fn run(self, factory: &dyn Fn(&Self, &Config) -> Self::Reconciler) -> Vec<String> {
-        let mut resource = with_default_rv(&self.resource);
+    async fn run(mut self, factory: &dyn Fn(&Self, &Config) -> Self::Reconciler) -> Vec<String> {
+        let additional = std::mem::take(&mut self.additional_reconciles);
+        let started = match self.start().await {
+            Ok(started) => started,
+            Err(failure) => return vec![failure],
+        };
+        let reconciler = factory(&self, &started.config);
+        let mut failures = self.exercise(started, reconciler.as_ref()).await;
+        let mut queue = VecDeque::from(additional);
+        let mut index = 0;
+        while let Some(mut case) = queue.pop_front() {
+            index += 1;
+            if case.skip {
+                continue;
+            }
+            let label = format!("additional reconcile {index} {:?}", case.name);
+            for nested in std::mem::take(&mut case.additional_reconciles)
+                .into_iter()
+                .rev()
+            {
+                queue.push_front(nested);
+            }
+            let found = match case.focus {
+                true => vec!["focus is not allowed in additional reconciles".into()],
+                false => match case.start().await {
+                    Ok(started) => case.exercise(started, reconciler.as_ref()).await,
+                    Err(failure) => vec![failure],
+                },
+            };
+            failures.extend(found.into_iter().map(|f| format!("{label}: {f}")));
+        }
+        failures
+    }
+}
+
+/// A case ready to reconcile: its resource, started configs and request context.
+struct Started {
+    resource: DynamicObject,
+    configs: Configs,
+    config: Config,
+    ctx: Context,
+}
+
+impl SubReconcilerTestCase {
+    /// Starts the configs (the resource is a given object of the default one), runs
+    /// `prepare` and builds the context with the given stashed values.
+    async fn start(&self) -> Result<Started, String> {
+        let resource = with_default_rv(&self.resource);
         let (gvk, key) = match (Gvk::of(&resource), ObjectKey::of(&resource)) {
             (Ok(gvk), Ok(key)) => (gvk, key),
-            _ => return vec!["the test resource needs apiVersion, kind and name".into()],
+            _ => return Err("the test resource needs apiVersion, kind and name".into()),
         };
         let mut given = self.config.clone();
         given.given_objects.push(resource.clone());
         given.api_given_objects.push(resource.clone());
-        let configs = match Configs::start(
-            &given,
-            &self.additional_configs,
-            key.namespace.as_deref(),
-        )
-        .await
-        {
-            Ok(configs) => configs,
-            Err(err) => return vec![err],
-        };
+        let configs =
+            Configs::start(&given, &self.additional_configs, key.namespace.as_deref()).await?;
         let config = configs.config();
         if let Some(prepare) = &self.prepare
             && let Err(err) = prepare(&config)
         {
-            return vec![format!("prepare failed: {err}")];
+            return Err(format!("prepare failed: {err}"));
         }
         let options = configs.options(self.now);
         let now = options.now.unwrap_or_else(Timestamp::now);
@@ -148,7 +194,22 @@ impl TestCase for SubReconcilerTestCase {
         for value in &self.given_stashed_values {
             value.store(ctx.stash());
         }
-        let reconciler = factory(&self, &config);
+        Ok(Started {
+            resource,
+            configs,
+            config,
+            ctx,
+        })
+    }
+
+    /// Validates and runs `reconciler` on a started case, then checks every expectation.
+    async fn exercise(&self, started: Started, reconciler: &dyn SubReconciler) -> Vec<String> {
+        let Started {
+            mut resource,
+            configs,
+            config,
+            ctx,
+        } = started;
         if let Err(err) = reconciler.validate() {
             return vec![format!("invalid reconciler: {err}")];
         }
