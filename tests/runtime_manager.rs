@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
-use dynrec::object::Gvk;
-use dynrec::reconcilers::{Config, ReconcileError, ResourceReconciler, SyncReconciler};
+use dynrec::object::{Gvk, ObjectKey};
+use dynrec::reconcilers::{Config, ReconcileError, ResourceReconciler, SyncReconciler, WithConfig};
 use dynrec::runtime::{Backoff, Manager, ManagerOptions, QueueConfig};
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
@@ -409,4 +409,84 @@ async fn shutdown_during_a_slow_reconcile_lets_it_finish() {
         ready(&widgets, "w1").await,
         "the in-flight reconcile finished and wrote status before the manager stopped"
     );
+}
+
+/// A widget whose tree reads a ConfigMap on a second cluster through `WithConfig` is
+/// reconciled again when that ConfigMap changes there: the tracked watch is opened on the
+/// second cluster (and only there) and mapped through that config's tracker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_config_watches_tracked_objects_on_the_other_cluster() {
+    let (home_server, home) = server_with_crd().await;
+    let remote_server = ApiServer::new();
+    let remote = remote_server.client();
+    let (client, config) = client_and_config(&home);
+    let (_, remote_config) = client_and_config(&remote);
+    let settings = api(&remote, "", "ConfigMap", "configmaps", true);
+    settings
+        .create(
+            &PostParams::default(),
+            &object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "settings"}, "data": {"color": "blue"}})),
+        )
+        .await
+        .unwrap();
+
+    let copy_color = SyncReconciler::new(|ctx, widget: &mut DynamicObject| {
+        Box::pin(async move {
+            let key = ObjectKey::namespaced("default", "settings");
+            let settings = ctx
+                .track_and_get(&Gvk::new("", "v1", "ConfigMap"), &key)
+                .await
+                .map_err(|err| ReconcileError::msg(err.to_string()))?;
+            widget.data["status"] = json!({"color": settings.data["data"]["color"]});
+            Ok(())
+        })
+    })
+    .with_setup(|setup| {
+        setup.watch_tracked(Gvk::new("", "v1", "ConfigMap"));
+        Ok(())
+    });
+    let tree = WithConfig::new(move |_, _| Ok(remote_config.clone()), copy_color);
+    let mut manager = Manager::new(client, ManagerOptions::default());
+    manager
+        .register(
+            widget_gvk(),
+            ResourceReconciler::new(widget_gvk(), tree, config.clone()),
+            &config,
+        )
+        .unwrap();
+    let running = Running::start(manager);
+    let widgets = api(&home, "example.com", "Widget", "widgets", true);
+    widgets
+        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}})))
+        .await
+        .unwrap();
+    let color = |widget: Option<DynamicObject>| widget.map(|w| w.data["status"]["color"].clone());
+    let deadline = Instant::now() + DEADLINE;
+    while color(widgets.get_opt("w1").await.unwrap()) != Some(json!("blue")) {
+        assert!(
+            Instant::now() < deadline,
+            "the widget copied the remote color"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    settings
+        .patch(
+            "settings",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"data": {"color": "green"}})),
+        )
+        .await
+        .unwrap();
+    while color(widgets.get_opt("w1").await.unwrap()) != Some(json!("green")) {
+        assert!(
+            Instant::now() < deadline,
+            "a change on the remote cluster re-reconciled the widget"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(remote_server.open_watches().get("/configmaps"), Some(&1));
+    assert_eq!(home_server.open_watches().get("/configmaps"), None);
+    running.stop().await;
 }

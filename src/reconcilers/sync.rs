@@ -6,7 +6,10 @@ use futures::future::BoxFuture;
 use kube::api::{DynamicObject, ObjectMeta};
 use tracing::error;
 
-use super::{Context, Outcome, ReconcileError, ReconcileResult, SubReconciler};
+use super::nested::SetupHook;
+use super::{
+    Context, Outcome, ReconcileError, ReconcileResult, Setup, SubReconciler, ValidationError,
+};
 use crate::client::Ducked;
 
 /// Access to the metadata of a resource, whatever its representation.
@@ -42,6 +45,7 @@ pub struct SyncReconciler<R = DynamicObject> {
     sync: SyncFn<R>,
     finalize: Option<SyncFn<R>>,
     sync_during_finalization: bool,
+    setup: Option<SetupHook>,
 }
 
 /// Lifts a step that returns no result into one that does.
@@ -81,6 +85,7 @@ impl<R: Send + 'static> SyncReconciler<R> {
             sync: Box::new(sync),
             finalize: None,
             sync_during_finalization: false,
+            setup: None,
         }
     }
 
@@ -110,6 +115,16 @@ impl<R: Send + 'static> SyncReconciler<R> {
         self
     }
 
+    /// Declares watches at setup with `setup` (reconciler.io's `Setup`), e.g. the kinds the
+    /// sync step tracks.
+    pub fn with_setup(
+        mut self,
+        setup: impl Fn(&mut Setup) -> Result<(), ValidationError> + Send + Sync + 'static,
+    ) -> Self {
+        self.setup = Some(Box::new(setup));
+        self
+    }
+
     /// Also syncs while the resource is being deleted (before finalizing).
     pub fn sync_during_finalization(mut self, sync: bool) -> Self {
         self.sync_during_finalization = sync;
@@ -121,6 +136,10 @@ impl<R: Send + 'static> SyncReconciler<R> {
 impl<R: HasMetadata + Send + Sync + 'static> SubReconciler<R> for SyncReconciler<R> {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn setup(&self, setup: &mut Setup) -> Result<(), ValidationError> {
+        self.setup.as_ref().map_or(Ok(()), |declare| declare(setup))
     }
 
     async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome {
