@@ -5,7 +5,11 @@
 //! - The changes are applied as a JSON Patch from the projected original to the projected
 //!   result, onto the resource; a change under a field the resource lacks (a default of the
 //!   projection) creates the missing parents, and removing an absent field is a no-op.
-//!   Fields the projection does not know are therefore preserved.
+//!   Fields the projection does not know are therefore preserved, and a field it sets that
+//!   the resource lacks is kept (reconciler.io drops it when the resource's Go type has no
+//!   such field; a dynamic resource has no type to drop it by).
+//! - When the changed resource is no longer a valid object, the resource is left unchanged
+//!   (reconciler.io leaves it partly rewritten).
 //! - The nested reconciler is always validated (quirk 11).
 
 use std::any::type_name;
