@@ -1,378 +1,428 @@
-//! Sequence and Always: how results and errors of their children combine (spec 8.1, 8.2).
+//! Sequence and Always table tests (spec 8.1, 8.2; reconciler.io's sequence_test.go and
+//! always_test.go): how the results and errors of their children combine. Plus their
+//! validation and setup cascading as plain tests.
 
 mod flow_common;
+mod harness_common;
 
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use dynrec::object::{Fields, Gvk};
 use dynrec::reconcilers::{
-    Always, Markers, Outcome, ReconcileError, ReconcileResult, Sequence, SubReconciler,
+    Always, Markers, Outcome, ReconcileError, ReconcileResult, Sequence, Setup, SubReconciler,
+    SyncReconciler, Watch,
 };
-use flow_common::{TestReconciler, after, called, context, fail, resource, start};
+use dynrec::testing::{SubReconcilerTestCase, TestObject, TestTable, VerifyResource};
+use flow_common::TestReconciler;
+use harness_common::{config, resource};
 use kube::api::DynamicObject;
+use serde_json::json;
 
-/// One child: the outcome it returns.
-fn step(result: ReconcileResult, error: Option<ReconcileError>) -> Outcome {
-    Outcome::with(result, error)
-}
+type Children = Vec<Box<dyn SubReconciler>>;
 
-fn ok(result: ReconcileResult) -> Outcome {
-    Outcome::ok(result)
-}
+/// Builds a Sequence or an Always of children.
+type Composite = fn(Children) -> Box<dyn SubReconciler>;
 
-/// Children `s0`, `s1`, ... that mark themselves as called and return the given outcomes.
-fn children(steps: &[Outcome]) -> Vec<Box<dyn SubReconciler<DynamicObject>>> {
-    steps
-        .iter()
-        .enumerate()
-        .map(|(i, outcome)| {
-            Box::new(TestReconciler::marking(&format!("s{i}"), outcome.clone()))
-                as Box<dyn SubReconciler<DynamicObject>>
-        })
-        .collect()
-}
-
-struct Case {
-    name: &'static str,
-    steps: Vec<Outcome>,
-    result: ReconcileResult,
-    error: Option<&'static str>,
-    markers: Markers,
-    called: &'static [&'static str],
-}
-
-fn markers(quiet: bool, halt: bool, skip: bool, durable: bool) -> Markers {
-    Markers {
-        quiet,
-        halt,
-        skip_status_update: skip,
-        durable,
-    }
-}
-
-fn none() -> Markers {
-    Markers::default()
-}
-
-type Children = Vec<Box<dyn SubReconciler<DynamicObject>>>;
-
-async fn run(cases: Vec<Case>, build: fn(Children) -> Box<dyn SubReconciler<DynamicObject>>) {
-    let (_server, config) = start();
-    for case in cases {
-        let reconciler = build(children(&case.steps));
-        reconciler.validate().unwrap();
-        let mut object = resource();
-        let outcome = reconciler.reconcile(&context(&config), &mut object).await;
-        assert_eq!(
-            outcome.result.normalized(),
-            case.result,
-            "{}: result",
-            case.name
-        );
-        let message = outcome.error.as_ref().map(ToString::to_string);
-        assert_eq!(message.as_deref(), case.error, "{}: error", case.name);
-        let found = outcome.error.map(|e| e.markers()).unwrap_or_default();
-        assert_eq!(found, case.markers, "{}: markers", case.name);
-        assert_eq!(called(&object), case.called, "{}: called", case.name);
-    }
-}
-
-fn sequence(
-    children: Vec<Box<dyn SubReconciler<DynamicObject>>>,
-) -> Box<dyn SubReconciler<DynamicObject>> {
+fn new_sequence(children: Children) -> Box<dyn SubReconciler> {
     Box::new(Sequence::new(children))
 }
 
-fn always(
-    children: Vec<Box<dyn SubReconciler<DynamicObject>>>,
-) -> Box<dyn SubReconciler<DynamicObject>> {
+fn new_always(children: Children) -> Box<dyn SubReconciler> {
     Box::new(Always::new(children))
 }
 
-/// The cases where no child fails: Sequence and Always aggregate them alike.
-fn aggregation_cases() -> Vec<Case> {
-    let done = ReconcileResult::done();
-    let requeue = ReconcileResult::requeue();
+/// The message of `ReconcileError::halt()` (reconciler.io's `ErrHaltSubReconcilers`).
+const HALTED: &str = "stop processing SubReconcilers, without returning an error";
+
+/// The field a child writes to show that it ran (`status.fields.still-running`).
+const STILL_RUNNING: &str = "/status/fields/still-running";
+
+fn minutes(n: u64) -> ReconcileResult {
+    ReconcileResult::requeue_after(Duration::from_secs(60 * n))
+}
+
+fn done() -> ReconcileResult {
+    ReconcileResult::done()
+}
+
+fn fail(message: &str) -> ReconcileError {
+    ReconcileError::msg(message)
+}
+
+/// A child of the composite: a SyncReconciler that may write [`STILL_RUNNING`], then
+/// returns its outcome.
+#[derive(Clone)]
+struct Child {
+    writes: bool,
+    outcome: Outcome,
+}
+
+impl Child {
+    fn reconciler(&self) -> Box<dyn SubReconciler> {
+        let Child { writes, outcome } = self.clone();
+        Box::new(SyncReconciler::with_result(
+            move |_ctx, r: &mut DynamicObject| {
+                if writes {
+                    r.set_field(STILL_RUNNING, "true").unwrap();
+                }
+                let outcome = outcome.clone();
+                Box::pin(async move { outcome })
+            },
+        ))
+    }
+}
+
+/// A child returning `result` without error.
+fn ok(result: ReconcileResult) -> Child {
+    erring(result, None)
+}
+
+/// A child returning `result` and `error`.
+fn erring(result: ReconcileResult, error: impl Into<Option<ReconcileError>>) -> Child {
+    Child {
+        writes: false,
+        outcome: Outcome::with(result, error.into()),
+    }
+}
+
+/// A child that writes [`STILL_RUNNING`] and succeeds.
+fn still_running() -> Child {
+    Child {
+        writes: true,
+        ..ok(done())
+    }
+}
+
+/// reconciler.io's "ignores result on err" child (a requeue with an error) after one that
+/// asks for 1m, to show what becomes of the earlier result.
+fn result_then_error() -> Vec<Child> {
     vec![
-        Case {
-            name: "empty",
-            steps: vec![],
-            result: done,
-            error: None,
-            markers: none(),
-            called: &[],
-        },
-        Case {
-            name: "single done",
-            steps: vec![ok(done)],
-            result: done,
-            error: None,
-            markers: none(),
-            called: &["s0"],
-        },
-        Case {
-            name: "single requeue",
-            steps: vec![ok(requeue)],
-            result: requeue,
-            error: None,
-            markers: none(),
-            called: &["s0"],
-        },
-        Case {
-            name: "single requeue after",
-            steps: vec![ok(after(1))],
-            result: after(1),
-            error: None,
-            markers: none(),
-            called: &["s0"],
-        },
-        Case {
-            name: "requeue and requeue after",
-            steps: vec![ok(requeue), ok(after(1))],
-            result: after(1),
-            error: None,
-            markers: none(),
-            called: &["s0", "s1"],
-        },
-        Case {
-            name: "shortest requeue after wins",
-            steps: vec![ok(after(2)), ok(after(1)), ok(after(3))],
-            result: after(1),
-            error: None,
-            markers: none(),
-            called: &["s0", "s1", "s2"],
-        },
+        ok(minutes(1)),
+        erring(ReconcileResult::requeue(), fail("test error")),
     ]
 }
 
-#[tokio::test]
-async fn sequence_aggregates_results_and_stops_at_the_first_error() {
-    let done = ReconcileResult::done();
-    let requeue = ReconcileResult::requeue();
-    let mut cases = aggregation_cases();
-    cases.extend([
-        Case {
-            name: "done does not clear a requeue after",
-            steps: vec![ok(after(2)), ok(done)],
-            result: after(2),
-            error: None,
-            markers: none(),
-            called: &["s0", "s1"],
+/// The error a case expects: its message and markers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Failure {
+    message: &'static str,
+    markers: Markers,
+}
+
+/// A loud error (no markers).
+fn loud(message: &'static str) -> Option<Failure> {
+    Some(Failure {
+        message,
+        markers: Markers::default(),
+    })
+}
+
+/// The halt error: quiet and halting.
+fn halted() -> Option<Failure> {
+    Some(Failure {
+        message: HALTED,
+        markers: Markers {
+            quiet: true,
+            halt: true,
+            ..Markers::default()
         },
-        Case {
-            name: "ignores result on err",
-            steps: vec![
-                ok(after(1)),
-                step(after(2), Some(fail("boom"))),
-                ok(after(3)),
-            ],
-            result: after(2),
-            error: Some("boom"),
-            markers: none(),
-            called: &["s0", "s1"],
-        },
-        Case {
-            name: "error with empty result drops earlier results",
-            steps: vec![ok(requeue), step(done, Some(fail("boom")))],
-            result: done,
-            error: Some("boom"),
-            markers: none(),
-            called: &["s0", "s1"],
-        },
-        Case {
-            name: "preserves result, sub reconciler halted",
-            steps: vec![
-                ok(after(1)),
-                step(after(2), Some(ReconcileError::halt())),
-                ok(after(3)),
-            ],
-            result: after(2),
-            error: Some("stop processing SubReconcilers, without returning an error"),
-            markers: markers(true, true, false, false),
-            called: &["s0", "s1"],
-        },
-        Case {
-            name: "quiet error stops",
-            steps: vec![step(done, Some(ReconcileError::quiet())), ok(after(1))],
-            result: done,
-            error: Some("quiet errors are returned as errors, but not logged or recorded"),
-            markers: markers(true, false, false, false),
-            called: &["s0"],
-        },
-        Case {
-            name: "skip status update stops",
-            steps: vec![
-                step(requeue, Some(ReconcileError::skip_status_update())),
-                ok(after(1)),
-            ],
-            result: requeue,
-            error: Some("skip status update"),
-            markers: markers(false, false, true, false),
-            called: &["s0"],
-        },
-        Case {
-            name: "durable stops",
-            steps: vec![
-                ok(after(5)),
-                step(done, Some(ReconcileError::durable())),
-                ok(after(1)),
-            ],
-            result: done,
-            error: Some("durable error"),
-            markers: markers(true, true, false, true),
-            called: &["s0", "s1"],
-        },
-    ]);
-    assert_eq!(cases.len(), 13);
-    run(cases, sequence).await;
+    })
+}
+
+/// One row of reconciler.io's table: the children, then what the composite returns and
+/// whether the [`STILL_RUNNING`] child wrote the resource.
+struct Case {
+    children: Vec<Child>,
+    result: ReconcileResult,
+    error: Option<Failure>,
+    written: bool,
+}
+
+/// A case whose children all succeed.
+fn aggregates(children: Vec<Child>, result: ReconcileResult) -> Case {
+    returns(children, result, None)
+}
+
+/// A case returning `result` and `error`, leaving the resource unchanged.
+fn returns(children: Vec<Child>, result: ReconcileResult, error: Option<Failure>) -> Case {
+    Case {
+        children,
+        result,
+        error,
+        written: false,
+    }
+}
+
+/// reconciler.io's fixture: the TestResource with a Ready condition, Unknown "Initializing".
+fn initializing() -> TestObject {
+    resource().status(json!({
+        "conditions": [{"type": "Ready", "status": "Unknown", "reason": "Initializing"}]
+    }))
+}
+
+/// Checks the result (normalized) and the error with its markers, also when the reconcile
+/// fails (the harness compares the result only without an error, like reconciler.io's).
+fn outcome_is(result: ReconcileResult, error: Option<Failure>) -> VerifyResource {
+    Box::new(move |_, outcome| {
+        let actual = outcome.result.normalized();
+        if actual != result.normalized() {
+            return Err(format!("result {actual:?}, expected {result:?}"));
+        }
+        let found = outcome.error.as_ref().map(|e| (e.to_string(), e.markers()));
+        let expected = error.map(|f| (f.message.to_string(), f.markers));
+        match found == expected {
+            true => Ok(()),
+            false => Err(format!("error {found:?}, expected {expected:?}")),
+        }
+    })
+}
+
+impl Case {
+    fn test_case(&self) -> SubReconcilerTestCase {
+        let expect = match self.written {
+            true => initializing().field(STILL_RUNNING, "true"),
+            false => initializing(),
+        };
+        SubReconcilerTestCase {
+            resource: initializing().build(),
+            expect_resource: Some(expect.build()),
+            should_err: self.error.is_some(),
+            expected_result: self.result,
+            verify: Some(outcome_is(self.result, self.error)),
+            config: config(),
+            ..Default::default()
+        }
+    }
+}
+
+/// The cases both composites share: no child fails, so they aggregate alike.
+/// reconciler.io's "preserves result, Requeue" cases test a bare SyncReconciler (a slip in
+/// its suites); here the child is inside the composite.
+fn aggregation_cases() -> Vec<(&'static str, Case)> {
+    let (empty, requeue) = (done(), ReconcileResult::requeue());
+    vec![
+        (
+            "preserves result, Requeue",
+            aggregates(vec![ok(requeue)], requeue),
+        ),
+        (
+            "preserves result, RequeueAfter",
+            aggregates(vec![ok(minutes(1))], minutes(1)),
+        ),
+        (
+            "Requeue + empty => Requeue",
+            aggregates(vec![ok(requeue), ok(empty)], requeue),
+        ),
+        (
+            "empty + Requeue => Requeue",
+            aggregates(vec![ok(empty), ok(requeue)], requeue),
+        ),
+        (
+            "RequeueAfter + empty => RequeueAfter",
+            aggregates(vec![ok(minutes(1)), ok(empty)], minutes(1)),
+        ),
+        (
+            "empty + RequeueAfter => RequeueAfter",
+            aggregates(vec![ok(empty), ok(minutes(1))], minutes(1)),
+        ),
+        (
+            "RequeueAfter + Requeue => RequeueAfter",
+            aggregates(vec![ok(minutes(1)), ok(requeue)], minutes(1)),
+        ),
+        (
+            "Requeue + RequeueAfter => RequeueAfter",
+            aggregates(vec![ok(requeue), ok(minutes(1))], minutes(1)),
+        ),
+        (
+            "RequeueAfter(1m) + RequeueAfter(2m) => RequeueAfter(1m)",
+            aggregates(vec![ok(minutes(1)), ok(minutes(2))], minutes(1)),
+        ),
+        (
+            "RequeueAfter(2m) + RequeueAfter(1m) => RequeueAfter(1m)",
+            aggregates(vec![ok(minutes(2)), ok(minutes(1))], minutes(1)),
+        ),
+    ]
+}
+
+/// Runs `cases` (which must number `count`, reconciler.io's count) as a harness table, each
+/// against `composite` of the case's children.
+async fn run(cases: Vec<(&'static str, Case)>, count: usize, composite: Composite) {
+    let cases: BTreeMap<String, Case> =
+        cases.into_iter().map(|(n, c)| (n.to_string(), c)).collect();
+    assert_eq!(cases.len(), count, "distinct cases");
+    let table = TestTable(
+        cases
+            .iter()
+            .map(|(n, c)| (n.clone(), c.test_case()))
+            .collect(),
+    );
+    table
+        .run(|case, _| {
+            composite(
+                cases[&case.name]
+                    .children
+                    .iter()
+                    .map(Child::reconciler)
+                    .collect(),
+            )
+        })
+        .await;
 }
 
 #[tokio::test]
-async fn always_calls_everything_and_keeps_only_loud_errors() {
-    let done = ReconcileResult::done();
-    let requeue = ReconcileResult::requeue();
-    let quiet = || ReconcileError::msg("hush").with_quiet();
+async fn sequence() {
     let mut cases = aggregation_cases();
     cases.extend([
-        Case {
-            name: "error does not stop",
-            steps: vec![ok(after(3)), step(done, Some(fail("boom"))), ok(after(2))],
-            result: after(2),
-            error: Some("boom"),
-            markers: none(),
-            called: &["s0", "s1", "s2"],
-        },
-        Case {
-            name: "result of the failing reconciler is kept",
-            steps: vec![step(after(1), Some(fail("boom"))), ok(after(2))],
-            result: after(1),
-            error: Some("boom"),
-            markers: none(),
-            called: &["s0", "s1"],
-        },
-        Case {
-            name: "errors are joined",
-            steps: vec![
-                step(done, Some(fail("a"))),
-                ok(done),
-                step(done, Some(fail("b"))),
-            ],
-            result: done,
-            error: Some("a\nb"),
-            markers: none(),
-            called: &["s0", "s1", "s2"],
-        },
-        Case {
-            name: "quiet error dropped next to a loud one",
-            steps: vec![step(done, Some(quiet())), step(done, Some(fail("loud")))],
-            result: done,
-            error: Some("loud"),
-            markers: none(),
-            called: &["s0", "s1"],
-        },
-        Case {
-            name: "only quiet errors are joined and quiet",
-            steps: vec![step(done, Some(quiet())), step(requeue, Some(quiet()))],
-            result: requeue,
-            error: Some("hush\nhush"),
-            markers: markers(true, false, false, false),
-            called: &["s0", "s1"],
-        },
-        Case {
-            name: "halt does not stop",
-            steps: vec![step(after(2), Some(ReconcileError::halt())), ok(after(1))],
-            result: after(1),
-            error: Some("stop processing SubReconcilers, without returning an error"),
-            markers: markers(true, true, false, false),
-            called: &["s0", "s1"],
-        },
-        Case {
-            name: "durable dropped next to a loud error",
-            steps: vec![
-                step(done, Some(ReconcileError::durable())),
-                step(done, Some(fail("loud"))),
-            ],
-            result: done,
-            error: Some("loud"),
-            markers: none(),
-            called: &["s0", "s1"],
-        },
-        Case {
-            name: "skip status update is loud",
-            steps: vec![
-                step(done, Some(ReconcileError::skip_status_update())),
-                step(done, Some(quiet())),
-            ],
-            result: done,
-            error: Some("skip status update"),
-            markers: markers(false, false, true, false),
-            called: &["s0", "s1"],
-        },
-        Case {
-            name: "quiet joined with halt keeps both markers",
-            steps: vec![
-                step(done, Some(quiet())),
-                step(done, Some(ReconcileError::halt())),
-            ],
-            result: done,
-            error: Some("hush\nstop processing SubReconcilers, without returning an error"),
-            markers: markers(true, true, false, false),
-            called: &["s0", "s1"],
-        },
+        // A trailing child (not in reconciler.io's case) shows that the rest is skipped.
+        (
+            "sub reconciler erred",
+            returns(
+                vec![erring(done(), fail("reconciler error")), still_running()],
+                done(),
+                loud("reconciler error"),
+            ),
+        ),
+        // The halting child's own result is returned (reconciler.io's expected 1m is never
+        // compared, as the reconcile errs); the trailing child is skipped.
+        (
+            "preserves result, sub reconciler halted",
+            returns(
+                vec![
+                    ok(minutes(1)),
+                    erring(minutes(2), ReconcileError::halt()),
+                    still_running(),
+                ],
+                minutes(2),
+                halted(),
+            ),
+        ),
+        // The earlier 1m is dropped: only the failing child's result is returned (quirk 5;
+        // reconciler.io's case has no earlier child and its expected result is not compared).
+        (
+            "ignores result on err",
+            returns(
+                result_then_error(),
+                ReconcileResult::requeue(),
+                loud("test error"),
+            ),
+        ),
     ]);
-    assert_eq!(cases.len(), 15);
-    run(cases, always).await;
+    run(cases, 13, new_sequence).await;
+}
+
+#[tokio::test]
+async fn always() {
+    let mut cases = aggregation_cases();
+    cases.extend([
+        (
+            "sub reconciler erred, keeps processing",
+            Case {
+                written: true,
+                ..returns(
+                    vec![erring(done(), fail("reconciler error")), still_running()],
+                    done(),
+                    loud("reconciler error"),
+                )
+            },
+        ),
+        (
+            "non-quiet errors remain non-quiet",
+            returns(
+                vec![erring(done(), fail("not quiet")), ok(done())],
+                done(),
+                loud("not quiet"),
+            ),
+        ),
+        // The quiet halt is dropped next to a loud error (quirk 6).
+        (
+            "mixed quiet and non-quiet errors are not quiet",
+            returns(
+                vec![
+                    erring(done(), fail("not quiet")),
+                    erring(done(), ReconcileError::halt()),
+                ],
+                done(),
+                loud("not quiet"),
+            ),
+        ),
+        (
+            "quiet errors remain quiet",
+            returns(
+                vec![erring(done(), ReconcileError::halt()), ok(minutes(1))],
+                minutes(1),
+                halted(),
+            ),
+        ),
+        // Unlike Sequence, the earlier 1m is kept next to the failing child's requeue.
+        (
+            "ignores result on err",
+            returns(result_then_error(), minutes(1), loud("test error")),
+        ),
+    ]);
+    run(cases, 15, new_always).await;
+}
+
+/// A reconciler that succeeds, valid or not.
+fn child(invalid: bool) -> Box<dyn SubReconciler> {
+    let child = TestReconciler::new(|_, _| Outcome::done());
+    Box::new(match invalid {
+        true => child.invalid("TestReconciler is invalid"),
+        false => child,
+    })
 }
 
 #[test]
 fn sequence_and_always_validate_every_child_with_its_index() {
-    let invalid = || -> Vec<Box<dyn SubReconciler<DynamicObject>>> {
-        vec![
-            Box::new(TestReconciler::new(|_, _| Outcome::done())),
-            Box::new(
-                TestReconciler::new(|_, _| Outcome::done()).invalid("TestReconciler is invalid"),
-            ),
-        ]
-    };
-    assert_eq!(
-        Sequence::new(invalid()).validate().unwrap_err().to_string(),
-        "Sequence must have a valid Sequence[1]: TestReconciler is invalid"
-    );
-    assert_eq!(
-        Always::new(invalid()).validate().unwrap_err().to_string(),
-        "Always must have a valid Always[1]: TestReconciler is invalid"
-    );
-    let nested = Sequence::new(vec![Box::new(Always::new(invalid()))]);
+    let composites: [(&str, Composite); 2] = [("Sequence", new_sequence), ("Always", new_always)];
+    for (kind, composite) in composites {
+        assert!(composite(vec![]).validate().is_ok(), "{kind}: empty");
+        assert!(
+            composite(vec![child(false), child(false)])
+                .validate()
+                .is_ok(),
+            "{kind}: valid"
+        );
+        assert_eq!(
+            composite(vec![child(false), child(true)])
+                .validate()
+                .unwrap_err()
+                .to_string(),
+            format!("{kind} must have a valid {kind}[1]: TestReconciler is invalid")
+        );
+    }
+    // Departure (quirk 11): reconciler.io skips an Always nested by value; we validate it.
+    let nested = Sequence::new(vec![Box::new(Always::new(vec![child(false), child(true)]))]);
     assert_eq!(
         nested.validate().unwrap_err().to_string(),
         "Sequence must have a valid Sequence[0]: Always must have a valid Always[1]: TestReconciler is invalid"
     );
-    assert!(Sequence::<DynamicObject>::new(vec![]).validate().is_ok());
 }
 
 #[test]
 fn sequence_and_always_set_up_every_child() {
-    use dynrec::object::Gvk;
-    use dynrec::reconcilers::{Setup, Watch};
-    let a = Gvk::new("", "v1", "ConfigMap");
-    let b = Gvk::new("", "v1", "Secret");
-    let children = || -> Vec<Box<dyn SubReconciler<DynamicObject>>> {
-        vec![
-            Box::new(
-                TestReconciler::new(|_, _| Outcome::done()).watching(Gvk::new(
-                    "",
-                    "v1",
-                    "ConfigMap",
-                )),
-            ),
-            Box::new(
-                TestReconciler::new(|_, _| Outcome::done()).watching(Gvk::new("", "v1", "Secret")),
-            ),
-        ]
+    let (config_map, secret) = (
+        Gvk::new("", "v1", "ConfigMap"),
+        Gvk::new("", "v1", "Secret"),
+    );
+    let children = || -> Children {
+        [&config_map, &secret]
+            .map(|gvk| {
+                Box::new(TestReconciler::new(|_, _| Outcome::done()).watching(gvk.clone())) as _
+            })
+            .into()
     };
-    for reconciler in [sequence(children()), always(children())] {
+    for composite in [new_sequence(children()), new_always(children())] {
         let mut setup = Setup::default();
-        reconciler.setup(&mut setup).unwrap();
+        composite.setup(&mut setup).unwrap();
         assert_eq!(
             setup.watches(),
-            &[Watch::Tracked(a.clone()), Watch::Tracked(b.clone())]
+            &[
+                Watch::Tracked(config_map.clone()),
+                Watch::Tracked(secret.clone())
+            ],
+            "{}",
+            composite.name()
         );
     }
 }
