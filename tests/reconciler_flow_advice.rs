@@ -1,19 +1,17 @@
-//! Advice (spec 8.3) table tests, and WithConfig (spec 8.10).
+//! Advice (spec 8.3) table tests.
 
 mod flow_common;
 mod harness_common;
 
 use std::collections::BTreeMap;
 
-use async_trait::async_trait;
-use dynrec::client::ListOptions;
 use dynrec::object::Gvk;
 use dynrec::reconcilers::{
     Advice, Context, Outcome, ReconcileError, ReconcileResult, Setup, SubReconciler,
-    SyncReconciler, Watch, WithConfig,
+    SyncReconciler, Watch,
 };
 use dynrec::testing::{Event, ExpectConfig, SubReconcilerTestCase, SubReconcilerTests};
-use flow_common::{TestReconciler, called, context, fail, object, start};
+use flow_common::TestReconciler;
 use harness_common::config;
 use kube::api::DynamicObject;
 use serde_json::json;
@@ -233,77 +231,5 @@ fn advice_validates_its_hooks_and_reconciler_and_always_sets_it_up() {
     assert_eq!(
         setup.watches(),
         &[Watch::Owns(secrets), Watch::Tracked(config_maps)]
-    );
-}
-
-/// Creates a ConfigMap through the current config, and records the ConfigMaps the original
-/// config (the one that loaded the resource) sees.
-struct CreateConfigMap;
-
-#[async_trait]
-impl SubReconciler<DynamicObject> for CreateConfigMap {
-    fn name(&self) -> &str {
-        "CreateConfigMap"
-    }
-
-    async fn reconcile(&self, ctx: &Context, _: &mut DynamicObject) -> Outcome {
-        let config_map = object(json!({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "made-by-nested", "namespace": "default"}
-        }));
-        match ctx.config().client.create(&config_map).await {
-            Ok(_) => Outcome::done(),
-            Err(err) => Outcome::err(err),
-        }
-    }
-}
-
-#[tokio::test]
-async fn with_config_gives_nested_reconcilers_another_cluster() {
-    let (_home_server, home) = start();
-    let (_other_server, other) = start();
-    let ctx = context(&home);
-    let target = other.clone();
-    let reconciler = WithConfig::new(move |_, _| Ok(target.clone()), CreateConfigMap);
-    let outcome = reconciler
-        .reconcile(&ctx, &mut flow_common::resource())
-        .await;
-    assert!(outcome.is_ok(), "{:?}", outcome.error);
-
-    let config_maps = Gvk::new("", "v1", "ConfigMap");
-    let all = ListOptions::default().namespace("default");
-    let names = |objects: Vec<DynamicObject>| -> Vec<String> {
-        objects
-            .into_iter()
-            .filter_map(|o| o.metadata.name)
-            .collect()
-    };
-    assert_eq!(
-        names(other.client.list(&config_maps, &all).await.unwrap()),
-        ["made-by-nested"]
-    );
-    assert!(names(home.client.list(&config_maps, &all).await.unwrap()).is_empty());
-}
-
-#[tokio::test]
-async fn with_config_returns_the_config_error_without_reconciling() {
-    let (_server, config) = start();
-    let reconciler = WithConfig::new(
-        |_, _| Err(fail("no such cluster")),
-        TestReconciler::marking("nested", Outcome::done()),
-    );
-    let mut object = flow_common::resource();
-    let outcome = reconciler.reconcile(&context(&config), &mut object).await;
-    assert_eq!(outcome.error.unwrap().to_string(), "no such cluster");
-    assert!(called(&object).is_empty());
-
-    let invalid = WithConfig::new(
-        |_, c| Ok(c.clone()),
-        TestReconciler::new(|_, _: &mut DynamicObject| Outcome::done())
-            .invalid("TestReconciler is invalid"),
-    );
-    assert_eq!(
-        invalid.validate().unwrap_err().to_string(),
-        r#"WithConfig "WithConfig" must have a valid Reconciler: TestReconciler is invalid"#
     );
 }

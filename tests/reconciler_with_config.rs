@@ -11,8 +11,8 @@ use dynrec::apiserver::ApiServer;
 use dynrec::client::{Client, reasons};
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{
-    Config, Context, ReconcileError, Setup, SubReconciler, SyncReconciler, Watch, WithConfig,
-    WithFinalizer,
+    Config, Context, OverrideSetup, ReconcileError, Setup, SubReconciler, SyncReconciler, Watch,
+    WithConfig, WithFinalizer,
 };
 use dynrec::testing::{
     Event, ExpectConfig, PatchRef, SubReconcilerTestCase, SubReconcilerTests, TrackRequest,
@@ -226,5 +226,19 @@ async fn a_config_error_at_setup_names_the_reconciler() {
     assert_eq!(
         reconciler.setup(&mut setup).unwrap_err().to_string(),
         r#"WithConfig "east" could not make its config at setup: no kubeconfig for cluster "east""#
+    );
+}
+
+#[test]
+fn validate_requires_a_valid_nested_reconciler() {
+    let valid = WithConfig::new(|_, current| Ok(current.clone()), create_config_map());
+    assert!(valid.validate().is_ok());
+    let invalid = WithConfig::new(
+        |_, current| Ok(current.clone()),
+        OverrideSetup::<DynamicObject>::new(),
+    );
+    assert_eq!(
+        invalid.validate().unwrap_err().to_string(),
+        r#"WithConfig "WithConfig" must have a valid Reconciler: OverrideSetup "SkipSetup" must implement at least one of Setup or Reconciler"#
     );
 }
