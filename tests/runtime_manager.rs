@@ -7,7 +7,10 @@ use std::time::{Duration, Instant};
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
 use dynrec::object::{Gvk, ObjectKey};
-use dynrec::reconcilers::{Config, ReconcileError, ResourceReconciler, SyncReconciler, WithConfig};
+use dynrec::reconcilers::{
+    Config, Outcome, ReconcileError, RequestOptions, ResourceReconciler, RootReconciler, Setup,
+    SyncReconciler, ValidationError, WithConfig,
+};
 use dynrec::runtime::{Backoff, Manager, ManagerOptions, QueueConfig};
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
@@ -488,5 +491,86 @@ async fn with_config_watches_tracked_objects_on_the_other_cluster() {
     }
     assert_eq!(remote_server.open_watches().get("/configmaps"), Some(&1));
     assert_eq!(home_server.open_watches().get("/configmaps"), None);
+    running.stop().await;
+}
+
+/// Counts the requests a root reconciler receives, per object name.
+struct CountingRequests {
+    inner: ResourceReconciler,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+#[async_trait::async_trait]
+impl RootReconciler for CountingRequests {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn setup(&self) -> Result<Setup, ValidationError> {
+        self.inner.setup()
+    }
+
+    fn validate(&self) -> Result<(), ValidationError> {
+        RootReconciler::validate(&self.inner)
+    }
+
+    async fn reconcile_with(&self, request: &ObjectKey, options: RequestOptions) -> Outcome {
+        self.seen.lock().push(request.name.clone());
+        self.inner.reconcile_with(request, options).await
+    }
+}
+
+/// The queue resyncs the objects that exist, not every key it has ever seen: a deleted
+/// widget's key is forgotten after its last reconcile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_object_is_not_resynced() {
+    let (_server, kube) = server_with_crd().await;
+    let (client, config) = client_and_config(&kube);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let counting = CountingRequests {
+        inner: marking_reconciler(&config, 0, Arc::default()),
+        seen: seen.clone(),
+    };
+    let options = ManagerOptions {
+        queue: QueueConfig {
+            resync: Some(Duration::from_millis(100)),
+            ..fast_queue()
+        },
+        ..Default::default()
+    };
+    let mut manager = Manager::new(client, options);
+    manager.register(widget_gvk(), counting, &config).unwrap();
+    let running = Running::start(manager);
+    let widgets = api(&kube, "example.com", "Widget", "widgets", true);
+    for name in ["kept", "deleted"] {
+        let widget =
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}});
+        widgets
+            .create(&PostParams::default(), &object(widget))
+            .await
+            .unwrap();
+    }
+    let count = |name: &str| seen.lock().iter().filter(|n| *n == name).count();
+    wait_until("both widgets are reconciled", || {
+        count("kept") > 0 && count("deleted") > 0
+    })
+    .await;
+    widgets
+        .delete("deleted", &Default::default())
+        .await
+        .unwrap();
+    let kept_before = count("kept");
+    wait_until("the kept widget is resynced three more times", || {
+        count("kept") >= kept_before + 3
+    })
+    .await;
+    let after_delete = count("deleted");
+    let kept_now = count("kept");
+    wait_until("three more resyncs", || count("kept") >= kept_now + 3).await;
+    assert_eq!(
+        count("deleted"),
+        after_delete,
+        "the deleted widget is not resynced"
+    );
     running.stop().await;
 }

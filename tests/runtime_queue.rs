@@ -314,6 +314,42 @@ async fn resync_re_adds_every_known_key_and_forget_drops_one() {
     stop(&queue, run).await.expect("clean shutdown");
 }
 
+/// A handler forgets its key while processing it (as the manager does for a deleted
+/// object): the key is dropped unless it was added again meanwhile.
+#[tokio::test(start_paused = true)]
+async fn forget_unless_pending_keeps_a_key_added_again_while_in_flight() {
+    let queue = WorkQueue::new(QueueConfig {
+        resync: Some(Duration::from_secs(10)),
+        ..config()
+    });
+    let log = Log::new();
+    let (handler_log, handler_queue) = (log.clone(), queue.clone());
+    let run = start(&queue, 1, move |key| {
+        handler_log.record(key);
+        let first_call_of_b = key == "b" && handler_log.times("b").len() == 1;
+        let queue = handler_queue.clone();
+        async move {
+            if first_call_of_b {
+                // "b" is re-created while its deletion is being reconciled.
+                queue.add("b");
+            }
+            queue.forget_unless_pending(&key);
+            Outcome::Success
+        }
+    });
+    queue.add("a");
+    queue.add("b");
+    sleep(Duration::from_secs(25)).await;
+    assert_eq!(log.times("a"), [Duration::ZERO], "a is never resynced");
+    assert_eq!(
+        log.times("b"),
+        [Duration::ZERO, Duration::ZERO],
+        "the request added during the first run is kept; then b is forgotten too"
+    );
+    assert!(queue.is_empty());
+    stop(&queue, run).await.expect("clean shutdown");
+}
+
 #[tokio::test(start_paused = true)]
 async fn shutdown_stops_taking_work_and_waits_for_work_in_flight() {
     let queue = WorkQueue::new(config());

@@ -295,8 +295,9 @@ impl ControllerRun {
             .register_queue(&self.controller.name, move || stats_queue.stats());
         let mut feeds = JoinSet::new();
         let (gone_tx, mut gone_rx) = watch::channel(false);
-        match self.client.cache(&self.controller.gvk).await {
+        let own_cache = match self.client.cache(&self.controller.gvk).await {
             Ok(cache) => {
+                let own_cache = cache.clone();
                 let queue = queue.clone();
                 let gone = gone_tx.clone();
                 feeds.spawn(async move {
@@ -310,26 +311,35 @@ impl ControllerRun {
                     .await;
                     let _ = gone.send(true);
                 });
+                own_cache
             }
             Err(err) => {
                 warn!(%err, "cannot watch the kind");
                 return false;
             }
-        }
+        };
         for watch in &self.controller.watches {
             self.spawn_feed(&mut feeds, watch, namespaced, &queue).await;
         }
-        for request in self.controller.reconciler.initial_requests() {
-            queue.add(request);
+        let initial = self.controller.reconciler.initial_requests();
+        for request in &initial {
+            queue.add(request.clone());
         }
+        let forget_gone = ForgetGone {
+            cache: own_cache,
+            queue: queue.clone(),
+            keep: initial,
+        };
         let workers = self.options.workers;
         let reconciler = self.controller.reconciler.clone();
         let metrics = self.metrics.clone();
         let name = self.controller.name.clone();
+        let forget_gone = Arc::new(forget_gone);
         let runner = queue.run(workers, move |key: ObjectKey| {
             let reconciler = reconciler.clone();
             let metrics = metrics.clone();
             let name = name.clone();
+            let forget_gone = forget_gone.clone();
             let span = info_span!("reconcile", object = %key);
             async move {
                 let started = Instant::now();
@@ -338,6 +348,9 @@ impl ControllerRun {
                 metrics.record_reconcile(&name, label, started.elapsed());
                 if let Some(err) = outcome.error.filter(|e| !e.is_quiet()) {
                     warn!(error = %err, "reconcile failed");
+                }
+                if matches!(queued, Outcome::Success) {
+                    forget_gone.forget_if_gone(&key);
                 }
                 queued
             }
@@ -408,6 +421,24 @@ impl ControllerRun {
                 .await;
             }
         });
+    }
+}
+
+/// Forgets the keys of deleted objects once their last reconcile succeeded, so that the
+/// queue does not keep (and resync) every key it has ever seen.
+struct ForgetGone {
+    cache: crate::client::Cache,
+    queue: WorkQueue<ObjectKey>,
+    /// Requests the reconciler asks for whether or not their object exists.
+    keep: Vec<ObjectKey>,
+}
+
+impl ForgetGone {
+    fn forget_if_gone(&self, key: &ObjectKey) {
+        let gone = self.cache.is_ready() && self.cache.get(key).is_none();
+        if gone && !self.keep.contains(key) {
+            self.queue.forget_unless_pending(key);
+        }
     }
 }
 

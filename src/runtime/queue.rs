@@ -338,6 +338,16 @@ where
         self.shared.state.lock().forget(key);
     }
 
+    /// Forgets a key unless a request for it is pending (it was added again since it was
+    /// taken); a key in flight is dropped when its processing finishes. For keys whose
+    /// object is gone: a request that raced with the object's re-creation is kept.
+    pub fn forget_unless_pending(&self, key: &K) {
+        let mut state = self.shared.state.lock();
+        if state.keys.get(key).is_some_and(|entry| entry.due.is_none()) {
+            state.forget(key);
+        }
+    }
+
     /// How many keys wait to be processed, now or later.
     pub fn len(&self) -> usize {
         self.shared.state.lock().depth
