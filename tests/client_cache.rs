@@ -4,17 +4,26 @@ mod client_common;
 
 use std::time::Duration;
 
-use client_common::{config_map, eventually, start};
+use client_common::{config_map, eventually, object, start};
 use dynrec::{
-    client::{CacheEvent, ListOptions},
+    client::{CacheEvent, Client, ListOptions},
     duck::KResource,
     object::{Gvk, ObjectKey},
 };
-use kube::core::Selector;
+use kube::{
+    api::{DeleteParams, DynamicObject},
+    core::Selector,
+};
 use serde_json::json;
 
 fn config_maps() -> Gvk {
     Gvk::new("", "v1", "ConfigMap")
+}
+
+/// The names of listed objects, in list order.
+fn names(list: &[DynamicObject]) -> Vec<String> {
+    let names = list.iter().map(|o| o.metadata.name.clone());
+    names.map(Option::unwrap_or_default).collect()
 }
 
 #[tokio::test]
@@ -131,11 +140,6 @@ async fn cache_backed_list_filters_by_namespace_and_selector() {
         .list(&config_maps(), &options)
         .await
         .unwrap();
-    let names = |list: &[kube::api::DynamicObject]| {
-        list.iter()
-            .map(|o| o.metadata.name.clone().unwrap_or_default())
-            .collect::<Vec<_>>()
-    };
     assert_eq!(names(&cached), ["a"]);
     assert_eq!(names(&from_api), ["a"]);
     assert!(
@@ -154,4 +158,103 @@ async fn cache_backed_list_filters_by_namespace_and_selector() {
     }
     applied.sort();
     assert_eq!(applied, ["a", "b"], "subscribers see the initial list");
+}
+
+/// ConfigMaps `owner` and `stranger` in `default`, and children of theirs in `default` and
+/// `other`; returns the owner's UID.
+async fn owner_and_children(client: &Client) -> String {
+    let namespace = object(json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "other"}}));
+    client.create(&namespace).await.unwrap();
+    let owner = client
+        .create(&config_map("owner", json!({})))
+        .await
+        .unwrap();
+    let stranger = client
+        .create(&config_map("stranger", json!({})))
+        .await
+        .unwrap();
+    let reference = |owner: &DynamicObject, controller: bool| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "name": owner.metadata.name,
+            "uid": owner.metadata.uid, "controller": controller})
+    };
+    let children = [
+        ("default", "mine-1", json!([reference(&owner, true)])),
+        (
+            "default",
+            "mine-2",
+            json!([reference(&stranger, false), reference(&owner, true)]),
+        ),
+        ("default", "only-owned", json!([reference(&owner, false)])),
+        ("default", "theirs", json!([reference(&stranger, true)])),
+        ("other", "mine-elsewhere", json!([reference(&owner, true)])),
+    ];
+    for (namespace, name, references) in children {
+        let child = object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace, "ownerReferences": references}}));
+        client.create(&child).await.unwrap();
+    }
+    owner.metadata.uid.unwrap()
+}
+
+#[tokio::test]
+async fn controlled_by_lists_exactly_the_controllers_objects_from_cache_and_api() {
+    let (server, client) = start();
+    let uid = owner_and_children(&client).await;
+    let cache = client.cache(&config_maps()).await.unwrap();
+    assert!(cache.wait_until_ready().await);
+    let lists_before = server.request_count("list", "", "configmaps");
+
+    let in_default = ListOptions::default()
+        .namespace("default")
+        .controlled_by(&uid);
+    let cached = client.list(&config_maps(), &in_default).await.unwrap();
+    assert_eq!(names(&cached), ["mine-1", "mine-2"]);
+    let everywhere = ListOptions::default().controlled_by(&uid);
+    let cached = client.list(&config_maps(), &everywhere).await.unwrap();
+    assert_eq!(names(&cached), ["mine-1", "mine-2", "mine-elsewhere"]);
+    assert_eq!(
+        server.request_count("list", "", "configmaps"),
+        lists_before,
+        "the cache serves these lists"
+    );
+
+    let from_api = client.api_reader().list(&config_maps(), &in_default).await;
+    assert_eq!(names(&from_api.unwrap()), ["mine-1", "mine-2"]);
+    let from_api = client.api_reader().list(&config_maps(), &everywhere).await;
+    let mut from_api = names(&from_api.unwrap());
+    from_api.sort();
+    assert_eq!(from_api, ["mine-1", "mine-2", "mine-elsewhere"]);
+}
+
+#[tokio::test]
+async fn delete_collection_controlled_by_deletes_only_the_controllers_objects() {
+    let (_server, client) = start();
+    let uid = owner_and_children(&client).await;
+    let options = ListOptions::default()
+        .namespace("default")
+        .controlled_by(uid);
+    client
+        .delete_collection(&config_maps(), &options, &DeleteParams::default())
+        .await
+        .unwrap();
+    let all = ListOptions::default();
+    let mut left = names(
+        &client
+            .api_reader()
+            .list(&config_maps(), &all)
+            .await
+            .unwrap(),
+    );
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            "mine-elsewhere",
+            "only-owned",
+            "owner",
+            "stranger",
+            "theirs"
+        ]
+    );
 }

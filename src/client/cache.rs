@@ -1,4 +1,5 @@
-//! Shared per-GVK caches: one watch per kind per process, reference-counted.
+//! Shared per-GVK caches: one watch per kind per process, reference-counted, each filling an
+//! indexed [`Store`] (by namespace and by controller).
 
 use std::{
     collections::HashMap,
@@ -10,11 +11,7 @@ use futures::StreamExt;
 use kube::{
     Api,
     api::{DynamicObject, TypeMeta},
-    runtime::{
-        WatchStreamExt,
-        reflector::{ObjectRef, Store, store::Writer},
-        watcher,
-    },
+    runtime::{WatchStreamExt, watcher},
 };
 use parking_lot::Mutex;
 use tokio::{
@@ -23,7 +20,7 @@ use tokio::{
 };
 use tracing::{debug, info, warn};
 
-use super::{ListOptions, Resolved, resolver::Kinds};
+use super::{ListOptions, Resolved, resolver::Kinds, store::Store};
 use crate::object::{Gvk, ObjectKey};
 
 /// How many unread events a cache subscriber may fall behind by.
@@ -53,7 +50,7 @@ pub enum CacheStatus {
 
 struct State {
     resolved: Resolved,
-    store: Store<DynamicObject>,
+    store: Store,
     status: watch::Sender<CacheStatus>,
     /// Taken when the cache stops, which closes every subscription.
     events: Mutex<Option<broadcast::Sender<CacheEvent>>>,
@@ -134,14 +131,14 @@ impl Cache {
 
     /// The cached object with this key.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
-        let mut reference = ObjectRef::new_with(&key.name, self.resolved().resource.clone());
-        reference.namespace = key.namespace.clone();
-        self.state().store.get(&reference)
+        self.state().store.get(key)
     }
 
-    /// The cached objects the options cover.
+    /// The cached objects the options cover, in namespace and name order. Served from an
+    /// index: the controller's objects with `controlled_by`, else the namespace's with
+    /// `namespace`, else every cached object (see [`ListOptions`]).
     pub fn list(&self, options: &ListOptions) -> Vec<Arc<DynamicObject>> {
-        self.state().store.state_filter(|o| options.matches(o))
+        self.state().store.list(options)
     }
 
     /// How many objects are cached.
@@ -216,15 +213,14 @@ impl Caches {
 
     fn start(&self, resolved: &Resolved) -> Guard {
         info!(gvk = %resolved.gvk, "starting shared cache");
-        let writer = Writer::new(resolved.resource.clone());
         let state = Arc::new(State {
             resolved: resolved.clone(),
-            store: writer.as_reader(),
+            store: Store::default(),
             status: watch::Sender::new(CacheStatus::Starting),
             events: Mutex::new(Some(broadcast::channel(EVENT_BUFFER).0)),
         });
         let api = Api::all_with(self.inner.kube.clone(), &resolved.resource);
-        let task = tokio::spawn(run(state.clone(), writer, api, self.inner.kinds.clone()));
+        let task = tokio::spawn(run(state.clone(), api, self.inner.kinds.clone()));
         Guard { state, task }
     }
 }
@@ -236,12 +232,7 @@ fn live(guard: Option<&Weak<Guard>>) -> Option<Arc<Guard>> {
 }
 
 /// Watches one kind into the store until the kind is removed from discovery.
-async fn run(
-    state: Arc<State>,
-    mut writer: Writer<DynamicObject>,
-    api: Api<DynamicObject>,
-    mut kinds: watch::Receiver<Kinds>,
-) {
+async fn run(state: Arc<State>, api: Api<DynamicObject>, mut kinds: watch::Receiver<Kinds>) {
     let gvk = state.resolved.gvk.clone();
     let types = TypeMeta {
         api_version: gvk.api_version(),
@@ -257,7 +248,7 @@ async fn run(
                 }
             }
             event = events.next() => match event {
-                Some(Ok(event)) => apply(&state, &mut writer, event.modify(|o| tidy(o, &types))),
+                Some(Ok(event)) => apply(&state, shared(event.modify(|o| tidy(o, &types)))),
                 Some(Err(err)) => warn!(%gvk, %err, "watch failed; retrying"),
                 None => break,
             },
@@ -274,8 +265,20 @@ fn tidy(object: &mut DynamicObject, types: &TypeMeta) {
     }
 }
 
-fn apply(state: &State, writer: &mut Writer<DynamicObject>, event: watcher::Event<DynamicObject>) {
-    writer.apply_watcher_event(&event);
+/// Moves the event's object behind an `Arc`, shared by the store and the subscribers.
+fn shared(event: watcher::Event<DynamicObject>) -> watcher::Event<Arc<DynamicObject>> {
+    use watcher::Event::*;
+    match event {
+        Apply(o) => Apply(Arc::new(o)),
+        Delete(o) => Delete(Arc::new(o)),
+        Init => Init,
+        InitApply(o) => InitApply(Arc::new(o)),
+        InitDone => InitDone,
+    }
+}
+
+fn apply(state: &State, event: watcher::Event<Arc<DynamicObject>>) {
+    state.store.apply(&event);
     if matches!(event, watcher::Event::InitDone) {
         state.status.send_if_modified(|status| {
             let starting = *status == CacheStatus::Starting;
@@ -290,8 +293,8 @@ fn apply(state: &State, writer: &mut Writer<DynamicObject>, event: watcher::Even
         return;
     }
     let event = match event {
-        watcher::Event::Apply(o) | watcher::Event::InitApply(o) => CacheEvent::Applied(Arc::new(o)),
-        watcher::Event::Delete(o) => CacheEvent::Deleted(Arc::new(o)),
+        watcher::Event::Apply(o) | watcher::Event::InitApply(o) => CacheEvent::Applied(o),
+        watcher::Event::Delete(o) => CacheEvent::Deleted(o),
         watcher::Event::InitDone => CacheEvent::Resynced,
         watcher::Event::Init => return,
     };

@@ -118,6 +118,10 @@ impl Client {
     }
 
     /// The objects the options cover, from the cache if one is ready, else from the API server.
+    ///
+    /// From the cache, a list with `controlled_by` reads only that controller's objects and
+    /// one with a namespace only that namespace's (see [`ListOptions`]); each object returned
+    /// is a copy.
     pub async fn list(
         &self,
         gvk: &Gvk,
@@ -237,13 +241,25 @@ impl Client {
         Ok(deleted.map_err(api_error("delete", gvk, Some(key)))?.left())
     }
 
-    /// Deletes every object the options cover.
+    /// Deletes every object the options cover. With `controlled_by`, which the API server
+    /// cannot select by, it lists from the server and deletes the covered objects one by one
+    /// (one already gone is fine).
     pub async fn delete_collection(
         &self,
         gvk: &Gvk,
         options: &ListOptions,
         params: &DeleteParams,
     ) -> Result<(), Error> {
+        if options.controlled_by.is_some() {
+            for object in self.api_reader().list(gvk, options).await? {
+                let key = ObjectKey::of(&object)?;
+                match self.delete(gvk, &key, params).await {
+                    Err(err) if err.is_not_found() => {}
+                    deleted => drop(deleted?),
+                }
+            }
+            return Ok(());
+        }
         let resolved = self.resolve(gvk).await?;
         let api = self.api(&resolved, options.namespace.as_deref());
         let span = debug_span!("delete_collection", %gvk, namespace = options.namespace.as_deref());
@@ -309,7 +325,8 @@ impl ApiReader {
         found.map_err(api_error("get", gvk, Some(key)))
     }
 
-    /// The objects the options cover, from the API server.
+    /// The objects the options cover, from the API server (`controlled_by` is applied to
+    /// what the server returns).
     pub async fn list(
         &self,
         gvk: &Gvk,
@@ -328,6 +345,7 @@ impl ApiReader {
         Ok(list
             .items
             .into_iter()
+            .filter(|item| options.controller_matches(item))
             .map(|mut item| {
                 item.types.get_or_insert_with(|| types.clone());
                 item

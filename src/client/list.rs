@@ -3,13 +3,25 @@ use kube::{
     core::{Selector, SelectorExt},
 };
 
-/// Which objects a list (or delete-collection) covers: a namespace and a label selector.
+use super::store::controller_uids;
+
+/// Which objects a list (or delete-collection) covers: a namespace, a label selector and a
+/// controller.
+///
+/// What a list costs depends on where it is served from. From a ready shared cache (see
+/// [`Client::list`](super::Client::list)), with `controlled_by` it reads only the objects
+/// that controller owns; else with `namespace` only that namespace's objects; else every
+/// cached object of the kind. The label selector is checked on each object read, and each
+/// object returned is cloned. From the API server, the namespace and the selector go to the
+/// server; `controlled_by` is applied to what the server returned.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ListOptions {
     /// Only this namespace; all namespaces when `None`.
     pub namespace: Option<String>,
     /// Only objects whose labels match; all when `None`.
     pub selector: Option<Selector>,
+    /// Only objects with a controller ownerReference to this UID; all when `None`.
+    pub controlled_by: Option<String>,
 }
 
 impl ListOptions {
@@ -25,11 +37,22 @@ impl ListOptions {
         self
     }
 
+    /// Restricts the list to objects whose controller ownerReference has this UID. A cache
+    /// serves it from an index; the API server cannot select by owner, so a list from it
+    /// returns everything else the options cover, and the client drops the rest.
+    pub fn controlled_by(mut self, uid: impl Into<String>) -> Self {
+        self.controlled_by = Some(uid.into());
+        self
+    }
+
     /// Whether a (cached) object is covered.
     pub fn matches(&self, object: &DynamicObject) -> bool {
         if let Some(ns) = &self.namespace
             && object.metadata.namespace.as_deref() != Some(ns.as_str())
         {
+            return false;
+        }
+        if !self.controller_matches(object) {
             return false;
         }
         let Some(selector) = &self.selector else {
@@ -39,6 +62,13 @@ impl ListOptions {
             Some(labels) => selector.matches(labels),
             None => selector.matches(&Default::default()),
         }
+    }
+
+    /// Whether the object passes `controlled_by` (the part the API server cannot check).
+    pub(super) fn controller_matches(&self, object: &DynamicObject) -> bool {
+        self.controlled_by
+            .as_deref()
+            .is_none_or(|uid| controller_uids(object).any(|u| u == uid))
     }
 
     pub(super) fn list_params(&self) -> ListParams {

@@ -10,6 +10,7 @@ mod events;
 mod list;
 mod resolved;
 mod resolver;
+mod store;
 
 pub use cache::{Cache, CacheEvent, CacheStatus};
 pub use duck::{DuckClient, DuckEvent, DuckWatch, Ducked};

@@ -334,13 +334,17 @@ impl ChildReconciler {
         let children = match known_children(ctx, &self.child_type) {
             Some(children) => children,
             None => {
-                let options = match &self.list_options {
+                let mut options = match &self.list_options {
                     Some(options) => options(ctx, parent),
                     None => ListOptions {
                         namespace: parent.metadata.namespace.clone(),
-                        selector: None,
+                        ..ListOptions::default()
                     },
                 };
+                // `is_our_child` requires it; a cache then reads only the parent's children.
+                if !self.skip_owner_reference {
+                    options.controlled_by = parent.metadata.uid.clone();
+                }
                 ctx.config().client.list(&self.child_type, &options).await?
             }
         };

@@ -1,0 +1,311 @@
+//! The object store behind a shared cache: objects by namespace and name, and an index by
+//! controller UID, kept consistent under one lock.
+//!
+//! Watcher events are applied as kube's reflector `Writer` applies them: `Apply` and
+//! `Delete` change the live objects; `Init` starts a fresh set that `InitApply` fills and
+//! `InitDone` swaps in whole, so an object a relist no longer returns disappears.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+};
+
+use kube::{api::DynamicObject, runtime::watcher::Event};
+use parking_lot::{Mutex, RwLock};
+
+use super::ListOptions;
+use crate::object::ObjectKey;
+
+/// The objects of one kind, indexed; see the module doc.
+#[derive(Default)]
+pub(super) struct Store {
+    live: RwLock<Objects>,
+    /// The relist being received, between `Init` and `InitDone`.
+    relist: Mutex<Option<Objects>>,
+}
+
+impl Store {
+    /// Applies a watcher event (see the module doc).
+    pub(super) fn apply(&self, event: &Event<Arc<DynamicObject>>) {
+        match event {
+            Event::Apply(object) => self.live.write().insert(object.clone()),
+            Event::Delete(object) => self.live.write().remove(&key_of(object)),
+            Event::Init => *self.relist.lock() = Some(Objects::default()),
+            Event::InitApply(object) => {
+                let mut relist = self.relist.lock();
+                relist.get_or_insert_default().insert(object.clone());
+            }
+            Event::InitDone => {
+                let listed = self.relist.lock().take().unwrap_or_default();
+                let replaced = std::mem::replace(&mut *self.live.write(), listed);
+                // The old objects are freed after the lock is released.
+                drop(replaced);
+            }
+        }
+    }
+
+    /// The object with this key.
+    pub(super) fn get(&self, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
+        let live = self.live.read();
+        let found = match &key.namespace {
+            Some(ns) => live.namespaced.get(ns)?.get(&key.name),
+            None => live.cluster.get(&key.name),
+        };
+        found.cloned()
+    }
+
+    /// The objects the options cover, in namespace and name order; see [`ListOptions`] for
+    /// what each option costs.
+    pub(super) fn list(&self, options: &ListOptions) -> Vec<Arc<DynamicObject>> {
+        let live = self.live.read();
+        let covered = |object: &&Arc<DynamicObject>| options.matches(object);
+        if let Some(uid) = &options.controlled_by {
+            let controlled = live
+                .controlled
+                .get(uid)
+                .into_iter()
+                .flat_map(BTreeMap::values);
+            return controlled.filter(covered).cloned().collect();
+        }
+        match &options.namespace {
+            Some(ns) => {
+                let in_namespace = live
+                    .namespaced
+                    .get(ns)
+                    .into_iter()
+                    .flat_map(BTreeMap::values);
+                in_namespace.filter(covered).cloned().collect()
+            }
+            None => live.all().filter(covered).cloned().collect(),
+        }
+    }
+
+    /// How many objects are stored.
+    pub(super) fn len(&self) -> usize {
+        self.live.read().len
+    }
+}
+
+/// One consistent set of objects and its indexes.
+#[derive(Default)]
+struct Objects {
+    /// Cluster-scoped objects by name.
+    cluster: BTreeMap<String, Arc<DynamicObject>>,
+    /// Namespaced objects by namespace, then name (the index by namespace).
+    namespaced: BTreeMap<String, BTreeMap<String, Arc<DynamicObject>>>,
+    /// Objects by the UID in their controller ownerReference.
+    controlled: HashMap<String, BTreeMap<ObjectKey, Arc<DynamicObject>>>,
+    len: usize,
+}
+
+impl Objects {
+    fn all(&self) -> impl Iterator<Item = &Arc<DynamicObject>> {
+        let namespaced = self.namespaced.values().flat_map(BTreeMap::values);
+        self.cluster.values().chain(namespaced)
+    }
+
+    /// Adds or replaces the object with the key of `object`.
+    fn insert(&mut self, object: Arc<DynamicObject>) {
+        let key = key_of(&object);
+        let by_name = match &key.namespace {
+            Some(ns) => self.namespaced.entry(ns.clone()).or_default(),
+            None => &mut self.cluster,
+        };
+        match by_name.insert(key.name.clone(), object.clone()) {
+            Some(previous) => self.unindex(&key, &previous),
+            None => self.len += 1,
+        }
+        for uid in controller_uids(&object) {
+            let controlled = self.controlled.entry(uid.to_owned()).or_default();
+            controlled.insert(key.clone(), object.clone());
+        }
+    }
+
+    /// Removes the object with this key, if stored.
+    fn remove(&mut self, key: &ObjectKey) {
+        let removed = match &key.namespace {
+            Some(ns) => {
+                let Some(by_name) = self.namespaced.get_mut(ns) else {
+                    return;
+                };
+                let removed = by_name.remove(&key.name);
+                if by_name.is_empty() {
+                    self.namespaced.remove(ns);
+                }
+                removed
+            }
+            None => self.cluster.remove(&key.name),
+        };
+        if let Some(removed) = removed {
+            self.len -= 1;
+            self.unindex(key, &removed);
+        }
+    }
+
+    /// Drops `object` (stored under `key`) from the controller index.
+    fn unindex(&mut self, key: &ObjectKey, object: &DynamicObject) {
+        for uid in controller_uids(object) {
+            if let Some(controlled) = self.controlled.get_mut(uid) {
+                controlled.remove(key);
+                if controlled.is_empty() {
+                    self.controlled.remove(uid);
+                }
+            }
+        }
+    }
+}
+
+/// The UIDs of an object's controller ownerReferences (the API server allows one).
+pub(super) fn controller_uids(object: &DynamicObject) -> impl Iterator<Item = &str> {
+    let references = object.metadata.owner_references.iter().flatten();
+    references
+        .filter(|r| r.controller == Some(true))
+        .map(|r| r.uid.as_str())
+}
+
+/// The key an object is stored under (watched objects always have a name).
+fn key_of(object: &DynamicObject) -> ObjectKey {
+    ObjectKey {
+        namespace: object.metadata.namespace.clone(),
+        name: object.metadata.name.clone().unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn object(namespace: &str, name: &str, controller: Option<&str>) -> Arc<DynamicObject> {
+        let owners: Vec<_> = controller
+            .map(|uid| {
+                json!({"apiVersion": "v1", "kind": "Owner", "name": "owner", "uid": uid,
+                    "controller": true})
+            })
+            .into_iter()
+            .collect();
+        let object = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"namespace": namespace, "name": name, "ownerReferences": owners},
+        });
+        Arc::new(serde_json::from_value(object).unwrap())
+    }
+
+    /// `namespace/name` of each listed object.
+    fn keys(store: &Store, options: &ListOptions) -> Vec<String> {
+        let listed = store.list(options);
+        listed.iter().map(|o| key_of(o).to_string()).collect()
+    }
+
+    fn in_namespace(namespace: &str) -> ListOptions {
+        ListOptions::default().namespace(namespace)
+    }
+
+    fn controlled_by(uid: &str) -> ListOptions {
+        ListOptions::default().controlled_by(uid)
+    }
+
+    fn applied(objects: &[Arc<DynamicObject>]) -> Store {
+        let store = Store::default();
+        for object in objects {
+            store.apply(&Event::Apply(object.clone()));
+        }
+        store
+    }
+
+    #[test]
+    fn lists_through_the_namespace_and_controller_indexes() {
+        let store = applied(&[
+            object("a", "x", Some("u1")),
+            object("a", "y", Some("u2")),
+            object("b", "x", Some("u1")),
+            object("b", "z", None),
+        ]);
+        assert_eq!(keys(&store, &in_namespace("a")), ["a/x", "a/y"]);
+        assert_eq!(keys(&store, &controlled_by("u1")), ["a/x", "b/x"]);
+        let both = controlled_by("u1").namespace("b");
+        assert_eq!(keys(&store, &both), ["b/x"]);
+        assert_eq!(keys(&store, &in_namespace("c")), Vec::<String>::new());
+        assert_eq!(keys(&store, &controlled_by("u3")), Vec::<String>::new());
+        let all = keys(&store, &ListOptions::default());
+        assert_eq!(all, ["a/x", "a/y", "b/x", "b/z"]);
+        assert_eq!(store.len(), 4);
+        let found = store.get(&ObjectKey::namespaced("b", "z"));
+        assert_eq!(
+            found.map(|o| key_of(&o)),
+            Some(ObjectKey::namespaced("b", "z"))
+        );
+    }
+
+    #[test]
+    fn an_update_that_changes_the_controller_moves_the_object_between_indexes() {
+        let store = applied(&[object("a", "x", Some("u1"))]);
+        store.apply(&Event::Apply(object("a", "x", Some("u2"))));
+        assert_eq!(keys(&store, &controlled_by("u1")), Vec::<String>::new());
+        assert_eq!(keys(&store, &controlled_by("u2")), ["a/x"]);
+
+        store.apply(&Event::Apply(object("a", "x", None)));
+        assert_eq!(keys(&store, &controlled_by("u2")), Vec::<String>::new());
+        assert_eq!(keys(&store, &in_namespace("a")), ["a/x"]);
+        assert_eq!(store.len(), 1);
+        let live = store.live.read();
+        assert!(
+            live.controlled.is_empty(),
+            "no index entry for a gone controller"
+        );
+    }
+
+    #[test]
+    fn the_same_name_in_another_namespace_is_another_object() {
+        // The namespace is part of an object's key (and immutable in Kubernetes): an
+        // object "moves" by a delete in one namespace and an apply in the other.
+        let store = applied(&[object("a", "x", Some("u1"))]);
+        store.apply(&Event::Apply(object("b", "x", Some("u1"))));
+        assert_eq!(keys(&store, &controlled_by("u1")), ["a/x", "b/x"]);
+        store.apply(&Event::Delete(object("a", "x", Some("u1"))));
+        assert_eq!(keys(&store, &in_namespace("a")), Vec::<String>::new());
+        assert_eq!(keys(&store, &in_namespace("b")), ["b/x"]);
+        assert_eq!(keys(&store, &controlled_by("u1")), ["b/x"]);
+        assert!(!store.live.read().namespaced.contains_key("a"));
+    }
+
+    #[test]
+    fn delete_uses_the_stored_object_to_unindex() {
+        let store = applied(&[object("a", "x", Some("u1")), object("a", "y", None)]);
+        // A delete event may carry a different last state than the one stored.
+        store.apply(&Event::Delete(object("a", "x", None)));
+        assert_eq!(keys(&store, &controlled_by("u1")), Vec::<String>::new());
+        assert_eq!(keys(&store, &in_namespace("a")), ["a/y"]);
+        assert_eq!(store.get(&ObjectKey::namespaced("a", "x")), None);
+        store.apply(&Event::Delete(object("a", "gone", None)));
+        assert_eq!(store.len(), 1);
+    }
+
+    #[test]
+    fn a_relist_replaces_everything_when_done() {
+        let store = applied(&[
+            object("a", "stays", Some("u1")),
+            object("a", "vanishes", Some("u1")),
+        ]);
+        store.apply(&Event::Init);
+        store.apply(&Event::InitApply(object("a", "stays", Some("u2"))));
+        store.apply(&Event::InitApply(object("b", "new", Some("u1"))));
+        assert_eq!(
+            keys(&store, &ListOptions::default()),
+            ["a/stays", "a/vanishes"],
+            "readers see the old set until the relist is done"
+        );
+
+        store.apply(&Event::InitDone);
+        assert_eq!(keys(&store, &ListOptions::default()), ["a/stays", "b/new"]);
+        assert_eq!(keys(&store, &controlled_by("u1")), ["b/new"]);
+        assert_eq!(keys(&store, &controlled_by("u2")), ["a/stays"]);
+        assert_eq!(store.get(&ObjectKey::namespaced("a", "vanishes")), None);
+        assert_eq!(store.len(), 2);
+
+        store.apply(&Event::Init);
+        store.apply(&Event::InitDone);
+        assert_eq!(store.len(), 0, "an empty relist empties the store");
+    }
+}
