@@ -1,8 +1,12 @@
 //! The harness tests itself: matching expectations pass; an extra create, another patch
 //! body, events in another order or a missing track fail with a message naming them; an
-//! induced failure reaches the reconciler as the server's error.
+//! induced failure reaches the reconciler as the server's error; additional reconciles run
+//! on the same reconciler instance, and fail, skip or refuse focus with a labelled message.
 
 mod harness_common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dynrec::client::{Error, reasons};
 use dynrec::object::{Gvk, ObjectKey};
@@ -306,4 +310,91 @@ async fn generated_names_count_from_001() {
     SubReconcilerTests::from([("generated", case)])
         .run(generating_reconciler)
         .await;
+}
+
+/// One reconciler per case that counts its reconciles, writing the count to `status.count`.
+fn counting_reconciler(_: &SubReconcilerTestCase, _: &Config) -> Box<dyn SubReconciler> {
+    let count = Arc::new(AtomicUsize::new(0));
+    Box::new(SyncReconciler::new(
+        move |_ctx, resource: &mut DynamicObject| {
+            let n = count.fetch_add(1, Ordering::SeqCst) + 1;
+            resource.data["status"] = json!({ "count": n });
+            Box::pin(async { Ok(()) })
+        },
+    ))
+}
+
+/// A reconcile named `name` expecting the counter at `count`, then `additional` ones.
+fn counted(
+    name: &str,
+    count: usize,
+    additional: Vec<SubReconcilerTestCase>,
+) -> SubReconcilerTestCase {
+    SubReconcilerTestCase {
+        name: name.into(),
+        resource: resource().build(),
+        expect_resource: Some(resource().status(json!({ "count": count })).build()),
+        config: config(),
+        additional_reconciles: additional,
+        ..Default::default()
+    }
+}
+
+/// The failures of a table holding the one case `case`.
+async fn counted_failures(case: SubReconcilerTestCase) -> Result<(), String> {
+    SubReconcilerTests::from([("main", case)])
+        .try_run(counting_reconciler)
+        .await
+        .map_err(|failures| failures.to_string())
+}
+
+#[tokio::test]
+async fn additional_reconciles_reuse_the_reconciler_in_order() {
+    // A nested additional reconcile runs right after its own case, before the next one.
+    let nested = counted("second", 2, vec![counted("third", 3, vec![])]);
+    let case = counted("first", 1, vec![nested, counted("fourth", 4, vec![])]);
+    assert_eq!(counted_failures(case).await, Ok(()));
+}
+
+#[tokio::test]
+async fn a_failing_additional_reconcile_fails_the_case_with_its_label() {
+    let case = counted("first", 1, vec![counted("second", 5, vec![])]);
+    let failures = counted_failures(case).await.unwrap_err();
+    assert!(failures.starts_with("1 failure(s):"), "{failures}");
+    assert!(
+        failures.contains(
+            r#"test case "main": additional reconcile 1 "second": ExpectResource differs"#
+        ),
+        "{failures}"
+    );
+    assert!(failures.contains(r#"-     "count": 5"#), "{failures}");
+    assert!(failures.contains(r#"+     "count": 2"#), "{failures}");
+}
+
+#[tokio::test]
+async fn a_skipped_additional_reconcile_does_not_run() {
+    let skipped = SubReconcilerTestCase {
+        skip: true,
+        ..counted("skipped", 99, vec![counted("skipped too", 99, vec![])])
+    };
+    let case = counted("first", 1, vec![skipped, counted("second", 2, vec![])]);
+    assert_eq!(counted_failures(case).await, Ok(()));
+}
+
+#[tokio::test]
+async fn a_focused_additional_reconcile_is_a_failure() {
+    let focused = SubReconcilerTestCase {
+        focus: true,
+        ..counted("focused", 2, vec![])
+    };
+    let case = counted("first", 1, vec![focused, counted("second", 2, vec![])]);
+    let failures = counted_failures(case).await.unwrap_err();
+    assert!(
+        failures.contains(
+            r#"test case "main": additional reconcile 1 "focused": focus is not allowed in additional reconciles"#
+        ),
+        "{failures}"
+    );
+    // The focused one does not run: the next one sees the counter at 2.
+    assert!(failures.starts_with("1 failure(s):"), "{failures}");
 }

@@ -455,6 +455,7 @@ async fn a_conflict_with_our_own_child_missing_from_the_list_is_an_error() {
         let labelled = child_reconciler().list_options(|_, parent| dynrec::client::ListOptions {
             namespace: parent.metadata.namespace.clone(),
             selector: Some(Selector::from_iter([("app", "child")])),
+            ..Default::default()
         });
         Box::new(labelled) as Box<dyn SubReconciler>
     })
@@ -740,12 +741,5 @@ fn validation_names_what_is_missing() {
             Ok(()),
         ),
     ];
-    let failures: Vec<String> = cases
-        .into_iter()
-        .filter_map(|(name, reconciler, expected)| {
-            let actual = reconciler.validate().map_err(|e| e.to_string());
-            (actual != expected).then(|| format!("{name}: expected {expected:?}, got {actual:?}"))
-        })
-        .collect();
-    assert!(failures.is_empty(), "{failures:#?}");
+    check_validation(cases);
 }

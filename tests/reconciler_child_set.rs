@@ -432,7 +432,7 @@ async fn a_finalizer_replaces_owner_references() {
             }))
             .list_options(|_, parent| ListOptions {
                 namespace: parent.metadata.namespace.clone(),
-                selector: None,
+                ..ListOptions::default()
             });
         Box::new(reconciler) as Box<dyn SubReconciler>
     })
@@ -535,12 +535,5 @@ fn validation_names_what_is_missing() {
             Ok(()),
         ),
     ];
-    let failures: Vec<String> = cases
-        .into_iter()
-        .filter_map(|(name, reconciler, expected)| {
-            let actual = reconciler.validate().map_err(|e| e.to_string());
-            (actual != expected).then(|| format!("{name}: expected {expected:?}, got {actual:?}"))
-        })
-        .collect();
-    assert!(failures.is_empty(), "{failures:#?}");
+    check_validation(cases);
 }

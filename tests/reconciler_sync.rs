@@ -1,4 +1,5 @@
-//! SyncReconciler table tests (spec section 4) and the finalizer helpers (section 10.4).
+//! SyncReconciler table tests (spec section 4; reconciler.io's sync_test.go) and the
+//! finalizer helpers (section 10.4).
 
 mod harness_common;
 
@@ -10,163 +11,220 @@ use dynrec::reconcilers::{
     clear_finalizer,
 };
 use dynrec::testing::{
-    Event, ExpectConfig, PatchRef, SubReconcilerTestCase, SubReconcilerTests, induce_failure,
+    Event, ExpectConfig, PatchRef, SubReconcilerTestCase, SubReconcilerTests, TestObject,
+    VerifyResource, induce_failure,
 };
 use harness_common::*;
 use kube::api::DynamicObject;
 use serde_json::json;
 
-fn after(secs: u64) -> ReconcileResult {
-    ReconcileResult::requeue_after(Duration::from_secs(secs))
+type Factory = harness_common::Factory<SubReconcilerTestCase>;
+
+/// What a sync or finalize step does to the resource and returns.
+type Step = fn(&mut DynamicObject) -> Outcome;
+
+fn hours(n: u64) -> ReconcileResult {
+    ReconcileResult::requeue_after(Duration::from_secs(3600 * n))
 }
 
-/// Syncs by setting status.synced and requeuing after 10s; finalizes by setting
-/// status.finalized and requeuing after 5s, or fails when spec.fail is set.
-fn sync_reconciler(during_finalization: bool) -> SyncReconciler {
-    SyncReconciler::with_result(|_ctx, r: &mut DynamicObject| {
-        let outcome = match r.data["spec"]["fail"].as_str() {
-            Some("sync") => Outcome::with(after(10), Some(ReconcileError::msg("sync failed"))),
-            Some("halt") => Outcome::with(ReconcileResult::requeue(), Some(ReconcileError::halt())),
-            _ => {
-                r.data["status"]["synced"] = json!(true);
-                Outcome::ok(after(10))
-            }
-        };
+/// A SyncReconciler syncing with `sync`.
+fn syncing(sync: Step) -> SyncReconciler {
+    SyncReconciler::with_result(move |_ctx, r: &mut DynamicObject| {
+        let outcome = sync(r);
         Box::pin(async move { outcome })
     })
-    .finalize_with_result(|_ctx, r: &mut DynamicObject| {
-        let outcome = match r.data["spec"]["fail"].as_str() {
-            Some("finalize") => Outcome::err(ReconcileError::msg("finalize failed")),
-            _ => {
-                r.data["status"]["finalized"] = json!(true);
-                Outcome::ok(after(5))
-            }
-        };
-        Box::pin(async move { outcome })
-    })
-    .sync_during_finalization(during_finalization)
 }
 
-fn case(
-    resource: DynamicObject,
-    expect: DynamicObject,
-    result: ReconcileResult,
-) -> SubReconcilerTestCase {
+/// A SyncReconciler syncing with `sync` and finalizing with `finalize`.
+fn finalizing(sync: Step, finalize: Step) -> SyncReconciler {
+    syncing(sync).finalize_with_result(move |_ctx, r: &mut DynamicObject| {
+        let outcome = finalize(r);
+        Box::pin(async move { outcome })
+    })
+}
+
+fn factory(build: impl Fn() -> SyncReconciler + 'static) -> Factory {
+    Box::new(move |_| Box::new(build()) as Box<dyn SubReconciler>)
+}
+
+/// A step that must not run.
+fn unexpected(_: &mut DynamicObject) -> Outcome {
+    Outcome::err(ReconcileError::msg("should not be called"))
+}
+
+fn after_2h(_: &mut DynamicObject) -> Outcome {
+    Outcome::ok(hours(2))
+}
+
+fn after_3h(_: &mut DynamicObject) -> Outcome {
+    Outcome::ok(hours(3))
+}
+
+/// Writes `status.finalized` and asks for 3h.
+fn finalized_after_3h(r: &mut DynamicObject) -> Outcome {
+    r.data["status"]["finalized"] = json!(true);
+    Outcome::ok(hours(3))
+}
+
+fn terminating() -> TestObject {
+    resource().finalizers(&["test.finalizer"]).terminating()
+}
+
+fn case(resource: TestObject) -> SubReconcilerTestCase {
     SubReconcilerTestCase {
-        resource,
-        expect_resource: Some(expect),
+        resource: resource.build(),
+        config: config(),
+        ..Default::default()
+    }
+}
+
+fn expecting(result: ReconcileResult, case: SubReconcilerTestCase) -> SubReconcilerTestCase {
+    SubReconcilerTestCase {
         expected_result: result,
-        config: config(),
-        ..Default::default()
+        ..case
     }
 }
 
-fn failing(resource: DynamicObject) -> SubReconcilerTestCase {
+fn failing(case: SubReconcilerTestCase) -> SubReconcilerTestCase {
     SubReconcilerTestCase {
-        resource,
         should_err: true,
-        config: config(),
-        ..Default::default()
+        ..case
     }
 }
 
+/// A failing case that checks the reconcile halted with `result` (the harness compares
+/// results only without an error).
+fn halted_with(result: ReconcileResult, case: SubReconcilerTestCase) -> SubReconcilerTestCase {
+    let verify: VerifyResource = Box::new(move |_, o| {
+        let halted = o.error.as_ref().is_some_and(ReconcileError::is_halt);
+        (halted && o.result == result)
+            .then_some(())
+            .ok_or(format!("expected a halt with {result:?}, got {o:?}"))
+    });
+    SubReconcilerTestCase {
+        verify: Some(verify),
+        ..failing(case)
+    }
+}
+
+/// reconciler.io's sync_test.go: all of `TestSyncReconciler` but "missing sync method" (a
+/// SyncReconciler cannot be built without its sync function), and `TestSyncReconcilerDuck`'s
+/// "sync with mutation" ("sync no mutation" is "sync success"). The finalizing cases also
+/// check what finalize wrote.
 #[tokio::test]
-async fn sync_and_finalize() {
-    let terminating = || resource().finalizers(&["f"]).terminating();
-    let fail = |what: &str| resource().spec(json!({"fail": what}));
-    SubReconcilerTests::from([
+async fn sync_reconciler() {
+    let lifecycle = Lifecycle::default();
+    let ran = lifecycle.clone();
+    run_cases(vec![
         (
             "sync success",
-            case(
-                resource().build(),
-                resource().status(json!({"synced": true})).build(),
-                after(10),
-            ),
+            case(resource()),
+            factory(|| SyncReconciler::new(|_, _: &mut DynamicObject| Box::pin(async { Ok(()) }))),
         ),
-        ("sync error", failing(fail("sync").build())),
         (
-            "sync halted keeps its result",
+            "sync with mutation",
             SubReconcilerTestCase {
-                expected_result: ReconcileResult::requeue(),
-                verify: Some(Box::new(|_, o| {
-                    let halted =
-                        o.error.as_ref().is_some_and(ReconcileError::is_halt) && o.result.requeue;
-                    halted.then_some(()).ok_or("not halted with requeue".into())
-                })),
-                ..failing(fail("halt").build())
+                expect_resource: Some(
+                    resource()
+                        .spec(json!({"fields": {"mutation": "true"}}))
+                        .build(),
+                ),
+                ..case(resource())
             },
+            factory(|| {
+                syncing(|r| {
+                    r.data["spec"]["fields"]["mutation"] = json!("true");
+                    Outcome::done()
+                })
+            }),
         ),
         (
-            "does not finalize a live resource",
-            case(
-                resource().build(),
-                resource().status(json!({"synced": true})).build(),
-                after(10),
-            ),
+            "sync with result halted",
+            halted_with(ReconcileResult::requeue(), case(resource())),
+            factory(|| {
+                syncing(|_| Outcome::with(ReconcileResult::requeue(), Some(ReconcileError::halt())))
+            }),
         ),
         (
-            "finalizes a terminating resource without syncing",
-            case(
-                terminating().build(),
-                terminating().status(json!({"finalized": true})).build(),
-                after(5),
-            ),
+            "sync error",
+            failing(case(resource())),
+            factory(|| syncing(|_| Outcome::err(ReconcileError::msg("syncreconciler error")))),
+        ),
+        (
+            "should not finalize non-deleted resources",
+            expecting(hours(2), case(resource())),
+            factory(|| finalizing(after_2h, unexpected)),
+        ),
+        (
+            "should finalize deleted resources",
+            SubReconcilerTestCase {
+                expect_resource: Some(terminating().status(json!({"finalized": true})).build()),
+                ..expecting(hours(3), case(terminating()))
+            },
+            factory(|| finalizing(unexpected, finalized_after_3h)),
+        ),
+        (
+            "finalize can halt subreconcilers",
+            halted_with(hours(3), case(terminating())),
+            factory(|| {
+                finalizing(unexpected, |_| {
+                    Outcome::with(hours(3), Some(ReconcileError::halt()))
+                })
+            }),
+        ),
+        (
+            "should finalize and sync deleted resources when asked to",
+            expecting(hours(2), case(terminating())),
+            factory(|| finalizing(after_2h, after_3h).sync_during_finalization(true)),
+        ),
+        (
+            "should finalize and sync deleted resources when asked to, shorter resync wins",
+            expecting(hours(2), case(terminating())),
+            factory(|| finalizing(after_3h, after_2h).sync_during_finalization(true)),
+        ),
+        (
+            "sync error during finalization stops before finalize",
+            failing(case(terminating())),
+            factory(|| {
+                finalizing(
+                    |_| Outcome::err(ReconcileError::msg("sync failed")),
+                    unexpected,
+                )
+                .sync_during_finalization(true)
+            }),
+        ),
+        (
+            "finalize is optional",
+            case(terminating()),
+            factory(|| syncing(unexpected)),
         ),
         (
             "finalize error",
-            failing(fail("finalize").finalizers(&["f"]).terminating().build()),
-        ),
-    ])
-    .run(|_, _| Box::new(sync_reconciler(false)) as Box<dyn SubReconciler>)
-    .await;
-}
-
-#[tokio::test]
-async fn sync_during_finalization_runs_both_and_the_shorter_delay_wins() {
-    let terminating = || resource().finalizers(&["f"]).terminating();
-    SubReconcilerTests::from([
-        (
-            "both run",
-            case(
-                terminating().build(),
-                terminating()
-                    .status(json!({"synced": true, "finalized": true}))
-                    .build(),
-                after(5),
-            ),
+            failing(case(terminating())),
+            factory(|| {
+                finalizing(unexpected, |_| {
+                    Outcome::err(ReconcileError::msg("syncreconciler finalize error"))
+                })
+            }),
         ),
         (
-            "sync error stops before finalize",
-            failing(
-                resource()
-                    .spec(json!({"fail": "sync"}))
-                    .finalizers(&["f"])
-                    .terminating()
-                    .build(),
-            ),
+            "context can be augmented in Prepare and accessed in Cleanup",
+            SubReconcilerTestCase {
+                prepare: lifecycle.prepare(),
+                clean_up: lifecycle.clean_up(),
+                ..case(resource())
+            },
+            Box::new(move |_| {
+                let ran = ran.clone();
+                Box::new(SyncReconciler::new(move |_ctx, _r: &mut DynamicObject| {
+                    let reconciled = ran.reconciled();
+                    Box::pin(async move { reconciled })
+                })) as Box<dyn SubReconciler>
+            }),
         ),
     ])
-    .run(|_, _| Box::new(sync_reconciler(true)) as Box<dyn SubReconciler>)
     .await;
-}
-
-#[tokio::test]
-async fn sync_without_result() {
-    SubReconcilerTests::from([(
-        "sync",
-        case(
-            resource().build(),
-            resource().field("status.plain", true).build(),
-            ReconcileResult::done(),
-        ),
-    )])
-    .run(|_, _| {
-        Box::new(SyncReconciler::new(|_ctx, r: &mut DynamicObject| {
-            r.data["status"]["plain"] = json!(true);
-            Box::pin(async { Ok(()) })
-        })) as Box<dyn SubReconciler>
-    })
-    .await;
+    lifecycle.assert_complete();
 }
 
 /// Adds the finalizer "test.finalizer" unless spec.clear is set, in which case it clears it.

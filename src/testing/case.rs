@@ -252,6 +252,21 @@ impl StashedValue {
         }
     }
 
+    /// That nothing is stashed under `key` (reconciler.io's expected `nil`); only for
+    /// expectations, storing it does nothing.
+    pub fn absent(key: &str) -> Self {
+        let check_key = key.to_string();
+        Self {
+            key: key.to_string(),
+            store: Arc::new(|_| {}),
+            check: Arc::new(move |stash| {
+                stash
+                    .has(&check_key)
+                    .then(|| "is stashed, expected nothing".into())
+            }),
+        }
+    }
+
     /// Stores the value.
     pub(super) fn store(&self, stash: &Stash) {
         (self.store)(stash);
