@@ -4,6 +4,9 @@
 //! Deliberate departures from reconciler.io (issue 5): a quiet `before_reconcile` error
 //! requeues (quirk 3 fixed), and dynamic objects get `status.observedGeneration` (for kinds
 //! with a status subresource) and kept condition `lastTransitionTime`s (quirk 13 fixed).
+//! Every status is written with an update of the status subresource: Go merge-patches the
+//! status of duck types, which dynamic objects do not distinguish. There is no defaulting
+//! step (Go calls the resource's `Default` method).
 
 use std::collections::BTreeMap;
 

@@ -484,3 +484,63 @@ impl Mutation {
         Ok(serde_json::from_value(doc)?)
     }
 }
+
+/// reconciler.io's `TestPatch` (its marshal-error cases have no counterpart: a
+/// `DynamicObject` always converts to JSON).
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(generation: i64, data: Value) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cm", "generation": generation},
+            "data": data,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn identity_changes_nothing() {
+        let base = object(1, json!({"a": "1"}));
+        let mutation = Mutation::between(&base, &base).unwrap();
+        assert!(mutation.patch.0.is_empty());
+        let desired = object(0, json!({"b": "2"}));
+        assert_eq!(mutation.apply(&base, &desired).unwrap(), desired);
+    }
+
+    #[test]
+    fn rebase_keeps_the_desired_fields_and_adds_the_servers() {
+        let sent = object(1, json!({"a": "1"}));
+        let stored = object(1, json!({"a": "1", "server": "default"}));
+        let mutation = Mutation::between(&sent, &stored).unwrap();
+        let desired = object(0, json!({"a": "1", "c": "3"}));
+        let patched = mutation.apply(&stored, &desired).unwrap();
+        assert_eq!(
+            patched.data["data"],
+            json!({"a": "1", "c": "3", "server": "default"})
+        );
+    }
+
+    #[test]
+    fn another_generation_is_a_mismatch() {
+        let stored = object(2, json!({"a": "1"}));
+        let mutation = Mutation::between(&object(2, json!({})), &stored).unwrap();
+        let err = mutation.apply(&object(3, json!({})), &stored).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "patch generation did not match target: captured at 2, object at 3"
+        );
+    }
+
+    #[test]
+    fn an_operation_on_a_missing_path_fails() {
+        let mutation =
+            Mutation::between(&object(1, json!({"x": "1"})), &object(1, json!({"x": "2"})))
+                .unwrap();
+        let desired = object(0, json!({}));
+        let err = mutation.apply(&object(1, json!({})), &desired).unwrap_err();
+        assert!(matches!(err, MutationError::Patch(_)), "{err}");
+    }
+}
