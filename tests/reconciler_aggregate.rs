@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{
-    AggregateReconciler, Config, Outcome, ReconcileError, ReconcileResult, RootReconciler,
-    Sequence, SubReconciler, SyncReconciler,
+    AggregateReconciler, ChildReconciler, Config, Outcome, ReconcileError, ReconcileResult,
+    RootReconciler, Sequence, SubReconciler, SyncReconciler, UpdatingObjectManager,
 };
 use dynrec::testing::{
     DeleteRef, ExpectConfig, ReconcilerTestCase, StubObjectManager, TestObject, induce_failure,
@@ -223,12 +223,13 @@ async fn aggregate_reconciler() {
                 now: Some(now),
                 ..case(vec![desired()])
             },
-            reconciling(move || {
-                Box::new(SyncReconciler::new(move |ctx, _r: &mut DynamicObject| {
-                    Box::pin(
-                        async move { check_context(ctx, &config_map_gvk(), &request(), now).await },
-                    )
-                }))
+            Box::new(move |config: &Config| {
+                let expected = config.clone();
+                let checks = SyncReconciler::new(move |ctx, _r: &mut DynamicObject| {
+                    let checked = check_context(ctx, &expected, &config_map_gvk(), &request(), now);
+                    Box::pin(async move { checked })
+                });
+                Box::new(aggregate(config).reconciler(checks)) as Box<dyn RootReconciler>
             }),
         ),
         (
@@ -320,8 +321,11 @@ async fn aggregate_reconciler() {
     lifecycle.assert_complete();
 }
 
+/// reconciler.io's AggregateReconciler validation table. "Type missing" and
+/// "AggregateObjectManager missing" have no counterpart (both are `new`'s arguments);
+/// "Reconciler missing" is valid (Go's message for it cannot fire either, spec 3).
 #[test]
-fn validate_requires_a_request() {
+fn validation_names_what_is_missing() {
     let server = dynrec::apiserver::ApiServer::new();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -331,16 +335,61 @@ fn validate_requires_a_request() {
     let config = Config::new(
         dynrec::client::Client::new(server.client()),
         "test",
-        std::time::Duration::from_secs(60),
+        Duration::from_secs(60),
     );
-    let reconciler = AggregateReconciler::new(
-        config_map_gvk(),
-        ObjectKey::cluster(""),
-        StubObjectManager,
-        config,
-    );
-    assert_eq!(
-        reconciler.validate().unwrap_err().to_string(),
-        r#"AggregateReconciler "ConfigMapAggregateReconciler" must define Request"#
-    );
+    let named = |name: &str, request: ObjectKey| {
+        AggregateReconciler::new(config_map_gvk(), request, StubObjectManager, config.clone())
+            .named(name)
+    };
+    let valid = |name: &str| named(name, request());
+    let cases = vec![
+        (
+            "empty",
+            AggregateReconciler::new(
+                config_map_gvk(),
+                ObjectKey::cluster(""),
+                StubObjectManager,
+                config.clone(),
+            ),
+            Err(r#"AggregateReconciler "ConfigMapAggregateReconciler" must define Request"#.into()),
+        ),
+        (
+            "valid",
+            valid("valid").reconciler(Sequence::new(vec![])),
+            Ok(()),
+        ),
+        (
+            "Request missing",
+            named("Request missing", ObjectKey::cluster("")),
+            Err(r#"AggregateReconciler "Request missing" must define Request"#.into()),
+        ),
+        ("Reconciler missing", valid("Reconciler missing"), Ok(())),
+        (
+            "DesiredResource",
+            valid("DesiredResource").desired_resource(|_, _| Ok(None)),
+            Ok(()),
+        ),
+        (
+            "valid reconciler",
+            valid("valid reconciler").reconciler(returning(Outcome::done)),
+            Ok(()),
+        ),
+        (
+            "invalid reconciler",
+            valid("invalid reconciler").reconciler(ChildReconciler::new(config_map_gvk())),
+            Err(r#"AggregateReconciler "invalid reconciler" must have a valid Reconciler: ChildReconciler "ConfigMapChildReconciler" must implement DesiredChild"#.into()),
+        ),
+        (
+            "invalid AggregateObjectManager",
+            AggregateReconciler::new(
+                config_map_gvk(),
+                request(),
+                UpdatingObjectManager::new(config_map_gvk()).named("om"),
+                config.clone(),
+            )
+            .named("invalid manager"),
+            Err(r#"AggregateReconciler "invalid manager" must have a valid AggregateObjectManager: UpdatingObjectManager "om" must define MergeBeforeUpdate"#.into()),
+        ),
+    ];
+    check_validation_with(cases, |r| r.validate());
 }

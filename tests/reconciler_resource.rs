@@ -168,9 +168,11 @@ fn before(
 }
 
 /// The sub-reconciler of "context ...": checks what the context carries at `now`.
-fn context_checks(now: Timestamp) -> SyncReconciler {
+fn context_checks(config: &Config, now: Timestamp) -> SyncReconciler {
+    let config = config.clone();
     SyncReconciler::new(move |ctx, _r: &mut DynamicObject| {
-        Box::pin(async move { check_context(ctx, &gvk(), &request(), now).await })
+        let checked = check_context(ctx, &config, &gvk(), &request(), now);
+        Box::pin(async move { checked })
     })
 }
 
@@ -412,7 +414,7 @@ async fn resource_reconciler() {
                 now: Some(now),
                 ..given(vec![observed().build()])
             },
-            root(move |config| ResourceReconciler::new(gvk(), context_checks(now), config.clone())),
+            root(move |config| ResourceReconciler::new(gvk(), context_checks(config, now), config.clone())),
         ),
         (
             "context can be augmented in Prepare and accessed in Cleanup",
