@@ -349,9 +349,9 @@ async fn updating_object_manager() {
         ),
         (
             "track generated names",
-            // Go's result keeps generateName; the embedded server drops it on create.
             returning(
-                desired()
+                generated
+                    .clone()
                     .field("metadata.name", "test-resource-001")
                     .build(),
                 {

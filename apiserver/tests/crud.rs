@@ -51,6 +51,11 @@ async fn generate_name_gets_a_random_suffix() {
     );
     let a = cms.create(&PostParams::default(), &body).await.unwrap();
     let b = cms.create(&PostParams::default(), &body).await.unwrap();
+    assert_eq!(
+        a.metadata.generate_name.as_deref(),
+        Some("cfg-"),
+        "kept, as kube does"
+    );
     let name = a.metadata.name.unwrap();
     assert!(name.starts_with("cfg-") && name.len() == 9, "{name}");
     assert_ne!(Some(name), b.metadata.name);

@@ -111,7 +111,6 @@ impl State {
         for field in SERVER_OWNED_META {
             meta::remove_meta(&mut object, field);
         }
-        meta::remove_meta(&mut object, "generateName");
         meta::set_meta(&mut object, "name", Value::from(name.clone()));
         if info.namespaced {
             meta::set_meta(&mut object, "namespace", Value::from(namespace));
