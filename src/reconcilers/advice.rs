@@ -14,7 +14,7 @@ use kube::api::DynamicObject;
 use tracing::{Instrument, debug_span};
 
 use super::nested::{OutcomeHook, SetupHook, owner, validate_nested};
-use super::{Context, Outcome, Setup, SubReconciler, ValidationError};
+use super::{Context, Outcome, Setup, SetupStep, SubReconciler, ValidationError};
 
 type BeforeHook<R> = Box<dyn Fn(&Context, &mut R) -> (Option<Context>, Outcome) + Send + Sync>;
 type AroundHook<R> = Box<
@@ -55,10 +55,7 @@ impl<R: Send + Sync + 'static> Advice<R> {
     }
 
     /// A setup step of its own, run before the nested reconciler's.
-    pub fn with_setup(
-        mut self,
-        setup: impl Fn(&mut Setup) -> Result<(), ValidationError> + Send + Sync + 'static,
-    ) -> Self {
+    pub fn with_setup(mut self, setup: impl SetupStep) -> Self {
         self.setup = Some(Box::new(setup));
         self
     }

@@ -63,7 +63,7 @@ pub use resource::{
 };
 pub use result::ReconcileResult;
 pub use sequence::Sequence;
-pub use setup::{ScopedWatch, Setup, Watch};
+pub use setup::{ScopedWatch, Setup, SetupStep, Watch};
 pub use stash::{Stash, Stasher};
 pub use suppress::SuppressTransientErrors;
 pub use sync::{HasMetadata, SyncFn, SyncReconciler};

@@ -5,14 +5,14 @@ use std::fmt::Display;
 
 use async_trait::async_trait;
 
-use super::{Context, Outcome, Setup, SubReconciler, ValidationError};
+use super::{Context, Outcome, Setup, SetupStep, SubReconciler, ValidationError};
 
 /// A hook that sees (and may replace) an outcome, e.g. Advice's After or TryCatch's Catch.
 pub(super) type OutcomeHook<R> = Box<dyn Fn(&Context, &mut R, Outcome) -> Outcome + Send + Sync>;
 
-/// A setup step of a reconciler's own (e.g. declaring watches), as `Advice` and
-/// `OverrideSetup` take it.
-pub(super) type SetupHook = Box<dyn Fn(&mut Setup) -> Result<(), ValidationError> + Send + Sync>;
+/// A setup step of a reconciler's own (e.g. declaring watches), as `Advice`,
+/// `OverrideSetup` and `SyncReconciler` take it.
+pub(super) type SetupHook = Box<dyn SetupStep>;
 
 #[async_trait]
 impl<R, T> SubReconciler<R> for Box<T>

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use kube::api::DynamicObject;
 
 use super::nested::{SetupHook, owner, validate_nested};
-use super::{Context, Outcome, Setup, SubReconciler, ValidationError};
+use super::{Context, Outcome, Setup, SetupStep, SubReconciler, ValidationError};
 
 /// Runs only its own setup (not the nested reconciler's) and delegates reconciles; with no
 /// reconciler a reconcile does nothing.
@@ -34,10 +34,7 @@ impl<R: Send + Sync + 'static> OverrideSetup<R> {
     }
 
     /// The setup run instead of the nested reconciler's.
-    pub fn with_setup(
-        mut self,
-        setup: impl Fn(&mut Setup) -> Result<(), ValidationError> + Send + Sync + 'static,
-    ) -> Self {
+    pub fn with_setup(mut self, setup: impl SetupStep) -> Self {
         self.setup = Some(Box::new(setup));
         self
     }

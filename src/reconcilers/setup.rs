@@ -1,8 +1,17 @@
 //! What a reconciler tree declares at setup: the watches the runtime must open for it, and
 //! through which config (cluster) each is opened.
 
-use super::Config;
+use super::{Config, ValidationError};
 use crate::object::Gvk;
+
+/// A setup step of a reconciler's own, e.g. declaring the kinds it tracks (reconciler.io's
+/// `Setup` function); any such closure is one.
+pub trait SetupStep: Fn(&mut Setup) -> Result<(), ValidationError> + Send + Sync + 'static {}
+
+impl<F> SetupStep for F where
+    F: Fn(&mut Setup) -> Result<(), ValidationError> + Send + Sync + 'static
+{
+}
 
 /// A watch a reconciler needs.
 #[derive(Clone, Debug, PartialEq, Eq)]

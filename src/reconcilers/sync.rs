@@ -8,7 +8,8 @@ use tracing::error;
 
 use super::nested::SetupHook;
 use super::{
-    Context, Outcome, ReconcileError, ReconcileResult, Setup, SubReconciler, ValidationError,
+    Context, Outcome, ReconcileError, ReconcileResult, Setup, SetupStep, SubReconciler,
+    ValidationError,
 };
 use crate::client::Ducked;
 
@@ -117,10 +118,7 @@ impl<R: Send + 'static> SyncReconciler<R> {
 
     /// Declares watches at setup with `setup` (reconciler.io's `Setup`), e.g. the kinds the
     /// sync step tracks.
-    pub fn with_setup(
-        mut self,
-        setup: impl Fn(&mut Setup) -> Result<(), ValidationError> + Send + Sync + 'static,
-    ) -> Self {
+    pub fn with_setup(mut self, setup: impl SetupStep) -> Self {
         self.setup = Some(Box::new(setup));
         self
     }
