@@ -26,7 +26,7 @@ use tracing::{Instrument, debug_span, error, info, warn};
 use super::child_set::known_children;
 use super::updating_object_manager::track;
 use super::{
-    Context, ObjectManager, Outcome, Predicate, ReconcileError, Setup, SubReconciler,
+    Context, ObjectManager, Outcome, Predicate, ReconcileError, Setup, SetupStep, SubReconciler,
     ValidationError,
 };
 use crate::client::{self, ListOptions};
@@ -54,7 +54,7 @@ pub type ReflectChildStatus = Arc<
 pub type ChildListOptions = Arc<dyn Fn(&Context, &DynamicObject) -> ListOptions + Send + Sync>;
 
 /// A setup step of the user's own (declaring further watches).
-pub type ChildSetup = Arc<dyn Fn(&mut Setup) -> Result<(), ValidationError> + Send + Sync>;
+pub type ChildSetup = Arc<dyn SetupStep>;
 
 /// What an `our_child` predicate sees: `self.parent` and `self.child` in CEL.
 #[derive(Clone, Debug, Serialize)]
@@ -267,10 +267,7 @@ impl ChildReconciler {
     }
 
     /// Declares further watches at setup.
-    pub fn setup_with(
-        mut self,
-        setup: impl Fn(&mut Setup) -> Result<(), ValidationError> + Send + Sync + 'static,
-    ) -> Self {
+    pub fn with_setup(mut self, setup: impl SetupStep) -> Self {
         self.setup = Some(Arc::new(setup));
         self
     }

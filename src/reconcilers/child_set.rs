@@ -17,7 +17,7 @@ use tracing::{Instrument, debug_span};
 use super::child::{ParentAndChild, is_only_reconcile_child_status};
 use super::{
     ChildReconciler, Context, ObjectManager, Outcome, Predicate, ReconcileError, Sequence, Setup,
-    Stasher, SubReconciler, ValidationError, WithFinalizer,
+    SetupStep, Stasher, SubReconciler, ValidationError, WithFinalizer,
 };
 use crate::client::ListOptions;
 use crate::object::Gvk;
@@ -187,11 +187,8 @@ impl ChildSetReconciler {
     }
 
     /// Declares further watches at setup.
-    pub fn setup_with(
-        mut self,
-        setup: impl Fn(&mut Setup) -> Result<(), ValidationError> + Send + Sync + 'static,
-    ) -> Self {
-        self.children = self.children.setup_with(setup);
+    pub fn with_setup(mut self, setup: impl SetupStep) -> Self {
+        self.children = self.children.with_setup(setup);
         self
     }
 
