@@ -48,8 +48,10 @@ fn aggregate(config: &Config) -> AggregateReconciler {
         config.clone(),
     )
     .desired_resource(|_ctx, mut r| {
-        r.data["data"] = json!({"foo": "bar"});
-        Ok(Some(r))
+        Box::pin(async move {
+            r.data["data"] = json!({"foo": "bar"});
+            Ok(Some(r))
+        })
     })
 }
 
@@ -64,7 +66,7 @@ fn default_aggregate() -> Factory {
 
 /// The default aggregate whose desired resource is none.
 fn deleting() -> Factory {
-    adjusted(|a| a.desired_resource(|_, _| Ok(None)))
+    adjusted(|a| a.desired_resource(|_, _| Box::pin(async { Ok(None) })))
 }
 
 /// The default aggregate whose reconciler is `sub`.
@@ -289,9 +291,11 @@ async fn aggregate_reconciler() {
                     Box::pin(async move { (ctx, Outcome::done()) })
                 })
                 .desired_resource(|ctx, mut r| {
-                    let message: Option<String> = ctx.stash().retrieve("message");
-                    r.data["data"] = json!({ "message": message });
-                    Ok(Some(r))
+                    Box::pin(async move {
+                        let message: Option<String> = ctx.stash().retrieve("message");
+                        r.data["data"] = json!({ "message": message });
+                        Ok(Some(r))
+                    })
                 })
             }),
         ),
@@ -366,7 +370,7 @@ fn validation_names_what_is_missing() {
         ("Reconciler missing", valid("Reconciler missing"), Ok(())),
         (
             "DesiredResource",
-            valid("DesiredResource").desired_resource(|_, _| Ok(None)),
+            valid("DesiredResource").desired_resource(|_, _| Box::pin(async { Ok(None) })),
             Ok(()),
         ),
         (

@@ -7,14 +7,15 @@
 //! `_Unstructured` and the 2 of `_Duck` repeat typed cases with other Go types; every object
 //! here is a `DynamicObject`, so the typed case stands for them. "delete child during
 //! finalization" uses the reconciler without owner references that also keeps a finalizer.
-//! Further cases: children without owner references (in sync, finalizer cleared), a status-only
+//! Further cases: a desired child made from a referenced ConfigMap it tracks (found or
+//! missing), children without owner references (in sync, finalizer cleared), a status-only
 //! reconcile without a child (quirk 9 fixed), a child owned by another controller (an error,
 //! see `child.rs`), a cluster-scoped parent and refused owner references.
 
 mod harness_common;
 
 use dynrec::client::{ListOptions, reasons};
-use dynrec::object::{ConditionSet, Gvk, READY};
+use dynrec::object::{ConditionSet, Gvk, ObjectKey, READY};
 use dynrec::reconcilers::{
     ChildReconciler, Context, OnlyReconcileChildStatus, ParentAndChild, Predicate, ReconcileError,
     ResourceReconciler, RootReconciler, Setup, SubReconciler, UpdatingObjectManager, Watch,
@@ -24,6 +25,7 @@ use dynrec::testing::{
     ApiStatus, DeleteRef, Event, ExpectConfig, PatchRef, ReconcilerTestCase, ReconcilerTests,
     SubReconcilerTestCase, TestObject, TrackRequest, VerifyResource, induce_failure,
 };
+use futures::future::BoxFuture;
 use harness_common::*;
 use kube::api::DynamicObject;
 use kube::core::Selector;
@@ -144,41 +146,50 @@ fn reflect(
     conditions.mark_true(READY, READY, "").expect("conditions");
 }
 
-/// The desired child: none without `spec.fields`; `spec.fail` fails, `spec.statusOnly`
-/// only reflects, `spec.customOwner` brings its own controller reference, `spec.foreignOwner`
-/// one to another controller, `spec.label` labels it.
-fn desired_child(
-    _ctx: &Context,
-    parent: &DynamicObject,
-) -> Result<Option<DynamicObject>, ReconcileError> {
-    let spec = &parent.data["spec"];
-    if spec["fail"] == true {
-        return Err(ReconcileError::msg("desired child failed"));
-    }
-    if spec["statusOnly"] == true {
-        return Err(OnlyReconcileChildStatus.into());
-    }
-    let fields = &spec["fields"];
-    if fields.as_object().is_none_or(|f| f.is_empty()) {
-        return Ok(None);
-    }
-    let mut child = config_map(NAME).field("data", fields.clone());
-    if spec["customOwner"] == true {
-        let mut reference = owner_reference();
-        reference[0]["blockOwnerDeletion"] = json!(false);
-        child = child.field("metadata.ownerReferences", reference);
-    }
-    if spec["foreignOwner"] == true {
-        let foreign = json!([{
-            "apiVersion": format!("{GROUP}/v1"), "kind": "OtherResource", "name": "other",
-            "uid": EXTRA_UID, "controller": true
-        }]);
-        child = child.field("metadata.ownerReferences", foreign);
-    }
-    if spec["label"] == true {
-        child = child.label("app", "child");
-    }
-    Ok(Some(child.build()))
+/// The desired child: none without `spec.fields`; `spec.fieldsFrom` names a ConfigMap
+/// (tracked) whose data are the fields, `spec.fail` fails, `spec.statusOnly` only reflects,
+/// `spec.customOwner` brings its own controller reference, `spec.foreignOwner` one to another
+/// controller, `spec.label` labels it.
+fn desired_child<'a>(
+    ctx: &'a Context,
+    parent: &'a DynamicObject,
+) -> BoxFuture<'a, Result<Option<DynamicObject>, ReconcileError>> {
+    Box::pin(async move {
+        let spec = &parent.data["spec"];
+        if spec["fail"] == true {
+            return Err(ReconcileError::msg("desired child failed"));
+        }
+        if spec["statusOnly"] == true {
+            return Err(OnlyReconcileChildStatus.into());
+        }
+        let fields = match spec["fieldsFrom"].as_str() {
+            Some(name) => {
+                let key = ObjectKey::namespaced(NAMESPACE, name);
+                ctx.track_and_get(&config_map_gvk(), &key).await?.data["data"].clone()
+            }
+            None => spec["fields"].clone(),
+        };
+        if fields.as_object().is_none_or(|f| f.is_empty()) {
+            return Ok(None);
+        }
+        let mut child = config_map(NAME).field("data", fields);
+        if spec["customOwner"] == true {
+            let mut reference = owner_reference();
+            reference[0]["blockOwnerDeletion"] = json!(false);
+            child = child.field("metadata.ownerReferences", reference);
+        }
+        if spec["foreignOwner"] == true {
+            let foreign = json!([{
+                "apiVersion": format!("{GROUP}/v1"), "kind": "OtherResource", "name": "other",
+                "uid": EXTRA_UID, "controller": true
+            }]);
+            child = child.field("metadata.ownerReferences", foreign);
+        }
+        if spec["label"] == true {
+            child = child.label("app", "child");
+        }
+        Ok(Some(child.build()))
+    })
 }
 
 /// Children labelled `extraneous` are not ours.
@@ -252,6 +263,12 @@ fn error_is(expected: impl Into<String>) -> Option<VerifyResource> {
 }
 
 const CHILD_UID: &str = "3b298fdb-b0b6-4603-9708-939e05daf183";
+const SETTINGS_UID: &str = "5f0c7e2a-6a51-4a0e-9d3b-1c2d3e4f5a6b";
+
+/// The parent asking for a child with the data of ConfigMap `settings`.
+fn referencing_settings() -> TestObject {
+    asking(json!({})).field("spec.fieldsFrom", "settings")
+}
 const EXTRA_UID: &str = "62af4b9a-767a-4f32-b62c-e4bccbfa8ef0";
 
 fn bar() -> Value {
@@ -274,11 +291,13 @@ fn unowned_reconciler() -> ChildReconciler {
         Predicate::cel("self.child.metadata.name == self.parent.metadata.name").expect("valid CEL");
     ChildReconciler::new(config_map_gvk())
         .desired_child(|_, parent| {
-            let fields = &parent.data["spec"]["fields"];
-            Ok(fields
-                .as_object()
-                .filter(|f| !f.is_empty())
-                .map(|_| other_namespace(fields.clone()).build()))
+            Box::pin(async move {
+                let fields = &parent.data["spec"]["fields"];
+                Ok(fields
+                    .as_object()
+                    .filter(|f| !f.is_empty())
+                    .map(|_| other_namespace(fields.clone()).build()))
+            })
         })
         .reflect_child_status_on_parent(reflect)
         .child_object_manager(manager().finalizer(FINALIZER))
@@ -303,7 +322,8 @@ fn placing_child_in(namespace: Option<&'static str>) -> Factory {
                 if let Some(namespace) = namespace {
                     child = child.namespace(namespace);
                 }
-                Ok(Some(child.build()))
+                let child = child.build();
+                Box::pin(async move { Ok(Some(child)) })
             })
             .reflect_child_status_on_parent(reflect)
             .child_object_manager(manager())
@@ -407,6 +427,28 @@ async fn child_reconciler_table() {
             c.config.expect_creates = vec![child(bar()).field("metadata.ownerReferences", custom).build()];
             c.config.expect_events = vec![normal(reasons::CREATED, r#"Created ConfigMap "test-resource""#)];
             c
+        }, default_child()),
+        // As reconciler.io users do: DesiredChild reads the object the parent refers to
+        // with TrackAndGet, so its changes reconcile the parent again.
+        ("create child from a referenced object, tracking it", {
+            let greeting = json!({"greeting": "hello"});
+            let settings = given(config_map("settings").field("data", greeting.clone()), SETTINGS_UID);
+            let resource = referencing_settings();
+            let mut c = expecting(resource.clone(), ready(resource.field("status.fields", greeting.clone())));
+            c.config.given_objects = vec![settings.clone()];
+            c.config.expect_creates = vec![child(greeting).build()];
+            c.config.expect_events = vec![normal(reasons::CREATED, r#"Created ConfigMap "test-resource""#)];
+            c.config.expect_tracks = vec![TrackRequest::new(&settings, &parent().build())];
+            c
+        }, default_child()),
+        ("missing referenced object is an error, and tracked", SubReconcilerTestCase {
+            should_err: true,
+            verify: error_is("v1/ConfigMap test-namespace/settings not found"),
+            config: ExpectConfig {
+                expect_tracks: vec![TrackRequest::new(&config_map("settings").build(), &parent().build())],
+                ..config()
+            },
+            ..case(referencing_settings())
         }, default_child()),
         ("update child", {
             let mut c = expecting(

@@ -24,6 +24,7 @@ use dynrec::testing::{
     ApiStatus, DeleteRef, Event, ExpectConfig, PatchRef, Reactor, SubReconcilerTestCase,
     TestObject, induce_failure,
 };
+use futures::future::BoxFuture;
 use harness_common::*;
 use kube::api::DynamicObject;
 use serde_json::{Map, Value, json};
@@ -160,7 +161,11 @@ fn reflect(
         .map_err(ReconcileError::from_error)
 }
 
-type Desired = fn(&Context, &DynamicObject) -> Result<Vec<DynamicObject>, ReconcileError>;
+/// What a `desired_children` function returns.
+type ChildrenFuture<'a> = BoxFuture<'a, Result<Vec<DynamicObject>, ReconcileError>>;
+
+/// A `desired_children` function.
+type Desired = for<'a> fn(&'a Context, &'a DynamicObject) -> ChildrenFuture<'a>;
 
 fn child_set(desired: Desired) -> ChildSetReconciler {
     ChildSetReconciler::new(config_map_gvk())
@@ -177,15 +182,17 @@ fn merging_manager() -> UpdatingObjectManager {
     })
 }
 
-fn none(_: &Context, _: &DynamicObject) -> Result<Vec<DynamicObject>, ReconcileError> {
-    Ok(Vec::new())
+fn none<'a>(_: &'a Context, _: &'a DynamicObject) -> ChildrenFuture<'a> {
+    Box::pin(async { Ok(Vec::new()) })
 }
 
-fn blue_and_green(_: &Context, _: &DynamicObject) -> Result<Vec<DynamicObject>, ReconcileError> {
-    Ok(vec![
-        desired("blue", "bar").build(),
-        desired("green", "bar").build(),
-    ])
+fn blue_and_green<'a>(_: &'a Context, _: &'a DynamicObject) -> ChildrenFuture<'a> {
+    Box::pin(async {
+        Ok(vec![
+            desired("blue", "bar").build(),
+            desired("green", "bar").build(),
+        ])
+    })
 }
 
 /// A reactor failing every list after the first (reconciler.io's `CalledAtMostTimes`).
@@ -283,7 +290,7 @@ async fn reconciles_the_children() {
         (
             "preserve existing children",
             case(both(), vec![blue(), green()], |ctx, _| {
-                Ok(known_children(ctx, &config_map_gvk()).unwrap_or_default())
+                Box::pin(async move { Ok(known_children(ctx, &config_map_gvk()).unwrap_or_default()) })
             }),
         ),
         ("garbage collect all but oldest child", {
@@ -291,7 +298,7 @@ async fn reconciles_the_children() {
                 let mut known = known_children(ctx, &config_map_gvk()).unwrap_or_default();
                 known.sort_by_key(|c| c.metadata.creation_timestamp.clone());
                 known.truncate(1);
-                Ok(known)
+                Box::pin(async move { Ok(known) })
             });
             c.expect_resource = Some(ready(json!({"green.foo": "bar"})).build());
             c.config.expect_deletes = vec![DeleteRef::of(&blue())];
@@ -317,7 +324,7 @@ async fn reconciles_the_children() {
         }),
         ("delete green child, preserving blue child", {
             let (mut c, d) = case(both(), vec![blue(), green()], |_, _| {
-                Ok(vec![desired("blue", "bar").build()])
+                Box::pin(async { Ok(vec![desired("blue", "bar").build()]) })
             });
             c.expect_resource = Some(ready(json!({"blue.foo": "bar"})).build());
             c.config.expect_deletes = vec![DeleteRef::of(&green())];
@@ -329,10 +336,12 @@ async fn reconciles_the_children() {
         }),
         ("update children", {
             let (mut c, d) = case(both(), vec![blue(), green()], |_, _| {
-                Ok(vec![
-                    desired("blue", "updated-blue").build(),
-                    desired("green", "updated-green").build(),
-                ])
+                Box::pin(async {
+                    Ok(vec![
+                        desired("blue", "updated-blue").build(),
+                        desired("green", "updated-green").build(),
+                    ])
+                })
             });
             c.expect_resource = Some(
                 ready(json!({"blue.foo": "updated-blue", "green.foo": "updated-green"})).build(),
@@ -349,7 +358,7 @@ async fn reconciles_the_children() {
         }),
         ("errors for desired children with empty id", {
             let (mut c, d) = case(json!({}), vec![], |_, _| {
-                Ok(vec![config_map(NAME).build()])
+                Box::pin(async { Ok(vec![config_map(NAME).build()]) })
             });
             c.should_err = true;
             c.verify = Some(error_is("desired child id may not be empty"));
@@ -357,8 +366,8 @@ async fn reconciles_the_children() {
         }),
         ("errors for desired children with duplicate ids", {
             let (mut c, d) = case(json!({}), vec![], |_, _| {
-                let twin = desired("blue", "bar").field("metadata.name", "twin");
-                Ok(vec![desired("blue", "bar").build(), twin.build()])
+                let twin = desired("blue", "bar").field("metadata.name", "twin").build();
+                Box::pin(async { Ok(vec![desired("blue", "bar").build(), twin]) })
             });
             c.should_err = true;
             c.verify = Some(error_is("duplicate child id found: blue"));
@@ -371,7 +380,7 @@ async fn reconciles_the_children() {
                 HOUR_AGO,
             );
             let (mut c, d) = case(json!({"blue.foo": "bar"}), vec![blue(), twin.clone()], |_, _| {
-                Ok(vec![desired("blue", "bar").build()])
+                Box::pin(async { Ok(vec![desired("blue", "bar").build()]) })
             });
             c.config.expect_deletes = vec![DeleteRef::of(&blue()), DeleteRef::of(&twin)];
             c.config.expect_creates = vec![created("blue", "bar").build()];
@@ -413,14 +422,16 @@ async fn reconciles_the_children() {
         }),
         ("skip resource manager operations when OnlyReconcileChildStatus is returned", {
             let (mut c, d) = case(json!({}), vec![blue(), green()], |_, _| {
-                Err(OnlyReconcileChildStatus.into())
+                Box::pin(async { Err(OnlyReconcileChildStatus.into()) })
             });
             c.resource = initializing(both()).build();
             c.expect_resource = Some(ready(both()).build());
             (c, d)
         }),
         ("skip resource manager operations when OnlyReconcileChildStatus is returned, even when there are no actual or desired children", {
-            let (mut c, d) = case(json!({}), vec![], |_, _| Err(OnlyReconcileChildStatus.into()));
+            let (mut c, d) = case(json!({}), vec![], |_, _| {
+                Box::pin(async { Err(OnlyReconcileChildStatus.into()) })
+            });
             c.resource = initializing(both()).build();
             c.expect_resource = Some(ready(json!({})).build());
             (c, d)
@@ -440,7 +451,7 @@ async fn reconciles_the_children() {
         }),
         ("errors when desired children returns an error", {
             let (mut c, d) = case(json!({}), vec![], |_, _| {
-                Err(ReconcileError::msg("desired children failed"))
+                Box::pin(async { Err(ReconcileError::msg("desired children failed")) })
             });
             c.should_err = true;
             (c, d)

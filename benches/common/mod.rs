@@ -293,14 +293,16 @@ impl Running {
 fn dynrec_reconciler(config: &Config) -> ResourceReconciler {
     let child = ChildReconciler::new(config_map_gvk())
         .desired_child(|_, widget| {
-            let config_map = json!({
-                "apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": widget.metadata.name, "namespace": widget.metadata.namespace},
-                "data": {"message": widget.data["spec"]["message"]}
-            });
-            serde_json::from_value(config_map)
-                .map(Some)
-                .map_err(ReconcileError::from_error)
+            Box::pin(async move {
+                let config_map = json!({
+                    "apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": widget.metadata.name, "namespace": widget.metadata.namespace},
+                    "data": {"message": widget.data["spec"]["message"]}
+                });
+                serde_json::from_value(config_map)
+                    .map(Some)
+                    .map_err(ReconcileError::from_error)
+            })
         })
         .reflect_child_status_on_parent(|ctx, widget, child, _| {
             let set = ConditionSet::living(&[]);

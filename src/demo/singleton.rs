@@ -64,13 +64,16 @@ pub fn reconciler(config: &Config) -> AggregateReconciler {
     AggregateReconciler::new(config_map_gvk(), summary_key(), manager, config.clone())
         .reconciler(list_namespaces())
         .desired_resource(|ctx, mut summary| {
-            let names: Vec<String> = ctx.stash().retrieve(NAMESPACES).unwrap_or_default();
-            let text = names.join(",");
-            if summary.data["data"]["namespaces"] != text.as_str() {
-                println!("cluster-summary: namespaces {text}");
-            }
-            summary.data["data"] = json!({"namespaces": text, "count": names.len().to_string()});
-            Ok(Some(summary))
+            Box::pin(async move {
+                let names: Vec<String> = ctx.stash().retrieve(NAMESPACES).unwrap_or_default();
+                let text = names.join(",");
+                if summary.data["data"]["namespaces"] != text.as_str() {
+                    println!("cluster-summary: namespaces {text}");
+                }
+                summary.data["data"] =
+                    json!({"namespaces": text, "count": names.len().to_string()});
+                Ok(Some(summary))
+            })
         })
 }
 

@@ -141,7 +141,7 @@ fn config_map_child() -> ChildReconciler {
             current.data["data"] = desired.data["data"].clone();
         });
     ChildReconciler::new(config_map_gvk())
-        .desired_child(|_ctx, widget| desired_config_map(widget))
+        .desired_child(|_ctx, widget| Box::pin(async move { desired_config_map(widget) }))
         .reflect_child_status_on_parent(reflect)
         .child_object_manager(manager)
 }

@@ -18,9 +18,15 @@ use super::{
 };
 use crate::object::{Gvk, ObjectKey};
 
-/// Computes the object as it should be (`None`: it should not exist) from the reconciled one.
+/// Computes the object as it should be (`None`: it should not exist) from the reconciled one;
+/// async, so it may read other objects.
 pub type DesiredResource = Box<
-    dyn Fn(&Context, DynamicObject) -> Result<Option<DynamicObject>, ReconcileError> + Send + Sync,
+    dyn for<'a> Fn(
+            &'a Context,
+            DynamicObject,
+        ) -> BoxFuture<'a, Result<Option<DynamicObject>, ReconcileError>>
+        + Send
+        + Sync,
 >;
 
 /// The root reconciler of one object (reconciler.io's `AggregateReconciler`).
@@ -67,14 +73,20 @@ impl AggregateReconciler {
         self
     }
 
-    /// Computes the desired object (default: the reconciled object as it is).
-    pub fn desired_resource(
-        mut self,
-        desired: impl Fn(&Context, DynamicObject) -> Result<Option<DynamicObject>, ReconcileError>
-        + Send
-        + Sync
-        + 'static,
-    ) -> Self {
+    /// Computes the desired object (default: the reconciled object as it is), e.g.
+    /// `|ctx, resource| Box::pin(async move { Ok(Some(resource)) })`. As in reconciler.io,
+    /// it runs with a throwaway tracker, so objects it reads are not tracked: read and track
+    /// them in the `reconciler`.
+    pub fn desired_resource<F>(mut self, desired: F) -> Self
+    where
+        F: for<'a> Fn(
+                &'a Context,
+                DynamicObject,
+            ) -> BoxFuture<'a, Result<Option<DynamicObject>, ReconcileError>>
+            + Send
+            + Sync
+            + 'static,
+    {
         self.desired_resource = Some(Box::new(desired));
         self
     }
@@ -124,7 +136,7 @@ impl AggregateReconciler {
         // Tracks requested by the object manager are not wanted on the aggregate itself.
         let ctx = ctx.with_config(ctx.config().with_new_tracker(Duration::ZERO));
         let desired = match &self.desired_resource {
-            Some(desired) => desired(&ctx, resource.clone()),
+            Some(desired) => desired(&ctx, resource.clone()).await,
             None => Ok(Some(resource.clone())),
         };
         let desired = match desired {

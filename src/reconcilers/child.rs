@@ -7,7 +7,6 @@
 //!   `None` (quirk 9 fixed), never a blank object;
 //! - `our_child` is a [`Predicate`] over [`ParentAndChild`], so it can be CEL
 //!   (`self.child.metadata.labels.app == self.parent.metadata.name`);
-//! - `desired_child` is a synchronous function, as `AggregateReconciler`'s desired resource;
 //! - a desired child already controlled by another object is an
 //!   [`OwnerReferenceError::AlreadyOwned`] (controller-runtime's `AlreadyOwnedError`), not
 //!   created: reconciler.io calls `SetControllerReference` only on a child without any
@@ -18,6 +17,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::DynamicObject;
 use serde::Serialize;
@@ -32,10 +32,27 @@ use super::{
 use crate::client::{self, ListOptions};
 use crate::object::{Gvk, ObjectKey};
 
+/// Computes desired state from the parent (`desired_child`, `desired_children`); async, so
+/// it may read (and track) the objects the parent refers to, e.g.
+/// `|ctx, parent| Box::pin(async move { ... })`. Any such closure is one.
+pub trait DesiredFn<T>:
+    for<'a> Fn(&'a Context, &'a DynamicObject) -> BoxFuture<'a, Result<T, ReconcileError>>
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<T, F> DesiredFn<T> for F where
+    F: for<'a> Fn(&'a Context, &'a DynamicObject) -> BoxFuture<'a, Result<T, ReconcileError>>
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// Computes the child the parent should have (`None`: no child).
-pub type DesiredChild = Arc<
-    dyn Fn(&Context, &DynamicObject) -> Result<Option<DynamicObject>, ReconcileError> + Send + Sync,
->;
+pub type DesiredChild = Arc<dyn DesiredFn<Option<DynamicObject>>>;
 
 /// Reflects the child (`None` when there is none) or the error that kept it from being
 /// written onto the parent; an error returned here is the reconciler's error.
@@ -178,14 +195,10 @@ impl ChildReconciler {
         self
     }
 
-    /// Computes the desired child (required).
-    pub fn desired_child(
-        mut self,
-        desired: impl Fn(&Context, &DynamicObject) -> Result<Option<DynamicObject>, ReconcileError>
-        + Send
-        + Sync
-        + 'static,
-    ) -> Self {
+    /// Computes the desired child (required), e.g.
+    /// `|ctx, parent| Box::pin(async move { Ok(Some(child_of(ctx, parent).await?)) })`;
+    /// returning [`OnlyReconcileChildStatus`] leaves the child as it is.
+    pub fn desired_child(mut self, desired: impl DesiredFn<Option<DynamicObject>>) -> Self {
         self.desired_child = Some(Arc::new(desired));
         self
     }
@@ -373,7 +386,7 @@ impl ChildReconciler {
         };
         let desired = match parent.metadata.deletion_timestamp {
             Some(_) => None,
-            None => match desired_child(ctx, parent) {
+            None => match desired_child(ctx, parent).await {
                 Ok(desired) => desired,
                 Err(err) if is_only_reconcile_child_status(&err) => return Ok(actual),
                 Err(err) => return Err(err),

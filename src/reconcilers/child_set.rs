@@ -14,7 +14,7 @@ use kube::api::DynamicObject;
 use parking_lot::Mutex;
 use tracing::{Instrument, debug_span};
 
-use super::child::{ParentAndChild, is_only_reconcile_child_status};
+use super::child::{DesiredFn, ParentAndChild, is_only_reconcile_child_status};
 use super::{
     ChildReconciler, Context, ObjectManager, Outcome, Predicate, ReconcileError, Sequence, Setup,
     SetupStep, Stasher, SubReconciler, ValidationError, WithFinalizer,
@@ -23,9 +23,7 @@ use crate::client::ListOptions;
 use crate::object::Gvk;
 
 /// Computes the children the parent should have.
-pub type DesiredChildren = Arc<
-    dyn Fn(&Context, &DynamicObject) -> Result<Vec<DynamicObject>, ReconcileError> + Send + Sync,
->;
+pub type DesiredChildren = Arc<dyn DesiredFn<Vec<DynamicObject>>>;
 
 /// Reflects the outcome of every child onto the parent.
 pub type ReflectChildrenStatus = Arc<
@@ -108,14 +106,10 @@ impl ChildSetReconciler {
         self
     }
 
-    /// Computes the desired children (required).
-    pub fn desired_children(
-        mut self,
-        desired: impl Fn(&Context, &DynamicObject) -> Result<Vec<DynamicObject>, ReconcileError>
-        + Send
-        + Sync
-        + 'static,
-    ) -> Self {
+    /// Computes the desired children (required), e.g.
+    /// `|ctx, parent| Box::pin(async move { Ok(vec![...]) })`; returning
+    /// [`OnlyReconcileChildStatus`](super::OnlyReconcileChildStatus) leaves them as they are.
+    pub fn desired_children(mut self, desired: impl DesiredFn<Vec<DynamicObject>>) -> Self {
         self.desired_children = Some(Arc::new(desired));
         self
     }
@@ -233,7 +227,7 @@ impl ChildSetReconciler {
             .clone()
             .named(id)
             .our_child(our_child)
-            .desired_child(move |_, _| desired.clone())
+            .desired_child(move |_, _| Box::pin(std::future::ready(desired.clone())))
             .reflect_child_status_on_parent(move |_, _, child, error| {
                 results.lock().push(ChildSetPartialResult {
                     id: owned_id.clone(),
@@ -263,7 +257,7 @@ impl ChildSetReconciler {
                 children: known,
             },
         );
-        let (desired, status_only) = match desired_children(ctx, parent) {
+        let (desired, status_only) = match desired_children(ctx, parent).await {
             Ok(desired) => (desired, None),
             Err(err) if is_only_reconcile_child_status(&err) => (Vec::new(), Some(err)),
             Err(err) => return Err(err),
