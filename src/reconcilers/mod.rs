@@ -42,8 +42,9 @@ pub use applying_object_manager::ApplyingObjectManager;
 pub use cast::{CastError, CastResource};
 pub use cel::CelError;
 pub use child::{
-    ChildListOptions, ChildReconciler, ChildSetup, DesiredChild, OnlyReconcileChildStatus,
-    OwnerReferenceError, ParentAndChild, ReflectChildStatus, api_reason, api_status,
+    ChildListOptions, ChildReconciler, ChildSetup, DesiredChild, DesiredFn,
+    OnlyReconcileChildStatus, OwnerReferenceError, ParentAndChild, ReflectChildStatus, api_reason,
+    api_status,
 };
 pub use child_set::{
     ChildSetPartialResult, ChildSetReconciler, ChildSetResult, DesiredChildren, IdentifyChild,
