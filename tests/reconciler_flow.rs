@@ -443,7 +443,8 @@ fn try_catch(try_fails: bool, catch: Option<Catch>, finally: Option<Outcome>) ->
         reconciler = reconciler.catch(move |ctx, resource, outcome| {
             set(resource, "spec.fields.catch", "called");
             push(ctx, CALLS, "catch".to_string());
-            catch(outcome)
+            let caught = catch(outcome);
+            Box::pin(async move { caught })
         });
     }
     if let Some(finally) = finally {
@@ -591,7 +592,7 @@ fn validation() {
         ("TryCatch valid", Box::new(TryCatch::new(noop())), Ok(())),
         (
             "TryCatch with catch and finally",
-            Box::new(TryCatch::new(noop()).catch(|_, _, o| o).finally(noop())),
+            Box::new(TryCatch::new(noop()).catch(|_, _, o| Box::pin(async move { o })).finally(noop())),
             Ok(()),
         ),
         (

@@ -116,7 +116,8 @@ async fn advice() {
             || {
                 Advice::new(recording()).before(|ctx: &Context, _: &mut DynamicObject| {
                     let other = ctx.additional_configs()["other"].clone();
-                    (Some(ctx.with_config(other)), Outcome::done())
+                    let replaced = ctx.with_config(other);
+                    Box::pin(async move { (Some(replaced), Outcome::done()) })
                 })
             },
         ),
@@ -128,8 +129,9 @@ async fn advice() {
                 ..case()
             },
             || {
-                Advice::new(marking())
-                    .before(|_, _| (None, Outcome::ok(ReconcileResult::requeue())))
+                Advice::new(marking()).before(|_, _| {
+                    Box::pin(async { (None, Outcome::ok(ReconcileResult::requeue())) })
+                })
             },
         ),
         (
@@ -147,14 +149,18 @@ async fn advice() {
             },
             || {
                 Advice::new(recording())
-                    .before(|_, _| (None, Outcome::err(ReconcileError::msg("test"))))
-                    .after(|_, _, _| Outcome::err(ReconcileError::msg("after ran")))
+                    .before(|_, _| {
+                        Box::pin(async { (None, Outcome::err(ReconcileError::msg("test"))) })
+                    })
+                    .after(|_, _, _| {
+                        Box::pin(async { Outcome::err(ReconcileError::msg("after ran")) })
+                    })
             },
         ),
         (
             "around calls the reconciler by default",
             expecting_events(vec![called_event()]),
-            || Advice::new(recording()).before(|_, _| (None, Outcome::done())),
+            || Advice::new(recording()).before(|_, _| Box::pin(async { (None, Outcome::done()) })),
         ),
         ("around can skip the reconciler", case(), || {
             Advice::new(recording()).around(|_, _, _| Box::pin(async { Outcome::done() }))
@@ -181,10 +187,11 @@ async fn advice() {
             },
             || {
                 Advice::new(failing()).after(|_, _, outcome: Outcome| {
-                    match outcome.error.map(|e| e.to_string()).as_deref() {
+                    let rewritten = match outcome.error.map(|e| e.to_string()).as_deref() {
                         Some("test") => Outcome::ok(ReconcileResult::requeue()),
                         other => Outcome::err(ReconcileError::msg(format!("After saw {other:?}"))),
-                    }
+                    };
+                    Box::pin(async move { rewritten })
                 })
             },
         ),
@@ -201,7 +208,7 @@ fn advice_validates_its_hooks_and_reconciler_and_always_sets_it_up() {
         r#"Advice "bare" must implement at least one of Before, Around or After"#
     );
     let err = Advice::new(noop().invalid("TestReconciler is invalid"))
-        .after(|_, _, o| o)
+        .after(|_, _, o| Box::pin(async move { o }))
         .validate()
         .unwrap_err();
     assert_eq!(
@@ -212,7 +219,8 @@ fn advice_validates_its_hooks_and_reconciler_and_always_sets_it_up() {
     let config_maps = Gvk::new("", "v1", "ConfigMap");
     let secrets = Gvk::new("", "v1", "Secret");
     let mut setup = Setup::default();
-    let advice = Advice::new(noop().watching(config_maps.clone())).after(|_, _, o| o);
+    let advice = Advice::new(noop().watching(config_maps.clone()))
+        .after(|_, _, o| Box::pin(async move { o }));
     advice.setup(&mut setup).unwrap();
     assert_eq!(
         setup.watches(),
@@ -222,7 +230,7 @@ fn advice_validates_its_hooks_and_reconciler_and_always_sets_it_up() {
     let mut setup = Setup::default();
     let own = secrets.clone();
     let advice = Advice::new(noop().watching(config_maps.clone()))
-        .after(|_, _, o| o)
+        .after(|_, _, o| Box::pin(async move { o }))
         .with_setup(move |s| {
             s.owns(own.clone());
             Ok(())

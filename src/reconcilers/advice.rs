@@ -5,18 +5,20 @@
 //!   Setup is set, quirk 11), and validation always recurses into it.
 //! - "at least one of Before, Around or After" is checked (it is dead code in Go, whose
 //!   defaults are filled in before the check).
-//! - Before and After are synchronous closures; Around is asynchronous (it calls the
-//!   reconciler).
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use kube::api::DynamicObject;
 use tracing::{Instrument, debug_span};
 
-use super::nested::{OutcomeHook, SetupHook, owner, validate_nested};
+use super::nested::{OutcomeHook, OutcomeStep, SetupHook, owner, validate_nested};
 use super::{Context, Outcome, Setup, SetupStep, SubReconciler, ValidationError};
 
-type BeforeHook<R> = Box<dyn Fn(&Context, &mut R) -> (Option<Context>, Outcome) + Send + Sync>;
+type BeforeHook<R> = Box<
+    dyn for<'a> Fn(&'a Context, &'a mut R) -> BoxFuture<'a, (Option<Context>, Outcome)>
+        + Send
+        + Sync,
+>;
 type AroundHook<R> = Box<
     dyn for<'a> Fn(&'a Context, &'a mut R, &'a dyn SubReconciler<R>) -> BoxFuture<'a, Outcome>
         + Send
@@ -60,11 +62,15 @@ impl<R: Send + Sync + 'static> Advice<R> {
         self
     }
 
-    /// Runs first: a returned context replaces the current one; an error stops here.
-    pub fn before(
-        mut self,
-        before: impl Fn(&Context, &mut R) -> (Option<Context>, Outcome) + Send + Sync + 'static,
-    ) -> Self {
+    /// Runs first: a returned context replaces the current one; an error stops here. Async,
+    /// e.g. `|_ctx, _resource| Box::pin(async { (None, Outcome::done()) })`.
+    pub fn before<F>(mut self, before: F) -> Self
+    where
+        F: for<'a> Fn(&'a Context, &'a mut R) -> BoxFuture<'a, (Option<Context>, Outcome)>
+            + Send
+            + Sync
+            + 'static,
+    {
         self.before = Some(Box::new(before));
         self
     }
@@ -81,11 +87,8 @@ impl<R: Send + Sync + 'static> Advice<R> {
         self
     }
 
-    /// Runs last with the aggregated outcome, and may replace it.
-    pub fn after(
-        mut self,
-        after: impl Fn(&Context, &mut R, Outcome) -> Outcome + Send + Sync + 'static,
-    ) -> Self {
+    /// Runs last with the aggregated outcome, and may replace it (async, as `before`).
+    pub fn after(mut self, after: impl OutcomeStep<R>) -> Self {
         self.after = Some(Box::new(after));
         self
     }
@@ -118,7 +121,7 @@ impl<R: Send + Sync + 'static> SubReconciler<R> for Advice<R> {
         let span = debug_span!("advice", name = %self.name);
         async {
             let (replaced, before) = match &self.before {
-                Some(before) => before(ctx, resource),
+                Some(before) => before(ctx, resource).await,
                 None => (None, Outcome::done()),
             };
             if before.error.is_some() {
@@ -131,7 +134,7 @@ impl<R: Send + Sync + 'static> SubReconciler<R> for Advice<R> {
             };
             let outcome = Outcome::with(before.result.aggregate(around.result), around.error);
             match &self.after {
-                Some(after) => after(ctx, resource, outcome),
+                Some(after) => after(ctx, resource, outcome).await,
                 None => outcome,
             }
         }

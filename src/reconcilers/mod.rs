@@ -56,6 +56,7 @@ pub use error::{Markers, ReconcileError};
 pub use finalizers::{add_finalizer, clear_finalizer};
 pub use flow::{IfThen, MaxIterationsExceeded, While};
 pub use for_each::{Cursor, ForEach};
+pub use nested::OutcomeStep;
 pub use object_manager::ObjectManager;
 pub use override_setup::OverrideSetup;
 pub use predicate::Predicate;

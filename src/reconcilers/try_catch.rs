@@ -1,13 +1,12 @@
 //! `TryCatch`: try, catch and finally, in that order.
 //!
-//! Departures from reconciler.io: `Catch` is a synchronous closure; `Try` and `Finally` are
-//! always validated (quirk 11).
+//! Departure from reconciler.io: `Try` and `Finally` are always validated (quirk 11).
 
 use async_trait::async_trait;
 use kube::api::DynamicObject;
 use tracing::{Instrument, debug_span};
 
-use super::nested::{OutcomeHook, owner, validate_nested};
+use super::nested::{OutcomeHook, OutcomeStep, owner, validate_nested};
 use super::{Context, Outcome, Setup, SubReconciler, ValidationError};
 
 /// Calls `try`, hands its outcome to `catch` (which may replace it), then calls `finally`,
@@ -30,11 +29,9 @@ impl<R: Send + Sync + 'static> TryCatch<R> {
         }
     }
 
-    /// Sees the outcome of `try` and returns the one to keep.
-    pub fn catch(
-        mut self,
-        catch: impl Fn(&Context, &mut R, Outcome) -> Outcome + Send + Sync + 'static,
-    ) -> Self {
+    /// Sees the outcome of `try` and returns the one to keep (async, e.g.
+    /// `|_ctx, _resource, outcome| Box::pin(async move { outcome })`).
+    pub fn catch(mut self, catch: impl OutcomeStep<R>) -> Self {
         self.catch = Some(Box::new(catch));
         self
     }
@@ -77,7 +74,7 @@ impl<R: Send + Sync + 'static> SubReconciler<R> for TryCatch<R> {
         async {
             let mut outcome = self.try_.reconcile(ctx, resource).await;
             if let Some(catch) = &self.catch {
-                outcome = catch(ctx, resource, outcome);
+                outcome = catch(ctx, resource, outcome).await;
             }
             let Some(finally) = &self.finally else {
                 return outcome;
