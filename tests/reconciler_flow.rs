@@ -18,6 +18,7 @@ use dynrec::reconcilers::{
 };
 use dynrec::testing::{StashedValue, SubReconcilerTestCase, SubReconcilerTests, TestObject};
 use flow_common::TestReconciler;
+use futures::future::BoxFuture;
 use harness_common::{config, resource};
 use k8s_openapi::api::core::v1::Container;
 use kube::api::DynamicObject;
@@ -307,15 +308,22 @@ async fn while_cases() {
 
 // ---- ForEach (Go: 3 cases) ----
 
+/// The items of `each_container`: the pod template's containers.
+fn containers<'a>(
+    _: &'a Context,
+    resource: &'a DynamicObject,
+) -> BoxFuture<'a, Result<Vec<Container>, ReconcileError>> {
+    let containers = resource.field_as::<Vec<Container>>("spec.template.spec.containers");
+    let containers = containers
+        .map(Option::unwrap_or_default)
+        .map_err(|_| fail("containers are not a list"));
+    Box::pin(async move { containers })
+}
+
 /// Loops over the pod template's containers: each sets `status.fields.<name>` to
 /// `<image>-<index>-<length>` and requeues after `10 - index` seconds; the container named
 /// "die" fails (requeuing after 1s, which the loop drops, as Go does).
 fn each_container() -> ForEach<Container> {
-    let items = |_: &Context, resource: &DynamicObject| {
-        let containers = resource.field_as::<Vec<Container>>("spec.template.spec.containers");
-        let containers = containers.map_err(|_| fail("containers are not a list"))?;
-        Ok(containers.unwrap_or_default())
-    };
     let body = sync(|ctx, resource| {
         let cursor = Cursor::<Container>::retrieve(ctx).expect("a cursor is stashed");
         let Container { name, image, .. } = cursor.item;
@@ -331,7 +339,7 @@ fn each_container() -> ForEach<Container> {
         set(resource, &format!("status.fields.{name}"), value);
         Outcome::ok(after(10 - cursor.index as u64))
     });
-    ForEach::new(items, body)
+    ForEach::new(containers, body)
 }
 
 fn container(name: &str, image: &str) -> Container {
@@ -547,8 +555,11 @@ fn invalid() -> TestReconciler {
     noop().invalid("TestReconciler is invalid")
 }
 
-fn no_items(_: &Context, _: &DynamicObject) -> Result<Vec<Container>, ReconcileError> {
-    Ok(vec![])
+fn no_items<'a>(
+    _: &'a Context,
+    _: &'a DynamicObject,
+) -> BoxFuture<'a, Result<Vec<Container>, ReconcileError>> {
+    Box::pin(async { Ok(vec![]) })
 }
 
 /// The Go `_Validate` cases that can be built here (Go's "must implement If/Then/Items/

@@ -1,12 +1,12 @@
 //! `ForEach`: a reconciler called once per item, with a [`Cursor`] in the stash.
 //!
-//! Departures from reconciler.io: `Items` is a synchronous closure; the nested reconciler is
-//! always validated (quirk 11). As in Go, the stash is request-wide: the last cursor stays
+//! Departure from reconciler.io: the nested reconciler is always validated (quirk 11). As in Go, the stash is request-wide: the last cursor stays
 //! stashed after the loop, and nested loops over the same item type share one key.
 
 use std::any::{Any, type_name};
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use kube::api::DynamicObject;
 use serde::Serialize;
 use tracing::{Instrument, debug_span};
@@ -16,7 +16,11 @@ use super::{
     Context, Outcome, ReconcileError, ReconcileResult, Setup, SubReconciler, ValidationError,
 };
 
-type Items<R, I> = Box<dyn Fn(&Context, &R) -> Result<Vec<I>, ReconcileError> + Send + Sync>;
+type Items<R, I> = Box<
+    dyn for<'a> Fn(&'a Context, &'a R) -> BoxFuture<'a, Result<Vec<I>, ReconcileError>>
+        + Send
+        + Sync,
+>;
 
 /// Where a `ForEach` loop is: the index, the number of items, and the item. Serializable
 /// (when the item is) so that tests can compare a stashed cursor.
@@ -55,11 +59,15 @@ pub struct ForEach<I, R = DynamicObject> {
 }
 
 impl<I, R: Send + Sync + 'static> ForEach<I, R> {
-    /// Calls `reconciler` for each of the items.
-    pub fn new(
-        items: impl Fn(&Context, &R) -> Result<Vec<I>, ReconcileError> + Send + Sync + 'static,
-        reconciler: impl SubReconciler<R> + 'static,
-    ) -> Self {
+    /// Calls `reconciler` for each of the items `items` returns; `items` is async (it may
+    /// list objects), e.g. `|_ctx, resource| Box::pin(async move { Ok(vec![..]) })`.
+    pub fn new<F>(items: F, reconciler: impl SubReconciler<R> + 'static) -> Self
+    where
+        F: for<'a> Fn(&'a Context, &'a R) -> BoxFuture<'a, Result<Vec<I>, ReconcileError>>
+            + Send
+            + Sync
+            + 'static,
+    {
         Self {
             name: "ForEach".into(),
             items: Box::new(items),
@@ -94,7 +102,7 @@ where
     }
 
     async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome {
-        let items = match (self.items)(ctx, resource) {
+        let items = match (self.items)(ctx, resource).await {
             Ok(items) => items,
             Err(error) => return Outcome::err(error),
         };
