@@ -74,6 +74,16 @@ fn marking_reconciler(
     ResourceReconciler::new(widget_gvk(), sub, config.clone())
 }
 
+/// Creates the Widget `name` in the default namespace.
+async fn create_widget(widgets: &Api<DynamicObject>, name: &str) {
+    let widget =
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}});
+    widgets
+        .create(&PostParams::default(), &object(widget))
+        .await
+        .unwrap();
+}
+
 async fn wait_until<F: Fn() -> bool>(what: &str, check: F) {
     let deadline = Instant::now() + DEADLINE;
     while !check() {
@@ -193,10 +203,7 @@ async fn a_controller_waits_for_its_crd_runs_and_stops_when_it_goes() {
     .await
     .unwrap();
     let widgets = api(&kube, "example.com", "Widget", "widgets", true);
-    widgets
-        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}})))
-        .await
-        .unwrap();
+    create_widget(&widgets, "w1").await;
     let deadline = Instant::now() + DEADLINE;
     while !ready(&widgets, "w1").await {
         assert!(
@@ -257,10 +264,7 @@ async fn a_failing_reconcile_is_retried_with_growing_delays_then_succeeds() {
     let metrics = manager.metrics();
     let running = Running::start(manager);
     let widgets = api(&kube, "example.com", "Widget", "widgets", true);
-    widgets
-        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}})))
-        .await
-        .unwrap();
+    create_widget(&widgets, "w1").await;
     let deadline = Instant::now() + DEADLINE;
     while !ready(&widgets, "w1").await {
         assert!(
@@ -326,20 +330,14 @@ async fn only_the_leader_reconciles_and_another_takes_over_when_it_stops() {
     );
     let first = start("first", first_attempts.clone());
     let widgets = api(&kube, "example.com", "Widget", "widgets", true);
-    widgets
-        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}})))
-        .await
-        .unwrap();
+    create_widget(&widgets, "w1").await;
     wait_until("the first replica reconciles", || {
         !first_attempts.lock().is_empty()
     })
     .await;
     let second = start("second", second_attempts.clone());
     tokio::time::sleep(Duration::from_millis(600)).await;
-    widgets
-        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w2"}})))
-        .await
-        .unwrap();
+    create_widget(&widgets, "w2").await;
     let deadline = Instant::now() + DEADLINE;
     while !ready(&widgets, "w2").await {
         assert!(Instant::now() < deadline, "w2 is reconciled by the leader");
@@ -352,10 +350,7 @@ async fn only_the_leader_reconciles_and_another_takes_over_when_it_stops() {
 
     first.stop().await;
     let stopped_at = Instant::now();
-    widgets
-        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w3"}})))
-        .await
-        .unwrap();
+    create_widget(&widgets, "w3").await;
     while !ready(&widgets, "w3").await {
         assert!(
             stopped_at.elapsed() < Duration::from_secs(1) + Duration::from_millis(500),
@@ -399,10 +394,7 @@ async fn shutdown_during_a_slow_reconcile_lets_it_finish() {
         .unwrap();
     let running = Running::start(manager);
     let widgets = api(&kube, "example.com", "Widget", "widgets", true);
-    widgets
-        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}})))
-        .await
-        .unwrap();
+    create_widget(&widgets, "w1").await;
     tokio::time::timeout(DEADLINE, started_rx)
         .await
         .unwrap()
@@ -460,10 +452,7 @@ async fn with_config_watches_tracked_objects_on_the_other_cluster() {
         .unwrap();
     let running = Running::start(manager);
     let widgets = api(&home, "example.com", "Widget", "widgets", true);
-    widgets
-        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}})))
-        .await
-        .unwrap();
+    create_widget(&widgets, "w1").await;
     let color = |widget: Option<DynamicObject>| widget.map(|w| w.data["status"]["color"].clone());
     let deadline = Instant::now() + DEADLINE;
     while color(widgets.get_opt("w1").await.unwrap()) != Some(json!("blue")) {
@@ -543,12 +532,7 @@ async fn a_deleted_object_is_not_resynced() {
     let running = Running::start(manager);
     let widgets = api(&kube, "example.com", "Widget", "widgets", true);
     for name in ["kept", "deleted"] {
-        let widget =
-            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}});
-        widgets
-            .create(&PostParams::default(), &object(widget))
-            .await
-            .unwrap();
+        create_widget(&widgets, name).await;
     }
     let count = |name: &str| seen.lock().iter().filter(|n| *n == name).count();
     wait_until("both widgets are reconciled", || {
