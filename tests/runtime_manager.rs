@@ -101,20 +101,30 @@ async fn ready(widgets: &Api<DynamicObject>, name: &str) -> bool {
         .is_some_and(|w| w.data["status"]["ready"] == true)
 }
 
-/// A fresh server with the Widget CRD installed, and its in-process client.
-async fn server_with_crd() -> (ApiServer, kube::Client) {
-    let server = ApiServer::new();
-    let kube = server.client();
+/// The CustomResourceDefinitions of a server.
+fn crds(kube: &kube::Client) -> Api<DynamicObject> {
     api(
-        &kube,
+        kube,
         "apiextensions.k8s.io",
         "CustomResourceDefinition",
         "customresourcedefinitions",
         false,
     )
-    .create(&PostParams::default(), &object(widget_crd()))
-    .await
-    .unwrap();
+}
+
+/// Installs the Widget CRD.
+async fn install_widget_crd(kube: &kube::Client) {
+    crds(kube)
+        .create(&PostParams::default(), &object(widget_crd()))
+        .await
+        .unwrap();
+}
+
+/// A fresh server with the Widget CRD installed, and its in-process client.
+async fn server_with_crd() -> (ApiServer, kube::Client) {
+    let server = ApiServer::new();
+    let kube = server.client();
+    install_widget_crd(&kube).await;
     (server, kube)
 }
 
@@ -192,16 +202,7 @@ async fn a_controller_waits_for_its_crd_runs_and_stops_when_it_goes() {
             .any(|r| r.contains("waiting for the kind example.com/v1/Widget"))
     })
     .await;
-    api(
-        &kube,
-        "apiextensions.k8s.io",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-    )
-    .create(&PostParams::default(), &object(widget_crd()))
-    .await
-    .unwrap();
+    install_widget_crd(&kube).await;
     let widgets = api(&kube, "example.com", "Widget", "widgets", true);
     create_widget(&widgets, "w1").await;
     let deadline = Instant::now() + DEADLINE;
@@ -220,16 +221,10 @@ async fn a_controller_waits_for_its_crd_runs_and_stops_when_it_goes() {
         server.open_watches()
     );
 
-    api(
-        &kube,
-        "apiextensions.k8s.io",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-    )
-    .delete("widgets.example.com", &Default::default())
-    .await
-    .unwrap();
+    crds(&kube)
+        .delete("widgets.example.com", &Default::default())
+        .await
+        .unwrap();
     wait_until("the widget watch is closed", || {
         !server.open_watches().contains_key("example.com/widgets")
     })
