@@ -9,6 +9,7 @@
 //! - the embedded API server every layer is tested on (re-exported as [`apiserver`]).
 
 pub mod client;
+pub mod definitions;
 pub mod demo;
 pub mod object;
 pub mod reconcilers;

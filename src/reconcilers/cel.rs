@@ -44,9 +44,10 @@ pub enum CelError {
     Environment(String),
 }
 
-/// The environment every expression is compiled and run in, built once per process.
+/// The environment every expression is compiled and run in, built once per process: the
+/// standard library, the strings extension and optional syntax (`self.spec.?size.orValue(1)`).
 static ENV: LazyLock<Result<Arc<cel::Env>, String>> = LazyLock::new(|| {
-    let mut env = cel::Env::stdlib();
+    let mut env = cel::Env::stdlib().with_optional_support(true);
     env.add_extension(cel::extensions::strings)
         .map_err(|e| e.to_string())?;
     Ok(Arc::new(env))
@@ -60,6 +61,13 @@ impl<R: Serialize> Predicate<R> {
             program.test(ctx, resource)
         }))
     }
+}
+
+/// The shared CEL environment (for expressions compiled outside a [`Predicate`]).
+pub(crate) fn env() -> Result<Arc<cel::Env>, CelError> {
+    ENV.as_ref()
+        .cloned()
+        .map_err(|e| CelError::Environment(e.clone()))
 }
 
 /// A compiled expression with the environment it runs in.
@@ -131,7 +139,7 @@ impl CelProgram {
 
 /// A CEL value over JSON: integers are `int` (`uint` only beyond `i64`), strings and keys
 /// borrow from `json`.
-fn to_val(json: &Json) -> Box<dyn Val + '_> {
+pub(crate) fn to_val(json: &Json) -> Box<dyn Val + '_> {
     match json {
         Json::Null => Box::new(CelNull),
         Json::Bool(b) => Box::new(CelBool::from(*b)),
@@ -152,7 +160,7 @@ fn to_val(json: &Json) -> Box<dyn Val + '_> {
 }
 
 /// `now` as a CEL timestamp (UTC).
-fn to_chrono(now: Timestamp) -> Option<chrono::DateTime<chrono::FixedOffset>> {
+pub(crate) fn to_chrono(now: Timestamp) -> Option<chrono::DateTime<chrono::FixedOffset>> {
     let nanos = now.as_nanosecond();
     let seconds = i64::try_from(nanos.div_euclid(1_000_000_000)).ok()?;
     let subsec = u32::try_from(nanos.rem_euclid(1_000_000_000)).ok()?;
@@ -160,7 +168,7 @@ fn to_chrono(now: Timestamp) -> Option<chrono::DateTime<chrono::FixedOffset>> {
 }
 
 /// The first parse error, with its position and a caret snippet.
-fn invalid(expression: &str, errors: &ParseErrors) -> CelError {
+pub(crate) fn invalid(expression: &str, errors: &ParseErrors) -> CelError {
     let (line, column, message) = match errors.errors.first() {
         Some(e) => (to_position(e.pos.0), to_position(e.pos.1), e.msg.clone()),
         None => (1, 1, "invalid expression".to_owned()),
@@ -183,7 +191,7 @@ fn invalid(expression: &str, errors: &ParseErrors) -> CelError {
 }
 
 /// A parser position (1-based line or column) as a `usize`, at least 1.
-fn to_position(pos: isize) -> usize {
+pub(crate) fn to_position(pos: isize) -> usize {
     usize::try_from(pos).unwrap_or(0).max(1)
 }
 

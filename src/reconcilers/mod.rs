@@ -10,7 +10,7 @@ mod aggregate;
 mod always;
 mod applying_object_manager;
 mod cast;
-mod cel;
+pub(crate) mod cel;
 mod child;
 mod child_set;
 mod config;

@@ -3,14 +3,16 @@
 //! from what each reconciler tree declares (the kind, owned children, tracked kinds), all
 //! through the client's shared per-GVK caches. Optionally only while holding a Lease.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use kube::api::DynamicObject;
+use parking_lot::Mutex;
 use tokio::sync::{broadcast, watch};
-use tokio::task::JoinSet;
+use tokio::task::{JoinHandle, JoinSet};
 use tracing::{Instrument, info, info_span, warn};
 
 use super::{
@@ -73,39 +75,94 @@ struct Controller {
     watches: Vec<ScopedWatch>,
 }
 
+/// The controllers a manager runs, by name; changed while it runs through a
+/// [`ControllerHandle`].
+#[derive(Default)]
+struct Registry {
+    controllers: Mutex<BTreeMap<String, Arc<Controller>>>,
+    /// Bumped on every change, so that the running manager starts and stops controllers.
+    changed: watch::Sender<u64>,
+}
+
+impl Registry {
+    fn insert(&self, controller: Controller) {
+        let name = controller.name.clone();
+        self.controllers.lock().insert(name, Arc::new(controller));
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    fn remove(&self, name: &str) -> bool {
+        let removed = self.controllers.lock().remove(name).is_some();
+        if removed {
+            self.changed.send_modify(|n| *n += 1);
+        }
+        removed
+    }
+
+    fn snapshot(&self) -> BTreeMap<String, Arc<Controller>> {
+        self.controllers.lock().clone()
+    }
+}
+
 /// Runs controllers for kinds resolved at run time.
 pub struct Manager {
     client: Client,
     options: ManagerOptions,
-    controllers: Vec<Arc<Controller>>,
+    registry: Arc<Registry>,
     metrics: Metrics,
     readiness: Readiness,
 }
 
-impl Manager {
-    /// A manager over `client` (whose caches every controller shares).
-    pub fn new(client: Client, options: ManagerOptions) -> Self {
-        let metrics = Metrics::new();
-        metrics.observe_client(&client);
-        Self {
-            client,
-            options,
-            controllers: Vec::new(),
-            metrics,
-            readiness: Readiness::new(),
-        }
-    }
+/// Adds, replaces and removes a manager's controllers while it runs (and before). Cheap to
+/// clone.
+#[derive(Clone)]
+pub struct ControllerHandle {
+    registry: Arc<Registry>,
+    readiness: Readiness,
+}
 
-    /// Registers a root reconciler for `gvk`; `config` is the one the reconciler was built
-    /// with (its client opens the tree's watches, its tracker maps tracked objects to
-    /// requests; watches declared under `WithConfig` use that config's). The tree is
-    /// validated here.
+impl ControllerHandle {
+    /// Registers a root reconciler for `gvk` under the reconciler's name, replacing a
+    /// controller of that name: the old one stops (its in-flight reconciles finish) before
+    /// the new one starts and reconciles every object of its kind. `config` is as in
+    /// [`Manager::register`]; the tree is validated here.
     pub fn register(
-        &mut self,
+        &self,
         gvk: Gvk,
         reconciler: impl RootReconciler + 'static,
         config: &Config,
     ) -> Result<(), ManagerError> {
+        let controller = Controller::new(gvk, Arc::new(reconciler), config)?;
+        self.readiness.set_not_ready(
+            &controller.name,
+            format!("waiting to start ({})", controller.gvk),
+        );
+        self.registry.insert(controller);
+        Ok(())
+    }
+
+    /// Stops and forgets the controller named `name`; false when there is none.
+    pub fn remove(&self, name: &str) -> bool {
+        let removed = self.registry.remove(name);
+        if removed {
+            self.readiness.remove(name);
+        }
+        removed
+    }
+
+    /// The names of the registered controllers.
+    pub fn names(&self) -> Vec<String> {
+        self.registry.controllers.lock().keys().cloned().collect()
+    }
+}
+
+impl Controller {
+    /// Validates `reconciler` and collects the watches its tree declares.
+    fn new(
+        gvk: Gvk,
+        reconciler: Arc<dyn RootReconciler>,
+        config: &Config,
+    ) -> Result<Self, ManagerError> {
         let name = reconciler.name().to_string();
         let invalid = |source| ManagerError::Invalid {
             controller: name.clone(),
@@ -123,15 +180,53 @@ impl Manager {
             })
             .chain(setup.scoped_watches().iter().cloned())
             .collect();
-        self.readiness
-            .set_not_ready(&name, format!("waiting to start ({gvk})"));
-        self.controllers.push(Arc::new(Controller {
+        Ok(Self {
             name,
             gvk,
-            reconciler: Arc::new(reconciler),
+            reconciler,
             watches,
-        }));
-        Ok(())
+        })
+    }
+}
+
+impl Manager {
+    /// A manager over `client` (whose caches every controller shares).
+    pub fn new(client: Client, options: ManagerOptions) -> Self {
+        let metrics = Metrics::new();
+        metrics.observe_client(&client);
+        Self {
+            client,
+            options,
+            registry: Arc::default(),
+            metrics,
+            readiness: Readiness::new(),
+        }
+    }
+
+    /// A handle that adds, replaces and removes controllers, also while the manager runs.
+    pub fn handle(&self) -> ControllerHandle {
+        ControllerHandle {
+            registry: self.registry.clone(),
+            readiness: self.readiness.clone(),
+        }
+    }
+
+    /// The client whose caches the controllers share.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Registers a root reconciler for `gvk`; `config` is the one the reconciler was built
+    /// with (its client opens the tree's watches, its tracker maps tracked objects to
+    /// requests; watches declared under `WithConfig` use that config's). The tree is
+    /// validated here. A controller of the same name is replaced.
+    pub fn register(
+        &mut self,
+        gvk: Gvk,
+        reconciler: impl RootReconciler + 'static,
+        config: &Config,
+    ) -> Result<(), ManagerError> {
+        self.handle().register(gvk, reconciler, config)
     }
 
     /// The manager's metrics.
@@ -196,23 +291,35 @@ impl Manager {
             self.metrics.set_leader(true);
             info!("leading: starting controllers");
             let (lost_tx, lost_rx) = watch::channel(false);
-            let mut controllers = JoinSet::new();
-            for controller in &self.controllers {
-                let run = ControllerRun {
-                    controller: controller.clone(),
-                    client: self.client.clone(),
-                    options: self.options.clone(),
-                    metrics: self.metrics.clone(),
-                    readiness: self.readiness.clone(),
-                };
-                let stopped = either_stopped(stop.clone(), lost_rx.clone());
-                let span =
-                    info_span!("controller", controller = %controller.name, gvk = %controller.gvk);
-                controllers.spawn(run.run(stopped).instrument(span));
-            }
-            let stopping = tokio::select! {
-                _ = leading.wait_for(|l| !*l) => false,
-                () = wait_stopped(stop.clone()) => true,
+            let mut running = RunningControllers::default();
+            let mut changed = self.registry.changed.subscribe();
+            let stopping = loop {
+                changed.mark_unchanged();
+                let wanted = self.registry.snapshot();
+                running.stop_unwanted(&wanted).await;
+                for controller in wanted.values() {
+                    if running.is_running(controller) {
+                        continue;
+                    }
+                    let run = ControllerRun {
+                        controller: controller.clone(),
+                        client: self.client.clone(),
+                        options: self.options.clone(),
+                        metrics: self.metrics.clone(),
+                        readiness: self.readiness.clone(),
+                    };
+                    let (own_tx, own_rx) = watch::channel(false);
+                    let stopped = either_stopped(either_stopped(stop.clone(), lost_rx.clone()), own_rx);
+                    let span =
+                        info_span!("controller", controller = %controller.name, gvk = %controller.gvk);
+                    let task = tokio::spawn(run.run(stopped).instrument(span));
+                    running.add(controller.clone(), own_tx, task);
+                }
+                tokio::select! {
+                    _ = leading.wait_for(|l| !*l) => break false,
+                    () = wait_stopped(stop.clone()) => break true,
+                    changed = changed.changed() => if changed.is_err() { break true },
+                }
             };
             if !stopping {
                 warn!("lost leadership: stopping controllers");
@@ -220,10 +327,56 @@ impl Manager {
             self.metrics.set_leader(false);
             let _ = lost_tx.send(true);
             // Each controller finishes its in-flight reconciles (within the queue's bound).
-            while controllers.join_next().await.is_some() {}
+            running.join_all().await;
             if stopping {
                 return;
             }
+        }
+    }
+}
+
+/// The controllers started while leading, each with its own stop flag.
+#[derive(Default)]
+struct RunningControllers {
+    running: BTreeMap<String, (Arc<Controller>, watch::Sender<bool>, JoinHandle<()>)>,
+}
+
+impl RunningControllers {
+    fn is_running(&self, controller: &Arc<Controller>) -> bool {
+        self.running
+            .get(&controller.name)
+            .is_some_and(|(running, _, _)| Arc::ptr_eq(running, controller))
+    }
+
+    fn add(&mut self, controller: Arc<Controller>, stop: watch::Sender<bool>, task: JoinHandle<()>) {
+        self.running
+            .insert(controller.name.clone(), (controller, stop, task));
+    }
+
+    /// Stops the controllers that were removed or replaced, and waits until they finished.
+    async fn stop_unwanted(&mut self, wanted: &BTreeMap<String, Arc<Controller>>) {
+        let unwanted: Vec<String> = self
+            .running
+            .iter()
+            .filter(|(name, (running, _, _))| {
+                wanted
+                    .get(*name)
+                    .is_none_or(|controller| !Arc::ptr_eq(running, controller))
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in unwanted {
+            if let Some((_, stop, task)) = self.running.remove(&name) {
+                info!(controller = %name, "stopping controller");
+                let _ = stop.send(true);
+                let _ = task.await;
+            }
+        }
+    }
+
+    async fn join_all(self) {
+        for (_, (_, _, task)) in self.running {
+            let _ = task.await;
         }
     }
 }

@@ -14,6 +14,6 @@ pub use launch::{
     shutdown_signal,
 };
 pub use leader::{LeaderConfig, LeaderElector, LeaderError};
-pub use manager::{Manager, ManagerError, ManagerOptions};
+pub use manager::{ControllerHandle, Manager, ManagerError, ManagerOptions};
 pub use metrics::{Metrics, ReconcileResult};
 pub use queue::{Backoff, Outcome, QueueConfig, QueueError, QueueStats, WorkQueue};

@@ -1,0 +1,125 @@
+//! What the steps of one definition share during a request: the values bound by earlier
+//! steps (kept in the request's stash) and the condition set they mark.
+
+use std::sync::Arc;
+
+use kube::api::DynamicObject;
+use serde_json::Value;
+
+use super::build::Readiness;
+use super::compile::{ChildPlan, upper_camel};
+use super::expr::Bindings;
+use crate::object::ConditionSet;
+use crate::reconcilers::{Context, ReconcileError};
+
+const BINDING_PREFIX: &str = "dynrec.dev/binding/";
+
+/// What every step of a definition knows.
+pub struct Shared {
+    /// The definition's name (on the labels of its children).
+    pub definition: String,
+    /// The conditions `Ready` summarizes.
+    pub conditions: ConditionSet,
+}
+
+/// Binds `value` as `id` for the later steps of this request.
+pub fn bind(ctx: &Context, id: &str, value: Value) {
+    ctx.stash().store(&format!("{BINDING_PREFIX}{id}"), Arc::new(value));
+}
+
+/// `self` (the parent as it is now) and every value bound so far in this request.
+pub fn bindings(ctx: &Context, parent: &DynamicObject) -> Result<Bindings, ReconcileError> {
+    let mut bindings = Bindings::new();
+    let parent = serde_json::to_value(parent).map_err(ReconcileError::from_error)?;
+    bindings.insert("self".into(), Arc::new(parent));
+    for key in ctx.stash().keys() {
+        if let Some(id) = key.strip_prefix(BINDING_PREFIX)
+            && let Some(value) = ctx.stash().retrieve::<Arc<Value>>(&key)
+        {
+            bindings.insert(id.to_owned(), value);
+        }
+    }
+    Ok(bindings)
+}
+
+/// An object as expressions read it (without `managedFields`).
+pub fn child_json(object: &DynamicObject) -> Value {
+    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
+    if let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.remove("managedFields");
+    }
+    value
+}
+
+impl Shared {
+    /// Marks `condition` True.
+    pub fn mark_true(
+        &self,
+        ctx: &Context,
+        parent: &mut DynamicObject,
+        condition: &str,
+        reason: &str,
+        message: &str,
+    ) {
+        let marked = self
+            .conditions
+            .manage(parent, ctx.now())
+            .mark_true(condition, reason, message);
+        if let Err(err) = marked {
+            tracing::warn!(%err, condition, "cannot set a condition");
+        }
+    }
+
+    /// Marks `condition` False (and with it `Ready`).
+    pub fn mark_false(
+        &self,
+        ctx: &Context,
+        parent: &mut DynamicObject,
+        condition: &str,
+        reason: &str,
+        message: &str,
+    ) {
+        let marked = self
+            .conditions
+            .manage(parent, ctx.now())
+            .mark_false(condition, reason, message);
+        if let Err(err) = marked {
+            tracing::warn!(%err, condition, "cannot set a condition");
+        }
+    }
+
+    /// Writes a child step's state onto its condition.
+    pub(super) fn reflect(
+        &self,
+        ctx: &Context,
+        parent: &mut DynamicObject,
+        plan: &ChildPlan,
+        state: Result<Readiness, String>,
+    ) {
+        let kind = &plan.gvk.kind;
+        let condition = plan.condition.as_str();
+        match state {
+            Err(message) => {
+                let reason = format!("{}Failed", upper_camel(&plan.id));
+                self.mark_false(ctx, parent, condition, &reason, &message);
+            }
+            Ok(Readiness::Ready(names)) => {
+                let message = match names.as_slice() {
+                    [name] => format!("{kind} {name} is in place"),
+                    names => format!("{} {kind} in place", names.len()),
+                };
+                self.mark_true(ctx, parent, condition, &format!("{kind}Ready"), &message);
+            }
+            Ok(Readiness::NotReady(message)) => {
+                self.mark_false(ctx, parent, condition, &format!("{kind}NotReady"), &message);
+            }
+            Ok(Readiness::Missing) => {
+                let message = format!("no {kind} yet");
+                self.mark_false(ctx, parent, condition, &format!("No{kind}"), &message);
+            }
+            Ok(Readiness::Excluded(because)) => {
+                self.mark_true(ctx, parent, condition, "NotIncluded", &because);
+            }
+        }
+    }
+}

@@ -1,0 +1,715 @@
+//! Builds the library's reconcilers from compiled plans: a `ResourceReconciler` over the
+//! parent kind whose `Sequence` holds a `ChildReconciler` per child step, a
+//! `ChildSetReconciler` per child set, `SyncReconciler`s for sync and ref steps, `IfThen`
+//! and `WithFinalizer` for flow, and a last step that deletes the children of steps the
+//! definition no longer has. Values flow between steps through the request's stash.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use kube::api::{DeleteParams, DynamicObject};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tracing::{info, warn};
+
+use super::bindings::{Shared, bind, bindings, child_json};
+use super::compile::{ChildPlan, ChildSetPlan, CompiledDefinition, Plan, RefPlan, SyncPlan, upper_camel};
+use super::expr::{Bindings, json_type};
+use super::model::ManagerKind;
+use crate::client::ListOptions;
+use crate::object::{ConditionSet, Gvk, ObjectKey};
+use crate::reconcilers::{
+    ApplyingObjectManager, ChildReconciler, ChildSetReconciler, ChildSetResult, Config, Context,
+    IfThen, ObjectManager, Outcome, ParentAndChild, Predicate, ReconcileError, ResourceReconciler,
+    Sequence, Setup, SubReconciler, SyncReconciler, UpdatingObjectManager, ValidationError,
+    WithFinalizer,
+};
+
+/// The label naming the definition that made a child.
+pub const DEFINITION_LABEL: &str = "dynrec.dev/definition";
+/// The label naming the step that made a child.
+pub const STEP_LABEL: &str = "dynrec.dev/step";
+/// The annotation holding a child-set child's item id.
+pub const ITEM_ANNOTATION: &str = "dynrec.dev/item-id";
+
+/// The kinds a definition's children have had (in this process, and as recorded in the
+/// definition's status), so children of removed steps can be found.
+pub type Inventory = Arc<Mutex<BTreeSet<Gvk>>>;
+
+/// The name of a definition's controller.
+pub fn controller_name(definition: &str) -> String {
+    format!("definition/{definition}")
+}
+
+/// The root reconciler of a compiled definition.
+pub fn root_reconciler(
+    definition: &CompiledDefinition,
+    config: &Config,
+    inventory: &Inventory,
+) -> ResourceReconciler {
+    let dependents: Vec<&str> = definition.conditions.iter().map(String::as_str).collect();
+    let conditions = ConditionSet::living(&dependents);
+    let shared = Arc::new(Shared {
+        definition: definition.name.clone(),
+        conditions: conditions.clone(),
+    });
+    let current: Vec<(String, Gvk)> = definition.child_steps();
+    inventory
+        .lock()
+        .extend(current.iter().map(|(_, gvk)| gvk.clone()));
+    let mut steps = build_steps(&definition.steps, &shared);
+    steps.push(Box::new(PruneRemovedSteps {
+        shared: shared.clone(),
+        current: current.into_iter().map(|(id, _)| id).collect(),
+        inventory: inventory.clone(),
+    }));
+    ResourceReconciler::new(definition.for_kind.clone(), Sequence::new(steps), config.clone())
+        .named(controller_name(&definition.name))
+        .conditions(conditions)
+}
+
+fn build_steps(plans: &[Plan], shared: &Arc<Shared>) -> Vec<Box<dyn SubReconciler>> {
+    plans.iter().map(|plan| build_step(plan, shared)).collect()
+}
+
+fn build_step(plan: &Plan, shared: &Arc<Shared>) -> Box<dyn SubReconciler> {
+    match plan {
+        Plan::Child(child) => Box::new(Guarded::new(
+            child_reconciler(child.clone(), shared.clone()),
+            &child.id,
+            &child.path,
+            Some(child.condition.clone()),
+            shared,
+        )),
+        Plan::ChildSet(set) => Box::new(Guarded::new(
+            child_set_reconciler(set.clone(), shared.clone()),
+            &set.child.id,
+            &set.child.path,
+            Some(set.child.condition.clone()),
+            shared,
+        )),
+        Plan::Sync(sync) => Box::new(Guarded::new(
+            sync_reconciler(sync.clone(), shared.clone()),
+            &sync.id,
+            &sync.path,
+            Some(sync.condition.clone()),
+            shared,
+        )),
+        Plan::Ref(reference) => Box::new(Guarded::new(
+            ref_reconciler(reference.clone(), shared.clone()),
+            &reference.id,
+            &reference.path,
+            Some(reference.condition.clone()),
+            shared,
+        )),
+        Plan::If {
+            path,
+            condition,
+            then,
+            otherwise,
+        } => {
+            let key = format!("dynrec.dev/if/{path}");
+            let decide = {
+                let key = key.clone();
+                let condition = condition.clone();
+                SyncReconciler::new(move |ctx: &Context, parent: &mut DynamicObject| {
+                    let decided = bindings(ctx, parent).and_then(|b| {
+                        condition.test(&b, ctx.now()).map_err(ReconcileError::from_error)
+                    });
+                    let result = decided.map(|holds| ctx.stash().store(&key, holds));
+                    Box::pin(std::future::ready(result))
+                })
+                .named(format!("{path}.condition"))
+            };
+            let holds = Predicate::new(move |ctx: &Context, _: &DynamicObject| {
+                ctx.stash().retrieve::<bool>(&key).unwrap_or(false)
+            });
+            let because = format!("the condition ${{{}}} chose the other branch", condition.source());
+            let then_steps = branch(then, otherwise, shared, &because);
+            let else_steps = branch(otherwise, then, shared, &because);
+            let flow = IfThen::new(holds, Sequence::new(then_steps))
+                .otherwise(Sequence::new(else_steps))
+                .named(path.clone());
+            let id = path.clone();
+            Box::new(Sequence::new(vec![
+                Box::new(Guarded::new(decide, "if", &id, None, shared)),
+                Box::new(flow),
+            ]))
+        }
+        Plan::Finalizer { name, steps } => Box::new(
+            WithFinalizer::new(name.clone(), Sequence::new(build_steps(steps, shared)))
+                .named(format!("finalizer {name}")),
+        ),
+    }
+}
+
+/// The steps of a taken branch, after marking the other branch's conditions as skipped.
+fn branch(
+    taken: &[Plan],
+    skipped: &[Plan],
+    shared: &Arc<Shared>,
+    because: &str,
+) -> Vec<Box<dyn SubReconciler>> {
+    let skipped: Vec<String> = skipped.iter().flat_map(Plan::conditions).collect();
+    let shared_mark = shared.clone();
+    let because = because.to_owned();
+    let mark = SyncReconciler::new(move |ctx: &Context, parent: &mut DynamicObject| {
+        for condition in &skipped {
+            shared_mark.mark_true(ctx, parent, condition, "Skipped", &because);
+        }
+        Box::pin(std::future::ready(Ok(())))
+    })
+    .named("mark skipped branch");
+    let mut steps: Vec<Box<dyn SubReconciler>> = vec![Box::new(mark)];
+    steps.extend(build_steps(taken, shared));
+    steps
+}
+
+/// Runs a step; when it fails, its condition (or, for a step without one, `Ready`) turns
+/// False with a reason naming the step and the error as the message.
+struct Guarded<S> {
+    inner: S,
+    reason: String,
+    path: String,
+    condition: Option<String>,
+    shared: Arc<Shared>,
+}
+
+impl<S> Guarded<S> {
+    fn new(inner: S, id: &str, path: &str, condition: Option<String>, shared: &Arc<Shared>) -> Self {
+        Self {
+            inner,
+            reason: format!("{}Failed", upper_camel(id)),
+            path: path.to_owned(),
+            condition,
+            shared: shared.clone(),
+        }
+    }
+}
+
+#[async_trait]
+impl<S: SubReconciler> SubReconciler for Guarded<S> {
+    fn name(&self) -> &str {
+        &self.path
+    }
+
+    fn setup(&self, setup: &mut Setup) -> Result<(), ValidationError> {
+        self.inner.setup(setup)
+    }
+
+    fn validate(&self) -> Result<(), ValidationError> {
+        self.inner.validate()
+    }
+
+    async fn reconcile(&self, ctx: &Context, parent: &mut DynamicObject) -> Outcome {
+        let outcome = self.inner.reconcile(ctx, parent).await;
+        if let Some(error) = &outcome.error
+            && parent.metadata.deletion_timestamp.is_none()
+        {
+            let message = format!("{}: {error}", self.path);
+            let condition = self
+                .condition
+                .clone()
+                .unwrap_or_else(|| self.shared.conditions.happy().to_owned());
+            self.shared
+                .mark_false(ctx, parent, &condition, &self.reason, &message);
+        }
+        outcome
+    }
+}
+
+/// The `ChildReconciler` of a child step.
+fn child_reconciler(plan: Arc<ChildPlan>, shared: Arc<Shared>) -> ChildReconciler {
+    let desired_plan = (plan.clone(), shared.clone());
+    let reflect = {
+        let (plan, shared) = (plan.clone(), shared.clone());
+        move |ctx: &Context,
+              parent: &mut DynamicObject,
+              child: Option<&DynamicObject>,
+              error: Option<&ReconcileError>| {
+            bind(ctx, &plan.id, child.map_or(Value::Null, child_json));
+            let excluded = ctx.stash().clear::<String>(&excluded_key(&plan.id));
+            let state = match (error, excluded, child) {
+                (Some(error), _, _) => Err(format!("{}: {error}", plan.path)),
+                (None, Some(because), _) => Ok(Readiness::Excluded(because)),
+                (None, None, None) => Ok(Readiness::Missing),
+                (None, None, Some(child)) => readiness(ctx, parent, &plan, std::slice::from_ref(child)),
+            };
+            shared.reflect(ctx, parent, &plan, state);
+            Ok(())
+        }
+    };
+    ChildReconciler::new(plan.gvk.clone())
+        .named(format!("{} (child {})", plan.path, plan.id))
+        .desired_child(move |ctx, parent| {
+            let (plan, shared) = desired_plan.clone();
+            Box::pin(async move { desired_child(ctx, &shared, &plan, parent).await })
+        })
+        .reflect_child_status_on_parent_with_error(reflect)
+        .our_child(ours(&shared, &plan.id))
+        .shared_child_object_manager(object_manager(&plan, &shared))
+}
+
+async fn desired_child(
+    ctx: &Context,
+    shared: &Shared,
+    plan: &ChildPlan,
+    parent: &DynamicObject,
+) -> Result<Option<DynamicObject>, ReconcileError> {
+    let b = bindings(ctx, parent)?;
+    if !included(ctx, plan, &b)? {
+        return Ok(None);
+    }
+    let value = plan.template.evaluate(&b, ctx.now()).map_err(ReconcileError::from_error)?;
+    finish_child(ctx, shared, plan, parent, value, None).await.map(Some)
+}
+
+/// The `ChildSetReconciler` of a child-set step.
+fn child_set_reconciler(plan: Arc<ChildSetPlan>, shared: Arc<Shared>) -> ChildSetReconciler {
+    let desired_plan = (plan.clone(), shared.clone());
+    let reflect = {
+        let (plan, shared) = (plan.clone(), shared.clone());
+        move |ctx: &Context, parent: &mut DynamicObject, result: &ChildSetResult| {
+            let children: Vec<DynamicObject> =
+                result.children.iter().filter_map(|c| c.child.clone()).collect();
+            bind(ctx, &plan.child.id, Value::Array(children.iter().map(child_json).collect()));
+            let excluded = ctx.stash().clear::<String>(&excluded_key(&plan.child.id));
+            let state = match (result.aggregate_error(), excluded) {
+                (Some(error), _) => Err(format!("{}: {error}", plan.child.path)),
+                (None, Some(because)) => Ok(Readiness::Excluded(because)),
+                (None, None) => readiness(ctx, parent, &plan.child, &children),
+            };
+            shared.reflect(ctx, parent, &plan.child, state);
+            Ok(())
+        }
+    };
+    ChildSetReconciler::new(plan.child.gvk.clone())
+        .named(format!("{} (childSet {})", plan.child.path, plan.child.id))
+        .desired_children(move |ctx, parent| {
+            let (plan, shared) = desired_plan.clone();
+            Box::pin(async move { desired_children(ctx, &shared, &plan, parent).await })
+        })
+        .identify_child(|child| {
+            child
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(ITEM_ANNOTATION).cloned())
+                .unwrap_or_default()
+        })
+        .our_child(ours(&shared, &plan.child.id))
+        .reflect_children_status_on_parent(reflect)
+        .child_object_manager(SharedManager(object_manager(&plan.child, &shared)))
+}
+
+async fn desired_children(
+    ctx: &Context,
+    shared: &Shared,
+    plan: &ChildSetPlan,
+    parent: &DynamicObject,
+) -> Result<Vec<DynamicObject>, ReconcileError> {
+    let b = bindings(ctx, parent)?;
+    if !included(ctx, &plan.child, &b)? {
+        return Ok(Vec::new());
+    }
+    let items = match plan.for_each.evaluate(&b, ctx.now()).map_err(ReconcileError::from_error)? {
+        Value::Array(items) => items,
+        Value::Null => Vec::new(),
+        other => {
+            return Err(ReconcileError::from_error(plan.for_each.error(format!(
+                "expected a list, the result is {}",
+                json_type(&other)
+            ))));
+        }
+    };
+    let mut children = Vec::with_capacity(items.len());
+    for item in items {
+        let mut b = b.clone();
+        b.insert("each".into(), Arc::new(item));
+        let id = plan
+            .item_id
+            .evaluate_string(&b, ctx.now())
+            .map_err(ReconcileError::from_error)?;
+        let value = plan.child.template.evaluate(&b, ctx.now()).map_err(ReconcileError::from_error)?;
+        children.push(finish_child(ctx, shared, &plan.child, parent, value, Some(&id)).await?);
+    }
+    Ok(children)
+}
+
+/// Whether every `includeWhen` holds; when one does not, says which (for the condition).
+fn included(ctx: &Context, plan: &ChildPlan, b: &Bindings) -> Result<bool, ReconcileError> {
+    for expression in &plan.include_when {
+        if !expression.test(b, ctx.now()).map_err(ReconcileError::from_error)? {
+            ctx.stash().store(
+                &excluded_key(&plan.id),
+                format!("includeWhen ${{{}}} is false", expression.source()),
+            );
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn excluded_key(id: &str) -> String {
+    format!("dynrec.dev/excluded/{id}")
+}
+
+/// A child as evaluated, with the definition's labels, its item id and a default namespace.
+async fn finish_child(
+    ctx: &Context,
+    shared: &Shared,
+    plan: &ChildPlan,
+    parent: &DynamicObject,
+    mut value: Value,
+    item_id: Option<&str>,
+) -> Result<DynamicObject, ReconcileError> {
+    let resolved = ctx.config().client.resolve(&plan.gvk).await?;
+    if resolved.namespaced && value.pointer("/metadata/namespace").is_none_or(Value::is_null) {
+        value["metadata"]["namespace"] = json!(parent.metadata.namespace);
+    }
+    let mut child: DynamicObject = serde_json::from_value(value).map_err(|err| {
+        ReconcileError::msg(format!("{}.template does not make an object: {err}", plan.path))
+    })?;
+    let labels = child.metadata.labels.get_or_insert_with(Default::default);
+    labels.insert(DEFINITION_LABEL.into(), shared.definition.clone());
+    labels.insert(STEP_LABEL.into(), plan.id.clone());
+    if let Some(id) = item_id {
+        child
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(ITEM_ANNOTATION.into(), id.to_owned());
+    }
+    Ok(child)
+}
+
+/// Children made by this definition's step `id`.
+fn ours(shared: &Arc<Shared>, id: &str) -> Predicate<ParentAndChild> {
+    let definition = shared.definition.clone();
+    let id = id.to_owned();
+    Predicate::new(move |_ctx: &Context, pair: &ParentAndChild| {
+        let labels = pair.child.metadata.labels.as_ref();
+        let label = |key: &str| labels.and_then(|l| l.get(key)).map(String::as_str);
+        label(DEFINITION_LABEL) == Some(definition.as_str()) && label(STEP_LABEL) == Some(id.as_str())
+    })
+}
+
+/// How a step's children are written: server-side apply or update, renaming as the name
+/// template says.
+fn object_manager(plan: &ChildPlan, shared: &Shared) -> Arc<dyn ObjectManager> {
+    let field_manager = format!("dynrec-{}", shared.definition);
+    match plan.manager {
+        ManagerKind::Apply => Arc::new(Renaming(
+            ApplyingObjectManager::new(plan.gvk.clone()).field_manager(field_manager),
+        )),
+        ManagerKind::Update => Arc::new(Renaming(
+            UpdatingObjectManager::new(plan.gvk.clone()).merge_before_update(merge_template),
+        )),
+    }
+}
+
+/// Copies what a template sets onto the current object: its labels and annotations (added
+/// to the current ones) and every top-level field but metadata and status.
+fn merge_template(current: &mut DynamicObject, desired: &DynamicObject) {
+    for (from, to) in [
+        (&desired.metadata.labels, &mut current.metadata.labels),
+        (&desired.metadata.annotations, &mut current.metadata.annotations),
+    ] {
+        if let Some(from) = from {
+            to.get_or_insert_with(Default::default)
+                .extend(from.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+    }
+    if let (Value::Object(current), Value::Object(desired)) = (&mut current.data, &desired.data) {
+        for (key, value) in desired {
+            if key != "status" {
+                current.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
+/// Names are identity: a child whose desired name differs from the existing one is created
+/// under the new name and the old one deleted (the Go `ChildReconciler` would keep the
+/// old name).
+struct Renaming<M>(M);
+
+#[async_trait]
+impl<M: ObjectManager> ObjectManager for Renaming<M> {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn setup(&self, setup: &mut Setup) -> Result<(), ValidationError> {
+        self.0.setup(setup)
+    }
+
+    fn validate(&self) -> Result<(), ValidationError> {
+        self.0.validate()
+    }
+
+    async fn manage(
+        &self,
+        ctx: &Context,
+        resource: &mut DynamicObject,
+        actual: Option<&DynamicObject>,
+        desired: Option<&DynamicObject>,
+    ) -> Result<Option<DynamicObject>, ReconcileError> {
+        if let (Some(old), Some(new)) = (actual, desired)
+            && old.metadata.name != new.metadata.name
+        {
+            info!(old = ?old.metadata.name, new = ?new.metadata.name, "child renamed: creating the new one, deleting the old one");
+            let created = self.0.manage(ctx, resource, None, desired).await?;
+            self.0.manage(ctx, resource, actual, None).await?;
+            return Ok(created);
+        }
+        self.0.manage(ctx, resource, actual, desired).await
+    }
+}
+
+/// An object manager shared by reference (the child set takes one by value).
+struct SharedManager(Arc<dyn ObjectManager>);
+
+#[async_trait]
+impl ObjectManager for SharedManager {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn setup(&self, setup: &mut Setup) -> Result<(), ValidationError> {
+        self.0.setup(setup)
+    }
+
+    fn validate(&self) -> Result<(), ValidationError> {
+        self.0.validate()
+    }
+
+    async fn manage(
+        &self,
+        ctx: &Context,
+        resource: &mut DynamicObject,
+        actual: Option<&DynamicObject>,
+        desired: Option<&DynamicObject>,
+    ) -> Result<Option<DynamicObject>, ReconcileError> {
+        self.0.manage(ctx, resource, actual, desired).await
+    }
+}
+
+/// What a child step reflects onto its condition.
+pub(super) enum Readiness {
+    /// Every child exists and is ready (their names).
+    Ready(Vec<String>),
+    /// A child exists and a `readyWhen` is false.
+    NotReady(String),
+    /// There is no child (yet, or the parent is going).
+    Missing,
+    /// `includeWhen` is false.
+    Excluded(String),
+}
+
+/// Evaluates `readyWhen` over each child (bound as `child` and by the step's id).
+fn readiness(
+    ctx: &Context,
+    parent: &DynamicObject,
+    plan: &ChildPlan,
+    children: &[DynamicObject],
+) -> Result<Readiness, String> {
+    let b = bindings(ctx, parent).map_err(|e| e.to_string())?;
+    let mut names = Vec::new();
+    for child in children {
+        let name = child.metadata.name.clone().unwrap_or_default();
+        let mut b = b.clone();
+        let json = Arc::new(child_json(child));
+        b.insert("child".into(), json.clone());
+        b.insert(plan.id.clone(), json);
+        for expression in &plan.ready_when {
+            match expression.test(&b, ctx.now()) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Ok(Readiness::NotReady(format!(
+                        "{} {name}: readyWhen ${{{}}} is false",
+                        plan.gvk.kind,
+                        expression.source()
+                    )));
+                }
+                Err(err) => return Err(err.to_string()),
+            }
+        }
+        names.push(name);
+    }
+    Ok(Readiness::Ready(names))
+}
+
+/// The `SyncReconciler` of a sync step: merges the evaluated status into the parent's.
+fn sync_reconciler(plan: Arc<SyncPlan>, shared: Arc<Shared>) -> SyncReconciler {
+    let name = plan.path.clone();
+    SyncReconciler::new(move |ctx: &Context, parent: &mut DynamicObject| {
+        let result = bindings(ctx, parent).and_then(|b| {
+            let status = plan.status.evaluate(&b, ctx.now()).map_err(ReconcileError::from_error)?;
+            let target = parent.data.as_object_mut().map(|o| o.entry("status").or_insert(json!({})));
+            match target {
+                Some(target) => merge_into(target, status),
+                None => return Err(ReconcileError::msg("the parent is not an object")),
+            }
+            shared.mark_true(ctx, parent, &plan.condition, "Synced", "");
+            Ok(())
+        });
+        Box::pin(std::future::ready(result))
+    })
+    .named(name)
+}
+
+/// Merges `from` into `into`: maps field by field, anything else replaced.
+fn merge_into(into: &mut Value, from: Value) {
+    match (into, from) {
+        (Value::Object(into), Value::Object(from)) => {
+            for (key, value) in from {
+                merge_into(into.entry(key).or_insert(Value::Null), value);
+            }
+        }
+        (into, from) => *into = from,
+    }
+}
+
+/// The `SyncReconciler` of a ref step: reads (and tracks) the object and binds it; runs
+/// while the parent is deleted too, and then never fails on a missing object, so deletion
+/// is never blocked by a ref that went away.
+fn ref_reconciler(plan: Arc<RefPlan>, shared: Arc<Shared>) -> SyncReconciler {
+    let gvk = plan.gvk.clone();
+    let name = plan.path.clone();
+    SyncReconciler::new(move |ctx: &Context, parent: &mut DynamicObject| {
+        let (plan, shared) = (plan.clone(), shared.clone());
+        Box::pin(async move {
+            let deleting = parent.metadata.deletion_timestamp.is_some();
+            match resolve_ref(ctx, parent, &plan).await {
+                Ok((value, message)) => {
+                    bind(ctx, &plan.id, value);
+                    shared.mark_true(ctx, parent, &plan.condition, "Resolved", &message);
+                    Ok(())
+                }
+                Err(_) if deleting => {
+                    bind(ctx, &plan.id, Value::Null);
+                    Ok(())
+                }
+                Err(err) => Err(err),
+            }
+        })
+    })
+    .sync_during_finalization(true)
+    .with_setup(move |setup: &mut Setup| {
+        setup.watch_tracked(gvk.clone());
+        Ok(())
+    })
+    .named(name)
+}
+
+async fn resolve_ref(
+    ctx: &Context,
+    parent: &DynamicObject,
+    plan: &RefPlan,
+) -> Result<(Value, String), ReconcileError> {
+    let b = bindings(ctx, parent)?;
+    let eval = |text: &super::expr::Text| {
+        text.evaluate_string(&b, ctx.now())
+            .map_err(ReconcileError::from_error)
+    };
+    let namespace = match &plan.namespace {
+        Some(ns) => Some(eval(ns)?),
+        None => parent.metadata.namespace.clone(),
+    };
+    let resolved = ctx.config().client.resolve(&plan.gvk).await?;
+    let namespace = namespace.filter(|_| resolved.namespaced);
+    if plan.selects {
+        let mut selector = kube::core::Selector::default();
+        for (key, value) in &plan.match_labels {
+            let value = eval(value)?;
+            selector.extend(kube::core::Selector::from_iter([(key.clone(), value)]));
+        }
+        let options = ListOptions {
+            namespace,
+            selector: Some(selector),
+            ..Default::default()
+        };
+        let objects = ctx.track_and_list(&plan.gvk, &options).await?;
+        let message = format!("{} {} selected", objects.len(), plan.gvk.kind);
+        return Ok((Value::Array(objects.iter().map(child_json).collect()), message));
+    }
+    let name = match &plan.name {
+        Some(name) => eval(name)?,
+        None => String::new(),
+    };
+    let key = ObjectKey {
+        namespace,
+        name,
+    };
+    match ctx.track_and_get(&plan.gvk, &key).await {
+        Ok(object) => Ok((child_json(&object), format!("{} {key} found", plan.gvk.kind))),
+        Err(err) if err.is_not_found() && plan.optional => {
+            Ok((Value::Null, format!("{} {key} does not exist (optional)", plan.gvk.kind)))
+        }
+        Err(err) if err.is_not_found() => Err(ReconcileError::msg(format!(
+            "{} {key} does not exist",
+            plan.gvk.kind
+        ))),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// Deletes the parent's children that a step of this definition made and that no step of
+/// it makes any more (a removed or renamed step), by kind from the inventory.
+struct PruneRemovedSteps {
+    shared: Arc<Shared>,
+    current: BTreeSet<String>,
+    inventory: Inventory,
+}
+
+#[async_trait]
+impl SubReconciler for PruneRemovedSteps {
+    fn name(&self) -> &str {
+        "prune removed steps"
+    }
+
+    async fn reconcile(&self, ctx: &Context, parent: &mut DynamicObject) -> Outcome {
+        if parent.metadata.deletion_timestamp.is_some() {
+            return Outcome::done();
+        }
+        let Some(uid) = parent.metadata.uid.clone() else {
+            return Outcome::done();
+        };
+        let kinds: Vec<Gvk> = self.inventory.lock().iter().cloned().collect();
+        for gvk in kinds {
+            let options = ListOptions {
+                namespace: parent.metadata.namespace.clone(),
+                controlled_by: Some(uid.clone()),
+                ..Default::default()
+            };
+            let children = match ctx.config().client.list(&gvk, &options).await {
+                Ok(children) => children,
+                Err(err) if err.is_not_found() => continue,
+                Err(err) => {
+                    warn!(%gvk, %err, "cannot list children to prune");
+                    continue;
+                }
+            };
+            for child in children {
+                let labels = child.metadata.labels.clone().unwrap_or_default();
+                if labels.get(DEFINITION_LABEL) != Some(&self.shared.definition) {
+                    continue;
+                }
+                let step = labels.get(STEP_LABEL).cloned().unwrap_or_default();
+                if self.current.contains(&step) {
+                    continue;
+                }
+                let Ok(key) = ObjectKey::of(&child) else { continue };
+                info!(%gvk, child = %key, %step, "deleting a child of a step the definition no longer has");
+                match ctx.config().client.delete(&gvk, &key, &DeleteParams::background()).await {
+                    Ok(_) => {}
+                    Err(err) if err.is_not_found() => {}
+                    Err(err) => return Outcome::err(err),
+                }
+            }
+        }
+        Outcome::done()
+    }
+}

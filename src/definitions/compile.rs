@@ -1,0 +1,685 @@
+//! Compiles a [`ReconcilerDefinition`] into plans: every expression parsed and checked
+//! against the schemas of what it reads, steps ordered by the bindings they read (a cycle is
+//! an error), and every error collected with its path, so one load reports them all.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::check::{Scope, Ty, check_condition, check_list, check_template};
+use super::error::{DefinitionError, DefinitionErrors};
+use super::expr::{Expression, Template, Text, condition};
+use super::model::{
+    ChildSetStep, ChildStep, GROUP, KIND, ManagerKind, ReconcilerDefinition, RefStep, Step,
+    SyncStep, VERSION,
+};
+use super::schema::{Schema, Schemas};
+use crate::object::Gvk;
+
+/// A child step, compiled.
+#[derive(Debug)]
+pub struct ChildPlan {
+    /// The step's binding.
+    pub id: String,
+    /// Where the step is in the definition.
+    pub path: String,
+    /// The child's kind.
+    pub gvk: Gvk,
+    /// The child.
+    pub template: Template,
+    /// All true, or the child is deleted.
+    pub include_when: Vec<Expression>,
+    /// All true over `child` for the child to be ready.
+    pub ready_when: Vec<Expression>,
+    /// The condition the step sets.
+    pub condition: String,
+    /// How the child is written.
+    pub manager: ManagerKind,
+}
+
+/// A child-set step, compiled.
+#[derive(Debug)]
+pub struct ChildSetPlan {
+    /// The step's binding and the children's shared fields.
+    pub child: ChildPlan,
+    /// The list of items.
+    pub for_each: Expression,
+    /// An item's id.
+    pub item_id: Text,
+}
+
+/// A sync step, compiled.
+#[derive(Debug)]
+pub struct SyncPlan {
+    /// The step's name.
+    pub id: String,
+    /// Where the step is in the definition.
+    pub path: String,
+    /// Merged into the parent's status.
+    pub status: Template,
+    /// The condition the step sets.
+    pub condition: String,
+}
+
+/// A ref step, compiled.
+#[derive(Debug)]
+pub struct RefPlan {
+    /// The step's binding.
+    pub id: String,
+    /// Where the step is in the definition.
+    pub path: String,
+    /// The referenced kind.
+    pub gvk: Gvk,
+    /// Its name (absent with a selector).
+    pub name: Option<Text>,
+    /// Its namespace (default: the parent's).
+    pub namespace: Option<Text>,
+    /// Labels of the selected objects (empty without a selector).
+    pub match_labels: Vec<(String, Text)>,
+    /// Whether a selector is used (the binding is a list).
+    pub selects: bool,
+    /// Whether a missing object binds `null`.
+    pub optional: bool,
+    /// The condition the step sets.
+    pub condition: String,
+}
+
+/// A compiled step.
+#[derive(Debug)]
+pub enum Plan {
+    /// See [`ChildPlan`].
+    Child(Arc<ChildPlan>),
+    /// See [`ChildSetPlan`].
+    ChildSet(Arc<ChildSetPlan>),
+    /// See [`SyncPlan`].
+    Sync(Arc<SyncPlan>),
+    /// See [`RefPlan`].
+    Ref(Arc<RefPlan>),
+    /// Steps under a condition.
+    If {
+        /// Where the step is.
+        path: String,
+        /// The condition.
+        condition: Expression,
+        /// Run when true.
+        then: Vec<Plan>,
+        /// Run when false.
+        otherwise: Vec<Plan>,
+    },
+    /// Steps with a finalizer held.
+    Finalizer {
+        /// The finalizer.
+        name: String,
+        /// The steps.
+        steps: Vec<Plan>,
+    },
+}
+
+impl Plan {
+    /// The condition types this step and the steps in it set.
+    pub fn conditions(&self) -> Vec<String> {
+        match self {
+            Plan::Child(c) => vec![c.condition.clone()],
+            Plan::ChildSet(c) => vec![c.child.condition.clone()],
+            Plan::Sync(s) => vec![s.condition.clone()],
+            Plan::Ref(r) => vec![r.condition.clone()],
+            Plan::If {
+                then, otherwise, ..
+            } => then.iter().chain(otherwise).flat_map(Plan::conditions).collect(),
+            Plan::Finalizer { steps, .. } => steps.iter().flat_map(Plan::conditions).collect(),
+        }
+    }
+
+    /// The ids of the child and child-set steps in it (their children carry the id).
+    pub fn child_steps(&self) -> Vec<(String, Gvk)> {
+        match self {
+            Plan::Child(c) => vec![(c.id.clone(), c.gvk.clone())],
+            Plan::ChildSet(c) => vec![(c.child.id.clone(), c.child.gvk.clone())],
+            Plan::Sync(_) | Plan::Ref(_) => Vec::new(),
+            Plan::If {
+                then, otherwise, ..
+            } => then.iter().chain(otherwise).flat_map(Plan::child_steps).collect(),
+            Plan::Finalizer { steps, .. } => steps.iter().flat_map(Plan::child_steps).collect(),
+        }
+    }
+
+    /// The kinds of the objects the ref steps in it read.
+    pub fn ref_kinds(&self) -> Vec<Gvk> {
+        match self {
+            Plan::Ref(r) => vec![r.gvk.clone()],
+            Plan::If {
+                then, otherwise, ..
+            } => then.iter().chain(otherwise).flat_map(Plan::ref_kinds).collect(),
+            Plan::Finalizer { steps, .. } => steps.iter().flat_map(Plan::ref_kinds).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A definition, compiled and checked.
+#[derive(Debug)]
+pub struct CompiledDefinition {
+    /// The definition's name.
+    pub name: String,
+    /// Its generation (in a cluster).
+    pub generation: Option<i64>,
+    /// The reconciled kind.
+    pub for_kind: Gvk,
+    /// The parent's CRD, when the definition defines it.
+    pub crd: Option<Value>,
+    /// The steps, in the order they run.
+    pub steps: Vec<Plan>,
+    /// The condition types `Ready` summarizes.
+    pub conditions: Vec<String>,
+}
+
+impl CompiledDefinition {
+    /// The kinds of the children it makes, by step id (every step, nested ones too).
+    pub fn child_steps(&self) -> Vec<(String, Gvk)> {
+        self.steps.iter().flat_map(Plan::child_steps).collect()
+    }
+
+    /// Every kind the definition reads or writes: the parent, children and refs.
+    pub fn kinds(&self) -> BTreeSet<Gvk> {
+        let mut kinds = BTreeSet::from([self.for_kind.clone()]);
+        kinds.extend(self.child_steps().into_iter().map(|(_, gvk)| gvk));
+        kinds.extend(self.steps.iter().flat_map(Plan::ref_kinds));
+        kinds
+    }
+}
+
+/// Names that cannot be step ids: they are bound by dynrec or are CEL words.
+const RESERVED: [&str; 16] = [
+    "self", "each", "child", "now", "int", "uint", "double", "bool", "string", "bytes", "list",
+    "map", "null_type", "type", "dyn", "null",
+];
+
+/// The kinds whose schemas compiling `definition` would use (for [`Schemas::fetch`]).
+pub fn kinds_to_check(definition: &ReconcilerDefinition) -> Vec<Gvk> {
+    let mut kinds = Vec::new();
+    if let Ok(gvk) = Gvk::from_api_version(
+        &definition.spec.for_kind.api_version,
+        &definition.spec.for_kind.kind,
+    ) {
+        kinds.push(gvk);
+    }
+    fn walk(steps: &[Step], kinds: &mut Vec<Gvk>) {
+        for step in steps {
+            match step {
+                Step::Child(c) => kinds.extend(template_kind(&c.template)),
+                Step::ChildSet(c) => kinds.extend(template_kind(&c.template)),
+                Step::Ref(r) => kinds.extend(Gvk::from_api_version(&r.api_version, &r.kind).ok()),
+                Step::If(i) => {
+                    walk(&i.then, kinds);
+                    walk(&i.otherwise, kinds);
+                }
+                Step::Finalizer(f) => walk(&f.steps, kinds),
+                Step::Sync(_) => {}
+            }
+        }
+    }
+    walk(&definition.spec.steps, &mut kinds);
+    kinds
+}
+
+fn template_kind(template: &Value) -> Option<Gvk> {
+    Gvk::from_api_version(template["apiVersion"].as_str()?, template["kind"].as_str()?).ok()
+}
+
+/// Compiles `definition`, checking it against `schemas` where they are known.
+pub fn compile(
+    definition: &ReconcilerDefinition,
+    schemas: &Schemas,
+) -> Result<CompiledDefinition, DefinitionErrors> {
+    let mut compiler = Compiler {
+        schemas: schemas.clone(),
+        errors: Vec::new(),
+        ids: BTreeSet::new(),
+    };
+    let expected = format!("{GROUP}/{VERSION}");
+    if definition.api_version != expected || definition.kind != KIND {
+        compiler.error(
+            "",
+            format!(
+                "expected apiVersion {expected:?} and kind {KIND:?}, found {:?} and {:?}",
+                definition.api_version, definition.kind
+            ),
+        );
+    }
+    let name = definition.metadata.name.clone();
+    if name.is_empty() {
+        compiler.error("metadata.name", "a definition needs a name");
+    }
+    let for_ref = &definition.spec.for_kind;
+    let for_kind = match Gvk::from_api_version(&for_ref.api_version, &for_ref.kind) {
+        Ok(gvk) => gvk,
+        Err(err) => {
+            compiler.error("spec.for", err.to_string());
+            return Err(DefinitionErrors(compiler.errors));
+        }
+    };
+    let crd = definition.spec.schema.as_ref().map(|schema| {
+        compiler
+            .schemas
+            .insert(for_kind.clone(), Schema::of_crd(schema.open_api_v3_schema.clone()));
+        super::crd::parent_crd(&for_kind, schema)
+    });
+    let scope =
+        Scope::default().with("self", Ty::of_optional(compiler.schemas.get(&for_kind)));
+    let steps = compiler.steps(&definition.spec.steps, "spec.steps", scope);
+    let mut conditions: Vec<String> = steps.iter().flat_map(Plan::conditions).collect();
+    let mut seen = BTreeSet::new();
+    for (i, condition) in conditions.iter().enumerate() {
+        if !seen.insert(condition.clone()) {
+            compiler.error(
+                "spec.steps",
+                format!("two steps set the condition {condition:?}; give one a `condition:` of its own"),
+            );
+        }
+        if !is_condition_type(condition) {
+            compiler.error(
+                format!("spec.steps (condition {i})"),
+                format!("{condition:?} is not a valid condition type (letters and digits, starting with a letter)"),
+            );
+        }
+    }
+    for (i, extra) in definition.spec.conditions.iter().enumerate() {
+        if !is_condition_type(extra) {
+            compiler.error(format!("spec.conditions[{i}]"), format!("{extra:?} is not a valid condition type"));
+        }
+        conditions.push(extra.clone());
+    }
+    if !compiler.errors.is_empty() {
+        return Err(DefinitionErrors(compiler.errors));
+    }
+    Ok(CompiledDefinition {
+        name,
+        generation: definition.metadata.generation,
+        for_kind,
+        crd,
+        steps,
+        conditions,
+    })
+}
+
+fn is_condition_type(text: &str) -> bool {
+    text.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-')
+}
+
+fn is_identifier(text: &str) -> bool {
+    text.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// `configMap` → `ConfigMap`.
+pub fn upper_camel(id: &str) -> String {
+    let mut chars = id.chars();
+    chars
+        .next()
+        .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+        .unwrap_or_default()
+}
+
+struct Compiler {
+    schemas: Schemas,
+    errors: Vec<DefinitionError>,
+    ids: BTreeSet<String>,
+}
+
+impl Compiler {
+    fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.errors.push(DefinitionError::new(path, message));
+    }
+
+    fn keep<T>(&mut self, result: Result<T, DefinitionError>) -> Option<T> {
+        result.map_err(|e| self.errors.push(e)).ok()
+    }
+
+    /// Compiles a list of steps in the order of their bindings.
+    fn steps(&mut self, steps: &[Step], path: &str, mut scope: Scope) -> Vec<Plan> {
+        let order = match order_by_bindings(steps, &scope) {
+            Ok(order) => order,
+            Err(cycle) => {
+                self.error(path, format!("cycle between bindings: {}", cycle.join(" -> ")));
+                return Vec::new();
+            }
+        };
+        let mut plans = Vec::new();
+        for index in order {
+            let step = &steps[index];
+            let step_path = format!("{path}[{index}].{}", step.kind());
+            if let Some(id) = step.id() {
+                self.check_id(id, &format!("{step_path}.id"));
+            }
+            let planned = match step {
+                Step::Child(c) => self.child(c, &step_path, &scope).map(|p| {
+                    scope.bind(&c.id, Ty::of_optional(self.schemas.get(&p.gvk)));
+                    Plan::Child(Arc::new(p))
+                }),
+                Step::ChildSet(c) => self.child_set(c, &step_path, &scope).map(|p| {
+                    let item = Ty::of_optional(self.schemas.get(&p.child.gvk));
+                    scope.bind(&c.id, Ty::List(Box::new(item)));
+                    Plan::ChildSet(Arc::new(p))
+                }),
+                Step::Sync(s) => self.sync(s, &step_path, &scope).map(|p| Plan::Sync(Arc::new(p))),
+                Step::Ref(r) => self.reference(r, &step_path, &scope).map(|p| {
+                    let object = Ty::of_optional(self.schemas.get(&p.gvk));
+                    let ty = if p.selects { Ty::List(Box::new(object)) } else { object };
+                    scope.bind(&r.id, ty);
+                    Plan::Ref(Arc::new(p))
+                }),
+                Step::If(i) => {
+                    let condition_path = format!("{step_path}.condition");
+                    let condition = self.keep(condition(&i.condition, &condition_path));
+                    if let Some(c) = &condition {
+                        let checked = check_condition(c, &scope);
+                        self.keep(checked);
+                    }
+                    let then = self.steps(&i.then, &format!("{step_path}.then"), scope.clone());
+                    let otherwise =
+                        self.steps(&i.otherwise, &format!("{step_path}.else"), scope.clone());
+                    condition.map(|condition| Plan::If {
+                        path: step_path.clone(),
+                        condition,
+                        then,
+                        otherwise,
+                    })
+                }
+                Step::Finalizer(f) => {
+                    if !f.name.contains('/') {
+                        self.error(
+                            format!("{step_path}.name"),
+                            format!("{:?} is not a qualified finalizer name (e.g. example.com/cleanup)", f.name),
+                        );
+                    }
+                    let steps = self.steps(&f.steps, &format!("{step_path}.steps"), scope.clone());
+                    Some(Plan::Finalizer {
+                        name: f.name.clone(),
+                        steps,
+                    })
+                }
+            };
+            plans.extend(planned);
+        }
+        plans
+    }
+
+    fn check_id(&mut self, id: &str, path: &str) {
+        if !is_identifier(id) {
+            self.error(path, format!("{id:?} is not an identifier (letters, digits and _, not starting with a digit)"));
+        } else if RESERVED.contains(&id) {
+            self.error(path, format!("{id:?} is reserved"));
+        } else if !self.ids.insert(id.to_owned()) {
+            self.error(path, format!("the id {id:?} is used by another step"));
+        }
+    }
+
+    fn conditions(&mut self, texts: &[String], path: &str, scope: &Scope) -> Vec<Expression> {
+        let mut expressions = Vec::new();
+        for (i, text) in texts.iter().enumerate() {
+            let path = format!("{path}[{i}]");
+            if let Some(e) = self.keep(condition(text, &path)) {
+                let checked = check_condition(&e, scope);
+                if self.keep(checked).is_some() {
+                    expressions.push(e);
+                }
+            }
+        }
+        expressions
+    }
+
+    fn child_template(&mut self, template: &Value, path: &str, scope: &Scope) -> Option<(Gvk, Template)> {
+        let template_path = format!("{path}.template");
+        let Some(gvk) = template_kind(template) else {
+            self.error(
+                &template_path,
+                "a template needs apiVersion and kind as plain strings (no ${...})",
+            );
+            return None;
+        };
+        if template.pointer("/metadata/name").and_then(Value::as_str).is_none() {
+            self.error(format!("{template_path}.metadata.name"), "a child needs a name (which may hold ${...})");
+        }
+        let compiled = self.keep(Template::compile(template, &template_path))?;
+        let schema = self.schemas.get(&gvk).cloned();
+        let mut errors = Vec::new();
+        check_template(&compiled, schema.as_ref(), &template_path, scope, &mut errors);
+        let failed = !errors.is_empty();
+        self.errors.extend(errors);
+        (!failed).then_some((gvk, compiled))
+    }
+
+    fn child(&mut self, step: &ChildStep, path: &str, scope: &Scope) -> Option<ChildPlan> {
+        let include_when = self.conditions(&step.include_when, &format!("{path}.includeWhen"), scope);
+        let (gvk, template) = self.child_template(&step.template, path, scope)?;
+        let child = Ty::of_optional(self.schemas.get(&gvk));
+        let ready_scope = scope.with("child", child.clone()).with(&step.id, child);
+        let ready_when = self.conditions(&step.ready_when, &format!("{path}.readyWhen"), &ready_scope);
+        Some(ChildPlan {
+            id: step.id.clone(),
+            path: path.to_owned(),
+            gvk,
+            template,
+            include_when,
+            ready_when,
+            condition: step.condition.clone().unwrap_or_else(|| format!("{}Ready", upper_camel(&step.id))),
+            manager: step.manager,
+        })
+    }
+
+    fn child_set(&mut self, step: &ChildSetStep, path: &str, scope: &Scope) -> Option<ChildSetPlan> {
+        let include_when = self.conditions(&step.include_when, &format!("{path}.includeWhen"), scope);
+        let for_each = self.keep(condition(&step.for_each, &format!("{path}.forEach")))?;
+        let item = self.keep(check_list(&for_each, scope))?;
+        let item_scope = scope.with("each", item);
+        let item_id = self.keep(Text::parse(&step.item_id, &format!("{path}.itemId")))?;
+        for e in item_id.expressions() {
+            let checked = super::check::check(e, &item_scope);
+            self.keep(checked);
+        }
+        let (gvk, template) = self.child_template(&step.template, path, &item_scope)?;
+        let child = Ty::of_optional(self.schemas.get(&gvk));
+        let ready_scope = scope.with("child", child);
+        let ready_when = self.conditions(&step.ready_when, &format!("{path}.readyWhen"), &ready_scope);
+        Some(ChildSetPlan {
+            child: ChildPlan {
+                id: step.id.clone(),
+                path: path.to_owned(),
+                gvk,
+                template,
+                include_when,
+                ready_when,
+                condition: step.condition.clone().unwrap_or_else(|| format!("{}Ready", upper_camel(&step.id))),
+                manager: step.manager,
+            },
+            for_each,
+            item_id,
+        })
+    }
+
+    fn sync(&mut self, step: &SyncStep, path: &str, scope: &Scope) -> Option<SyncPlan> {
+        let status_path = format!("{path}.status");
+        let status = self.keep(Template::compile(&step.status, &status_path))?;
+        let status_schema = match scope.self_schema() {
+            Some(schema) => match schema.field("status") {
+                super::schema::Field::Known(s) => Some(s),
+                _ => None,
+            },
+            None => None,
+        };
+        let mut errors = Vec::new();
+        check_template(&status, status_schema.as_ref(), &status_path, scope, &mut errors);
+        let failed = !errors.is_empty();
+        self.errors.extend(errors);
+        if !step.status.is_object() {
+            self.error(&status_path, "status must be a map of fields");
+            return None;
+        }
+        (!failed).then(|| SyncPlan {
+            id: step.id.clone(),
+            path: path.to_owned(),
+            status,
+            condition: step.condition.clone().unwrap_or_else(|| format!("{}Synced", upper_camel(&step.id))),
+        })
+    }
+
+    fn reference(&mut self, step: &RefStep, path: &str, scope: &Scope) -> Option<RefPlan> {
+        let gvk = match Gvk::from_api_version(&step.api_version, &step.kind) {
+            Ok(gvk) => gvk,
+            Err(err) => {
+                self.error(format!("{path}.apiVersion"), err.to_string());
+                return None;
+            }
+        };
+        let text = |value: &str, field: &str, this: &mut Self| -> Option<Text> {
+            let text = this.keep(Text::parse(value, &format!("{path}.{field}")))?;
+            for e in text.expressions() {
+                let checked = super::check::check(e, scope);
+                this.keep(checked);
+            }
+            Some(text)
+        };
+        let name = match &step.name {
+            Some(name) => Some(text(name, "name", self)?),
+            None => None,
+        };
+        let namespace = match &step.namespace {
+            Some(ns) => Some(text(ns, "namespace", self)?),
+            None => None,
+        };
+        let mut match_labels = Vec::new();
+        if let Some(selector) = &step.selector {
+            for (key, value) in &selector.match_labels {
+                match_labels.push((key.clone(), text(value, &format!("selector.matchLabels[{key:?}]"), self)?));
+            }
+        }
+        match (&name, &step.selector) {
+            (None, None) => self.error(path, "a ref needs a name or a selector"),
+            (Some(_), Some(_)) => self.error(path, "a ref takes a name or a selector, not both"),
+            _ => {}
+        }
+        Some(RefPlan {
+            id: step.id.clone(),
+            path: path.to_owned(),
+            gvk,
+            name,
+            namespace,
+            match_labels,
+            selects: step.selector.is_some(),
+            optional: step.optional,
+            condition: step.condition.clone().unwrap_or_else(|| format!("{}Resolved", upper_camel(&step.id))),
+        })
+    }
+}
+
+/// The order in which `steps` run: each after the sibling steps whose bindings it reads,
+/// otherwise as written. Err holds a cycle of ids.
+fn order_by_bindings(steps: &[Step], scope: &Scope) -> Result<Vec<usize>, Vec<String>> {
+    let ids: BTreeMap<&str, usize> = steps
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.id().map(|id| (id, i)))
+        .collect();
+    let depends: Vec<BTreeSet<usize>> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, step)| {
+            reads(step)
+                .iter()
+                .filter(|name| !scope.has(name))
+                .filter_map(|name| ids.get(name.as_str()).copied())
+                .filter(|&j| j != i)
+                .collect()
+        })
+        .collect();
+    let mut done = vec![false; steps.len()];
+    let mut order = Vec::new();
+    while order.len() < steps.len() {
+        let next = (0..steps.len()).find(|&i| !done[i] && depends[i].iter().all(|&j| done[j]));
+        match next {
+            Some(i) => {
+                done[i] = true;
+                order.push(i);
+            }
+            None => {
+                // Follow unmet dependencies from a waiting step until one repeats.
+                let mut path = Vec::new();
+                let mut current = (0..steps.len()).find(|&i| !done[i]).unwrap_or(0);
+                while !path.contains(&current) {
+                    path.push(current);
+                    current = depends[current].iter().copied().find(|&j| !done[j]).unwrap_or(current);
+                }
+                let start = path.iter().position(|&i| i == current).unwrap_or(0);
+                let mut cycle: Vec<String> = path[start..]
+                    .iter()
+                    .map(|&i| steps[i].id().unwrap_or("?").to_owned())
+                    .collect();
+                cycle.push(steps[current].id().unwrap_or("?").to_owned());
+                return Err(cycle);
+            }
+        }
+    }
+    Ok(order)
+}
+
+/// The names a step's expressions read (those of nested steps too).
+fn reads(step: &Step) -> BTreeSet<String> {
+    let mut texts: Vec<String> = Vec::new();
+    let mut values: Vec<&Value> = Vec::new();
+    match step {
+        Step::Child(c) => {
+            texts.extend(c.include_when.iter().cloned());
+            values.push(&c.template);
+        }
+        Step::ChildSet(c) => {
+            texts.extend(c.include_when.iter().cloned());
+            texts.push(c.for_each.clone());
+            texts.push(c.item_id.clone());
+            values.push(&c.template);
+        }
+        Step::Sync(s) => values.push(&s.status),
+        Step::Ref(r) => {
+            texts.extend(r.name.iter().cloned());
+            texts.extend(r.namespace.iter().cloned());
+            texts.extend(r.selector.iter().flat_map(|s| s.match_labels.values().cloned()));
+        }
+        Step::If(i) => {
+            texts.push(i.condition.clone());
+            return i
+                .then
+                .iter()
+                .chain(&i.otherwise)
+                .flat_map(reads)
+                .chain(names_in_text(&i.condition))
+                .collect();
+        }
+        Step::Finalizer(f) => return f.steps.iter().flat_map(reads).collect(),
+    }
+    let mut names: BTreeSet<String> = texts.iter().flat_map(|t| names_in_text(t)).collect();
+    for value in values {
+        collect_value_names(value, &mut names);
+    }
+    names
+}
+
+fn collect_value_names(value: &Value, names: &mut BTreeSet<String>) {
+    match value {
+        Value::String(s) => names.extend(names_in_text(s)),
+        Value::Array(items) => items.iter().for_each(|v| collect_value_names(v, names)),
+        Value::Object(fields) => fields.values().for_each(|v| collect_value_names(v, names)),
+        _ => {}
+    }
+}
+
+/// The free names of the expressions in `text` (a condition or a `${}` string); text that
+/// does not compile reads nothing (its error is reported where it is compiled).
+fn names_in_text(text: &str) -> Vec<String> {
+    if let Ok(parsed) = Text::parse(text, "")
+        && !matches!(parsed, Text::Literal(_))
+    {
+        return parsed.expressions().iter().flat_map(|e| e.variables()).collect();
+    }
+    condition(text, "").map(|e| e.variables()).unwrap_or_default()
+}

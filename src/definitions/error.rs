@@ -1,0 +1,90 @@
+//! Why a definition was refused: the path inside it, the position in an expression, and
+//! what was expected.
+
+use std::fmt;
+
+/// A definition that cannot be loaded or compiled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DefinitionError {
+    /// Where, e.g. `spec.steps[2].child.template.data.greeting`.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+    /// The 1-based line and column inside the expression, when one is at fault.
+    pub position: Option<(usize, usize)>,
+    /// The expression's line with a caret under the column.
+    pub snippet: Option<String>,
+    /// The file (or cluster object) the definition came from.
+    pub source: Option<String>,
+}
+
+impl DefinitionError {
+    /// An error at `path`.
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            message: message.into(),
+            position: None,
+            snippet: None,
+            source: None,
+        }
+    }
+
+    /// The same error at a position of an expression.
+    pub fn at(mut self, line: usize, column: usize, snippet: impl Into<String>) -> Self {
+        self.position = Some((line, column));
+        self.snippet = Some(snippet.into());
+        self
+    }
+
+    /// The same error, saying which file or object it came from.
+    pub fn in_source(mut self, source: impl Into<String>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+}
+
+impl fmt::Display for DefinitionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(source) = &self.source {
+            write!(f, "{source}: ")?;
+        }
+        if !self.path.is_empty() {
+            write!(f, "{}: ", self.path)?;
+        }
+        write!(f, "{}", self.message)?;
+        if let Some((line, column)) = self.position {
+            write!(f, " (at {line}:{column} of the expression)")?;
+        }
+        if let Some(snippet) = &self.snippet {
+            write!(f, "\n{snippet}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for DefinitionError {}
+
+/// Several errors of one definition, all reported at once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DefinitionErrors(pub Vec<DefinitionError>);
+
+impl fmt::Display for DefinitionErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, error) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{error}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for DefinitionErrors {}
+
+impl From<DefinitionError> for DefinitionErrors {
+    fn from(error: DefinitionError) -> Self {
+        Self(vec![error])
+    }
+}

@@ -1,0 +1,554 @@
+//! Expressions and templates of a definition: `${...}` CEL inside string values, compiled
+//! once at load and evaluated over named bindings (`self`, `each`, step ids).
+//!
+//! A string that is exactly one `${expr}` takes the expression's value (a number stays a
+//! number, an object an object); a string with text around or several expressions is
+//! interpolated, each value written as text.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use cel::common::ast::{Expr, IdedExpr};
+use cel::common::types::CelTimestamp;
+use cel::{Program, Value as CelValue};
+use jiff::Timestamp;
+use serde_json::{Map, Number, Value};
+
+use super::error::DefinitionError;
+use crate::reconcilers::cel::{env, invalid, to_chrono, to_val};
+use crate::reconcilers::CelError;
+
+/// The values an expression may read, by name.
+pub type Bindings = BTreeMap<String, Arc<Value>>;
+
+/// One compiled CEL expression, with where it was written.
+#[derive(Clone)]
+pub struct Expression {
+    source: String,
+    path: String,
+    program: Arc<Program>,
+}
+
+impl fmt::Debug for Expression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ${{{}}}", self.path, self.source)
+    }
+}
+
+/// Why an expression could not be evaluated (at reconcile time).
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{path}: ${{{expression}}}: {message}")]
+pub struct EvalError {
+    /// Where the expression is written in the definition.
+    pub path: String,
+    /// The expression.
+    pub expression: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl Expression {
+    /// Compiles `source` (without `${}`), written at `path` in the definition.
+    pub fn compile(source: &str, path: &str) -> Result<Self, DefinitionError> {
+        let env = env().map_err(|e| DefinitionError::new(path, e.to_string()))?;
+        let program = env.compile(source).map_err(|errors| {
+            let CelError::Invalid {
+                line,
+                column,
+                message,
+                snippet,
+                ..
+            } = invalid(source, &errors)
+            else {
+                return DefinitionError::new(path, "invalid expression");
+            };
+            DefinitionError::new(path, format!("${{{source}}}: {message}"))
+                .at(line, column, snippet)
+        })?;
+        Ok(Self {
+            source: source.to_owned(),
+            path: path.to_owned(),
+            program: Arc::new(program),
+        })
+    }
+
+    /// The expression as written (without `${}`).
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Where it is written in the definition.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The root of its syntax tree.
+    pub fn ast(&self) -> &IdedExpr {
+        self.program.expression()
+    }
+
+    /// The 1-based line and column where the node `id` starts in the expression.
+    pub fn position_of(&self, id: u64) -> Option<(usize, usize)> {
+        let (start, _) = self.program.source_info().offset_for(id)?;
+        let before = self.source.get(..start as usize)?;
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        Some((line, column))
+    }
+
+    /// The names the expression reads (free identifiers, not comprehension variables).
+    pub fn variables(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        collect_free(self.ast(), &mut Vec::new(), &mut names);
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// Evaluates over `bindings` and `now`.
+    pub fn evaluate(&self, bindings: &Bindings, now: Timestamp) -> Result<Value, EvalError> {
+        let env = env().map_err(|e| self.error(e.to_string()))?;
+        let mut ctx = cel::Context::with_env(env);
+        for (name, value) in bindings {
+            ctx.add_variable_as_val(name.as_str(), to_val(value));
+        }
+        if let Some(now) = to_chrono(now) {
+            ctx.add_variable_as_val("now", Box::new(CelTimestamp::from(now)));
+        }
+        let value = self
+            .program
+            .execute(&ctx)
+            .map_err(|e| self.error(e.to_string()))?;
+        to_json(&value).map_err(|message| self.error(message))
+    }
+
+    /// Evaluates a condition: true, false, or an error naming the wrong type.
+    pub fn test(&self, bindings: &Bindings, now: Timestamp) -> Result<bool, EvalError> {
+        match self.evaluate(bindings, now)? {
+            Value::Bool(b) => Ok(b),
+            other => Err(self.error(format!(
+                "expected a bool, the result is {}",
+                json_type(&other)
+            ))),
+        }
+    }
+
+    /// An evaluation error of this expression.
+    pub fn error(&self, message: impl Into<String>) -> EvalError {
+        EvalError {
+            path: self.path.clone(),
+            expression: self.source.clone(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Collects identifiers not bound by an enclosing comprehension.
+fn collect_free(expr: &IdedExpr, bound: &mut Vec<String>, names: &mut Vec<String>) {
+    match &expr.expr {
+        Expr::Ident(name) => {
+            if !bound.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        Expr::Select(select) => collect_free(&select.operand, bound, names),
+        Expr::Call(call) => {
+            if let Some(target) = &call.target {
+                collect_free(target, bound, names);
+            }
+            call.args.iter().for_each(|a| collect_free(a, bound, names));
+        }
+        Expr::List(list) => list
+            .elements
+            .iter()
+            .for_each(|e| collect_free(e, bound, names)),
+        Expr::Map(map) => {
+            for entry in &map.entries {
+                if let cel::common::ast::EntryExpr::MapEntry(e) = &entry.expr {
+                    collect_free(&e.key, bound, names);
+                    collect_free(&e.value, bound, names);
+                }
+            }
+        }
+        Expr::Struct(s) => {
+            for entry in &s.entries {
+                if let cel::common::ast::EntryExpr::StructField(f) = &entry.expr {
+                    collect_free(&f.value, bound, names);
+                }
+            }
+        }
+        Expr::Comprehension(c) => {
+            collect_free(&c.iter_range, bound, names);
+            collect_free(&c.accu_init, bound, names);
+            let depth = bound.len();
+            bound.push(c.iter_var.clone());
+            bound.extend(c.iter_var2.clone());
+            bound.push(c.accu_var.clone());
+            for e in [&c.loop_cond, &c.loop_step, &c.result] {
+                collect_free(e, bound, names);
+            }
+            bound.truncate(depth);
+        }
+        Expr::Literal(_) | Expr::Unspecified => {}
+    }
+}
+
+/// A CEL value as JSON (timestamps as RFC 3339, durations as Go durations).
+fn to_json(value: &CelValue) -> Result<Value, String> {
+    Ok(match value {
+        CelValue::Null => Value::Null,
+        CelValue::Bool(b) => Value::Bool(*b),
+        CelValue::Int(i) => Value::from(*i),
+        CelValue::UInt(u) => Value::from(*u),
+        CelValue::Float(f) => Number::from_f64(*f)
+            .map(Value::Number)
+            .ok_or_else(|| format!("{f} is not a JSON number"))?,
+        CelValue::String(s) => Value::String(s.to_string()),
+        CelValue::List(items) => Value::Array(items.iter().map(to_json).collect::<Result<_, _>>()?),
+        CelValue::Map(map) => {
+            let mut object = Map::new();
+            for (key, value) in map.map.iter() {
+                object.insert(key.to_string(), to_json(value)?);
+            }
+            Value::Object(object)
+        }
+        CelValue::Timestamp(t) => Value::String(t.to_rfc3339()),
+        CelValue::Duration(d) => Value::String(format!("{}s", d.num_seconds())),
+        CelValue::Bytes(_) => return Err("bytes cannot be written into an object".into()),
+        other => return Err(format!("a {:?} cannot be written into an object", other.type_of())),
+    })
+}
+
+/// The JSON type of a value, as a message names it.
+pub fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a bool",
+        Value::Number(n) if n.is_f64() => "a double",
+        Value::Number(_) => "an int",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a map",
+    }
+}
+
+/// A string value of a template: literal text and expressions.
+#[derive(Clone, Debug)]
+pub enum Text {
+    /// No expression: used as written.
+    Literal(String),
+    /// Exactly one `${expr}`: takes the expression's value.
+    Whole(Expression),
+    /// Text and expressions, joined as a string.
+    Interpolated(Vec<Segment>),
+}
+
+/// A part of an interpolated string.
+#[derive(Clone, Debug)]
+pub enum Segment {
+    /// Text as written.
+    Literal(String),
+    /// An expression whose value is written as text.
+    Expr(Expression),
+}
+
+impl Text {
+    /// Parses the `${...}` in `text`, written at `path`.
+    pub fn parse(text: &str, path: &str) -> Result<Self, DefinitionError> {
+        let pieces = split(text).map_err(|message| DefinitionError::new(path, message))?;
+        if pieces.iter().all(|p| matches!(p, Piece::Text(_))) {
+            return Ok(Text::Literal(text.to_owned()));
+        }
+        if let [Piece::Expr(source)] = pieces.as_slice() {
+            return Ok(Text::Whole(Expression::compile(source, path)?));
+        }
+        let segments = pieces
+            .into_iter()
+            .map(|piece| match piece {
+                Piece::Text(t) => Ok(Segment::Literal(t)),
+                Piece::Expr(source) => Expression::compile(&source, path).map(Segment::Expr),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Text::Interpolated(segments))
+    }
+
+    /// The expressions in it.
+    pub fn expressions(&self) -> Vec<&Expression> {
+        match self {
+            Text::Literal(_) => Vec::new(),
+            Text::Whole(e) => vec![e],
+            Text::Interpolated(segments) => segments
+                .iter()
+                .filter_map(|s| match s {
+                    Segment::Expr(e) => Some(e),
+                    Segment::Literal(_) => None,
+                })
+                .collect(),
+        }
+    }
+
+    /// Its value over `bindings`.
+    pub fn evaluate(&self, bindings: &Bindings, now: Timestamp) -> Result<Value, EvalError> {
+        match self {
+            Text::Literal(t) => Ok(Value::String(t.clone())),
+            Text::Whole(e) => e.evaluate(bindings, now),
+            Text::Interpolated(segments) => {
+                let mut out = String::new();
+                for segment in segments {
+                    match segment {
+                        Segment::Literal(t) => out.push_str(t),
+                        Segment::Expr(e) => match e.evaluate(bindings, now)? {
+                            Value::String(s) => out.push_str(&s),
+                            Value::Null => {}
+                            v @ (Value::Number(_) | Value::Bool(_)) => out.push_str(&v.to_string()),
+                            other => {
+                                return Err(e.error(format!(
+                                    "{} cannot be written into a string",
+                                    json_type(&other)
+                                )));
+                            }
+                        },
+                    }
+                }
+                Ok(Value::String(out))
+            }
+        }
+    }
+
+    /// Evaluates to a string (a name, a namespace, an id).
+    pub fn evaluate_string(&self, bindings: &Bindings, now: Timestamp) -> Result<String, EvalError> {
+        match self.evaluate(bindings, now)? {
+            Value::String(s) => Ok(s),
+            Value::Number(n) => Ok(n.to_string()),
+            other => Err(match self {
+                Text::Whole(e) => e.error(format!("expected a string, the result is {}", json_type(&other))),
+                _ => EvalError {
+                    path: String::new(),
+                    expression: String::new(),
+                    message: format!("expected a string, got {}", json_type(&other)),
+                },
+            }),
+        }
+    }
+}
+
+/// A piece of a string: text, or the source of a `${...}`.
+enum Piece {
+    Text(String),
+    Expr(String),
+}
+
+/// Splits `text` at its `${...}`; braces and quotes inside an expression are matched.
+fn split(text: &str) -> Result<Vec<Piece>, String> {
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        if start > 0 {
+            pieces.push(Piece::Text(rest[..start].to_owned()));
+        }
+        let body = &rest[start + 2..];
+        let end = closing_brace(body).ok_or_else(|| {
+            format!(
+                "unterminated ${{ at character {} of {text:?}",
+                text.len() - rest.len() + start + 1
+            )
+        })?;
+        let source = body[..end].trim();
+        if source.is_empty() {
+            return Err(format!("empty ${{}} in {text:?}"));
+        }
+        pieces.push(Piece::Expr(source.to_owned()));
+        rest = &body[end + 1..];
+    }
+    if !rest.is_empty() {
+        pieces.push(Piece::Text(rest.to_owned()));
+    }
+    Ok(pieces)
+}
+
+/// The byte index of the `}` that closes an expression starting at `body[0]`.
+fn closing_brace(body: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (i, c) in body.char_indices() {
+        if let Some(q) = quote {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                _ if c == q => quote = None,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '\'' | '"' => quote = Some(c),
+            '{' => depth += 1,
+            '}' if depth == 0 => return Some(i),
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A condition written as `${expr}` or as a bare expression.
+pub fn condition(text: &str, path: &str) -> Result<Expression, DefinitionError> {
+    let trimmed = text.trim();
+    match trimmed.strip_prefix("${").and_then(|t| t.strip_suffix('}')) {
+        Some(inner) if closing_brace(inner).is_none() => Expression::compile(inner.trim(), path),
+        _ => Expression::compile(trimmed, path),
+    }
+}
+
+/// A JSON value whose strings may hold expressions.
+#[derive(Clone, Debug)]
+pub enum Template {
+    /// A string, maybe with expressions.
+    Text(Text),
+    /// A list of templates.
+    List(Vec<Template>),
+    /// A map of templates (keys are literal).
+    Map(Vec<(String, Template)>),
+    /// A number, bool or null, as written.
+    Plain(Value),
+}
+
+impl Template {
+    /// Compiles every string of `value`, written at `path`.
+    pub fn compile(value: &Value, path: &str) -> Result<Self, DefinitionError> {
+        Ok(match value {
+            Value::String(s) => Template::Text(Text::parse(s, path)?),
+            Value::Array(items) => Template::List(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| Template::compile(item, &format!("{path}[{i}]")))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Value::Object(fields) => Template::Map(
+                fields
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), Template::compile(v, &field_path(path, k))?)))
+                    .collect::<Result<_, DefinitionError>>()?,
+            ),
+            other => Template::Plain(other.clone()),
+        })
+    }
+
+    /// Every expression in the template.
+    pub fn expressions(&self) -> Vec<&Expression> {
+        match self {
+            Template::Text(t) => t.expressions(),
+            Template::List(items) => items.iter().flat_map(Template::expressions).collect(),
+            Template::Map(fields) => fields.iter().flat_map(|(_, t)| t.expressions()).collect(),
+            Template::Plain(_) => Vec::new(),
+        }
+    }
+
+    /// The value over `bindings`.
+    pub fn evaluate(&self, bindings: &Bindings, now: Timestamp) -> Result<Value, EvalError> {
+        Ok(match self {
+            Template::Text(t) => t.evaluate(bindings, now)?,
+            Template::List(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|t| t.evaluate(bindings, now))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Template::Map(fields) => {
+                let mut map = Map::new();
+                for (key, template) in fields {
+                    map.insert(key.clone(), template.evaluate(bindings, now)?);
+                }
+                Value::Object(map)
+            }
+            Template::Plain(v) => v.clone(),
+        })
+    }
+}
+
+/// `path.field`, or `path["odd.field"]` for a key that is not a plain name.
+pub fn field_path(path: &str, field: &str) -> String {
+    let plain = field
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    match (path.is_empty(), plain) {
+        (true, true) => field.to_owned(),
+        (_, true) => format!("{path}.{field}"),
+        (_, false) => format!("{path}[{field:?}]"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn bindings(parent: Value) -> Bindings {
+        Bindings::from([("self".to_owned(), Arc::new(parent))])
+    }
+
+    fn now() -> Timestamp {
+        Timestamp::from_second(1_700_000_000).unwrap()
+    }
+
+    #[test]
+    fn whole_expressions_keep_their_type_and_text_interpolates() {
+        let parent = json!({"metadata": {"name": "w1"}, "spec": {"size": 3, "tags": ["a"]}});
+        let template = Template::compile(
+            &json!({"n": "${self.spec.size}", "s": "${self.metadata.name}-config",
+                    "t": "${self.spec.tags}", "x": "${ self.spec.size + 1 } of ${self.metadata.name}",
+                    "lit": "plain", "num": 7}),
+            "spec.template",
+        )
+        .unwrap();
+        let value = template.evaluate(&bindings(parent), now()).unwrap();
+        assert_eq!(
+            value,
+            json!({"n": 3, "s": "w1-config", "t": ["a"], "x": "4 of w1", "lit": "plain", "num": 7})
+        );
+    }
+
+    #[test]
+    fn braces_and_quotes_inside_expressions_are_matched() {
+        let text = Text::parse("${{'a': '}'}['a']}!", "p").unwrap();
+        assert_eq!(text.evaluate(&Bindings::new(), now()).unwrap(), json!("}!"));
+    }
+
+    #[test]
+    fn parse_errors_name_the_path_and_position() {
+        let err = Text::parse("x-${self.spec.a ==}", "spec.steps[0].child.template.data.a")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("spec.steps[0].child.template.data.a: ${self.spec.a ==}: "), "{err}");
+        assert!(err.contains("at 1:"), "{err}");
+        let err = Text::parse("${self.spec", "p").unwrap_err().to_string();
+        assert!(err.contains("unterminated ${ at character 1"), "{err}");
+    }
+
+    #[test]
+    fn evaluation_errors_name_the_expression() {
+        let text = Text::parse("${self.spec.missing}", "spec.steps[1].child.template.data.g").unwrap();
+        let err = text.evaluate(&bindings(json!({"spec": {}})), now()).unwrap_err();
+        assert_eq!(err.path, "spec.steps[1].child.template.data.g");
+        assert_eq!(err.expression, "self.spec.missing");
+    }
+
+    #[test]
+    fn variables_are_free_identifiers() {
+        let e = Expression::compile("self.spec.items.all(i, i.size < config.data.max)", "p").unwrap();
+        assert_eq!(e.variables(), vec!["config".to_owned(), "self".to_owned()]);
+    }
+
+    #[test]
+    fn conditions_take_bare_or_wrapped_expressions() {
+        let parent = bindings(json!({"spec": {"size": 3}}));
+        for text in ["${self.spec.size > 2}", "self.spec.size > 2", " ${ self.spec.size > 2 } "] {
+            assert!(condition(text, "p").unwrap().test(&parent, now()).unwrap(), "{text}");
+        }
+        let err = condition("self.spec.size", "p").unwrap().test(&parent, now()).unwrap_err();
+        assert!(err.message.contains("expected a bool, the result is an int"), "{err}");
+    }
+}

@@ -1,0 +1,133 @@
+//! Reads definitions from YAML or JSON files (several documents a file, several files a
+//! directory); a field that is unknown or of the wrong type is an error naming its path.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::error::{DefinitionError, DefinitionErrors};
+use super::model::{KIND, ReconcilerDefinition};
+
+/// A definition and where it came from.
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    /// The file (and document) or cluster object it was read from.
+    pub source: String,
+    /// The definition.
+    pub definition: ReconcilerDefinition,
+}
+
+/// Parses every `ReconcilerDefinition` document of `text` (other kinds are skipped).
+pub fn parse_documents(text: &str, source: &str) -> Result<Vec<Loaded>, DefinitionErrors> {
+    let documents: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|err| {
+        DefinitionError::new("", format!("not YAML: {err}")).in_source(source)
+    })?;
+    let mut loaded = Vec::new();
+    let mut errors = Vec::new();
+    for (index, document) in documents.into_iter().enumerate() {
+        if document.is_null() {
+            continue;
+        }
+        let where_ = format!("{source} (document {})", index + 1);
+        if document["kind"].as_str() != Some(KIND) {
+            tracing::debug!(source = %where_, kind = ?document["kind"], "not a ReconcilerDefinition; skipped");
+            continue;
+        }
+        match parse_value(document) {
+            Ok(definition) => loaded.push(Loaded {
+                source: where_,
+                definition,
+            }),
+            Err(err) => errors.push(err.in_source(where_)),
+        }
+    }
+    match errors.is_empty() {
+        true => Ok(loaded),
+        false => Err(DefinitionErrors(errors)),
+    }
+}
+
+/// A definition from its JSON form (a file's document or a cluster object).
+pub fn parse_value(value: Value) -> Result<ReconcilerDefinition, DefinitionError> {
+    serde_path_to_error::deserialize(value).map_err(|err| {
+        let path = err.path().to_string();
+        let path = if path == "." { String::new() } else { path };
+        DefinitionError::new(path, err.into_inner().to_string())
+    })
+}
+
+/// The definitions of one file.
+pub fn load_file(path: &Path) -> Result<Vec<Loaded>, DefinitionErrors> {
+    let source = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|err| DefinitionError::new("", format!("cannot read: {err}")).in_source(&source))?;
+    parse_documents(&text, &source)
+}
+
+/// The definitions of a file, or of every `.yaml`, `.yml` and `.json` file of a directory
+/// (not its subdirectories), in name order; names must be unique.
+pub fn load_dir(path: &Path) -> Result<Vec<Loaded>, DefinitionErrors> {
+    let files = match path.is_dir() {
+        false => vec![path.to_path_buf()],
+        true => {
+            let entries = std::fs::read_dir(path).map_err(|err| {
+                DefinitionError::new("", format!("cannot read the directory: {err}"))
+                    .in_source(path.display().to_string())
+            })?;
+            let mut files: Vec<_> = entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.is_file()
+                        && p.extension()
+                            .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
+                })
+                .collect();
+            files.sort();
+            files
+        }
+    };
+    let mut loaded = Vec::new();
+    let mut errors = Vec::new();
+    for file in files {
+        match load_file(&file) {
+            Ok(found) => loaded.extend(found),
+            Err(DefinitionErrors(found)) => errors.extend(found),
+        }
+    }
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    for definition in &loaded {
+        let name = definition.definition.metadata.name.clone();
+        if let Some(first) = seen.insert(name.clone(), definition.source.clone()) {
+            errors.push(
+                DefinitionError::new(
+                    "metadata.name",
+                    format!("the name {name:?} is also used by {first}"),
+                )
+                .in_source(&definition.source),
+            );
+        }
+    }
+    match errors.is_empty() {
+        true => Ok(loaded),
+        false => Err(DefinitionErrors(errors)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_and_mistyped_fields_are_refused_with_their_path() {
+        let text = "apiVersion: dynrec.dev/v1alpha1\nkind: ReconcilerDefinition\nmetadata: {name: a}\nspec:\n  for: {apiVersion: v1, kind: ConfigMap}\n  steps:\n  - child: {id: c, template: {}, includeWen: []}\n";
+        let err = parse_documents(text, "a.yaml").unwrap_err().to_string();
+        assert!(err.starts_with("a.yaml (document 1): spec.steps[0].child: unknown field `includeWen`"), "{err}");
+        let text = "apiVersion: dynrec.dev/v1alpha1\nkind: ReconcilerDefinition\nmetadata: {name: a}\nspec:\n  for: {apiVersion: v1, kind: ConfigMap}\n  steps:\n  - child: {id: c, template: {}, readyWhen: yes}\n";
+        let err = parse_documents(text, "a.yaml").unwrap_err().to_string();
+        assert!(err.contains("spec.steps[0].child.readyWhen: invalid type"), "{err}");
+        let text = "kind: ConfigMap\n---\napiVersion: dynrec.dev/v1alpha1\nkind: ReconcilerDefinition\nmetadata: {name: a}\nspec:\n  for: {apiVersion: v1, kind: ConfigMap}\n  steps: []\n";
+        assert_eq!(parse_documents(text, "a.yaml").unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,35 @@
+//! Controllers as data: a `ReconcilerDefinition` (YAML with `${cel}` expressions, in files
+//! or in the cluster) is compiled at load into a tree of the library's own reconcilers —
+//! `ChildReconciler`, `ChildSetReconciler`, `SyncReconciler`, `IfThen`, `WithFinalizer`
+//! under a `ResourceReconciler` — never a second engine beside them.
+//!
+//! Loading checks everything a reconcile would find out too late: unknown fields of the
+//! definition, expressions that do not parse, names that are not bound, fields the schema
+//! of the read object does not have, conditions that are not bools, template values of the
+//! wrong type, cycles between bindings. Each error names its path in the definition and
+//! the position in the expression.
+
+mod bindings;
+mod build;
+mod check;
+mod compile;
+mod crd;
+mod error;
+mod expr;
+mod load;
+mod model;
+mod schema;
+
+pub use build::{
+    DEFINITION_LABEL, ITEM_ANNOTATION, Inventory, STEP_LABEL, controller_name, root_reconciler,
+};
+pub use compile::{CompiledDefinition, Plan, compile, kinds_to_check};
+pub use crd::{PLURAL, definition_crd, definition_gvk, parent_crd};
+pub use error::{DefinitionError, DefinitionErrors};
+pub use expr::{Bindings, EvalError, Expression, Template};
+pub use load::{Loaded, load_dir, load_file, parse_documents};
+pub use model::{
+    ChildSetStep, ChildStep, DefinitionSpec, FinalizerStep, GROUP, IfStep, KIND, KindRef,
+    ManagerKind, ParentSchema, ReconcilerDefinition, RefSelector, RefStep, Step, SyncStep, VERSION,
+};
+pub use schema::{Schema, Schemas};

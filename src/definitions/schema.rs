@@ -1,0 +1,291 @@
+//! The schemas expressions and templates are checked against: a CRD version's
+//! `openAPIV3Schema`, or a kind's schema in the cluster's OpenAPI v3 documents (built-in
+//! kinds and CRDs alike), walked lazily through `$ref`s.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::object::Gvk;
+
+/// A node of a schema; `$ref`s resolve against the document it came from.
+#[derive(Clone, Debug)]
+pub struct Schema {
+    components: Arc<Value>,
+    node: Value,
+    /// Whether this node is an object's root (`apiVersion`, `kind`, `metadata` are implied).
+    root: bool,
+}
+
+/// What a field lookup found.
+pub enum Field {
+    /// The field's schema.
+    Known(Schema),
+    /// Any field is allowed here (`x-kubernetes-preserve-unknown-fields`, or a map whose
+    /// values have this schema when given).
+    Open(Option<Schema>),
+    /// No such field; these are the fields there are.
+    Unknown(Vec<String>),
+}
+
+impl Schema {
+    /// The root of a CRD version's `openAPIV3Schema`.
+    pub fn of_crd(open_api_v3_schema: Value) -> Self {
+        Self {
+            components: Arc::new(Value::Null),
+            node: open_api_v3_schema,
+            root: true,
+        }
+    }
+
+    /// The kind's schema in an OpenAPI v3 document (found by `x-kubernetes-group-version-kind`).
+    pub fn of_openapi(document: &Value, gvk: &Gvk) -> Option<Self> {
+        let schemas = document.pointer("/components/schemas")?.as_object()?;
+        let (_, node) = schemas.iter().find(|(_, schema)| {
+            schema["x-kubernetes-group-version-kind"]
+                .as_array()
+                .is_some_and(|kinds| {
+                    kinds.iter().any(|k| {
+                        k["group"].as_str() == Some(&gvk.group)
+                            && k["version"].as_str() == Some(&gvk.version)
+                            && k["kind"].as_str() == Some(&gvk.kind)
+                    })
+                })
+        })?;
+        Some(Self {
+            components: Arc::new(document["components"]["schemas"].clone()),
+            node: node.clone(),
+            root: true,
+        })
+    }
+
+    fn child(&self, node: Value) -> Self {
+        Self {
+            components: self.components.clone(),
+            node,
+            root: false,
+        }
+    }
+
+    /// The node with `$ref` (also inside a single `allOf`) followed.
+    fn resolved(&self) -> Value {
+        let mut node = self.node.clone();
+        for _ in 0..32 {
+            let reference = node["$ref"].as_str().map(str::to_owned).or_else(|| {
+                node["allOf"]
+                    .as_array()
+                    .filter(|all| all.len() == 1)
+                    .and_then(|all| all[0]["$ref"].as_str().map(str::to_owned))
+            });
+            let Some(reference) = reference else { break };
+            let name = reference.rsplit('/').next().unwrap_or_default();
+            match self.components.get(name) {
+                Some(target) => node = target.clone(),
+                None => return Value::Null,
+            }
+        }
+        node
+    }
+
+    /// The schema's `type` (`object`, `array`, `string`, `integer`, `number`, `boolean`),
+    /// or `None` when any type is allowed.
+    pub fn type_name(&self) -> Option<String> {
+        let node = self.resolved();
+        if node["x-kubernetes-int-or-string"] == json!(true) {
+            return None;
+        }
+        node["type"].as_str().map(str::to_owned).or_else(|| {
+            (node.get("properties").is_some() || node.get("additionalProperties").is_some())
+                .then(|| "object".to_owned())
+        })
+    }
+
+    /// Whether any value (or any field) is allowed here.
+    pub fn is_open(&self) -> bool {
+        let node = self.resolved();
+        node["x-kubernetes-preserve-unknown-fields"] == json!(true)
+            || node.is_null()
+            || (node["type"].is_null()
+                && node.get("properties").is_none()
+                && node.get("items").is_none()
+                && node.get("additionalProperties").is_none())
+    }
+
+    /// The schema of a field of this object.
+    pub fn field(&self, name: &str) -> Field {
+        let node = self.resolved();
+        if let Some(property) = node["properties"].get(name) {
+            if name == "metadata" && self.root && property.get("properties").is_none() {
+                return Field::Known(self.child(object_meta()));
+            }
+            return Field::Known(self.child(property.clone()));
+        }
+        if self.root {
+            match name {
+                "apiVersion" | "kind" => return Field::Known(self.child(json!({"type": "string"}))),
+                "metadata" => return Field::Known(self.child(object_meta())),
+                _ => {}
+            }
+        }
+        match node.get("additionalProperties") {
+            Some(Value::Bool(true)) => return Field::Open(None),
+            Some(Value::Object(_)) => {
+                return Field::Open(Some(self.child(node["additionalProperties"].clone())));
+            }
+            _ => {}
+        }
+        if self.is_open() {
+            return Field::Open(None);
+        }
+        let mut known: Vec<String> = node["properties"]
+            .as_object()
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
+        if self.root {
+            known.extend(["apiVersion", "kind", "metadata"].map(String::from));
+        }
+        known.sort();
+        known.dedup();
+        Field::Unknown(known)
+    }
+
+    /// The schema of this list's items.
+    pub fn items(&self) -> Option<Schema> {
+        let node = self.resolved();
+        node.get("items").map(|items| self.child(items.clone()))
+    }
+
+    /// The values of this map, when it is a map (`additionalProperties`).
+    pub fn map_values(&self) -> Option<Schema> {
+        let node = self.resolved();
+        match node.get("additionalProperties") {
+            Some(Value::Object(_)) => Some(self.child(node["additionalProperties"].clone())),
+            _ => None,
+        }
+    }
+}
+
+/// `ObjectMeta`'s fields, for CRD schemas that leave `metadata` as a bare object.
+fn object_meta() -> Value {
+    let string = json!({"type": "string"});
+    let strings = json!({"type": "object", "additionalProperties": {"type": "string"}});
+    json!({"type": "object", "properties": {
+        "name": string, "generateName": string, "namespace": string, "uid": string,
+        "resourceVersion": string, "generation": {"type": "integer"},
+        "creationTimestamp": string, "deletionTimestamp": string,
+        "labels": strings, "annotations": strings,
+        "finalizers": {"type": "array", "items": string},
+        "ownerReferences": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+        "managedFields": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+    }})
+}
+
+/// Schemas found so far, by kind (`None`: the cluster does not know the kind's schema).
+#[derive(Clone, Default)]
+pub struct Schemas {
+    known: BTreeMap<Gvk, Option<Schema>>,
+}
+
+impl Schemas {
+    /// Records a kind's schema (e.g. from a definition's own `schema:`).
+    pub fn insert(&mut self, gvk: Gvk, schema: Schema) {
+        self.known.insert(gvk, Some(schema));
+    }
+
+    /// The kind's schema, if known.
+    pub fn get(&self, gvk: &Gvk) -> Option<&Schema> {
+        self.known.get(gvk).and_then(Option::as_ref)
+    }
+
+    /// Fetches the schemas of `kinds` not yet known from the cluster's OpenAPI v3 documents.
+    pub async fn fetch(&mut self, client: &kube::Client, kinds: impl IntoIterator<Item = Gvk>) {
+        let mut documents: BTreeMap<String, Option<Value>> = BTreeMap::new();
+        for gvk in kinds {
+            if self.known.contains_key(&gvk) {
+                continue;
+            }
+            let path = match gvk.group.as_str() {
+                "" => format!("api/{}", gvk.version),
+                group => format!("apis/{group}/{}", gvk.version),
+            };
+            if !documents.contains_key(&path) {
+                let document = fetch_document(client, &path).await;
+                documents.insert(path.clone(), document);
+            }
+            let schema = documents[&path]
+                .as_ref()
+                .and_then(|document| Schema::of_openapi(document, &gvk));
+            self.known.insert(gvk, schema);
+        }
+    }
+}
+
+/// One group-version's OpenAPI v3 document, found through the `/openapi/v3` index.
+async fn fetch_document(client: &kube::Client, path: &str) -> Option<Value> {
+    let index = get_json(client, "/openapi/v3").await?;
+    let url = index["paths"][path]["serverRelativeURL"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("/openapi/v3/{path}"));
+    get_json(client, &url).await
+}
+
+async fn get_json(client: &kube::Client, url: &str) -> Option<Value> {
+    let request = http::Request::get(url).body(Vec::new()).ok()?;
+    match client.request::<Value>(request).await {
+        Ok(value) => Some(value),
+        Err(err) => {
+            tracing::debug!(%url, %err, "no OpenAPI document; expressions over it are not checked");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn widget() -> Schema {
+        Schema::of_crd(json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {"greeting": {"type": "string"}, "size": {"type": "integer"},
+                     "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                     "labels": {"type": "object", "additionalProperties": {"type": "string"}}}},
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}))
+    }
+
+    fn known(field: Field) -> Schema {
+        match field {
+            Field::Known(s) => s,
+            _ => panic!("not known"),
+        }
+    }
+
+    #[test]
+    fn fields_types_and_open_places() {
+        let spec = known(widget().field("spec"));
+        assert_eq!(known(spec.field("size")).type_name().as_deref(), Some("integer"));
+        match spec.field("greting") {
+            Field::Unknown(fields) => assert_eq!(fields, ["extra", "greeting", "labels", "size"]),
+            _ => panic!("greting was found"),
+        }
+        assert!(matches!(known(spec.field("extra")).field("anything"), Field::Open(None)));
+        assert!(matches!(known(spec.field("labels")).field("a"), Field::Open(Some(_))));
+        let meta = known(widget().field("metadata"));
+        assert_eq!(known(meta.field("name")).type_name().as_deref(), Some("string"));
+    }
+
+    #[test]
+    fn openapi_refs_are_followed() {
+        let document = json!({"components": {"schemas": {
+            "io.k8s.api.core.v1.ConfigMap": {"type": "object",
+                "x-kubernetes-group-version-kind": [{"group": "", "version": "v1", "kind": "ConfigMap"}],
+                "properties": {"data": {"type": "object", "additionalProperties": {"type": "string"}},
+                               "metadata": {"allOf": [{"$ref": "#/components/schemas/meta"}]}}},
+            "meta": {"type": "object", "properties": {"name": {"type": "string"}}}}}});
+        let schema = Schema::of_openapi(&document, &Gvk::new("", "v1", "ConfigMap")).unwrap();
+        let meta = known(schema.field("metadata"));
+        assert_eq!(known(meta.field("name")).type_name().as_deref(), Some("string"));
+        assert!(matches!(meta.field("nam"), Field::Unknown(_)));
+    }
+}
