@@ -1,7 +1,10 @@
 //! Command-line interface of the `dynrec` binary.
 
 mod apiserver;
+mod definitions;
+mod plan;
 mod run;
+mod test;
 
 use clap::{Parser, Subcommand};
 
@@ -17,8 +20,14 @@ struct Cli {
 enum Command {
     /// Serve the embedded Kubernetes API server over HTTP.
     Apiserver(apiserver::Args),
-    /// Run the widgets demo controller (on the embedded API server when no cluster is configured).
+    /// Run controllers described as data (on the embedded API server when no cluster is
+    /// configured, where without -f it runs the bundled examples).
     Run(run::Args),
+    /// Print what reconciling every instance of each definition would change (dry run);
+    /// exit code 2 when something would change.
+    Plan(plan::Args),
+    /// Run YAML table tests of definitions on the embedded API server.
+    Test(test::Args),
 }
 
 /// Parses the command line, runs the command, and reports errors.
@@ -40,12 +49,16 @@ pub fn main() -> std::process::ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Apiserver(args) => apiserver::run(args).await,
+            Command::Apiserver(args) => apiserver::run(args)
+                .await
+                .map(|()| std::process::ExitCode::SUCCESS),
             Command::Run(args) => run::run(args).await,
+            Command::Plan(args) => plan::run(args).await,
+            Command::Test(args) => test::run(args).await,
         }
     });
     match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(err) => {
             eprintln!("error: {err:#}");
             std::process::ExitCode::FAILURE

@@ -24,7 +24,8 @@ pub struct Shared {
 
 /// Binds `value` as `id` for the later steps of this request.
 pub fn bind(ctx: &Context, id: &str, value: Value) {
-    ctx.stash().store(&format!("{BINDING_PREFIX}{id}"), Arc::new(value));
+    ctx.stash()
+        .store(&format!("{BINDING_PREFIX}{id}"), Arc::new(value));
 }
 
 /// `self` (the parent as it is now) and every value bound so far in this request.

@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 use tracing::{info, warn};
 
 use super::bindings::{Shared, bind, bindings, child_json};
-use super::compile::{ChildPlan, ChildSetPlan, CompiledDefinition, Plan, RefPlan, SyncPlan, upper_camel};
+use super::compile::{
+    ChildPlan, ChildSetPlan, CompiledDefinition, Plan, RefPlan, SyncPlan, upper_camel,
+};
 use super::expr::{Bindings, json_type};
 use super::model::ManagerKind;
 use crate::client::ListOptions;
@@ -64,9 +66,13 @@ pub fn root_reconciler(
         current: current.into_iter().map(|(id, _)| id).collect(),
         inventory: inventory.clone(),
     }));
-    ResourceReconciler::new(definition.for_kind.clone(), Sequence::new(steps), config.clone())
-        .named(controller_name(&definition.name))
-        .conditions(conditions)
+    ResourceReconciler::new(
+        definition.for_kind.clone(),
+        Sequence::new(steps),
+        config.clone(),
+    )
+    .named(controller_name(&definition.name))
+    .conditions(conditions)
 }
 
 fn build_steps(plans: &[Plan], shared: &Arc<Shared>) -> Vec<Box<dyn SubReconciler>> {
@@ -115,7 +121,9 @@ fn build_step(plan: &Plan, shared: &Arc<Shared>) -> Box<dyn SubReconciler> {
                 let condition = condition.clone();
                 SyncReconciler::new(move |ctx: &Context, parent: &mut DynamicObject| {
                     let decided = bindings(ctx, parent).and_then(|b| {
-                        condition.test(&b, ctx.now()).map_err(ReconcileError::from_error)
+                        condition
+                            .test(&b, ctx.now())
+                            .map_err(ReconcileError::from_error)
                     });
                     let result = decided.map(|holds| ctx.stash().store(&key, holds));
                     Box::pin(std::future::ready(result))
@@ -125,7 +133,10 @@ fn build_step(plan: &Plan, shared: &Arc<Shared>) -> Box<dyn SubReconciler> {
             let holds = Predicate::new(move |ctx: &Context, _: &DynamicObject| {
                 ctx.stash().retrieve::<bool>(&key).unwrap_or(false)
             });
-            let because = format!("the condition ${{{}}} chose the other branch", condition.source());
+            let because = format!(
+                "the condition ${{{}}} chose the other branch",
+                condition.source()
+            );
             let then_steps = branch(then, otherwise, shared, &because);
             let else_steps = branch(otherwise, then, shared, &because);
             let flow = IfThen::new(holds, Sequence::new(then_steps))
@@ -177,7 +188,13 @@ struct Guarded<S> {
 }
 
 impl<S> Guarded<S> {
-    fn new(inner: S, id: &str, path: &str, condition: Option<String>, shared: &Arc<Shared>) -> Self {
+    fn new(
+        inner: S,
+        id: &str,
+        path: &str,
+        condition: Option<String>,
+        shared: &Arc<Shared>,
+    ) -> Self {
         Self {
             inner,
             reason: format!("{}Failed", upper_camel(id)),
@@ -234,7 +251,9 @@ fn child_reconciler(plan: Arc<ChildPlan>, shared: Arc<Shared>) -> ChildReconcile
                 (Some(error), _, _) => Err(format!("{}: {error}", plan.path)),
                 (None, Some(because), _) => Ok(Readiness::Excluded(because)),
                 (None, None, None) => Ok(Readiness::Missing),
-                (None, None, Some(child)) => readiness(ctx, parent, &plan, std::slice::from_ref(child)),
+                (None, None, Some(child)) => {
+                    readiness(ctx, parent, &plan, std::slice::from_ref(child))
+                }
             };
             shared.reflect(ctx, parent, &plan, state);
             Ok(())
@@ -261,8 +280,13 @@ async fn desired_child(
     if !included(ctx, plan, &b)? {
         return Ok(None);
     }
-    let value = plan.template.evaluate(&b, ctx.now()).map_err(ReconcileError::from_error)?;
-    finish_child(ctx, shared, plan, parent, value, None).await.map(Some)
+    let value = plan
+        .template
+        .evaluate(&b, ctx.now())
+        .map_err(ReconcileError::from_error)?;
+    finish_child(ctx, shared, plan, parent, value, None)
+        .await
+        .map(Some)
 }
 
 /// The `ChildSetReconciler` of a child-set step.
@@ -271,9 +295,16 @@ fn child_set_reconciler(plan: Arc<ChildSetPlan>, shared: Arc<Shared>) -> ChildSe
     let reflect = {
         let (plan, shared) = (plan.clone(), shared.clone());
         move |ctx: &Context, parent: &mut DynamicObject, result: &ChildSetResult| {
-            let children: Vec<DynamicObject> =
-                result.children.iter().filter_map(|c| c.child.clone()).collect();
-            bind(ctx, &plan.child.id, Value::Array(children.iter().map(child_json).collect()));
+            let children: Vec<DynamicObject> = result
+                .children
+                .iter()
+                .filter_map(|c| c.child.clone())
+                .collect();
+            bind(
+                ctx,
+                &plan.child.id,
+                Value::Array(children.iter().map(child_json).collect()),
+            );
             let excluded = ctx.stash().clear::<String>(&excluded_key(&plan.child.id));
             let state = match (result.aggregate_error(), excluded) {
                 (Some(error), _) => Err(format!("{}: {error}", plan.child.path)),
@@ -313,7 +344,11 @@ async fn desired_children(
     if !included(ctx, &plan.child, &b)? {
         return Ok(Vec::new());
     }
-    let items = match plan.for_each.evaluate(&b, ctx.now()).map_err(ReconcileError::from_error)? {
+    let items = match plan
+        .for_each
+        .evaluate(&b, ctx.now())
+        .map_err(ReconcileError::from_error)?
+    {
         Value::Array(items) => items,
         Value::Null => Vec::new(),
         other => {
@@ -331,7 +366,11 @@ async fn desired_children(
             .item_id
             .evaluate_string(&b, ctx.now())
             .map_err(ReconcileError::from_error)?;
-        let value = plan.child.template.evaluate(&b, ctx.now()).map_err(ReconcileError::from_error)?;
+        let value = plan
+            .child
+            .template
+            .evaluate(&b, ctx.now())
+            .map_err(ReconcileError::from_error)?;
         children.push(finish_child(ctx, shared, &plan.child, parent, value, Some(&id)).await?);
     }
     Ok(children)
@@ -340,7 +379,10 @@ async fn desired_children(
 /// Whether every `includeWhen` holds; when one does not, says which (for the condition).
 fn included(ctx: &Context, plan: &ChildPlan, b: &Bindings) -> Result<bool, ReconcileError> {
     for expression in &plan.include_when {
-        if !expression.test(b, ctx.now()).map_err(ReconcileError::from_error)? {
+        if !expression
+            .test(b, ctx.now())
+            .map_err(ReconcileError::from_error)?
+        {
             ctx.stash().store(
                 &excluded_key(&plan.id),
                 format!("includeWhen ${{{}}} is false", expression.source()),
@@ -365,11 +407,18 @@ async fn finish_child(
     item_id: Option<&str>,
 ) -> Result<DynamicObject, ReconcileError> {
     let resolved = ctx.config().client.resolve(&plan.gvk).await?;
-    if resolved.namespaced && value.pointer("/metadata/namespace").is_none_or(Value::is_null) {
+    if resolved.namespaced
+        && value
+            .pointer("/metadata/namespace")
+            .is_none_or(Value::is_null)
+    {
         value["metadata"]["namespace"] = json!(parent.metadata.namespace);
     }
     let mut child: DynamicObject = serde_json::from_value(value).map_err(|err| {
-        ReconcileError::msg(format!("{}.template does not make an object: {err}", plan.path))
+        ReconcileError::msg(format!(
+            "{}.template does not make an object: {err}",
+            plan.path
+        ))
     })?;
     let labels = child.metadata.labels.get_or_insert_with(Default::default);
     labels.insert(DEFINITION_LABEL.into(), shared.definition.clone());
@@ -391,7 +440,8 @@ fn ours(shared: &Arc<Shared>, id: &str) -> Predicate<ParentAndChild> {
     Predicate::new(move |_ctx: &Context, pair: &ParentAndChild| {
         let labels = pair.child.metadata.labels.as_ref();
         let label = |key: &str| labels.and_then(|l| l.get(key)).map(String::as_str);
-        label(DEFINITION_LABEL) == Some(definition.as_str()) && label(STEP_LABEL) == Some(id.as_str())
+        label(DEFINITION_LABEL) == Some(definition.as_str())
+            && label(STEP_LABEL) == Some(id.as_str())
     })
 }
 
@@ -414,7 +464,10 @@ fn object_manager(plan: &ChildPlan, shared: &Shared) -> Arc<dyn ObjectManager> {
 fn merge_template(current: &mut DynamicObject, desired: &DynamicObject) {
     for (from, to) in [
         (&desired.metadata.labels, &mut current.metadata.labels),
-        (&desired.metadata.annotations, &mut current.metadata.annotations),
+        (
+            &desired.metadata.annotations,
+            &mut current.metadata.annotations,
+        ),
     ] {
         if let Some(from) = from {
             to.get_or_insert_with(Default::default)
@@ -546,8 +599,14 @@ fn sync_reconciler(plan: Arc<SyncPlan>, shared: Arc<Shared>) -> SyncReconciler {
     let name = plan.path.clone();
     SyncReconciler::new(move |ctx: &Context, parent: &mut DynamicObject| {
         let result = bindings(ctx, parent).and_then(|b| {
-            let status = plan.status.evaluate(&b, ctx.now()).map_err(ReconcileError::from_error)?;
-            let target = parent.data.as_object_mut().map(|o| o.entry("status").or_insert(json!({})));
+            let status = plan
+                .status
+                .evaluate(&b, ctx.now())
+                .map_err(ReconcileError::from_error)?;
+            let target = parent
+                .data
+                .as_object_mut()
+                .map(|o| o.entry("status").or_insert(json!({})));
             match target {
                 Some(target) => merge_into(target, status),
                 None => return Err(ReconcileError::msg("the parent is not an object")),
@@ -633,21 +692,25 @@ async fn resolve_ref(
         };
         let objects = ctx.track_and_list(&plan.gvk, &options).await?;
         let message = format!("{} {} selected", objects.len(), plan.gvk.kind);
-        return Ok((Value::Array(objects.iter().map(child_json).collect()), message));
+        return Ok((
+            Value::Array(objects.iter().map(child_json).collect()),
+            message,
+        ));
     }
     let name = match &plan.name {
         Some(name) => eval(name)?,
         None => String::new(),
     };
-    let key = ObjectKey {
-        namespace,
-        name,
-    };
+    let key = ObjectKey { namespace, name };
     match ctx.track_and_get(&plan.gvk, &key).await {
-        Ok(object) => Ok((child_json(&object), format!("{} {key} found", plan.gvk.kind))),
-        Err(err) if err.is_not_found() && plan.optional => {
-            Ok((Value::Null, format!("{} {key} does not exist (optional)", plan.gvk.kind)))
-        }
+        Ok(object) => Ok((
+            child_json(&object),
+            format!("{} {key} found", plan.gvk.kind),
+        )),
+        Err(err) if err.is_not_found() && plan.optional => Ok((
+            Value::Null,
+            format!("{} {key} does not exist (optional)", plan.gvk.kind),
+        )),
         Err(err) if err.is_not_found() => Err(ReconcileError::msg(format!(
             "{} {key} does not exist",
             plan.gvk.kind
@@ -701,9 +764,16 @@ impl SubReconciler for PruneRemovedSteps {
                 if self.current.contains(&step) {
                     continue;
                 }
-                let Ok(key) = ObjectKey::of(&child) else { continue };
+                let Ok(key) = ObjectKey::of(&child) else {
+                    continue;
+                };
                 info!(%gvk, child = %key, %step, "deleting a child of a step the definition no longer has");
-                match ctx.config().client.delete(&gvk, &key, &DeleteParams::background()).await {
+                match ctx
+                    .config()
+                    .client
+                    .delete(&gvk, &key, &DeleteParams::background())
+                    .await
+                {
                     Ok(_) => {}
                     Err(err) if err.is_not_found() => {}
                     Err(err) => return Outcome::err(err),

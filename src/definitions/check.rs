@@ -147,7 +147,11 @@ pub fn check(expression: &Expression, scope: &Scope) -> Result<Ty, DefinitionErr
         );
         match expression.position_of(e.id) {
             Some((line, column)) => {
-                let text = expression.source().lines().nth(line - 1).unwrap_or_default();
+                let text = expression
+                    .source()
+                    .lines()
+                    .nth(line - 1)
+                    .unwrap_or_default();
                 let pad: String = text.chars().take(column - 1).map(|_| ' ').collect();
                 error.at(line, column, format!("  {text}\n  {pad}^"))
             }
@@ -158,7 +162,12 @@ pub fn check(expression: &Expression, scope: &Scope) -> Result<Ty, DefinitionErr
 
 /// Checks that `expression` is a bool condition.
 pub fn check_condition(expression: &Expression, scope: &Scope) -> Result<(), DefinitionError> {
-    expect(expression, scope, |t| matches!(t, Ty::Bool | Ty::Dyn), "a bool")
+    expect(
+        expression,
+        scope,
+        |t| matches!(t, Ty::Bool | Ty::Dyn),
+        "a bool",
+    )
 }
 
 /// Checks that `expression` yields a list, and returns the type of its items.
@@ -222,7 +231,10 @@ pub fn check_template(
                     Some(Field::Unknown(known)) => {
                         errors.push(DefinitionError::new(
                             &field,
-                            format!("unknown field {name:?}; the schema has: {}", known.join(", ")),
+                            format!(
+                                "unknown field {name:?}; the schema has: {}",
+                                known.join(", ")
+                            ),
                         ));
                         continue;
                     }
@@ -239,7 +251,13 @@ pub fn check_template(
             }
             let item_schema = schema.and_then(Schema::items);
             for (i, item) in items.iter().enumerate() {
-                check_template(item, item_schema.as_ref(), &format!("{path}[{i}]"), scope, errors);
+                check_template(
+                    item,
+                    item_schema.as_ref(),
+                    &format!("{path}[{i}]"),
+                    scope,
+                    errors,
+                );
             }
         }
         Template::Text(text) => {
@@ -319,16 +337,31 @@ struct Checker<'a> {
 
 /// Names that are CEL types or constants, not bindings.
 const TYPE_NAMES: [&str; 11] = [
-    "int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type", "dyn",
+    "int",
+    "uint",
+    "double",
+    "bool",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+    "dyn",
 ];
 
 impl Checker<'_> {
     fn infer(&mut self, expr: &IdedExpr) -> Result<Ty, NodeError> {
-        let fail = |message: String| NodeError { id: expr.id, message };
+        let fail = |message: String| NodeError {
+            id: expr.id,
+            message,
+        };
         match &expr.expr {
             Expr::Literal(literal) => Ok(match literal {
                 LiteralValue::Boolean(_) => Ty::Bool,
-                LiteralValue::Int(_) | LiteralValue::UInt(_) | LiteralValue::Double(_) => Ty::Number,
+                LiteralValue::Int(_) | LiteralValue::UInt(_) | LiteralValue::Double(_) => {
+                    Ty::Number
+                }
                 LiteralValue::String(_) => Ty::String,
                 LiteralValue::Null => Ty::Null,
                 LiteralValue::Bytes(_) => Ty::Dyn,
@@ -462,7 +495,12 @@ impl Checker<'_> {
         args: &[Ty],
         arg_exprs: &[IdedExpr],
     ) -> Result<Ty, String> {
-        let pair = || (args.first().cloned().unwrap_or(Ty::Dyn), args.get(1).cloned().unwrap_or(Ty::Dyn));
+        let pair = || {
+            (
+                args.first().cloned().unwrap_or(Ty::Dyn),
+                args.get(1).cloned().unwrap_or(Ty::Dyn),
+            )
+        };
         Ok(match function {
             "_&&_" | "_||_" | "!_" | "@in" | "@not_strictly_false" => Ty::Bool,
             "_==_" | "_!=_" | "_<_" | "_<=_" | "_>_" | "_>=_" => {
@@ -478,7 +516,12 @@ impl Checker<'_> {
             }
             "_+_" | "_-_" | "_*_" | "_/_" | "_%_" => {
                 let (a, b) = pair();
-                if !a.same_class(&b) && !matches!((&a, &b), (Ty::Timestamp, Ty::Duration) | (Ty::Duration, Ty::Timestamp)) {
+                if !a.same_class(&b)
+                    && !matches!(
+                        (&a, &b),
+                        (Ty::Timestamp, Ty::Duration) | (Ty::Duration, Ty::Timestamp)
+                    )
+                {
                     return Err(format!(
                         "cannot combine {} with {} ({function})",
                         a.describe(),
@@ -587,22 +630,32 @@ mod tests {
     #[test]
     fn unknown_fields_bindings_and_mismatches_are_named_with_positions() {
         let e = error("self.spec.greting == 'x'");
-        assert!(e.contains("self.spec has no field \"greting\"; its fields are: greeting, items, size"), "{e}");
+        assert!(
+            e.contains("self.spec has no field \"greting\"; its fields are: greeting, items, size"),
+            "{e}"
+        );
         assert!(e.contains("(at 1:"), "{e}");
         let e = error("config.data.x");
-        assert!(e.contains("unknown binding \"config\"; known here: self"), "{e}");
+        assert!(
+            e.contains("unknown binding \"config\"; known here: self"),
+            "{e}"
+        );
         assert!(e.contains("(at 1:1 of the expression)"), "{e}");
         let e = error("self.spec.size == 'three'");
         assert!(e.contains("cannot compare a number with a string"), "{e}");
         let e = error("self.spec.items.all(i, i.nam == '')");
         assert!(e.contains("i has no field \"nam\""), "{e}");
         let e = error("self.spec.size.value");
-        assert!(e.contains("self.spec.size is a number, which has no field \"value\""), "{e}");
+        assert!(
+            e.contains("self.spec.size is a number, which has no field \"value\""),
+            "{e}"
+        );
     }
 
     #[test]
     fn conditions_must_be_bools_and_lists_lists() {
-        let e = Expression::compile("self.spec.size", "spec.steps[0].child.includeWhen[0]").unwrap();
+        let e =
+            Expression::compile("self.spec.size", "spec.steps[0].child.includeWhen[0]").unwrap();
         let err = check_condition(&e, &scope()).unwrap_err().to_string();
         assert_eq!(
             err,
@@ -625,7 +678,13 @@ mod tests {
         )
         .unwrap();
         let mut errors = Vec::new();
-        check_template(&template, Some(&config_map), "spec.steps[0].child.template", &scope(), &mut errors);
+        check_template(
+            &template,
+            Some(&config_map),
+            "spec.steps[0].child.template",
+            &scope(),
+            &mut errors,
+        );
         let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
         assert_eq!(
             messages,

@@ -126,7 +126,11 @@ impl Plan {
             Plan::Ref(r) => vec![r.condition.clone()],
             Plan::If {
                 then, otherwise, ..
-            } => then.iter().chain(otherwise).flat_map(Plan::conditions).collect(),
+            } => then
+                .iter()
+                .chain(otherwise)
+                .flat_map(Plan::conditions)
+                .collect(),
             Plan::Finalizer { steps, .. } => steps.iter().flat_map(Plan::conditions).collect(),
         }
     }
@@ -139,7 +143,11 @@ impl Plan {
             Plan::Sync(_) | Plan::Ref(_) => Vec::new(),
             Plan::If {
                 then, otherwise, ..
-            } => then.iter().chain(otherwise).flat_map(Plan::child_steps).collect(),
+            } => then
+                .iter()
+                .chain(otherwise)
+                .flat_map(Plan::child_steps)
+                .collect(),
             Plan::Finalizer { steps, .. } => steps.iter().flat_map(Plan::child_steps).collect(),
         }
     }
@@ -150,7 +158,11 @@ impl Plan {
             Plan::Ref(r) => vec![r.gvk.clone()],
             Plan::If {
                 then, otherwise, ..
-            } => then.iter().chain(otherwise).flat_map(Plan::ref_kinds).collect(),
+            } => then
+                .iter()
+                .chain(otherwise)
+                .flat_map(Plan::ref_kinds)
+                .collect(),
             Plan::Finalizer { steps, .. } => steps.iter().flat_map(Plan::ref_kinds).collect(),
             _ => Vec::new(),
         }
@@ -191,8 +203,22 @@ impl CompiledDefinition {
 
 /// Names that cannot be step ids: they are bound by dynrec or are CEL words.
 const RESERVED: [&str; 16] = [
-    "self", "each", "child", "now", "int", "uint", "double", "bool", "string", "bytes", "list",
-    "map", "null_type", "type", "dyn", "null",
+    "self",
+    "each",
+    "child",
+    "now",
+    "int",
+    "uint",
+    "double",
+    "bool",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+    "dyn",
+    "null",
 ];
 
 /// The kinds whose schemas compiling `definition` would use (for [`Schemas::fetch`]).
@@ -260,13 +286,13 @@ pub fn compile(
         }
     };
     let crd = definition.spec.schema.as_ref().map(|schema| {
-        compiler
-            .schemas
-            .insert(for_kind.clone(), Schema::of_crd(schema.open_api_v3_schema.clone()));
+        compiler.schemas.insert(
+            for_kind.clone(),
+            Schema::of_crd(schema.open_api_v3_schema.clone()),
+        );
         super::crd::parent_crd(&for_kind, schema)
     });
-    let scope =
-        Scope::default().with("self", Ty::of_optional(compiler.schemas.get(&for_kind)));
+    let scope = Scope::default().with("self", Ty::of_optional(compiler.schemas.get(&for_kind)));
     let steps = compiler.steps(&definition.spec.steps, "spec.steps", scope);
     let mut conditions: Vec<String> = steps.iter().flat_map(Plan::conditions).collect();
     let mut seen = BTreeSet::new();
@@ -274,7 +300,9 @@ pub fn compile(
         if !seen.insert(condition.clone()) {
             compiler.error(
                 "spec.steps",
-                format!("two steps set the condition {condition:?}; give one a `condition:` of its own"),
+                format!(
+                    "two steps set the condition {condition:?}; give one a `condition:` of its own"
+                ),
             );
         }
         if !is_condition_type(condition) {
@@ -286,7 +314,10 @@ pub fn compile(
     }
     for (i, extra) in definition.spec.conditions.iter().enumerate() {
         if !is_condition_type(extra) {
-            compiler.error(format!("spec.conditions[{i}]"), format!("{extra:?} is not a valid condition type"));
+            compiler.error(
+                format!("spec.conditions[{i}]"),
+                format!("{extra:?} is not a valid condition type"),
+            );
         }
         conditions.push(extra.clone());
     }
@@ -305,11 +336,15 @@ pub fn compile(
 
 fn is_condition_type(text: &str) -> bool {
     text.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-')
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-')
 }
 
 fn is_identifier(text: &str) -> bool {
-    text.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    text.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
@@ -342,7 +377,10 @@ impl Compiler {
         let order = match order_by_bindings(steps, &scope) {
             Ok(order) => order,
             Err(cycle) => {
-                self.error(path, format!("cycle between bindings: {}", cycle.join(" -> ")));
+                self.error(
+                    path,
+                    format!("cycle between bindings: {}", cycle.join(" -> ")),
+                );
                 return Vec::new();
             }
         };
@@ -363,10 +401,16 @@ impl Compiler {
                     scope.bind(&c.id, Ty::List(Box::new(item)));
                     Plan::ChildSet(Arc::new(p))
                 }),
-                Step::Sync(s) => self.sync(s, &step_path, &scope).map(|p| Plan::Sync(Arc::new(p))),
+                Step::Sync(s) => self
+                    .sync(s, &step_path, &scope)
+                    .map(|p| Plan::Sync(Arc::new(p))),
                 Step::Ref(r) => self.reference(r, &step_path, &scope).map(|p| {
                     let object = Ty::of_optional(self.schemas.get(&p.gvk));
-                    let ty = if p.selects { Ty::List(Box::new(object)) } else { object };
+                    let ty = if p.selects {
+                        Ty::List(Box::new(object))
+                    } else {
+                        object
+                    };
                     scope.bind(&r.id, ty);
                     Plan::Ref(Arc::new(p))
                 }),
@@ -391,7 +435,10 @@ impl Compiler {
                     if !f.name.contains('/') {
                         self.error(
                             format!("{step_path}.name"),
-                            format!("{:?} is not a qualified finalizer name (e.g. example.com/cleanup)", f.name),
+                            format!(
+                                "{:?} is not a qualified finalizer name (e.g. example.com/cleanup)",
+                                f.name
+                            ),
                         );
                     }
                     let steps = self.steps(&f.steps, &format!("{step_path}.steps"), scope.clone());
@@ -408,7 +455,12 @@ impl Compiler {
 
     fn check_id(&mut self, id: &str, path: &str) {
         if !is_identifier(id) {
-            self.error(path, format!("{id:?} is not an identifier (letters, digits and _, not starting with a digit)"));
+            self.error(
+                path,
+                format!(
+                    "{id:?} is not an identifier (letters, digits and _, not starting with a digit)"
+                ),
+            );
         } else if RESERVED.contains(&id) {
             self.error(path, format!("{id:?} is reserved"));
         } else if !self.ids.insert(id.to_owned()) {
@@ -430,7 +482,12 @@ impl Compiler {
         expressions
     }
 
-    fn child_template(&mut self, template: &Value, path: &str, scope: &Scope) -> Option<(Gvk, Template)> {
+    fn child_template(
+        &mut self,
+        template: &Value,
+        path: &str,
+        scope: &Scope,
+    ) -> Option<(Gvk, Template)> {
         let template_path = format!("{path}.template");
         let Some(gvk) = template_kind(template) else {
             self.error(
@@ -439,24 +496,39 @@ impl Compiler {
             );
             return None;
         };
-        if template.pointer("/metadata/name").and_then(Value::as_str).is_none() {
-            self.error(format!("{template_path}.metadata.name"), "a child needs a name (which may hold ${...})");
+        if template
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .is_none()
+        {
+            self.error(
+                format!("{template_path}.metadata.name"),
+                "a child needs a name (which may hold ${...})",
+            );
         }
         let compiled = self.keep(Template::compile(template, &template_path))?;
         let schema = self.schemas.get(&gvk).cloned();
         let mut errors = Vec::new();
-        check_template(&compiled, schema.as_ref(), &template_path, scope, &mut errors);
+        check_template(
+            &compiled,
+            schema.as_ref(),
+            &template_path,
+            scope,
+            &mut errors,
+        );
         let failed = !errors.is_empty();
         self.errors.extend(errors);
         (!failed).then_some((gvk, compiled))
     }
 
     fn child(&mut self, step: &ChildStep, path: &str, scope: &Scope) -> Option<ChildPlan> {
-        let include_when = self.conditions(&step.include_when, &format!("{path}.includeWhen"), scope);
+        let include_when =
+            self.conditions(&step.include_when, &format!("{path}.includeWhen"), scope);
         let (gvk, template) = self.child_template(&step.template, path, scope)?;
         let child = Ty::of_optional(self.schemas.get(&gvk));
         let ready_scope = scope.with("child", child.clone()).with(&step.id, child);
-        let ready_when = self.conditions(&step.ready_when, &format!("{path}.readyWhen"), &ready_scope);
+        let ready_when =
+            self.conditions(&step.ready_when, &format!("{path}.readyWhen"), &ready_scope);
         Some(ChildPlan {
             id: step.id.clone(),
             path: path.to_owned(),
@@ -464,13 +536,22 @@ impl Compiler {
             template,
             include_when,
             ready_when,
-            condition: step.condition.clone().unwrap_or_else(|| format!("{}Ready", upper_camel(&step.id))),
+            condition: step
+                .condition
+                .clone()
+                .unwrap_or_else(|| format!("{}Ready", upper_camel(&step.id))),
             manager: step.manager,
         })
     }
 
-    fn child_set(&mut self, step: &ChildSetStep, path: &str, scope: &Scope) -> Option<ChildSetPlan> {
-        let include_when = self.conditions(&step.include_when, &format!("{path}.includeWhen"), scope);
+    fn child_set(
+        &mut self,
+        step: &ChildSetStep,
+        path: &str,
+        scope: &Scope,
+    ) -> Option<ChildSetPlan> {
+        let include_when =
+            self.conditions(&step.include_when, &format!("{path}.includeWhen"), scope);
         let for_each = self.keep(condition(&step.for_each, &format!("{path}.forEach")))?;
         let item = self.keep(check_list(&for_each, scope))?;
         let item_scope = scope.with("each", item);
@@ -482,7 +563,8 @@ impl Compiler {
         let (gvk, template) = self.child_template(&step.template, path, &item_scope)?;
         let child = Ty::of_optional(self.schemas.get(&gvk));
         let ready_scope = scope.with("child", child);
-        let ready_when = self.conditions(&step.ready_when, &format!("{path}.readyWhen"), &ready_scope);
+        let ready_when =
+            self.conditions(&step.ready_when, &format!("{path}.readyWhen"), &ready_scope);
         Some(ChildSetPlan {
             child: ChildPlan {
                 id: step.id.clone(),
@@ -491,7 +573,10 @@ impl Compiler {
                 template,
                 include_when,
                 ready_when,
-                condition: step.condition.clone().unwrap_or_else(|| format!("{}Ready", upper_camel(&step.id))),
+                condition: step
+                    .condition
+                    .clone()
+                    .unwrap_or_else(|| format!("{}Ready", upper_camel(&step.id))),
                 manager: step.manager,
             },
             for_each,
@@ -510,7 +595,13 @@ impl Compiler {
             None => None,
         };
         let mut errors = Vec::new();
-        check_template(&status, status_schema.as_ref(), &status_path, scope, &mut errors);
+        check_template(
+            &status,
+            status_schema.as_ref(),
+            &status_path,
+            scope,
+            &mut errors,
+        );
         let failed = !errors.is_empty();
         self.errors.extend(errors);
         if !step.status.is_object() {
@@ -521,7 +612,10 @@ impl Compiler {
             id: step.id.clone(),
             path: path.to_owned(),
             status,
-            condition: step.condition.clone().unwrap_or_else(|| format!("{}Synced", upper_camel(&step.id))),
+            condition: step
+                .condition
+                .clone()
+                .unwrap_or_else(|| format!("{}Synced", upper_camel(&step.id))),
         })
     }
 
@@ -552,7 +646,10 @@ impl Compiler {
         let mut match_labels = Vec::new();
         if let Some(selector) = &step.selector {
             for (key, value) in &selector.match_labels {
-                match_labels.push((key.clone(), text(value, &format!("selector.matchLabels[{key:?}]"), self)?));
+                match_labels.push((
+                    key.clone(),
+                    text(value, &format!("selector.matchLabels[{key:?}]"), self)?,
+                ));
             }
         }
         match (&name, &step.selector) {
@@ -569,7 +666,10 @@ impl Compiler {
             match_labels,
             selects: step.selector.is_some(),
             optional: step.optional,
-            condition: step.condition.clone().unwrap_or_else(|| format!("{}Resolved", upper_camel(&step.id))),
+            condition: step
+                .condition
+                .clone()
+                .unwrap_or_else(|| format!("{}Resolved", upper_camel(&step.id))),
         })
     }
 }
@@ -609,7 +709,11 @@ fn order_by_bindings(steps: &[Step], scope: &Scope) -> Result<Vec<usize>, Vec<St
                 let mut current = (0..steps.len()).find(|&i| !done[i]).unwrap_or(0);
                 while !path.contains(&current) {
                     path.push(current);
-                    current = depends[current].iter().copied().find(|&j| !done[j]).unwrap_or(current);
+                    current = depends[current]
+                        .iter()
+                        .copied()
+                        .find(|&j| !done[j])
+                        .unwrap_or(current);
                 }
                 let start = path.iter().position(|&i| i == current).unwrap_or(0);
                 let mut cycle: Vec<String> = path[start..]
@@ -643,7 +747,11 @@ fn reads(step: &Step) -> BTreeSet<String> {
         Step::Ref(r) => {
             texts.extend(r.name.iter().cloned());
             texts.extend(r.namespace.iter().cloned());
-            texts.extend(r.selector.iter().flat_map(|s| s.match_labels.values().cloned()));
+            texts.extend(
+                r.selector
+                    .iter()
+                    .flat_map(|s| s.match_labels.values().cloned()),
+            );
         }
         Step::If(i) => {
             texts.push(i.condition.clone());
@@ -679,7 +787,13 @@ fn names_in_text(text: &str) -> Vec<String> {
     if let Ok(parsed) = Text::parse(text, "")
         && !matches!(parsed, Text::Literal(_))
     {
-        return parsed.expressions().iter().flat_map(|e| e.variables()).collect();
+        return parsed
+            .expressions()
+            .iter()
+            .flat_map(|e| e.variables())
+            .collect();
     }
-    condition(text, "").map(|e| e.variables()).unwrap_or_default()
+    condition(text, "")
+        .map(|e| e.variables())
+        .unwrap_or_default()
 }

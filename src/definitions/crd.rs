@@ -57,7 +57,9 @@ pub fn parent_crd(gvk: &Gvk, schema: &ParentSchema) -> Value {
     if columns.is_empty() {
         columns.push(json!({"name": "Ready", "type": "string",
             "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"}));
-        columns.push(json!({"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}));
+        columns.push(
+            json!({"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}),
+        );
     }
     json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

@@ -16,8 +16,8 @@ use jiff::Timestamp;
 use serde_json::{Map, Number, Value};
 
 use super::error::DefinitionError;
-use crate::reconcilers::cel::{env, invalid, to_chrono, to_val};
 use crate::reconcilers::CelError;
+use crate::reconcilers::cel::{env, invalid, to_chrono, to_val};
 
 /// The values an expression may read, by name.
 pub type Bindings = BTreeMap<String, Arc<Value>>;
@@ -216,7 +216,12 @@ fn to_json(value: &CelValue) -> Result<Value, String> {
         CelValue::Timestamp(t) => Value::String(t.to_rfc3339()),
         CelValue::Duration(d) => Value::String(format!("{}s", d.num_seconds())),
         CelValue::Bytes(_) => return Err("bytes cannot be written into an object".into()),
-        other => return Err(format!("a {:?} cannot be written into an object", other.type_of())),
+        other => {
+            return Err(format!(
+                "a {:?} cannot be written into an object",
+                other.type_of()
+            ));
+        }
     })
 }
 
@@ -317,12 +322,19 @@ impl Text {
     }
 
     /// Evaluates to a string (a name, a namespace, an id).
-    pub fn evaluate_string(&self, bindings: &Bindings, now: Timestamp) -> Result<String, EvalError> {
+    pub fn evaluate_string(
+        &self,
+        bindings: &Bindings,
+        now: Timestamp,
+    ) -> Result<String, EvalError> {
         match self.evaluate(bindings, now)? {
             Value::String(s) => Ok(s),
             Value::Number(n) => Ok(n.to_string()),
             other => Err(match self {
-                Text::Whole(e) => e.error(format!("expected a string, the result is {}", json_type(&other))),
+                Text::Whole(e) => e.error(format!(
+                    "expected a string, the result is {}",
+                    json_type(&other)
+                )),
                 _ => EvalError {
                     path: String::new(),
                     expression: String::new(),
@@ -522,7 +534,10 @@ mod tests {
         let err = Text::parse("x-${self.spec.a ==}", "spec.steps[0].child.template.data.a")
             .unwrap_err()
             .to_string();
-        assert!(err.starts_with("spec.steps[0].child.template.data.a: ${self.spec.a ==}: "), "{err}");
+        assert!(
+            err.starts_with("spec.steps[0].child.template.data.a: ${self.spec.a ==}: "),
+            "{err}"
+        );
         assert!(err.contains("at 1:"), "{err}");
         let err = Text::parse("${self.spec", "p").unwrap_err().to_string();
         assert!(err.contains("unterminated ${ at character 1"), "{err}");
@@ -530,25 +545,46 @@ mod tests {
 
     #[test]
     fn evaluation_errors_name_the_expression() {
-        let text = Text::parse("${self.spec.missing}", "spec.steps[1].child.template.data.g").unwrap();
-        let err = text.evaluate(&bindings(json!({"spec": {}})), now()).unwrap_err();
+        let text = Text::parse(
+            "${self.spec.missing}",
+            "spec.steps[1].child.template.data.g",
+        )
+        .unwrap();
+        let err = text
+            .evaluate(&bindings(json!({"spec": {}})), now())
+            .unwrap_err();
         assert_eq!(err.path, "spec.steps[1].child.template.data.g");
         assert_eq!(err.expression, "self.spec.missing");
     }
 
     #[test]
     fn variables_are_free_identifiers() {
-        let e = Expression::compile("self.spec.items.all(i, i.size < config.data.max)", "p").unwrap();
+        let e =
+            Expression::compile("self.spec.items.all(i, i.size < config.data.max)", "p").unwrap();
         assert_eq!(e.variables(), vec!["config".to_owned(), "self".to_owned()]);
     }
 
     #[test]
     fn conditions_take_bare_or_wrapped_expressions() {
         let parent = bindings(json!({"spec": {"size": 3}}));
-        for text in ["${self.spec.size > 2}", "self.spec.size > 2", " ${ self.spec.size > 2 } "] {
-            assert!(condition(text, "p").unwrap().test(&parent, now()).unwrap(), "{text}");
+        for text in [
+            "${self.spec.size > 2}",
+            "self.spec.size > 2",
+            " ${ self.spec.size > 2 } ",
+        ] {
+            assert!(
+                condition(text, "p").unwrap().test(&parent, now()).unwrap(),
+                "{text}"
+            );
         }
-        let err = condition("self.spec.size", "p").unwrap().test(&parent, now()).unwrap_err();
-        assert!(err.message.contains("expected a bool, the result is an int"), "{err}");
+        let err = condition("self.spec.size", "p")
+            .unwrap()
+            .test(&parent, now())
+            .unwrap_err();
+        assert!(
+            err.message
+                .contains("expected a bool, the result is an int"),
+            "{err}"
+        );
     }
 }

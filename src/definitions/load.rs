@@ -20,9 +20,8 @@ pub struct Loaded {
 
 /// Parses every `ReconcilerDefinition` document of `text` (other kinds are skipped).
 pub fn parse_documents(text: &str, source: &str) -> Result<Vec<Loaded>, DefinitionErrors> {
-    let documents: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|err| {
-        DefinitionError::new("", format!("not YAML: {err}")).in_source(source)
-    })?;
+    let documents: Vec<Value> = serde_saphyr::from_multiple(text)
+        .map_err(|err| DefinitionError::new("", format!("not YAML: {err}")).in_source(source))?;
     let mut loaded = Vec::new();
     let mut errors = Vec::new();
     for (index, document) in documents.into_iter().enumerate() {
@@ -60,8 +59,9 @@ pub fn parse_value(value: Value) -> Result<ReconcilerDefinition, DefinitionError
 /// The definitions of one file.
 pub fn load_file(path: &Path) -> Result<Vec<Loaded>, DefinitionErrors> {
     let source = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|err| DefinitionError::new("", format!("cannot read: {err}")).in_source(&source))?;
+    let text = std::fs::read_to_string(path).map_err(|err| {
+        DefinitionError::new("", format!("cannot read: {err}")).in_source(&source)
+    })?;
     parse_documents(&text, &source)
 }
 
@@ -123,10 +123,16 @@ mod tests {
     fn unknown_and_mistyped_fields_are_refused_with_their_path() {
         let text = "apiVersion: dynrec.dev/v1alpha1\nkind: ReconcilerDefinition\nmetadata: {name: a}\nspec:\n  for: {apiVersion: v1, kind: ConfigMap}\n  steps:\n  - child: {id: c, template: {}, includeWen: []}\n";
         let err = parse_documents(text, "a.yaml").unwrap_err().to_string();
-        assert!(err.starts_with("a.yaml (document 1): spec.steps[0].child: unknown field `includeWen`"), "{err}");
+        assert!(
+            err.starts_with("a.yaml (document 1): spec.steps[0].child: unknown field `includeWen`"),
+            "{err}"
+        );
         let text = "apiVersion: dynrec.dev/v1alpha1\nkind: ReconcilerDefinition\nmetadata: {name: a}\nspec:\n  for: {apiVersion: v1, kind: ConfigMap}\n  steps:\n  - child: {id: c, template: {}, readyWhen: yes}\n";
         let err = parse_documents(text, "a.yaml").unwrap_err().to_string();
-        assert!(err.contains("spec.steps[0].child.readyWhen: invalid type"), "{err}");
+        assert!(
+            err.contains("spec.steps[0].child.readyWhen: invalid type"),
+            "{err}"
+        );
         let text = "kind: ConfigMap\n---\napiVersion: dynrec.dev/v1alpha1\nkind: ReconcilerDefinition\nmetadata: {name: a}\nspec:\n  for: {apiVersion: v1, kind: ConfigMap}\n  steps: []\n";
         assert_eq!(parse_documents(text, "a.yaml").unwrap().len(), 1);
     }

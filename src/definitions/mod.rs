@@ -18,6 +18,8 @@ mod error;
 mod expr;
 mod load;
 mod model;
+mod plan;
+mod runner;
 mod schema;
 
 pub use build::{
@@ -27,9 +29,11 @@ pub use compile::{CompiledDefinition, Plan, compile, kinds_to_check};
 pub use crd::{PLURAL, definition_crd, definition_gvk, parent_crd};
 pub use error::{DefinitionError, DefinitionErrors};
 pub use expr::{Bindings, EvalError, Expression, Template};
-pub use load::{Loaded, load_dir, load_file, parse_documents};
+pub use load::{Loaded, load_dir, load_file, parse_documents, parse_value};
 pub use model::{
     ChildSetStep, ChildStep, DefinitionSpec, FinalizerStep, GROUP, IfStep, KIND, KindRef,
     ManagerKind, ParentSchema, ReconcilerDefinition, RefSelector, RefStep, Step, SyncStep, VERSION,
 };
+pub use plan::{InstancePlan, PlannedWrite, plan, render};
+pub use runner::{Definitions, FINALIZER, StartError};
 pub use schema::{Schema, Schemas};

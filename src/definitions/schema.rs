@@ -123,7 +123,9 @@ impl Schema {
         }
         if self.root {
             match name {
-                "apiVersion" | "kind" => return Field::Known(self.child(json!({"type": "string"}))),
+                "apiVersion" | "kind" => {
+                    return Field::Known(self.child(json!({"type": "string"})));
+                }
                 "metadata" => return Field::Known(self.child(object_meta())),
                 _ => {}
             }
@@ -264,15 +266,27 @@ mod tests {
     #[test]
     fn fields_types_and_open_places() {
         let spec = known(widget().field("spec"));
-        assert_eq!(known(spec.field("size")).type_name().as_deref(), Some("integer"));
+        assert_eq!(
+            known(spec.field("size")).type_name().as_deref(),
+            Some("integer")
+        );
         match spec.field("greting") {
             Field::Unknown(fields) => assert_eq!(fields, ["extra", "greeting", "labels", "size"]),
             _ => panic!("greting was found"),
         }
-        assert!(matches!(known(spec.field("extra")).field("anything"), Field::Open(None)));
-        assert!(matches!(known(spec.field("labels")).field("a"), Field::Open(Some(_))));
+        assert!(matches!(
+            known(spec.field("extra")).field("anything"),
+            Field::Open(None)
+        ));
+        assert!(matches!(
+            known(spec.field("labels")).field("a"),
+            Field::Open(Some(_))
+        ));
         let meta = known(widget().field("metadata"));
-        assert_eq!(known(meta.field("name")).type_name().as_deref(), Some("string"));
+        assert_eq!(
+            known(meta.field("name")).type_name().as_deref(),
+            Some("string")
+        );
     }
 
     #[test]
@@ -285,7 +299,10 @@ mod tests {
             "meta": {"type": "object", "properties": {"name": {"type": "string"}}}}}});
         let schema = Schema::of_openapi(&document, &Gvk::new("", "v1", "ConfigMap")).unwrap();
         let meta = known(schema.field("metadata"));
-        assert_eq!(known(meta.field("name")).type_name().as_deref(), Some("string"));
+        assert_eq!(
+            known(meta.field("name")).type_name().as_deref(),
+            Some("string")
+        );
         assert!(matches!(meta.field("nam"), Field::Unknown(_)));
     }
 }

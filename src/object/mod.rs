@@ -3,6 +3,7 @@
 mod condition_set;
 mod gvk;
 mod key;
+mod line_diff;
 mod merge;
 mod path;
 mod status;
@@ -12,6 +13,7 @@ pub use condition_set::{
 };
 pub use gvk::{GroupKind, Gvk, GvkError};
 pub use key::{ObjectKey, ObjectKeyError};
+pub use line_diff::line_diff;
 pub use merge::merge_patch;
 pub use path::{FieldPath, Fields, PathError};
 pub use status::StatusExt;

@@ -309,9 +309,9 @@ impl Manager {
                         readiness: self.readiness.clone(),
                     };
                     let (own_tx, own_rx) = watch::channel(false);
-                    let stopped = either_stopped(either_stopped(stop.clone(), lost_rx.clone()), own_rx);
-                    let span =
-                        info_span!("controller", controller = %controller.name, gvk = %controller.gvk);
+                    let stopped =
+                        either_stopped(either_stopped(stop.clone(), lost_rx.clone()), own_rx);
+                    let span = info_span!("controller", controller = %controller.name, gvk = %controller.gvk);
                     let task = tokio::spawn(run.run(stopped).instrument(span));
                     running.add(controller.clone(), own_tx, task);
                 }
@@ -348,7 +348,12 @@ impl RunningControllers {
             .is_some_and(|(running, _, _)| Arc::ptr_eq(running, controller))
     }
 
-    fn add(&mut self, controller: Arc<Controller>, stop: watch::Sender<bool>, task: JoinHandle<()>) {
+    fn add(
+        &mut self,
+        controller: Arc<Controller>,
+        stop: watch::Sender<bool>,
+        task: JoinHandle<()>,
+    ) {
         self.running
             .insert(controller.name.clone(), (controller, stop, task));
     }

@@ -13,6 +13,7 @@
 
 mod case;
 mod config;
+mod definition_cases;
 mod diff;
 mod object_manager;
 mod objects;
@@ -25,6 +26,10 @@ mod subreconciler;
 
 pub use case::{Callback, Failures, StashedValue, TestCase, TestSuite, TestTable};
 pub use config::{ExpectConfig, StartedConfig};
+pub use definition_cases::{
+    CaseError, DefinitionCase, DefinitionCases, Expect, ExpectedEvent, Failure, RequestKey,
+    parse_cases, run_cases, suite,
+};
 pub use object_manager::{
     OBJECT_MANAGER_ACTUAL, OBJECT_MANAGER_DESIRED, OBJECT_MANAGER_RESULT, ObjectManagerHarness,
 };

@@ -1,0 +1,106 @@
+//! `dynrec test -f DIR CASES...`: runs YAML table tests of definitions on the table-test
+//! harness and the embedded API server; prints each case's result and, for a failing one,
+//! the harness's diffs. Exit code 0 when every case passes, 1 otherwise.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use dynrec::apiserver::ApiServer;
+use dynrec::client::Client;
+use dynrec::definitions::{CompiledDefinition, Definitions};
+use dynrec::reconcilers::Config;
+use dynrec::runtime::{Manager, ManagerOptions};
+use dynrec::testing::{DefinitionCases, TestSuite, parse_cases, suite};
+
+use super::definitions::load;
+
+/// Options of `dynrec test`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Definition files or directories (YAML or JSON); may be repeated.
+    #[arg(short = 'f', long = "filename", required = true)]
+    files: Vec<PathBuf>,
+    /// Case files.
+    #[arg(required = true)]
+    cases: Vec<PathBuf>,
+}
+
+/// Runs every case file.
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let loaded = load(&args.files)?;
+    // Definitions are checked against the built-in kinds' schemas of an embedded server.
+    let client = Client::new(ApiServer::new().client());
+    let config = Config::new(client.clone(), "dynrec-test", Default::default());
+    let definitions = Definitions::new(&Manager::new(client, ManagerOptions::default()), &config);
+    let mut compiled = Vec::new();
+    for definition in &loaded {
+        compiled.push(Arc::new(definitions.compile(definition).await?));
+    }
+    let (mut passed, mut failed) = (0, 0);
+    for path in &args.cases {
+        let source = path.display().to_string();
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {source}"))?;
+        let cases = parse_cases(&text, &source)?;
+        let definition = pick(&compiled, &cases, &source)?;
+        for case in &cases.cases {
+            let one = DefinitionCases {
+                definition: cases.definition.clone(),
+                cases: vec![case.clone()],
+            };
+            let TestSuite(built) = suite(&definition, &one, &source)?;
+            let factory = {
+                let definition = definition.clone();
+                let inventory = dynrec::definitions::Inventory::default();
+                move |_case: &_, config: &Config| {
+                    Box::new(dynrec::definitions::root_reconciler(
+                        &definition,
+                        config,
+                        &inventory,
+                    )) as Box<dyn dynrec::reconcilers::RootReconciler>
+                }
+            };
+            if case.skip {
+                println!("skip  {source}: {}", case.name);
+                continue;
+            }
+            match TestSuite(built).try_run(factory).await {
+                Ok(()) => {
+                    passed += 1;
+                    println!("ok    {source}: {}", case.name);
+                }
+                Err(failures) => {
+                    failed += 1;
+                    println!("FAIL  {source}: {}\n{failures}\n", case.name);
+                }
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    Ok(match failed {
+        0 => ExitCode::SUCCESS,
+        _ => ExitCode::FAILURE,
+    })
+}
+
+/// The definition a case file is about: the one it names, or the only one loaded.
+fn pick(
+    compiled: &[Arc<CompiledDefinition>],
+    cases: &DefinitionCases,
+    source: &str,
+) -> anyhow::Result<Arc<CompiledDefinition>> {
+    match &cases.definition {
+        Some(name) => match compiled.iter().find(|d| &d.name == name) {
+            Some(found) => Ok(found.clone()),
+            None => bail!("{source}: no definition named {name:?} was loaded"),
+        },
+        None => match compiled {
+            [only] => Ok(only.clone()),
+            _ => bail!(
+                "{source}: name the definition (`definition:`); {} are loaded",
+                compiled.len()
+            ),
+        },
+    }
+}

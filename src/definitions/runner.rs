@@ -1,0 +1,287 @@
+//! Runs definitions as controllers of a [`Manager`]: from files at start, and from the
+//! cluster while it runs — a new `ReconcilerDefinition` starts a controller, a changed one is
+//! compiled and swapped in (a bad change keeps the last good version running and says so in
+//! its status), a deleted one stops its controller. The controller of in-cluster definitions
+//! is itself a `ResourceReconciler` with a `WithFinalizer` and a `SyncReconciler`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::DynamicObject;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tracing::{info, warn};
+
+use super::build::{Inventory, controller_name, root_reconciler};
+use super::compile::{CompiledDefinition, compile, kinds_to_check};
+use super::crd::{definition_crd, definition_gvk};
+use super::error::{DefinitionError, DefinitionErrors};
+use super::load::{Loaded, parse_value};
+use super::schema::Schemas;
+use crate::client::Client;
+use crate::object::{ConditionSet, Gvk};
+use crate::reconcilers::{
+    Config, Context, Outcome, ReconcileError, ReconcileResult, ResourceReconciler, SyncReconciler,
+    WithFinalizer,
+};
+use crate::runtime::{ControllerHandle, Manager, ManagerError};
+
+/// The finalizer that keeps an in-cluster definition until its controller has stopped.
+pub const FINALIZER: &str = "dynrec.dev/controller";
+/// The field manager dynrec applies CRDs with.
+const FIELD_MANAGER: &str = "dynrec";
+/// How often an in-cluster definition's instance count is refreshed.
+const STATUS_REFRESH: Duration = Duration::from_secs(30);
+
+/// A definition whose controller runs.
+struct Running {
+    generation: Option<i64>,
+    compiled: Arc<CompiledDefinition>,
+}
+
+/// Starts, swaps and stops the controllers of definitions. Cheap to clone.
+#[derive(Clone)]
+pub struct Definitions {
+    config: Config,
+    handle: ControllerHandle,
+    running: Arc<Mutex<BTreeMap<String, Running>>>,
+    inventories: Arc<Mutex<BTreeMap<String, Inventory>>>,
+}
+
+/// Why a definition could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The definition is not valid.
+    #[error("{0}")]
+    Invalid(#[from] DefinitionErrors),
+    /// Its parent CRD could not be installed.
+    #[error("cannot install the CRD of {kind}: {error}")]
+    Crd {
+        /// The parent kind.
+        kind: Gvk,
+        /// The API error.
+        error: crate::client::Error,
+    },
+    /// The manager refused the reconciler tree.
+    #[error(transparent)]
+    Manager(#[from] ManagerError),
+}
+
+impl Definitions {
+    /// Definitions run by `manager`; `config` is the one their reconcilers are built with.
+    pub fn new(manager: &Manager, config: &Config) -> Self {
+        Self {
+            config: config.clone(),
+            handle: manager.handle(),
+            running: Arc::default(),
+            inventories: Arc::default(),
+        }
+    }
+
+    fn client(&self) -> &Client {
+        &self.config.client
+    }
+
+    /// Compiles `definition` against the schemas the cluster knows.
+    pub async fn compile(&self, loaded: &Loaded) -> Result<CompiledDefinition, DefinitionErrors> {
+        let mut schemas = Schemas::default();
+        schemas
+            .fetch(self.client().kube(), kinds_to_check(&loaded.definition))
+            .await;
+        compile(&loaded.definition, &schemas).map_err(|DefinitionErrors(errors)| {
+            DefinitionErrors(
+                errors
+                    .into_iter()
+                    .map(|e| e.in_source(&loaded.source))
+                    .collect(),
+            )
+        })
+    }
+
+    /// Compiles `loaded`, installs its parent CRD if it defines one, and starts (or swaps in)
+    /// its controller.
+    pub async fn start(&self, loaded: &Loaded) -> Result<Arc<CompiledDefinition>, StartError> {
+        let compiled = Arc::new(self.compile(loaded).await?);
+        if let Some(crd) = &compiled.crd {
+            let object: DynamicObject = serde_json::from_value(crd.clone())
+                .map_err(|e| DefinitionError::new("spec.schema", e.to_string()))
+                .map_err(DefinitionErrors::from)?;
+            self.client()
+                .apply(&object, FIELD_MANAGER, true)
+                .await
+                .map_err(|error| StartError::Crd {
+                    kind: compiled.for_kind.clone(),
+                    error,
+                })?;
+        }
+        let inventory = self.inventory(&compiled.name);
+        let reconciler = root_reconciler(&compiled, &self.config, &inventory);
+        self.handle
+            .register(compiled.for_kind.clone(), reconciler, &self.config)?;
+        info!(definition = %compiled.name, kind = %compiled.for_kind, "definition running");
+        self.running.lock().insert(
+            compiled.name.clone(),
+            Running {
+                generation: compiled.generation,
+                compiled: compiled.clone(),
+            },
+        );
+        Ok(compiled)
+    }
+
+    /// Stops the controller of the definition `name`.
+    pub fn stop(&self, name: &str) {
+        if self.running.lock().remove(name).is_some() {
+            self.handle.remove(&controller_name(name));
+            info!(definition = %name, "definition stopped");
+        }
+    }
+
+    /// The kinds a definition's children have had.
+    fn inventory(&self, name: &str) -> Inventory {
+        self.inventories
+            .lock()
+            .entry(name.to_owned())
+            .or_default()
+            .clone()
+    }
+
+    /// Installs the `ReconcilerDefinition` CRD.
+    pub async fn install_crd(&self) -> Result<(), crate::client::Error> {
+        let crd: DynamicObject = serde_json::from_value(definition_crd()).map_err(|source| {
+            crate::client::Error::Serialize {
+                what: "the ReconcilerDefinition CRD",
+                source,
+            }
+        })?;
+        self.client().apply(&crd, FIELD_MANAGER, true).await?;
+        Ok(())
+    }
+
+    /// Registers the controller of in-cluster definitions with `manager`.
+    pub fn register(&self, manager: &mut Manager) -> Result<(), ManagerError> {
+        manager.register(definition_gvk(), self.reconciler(), &self.config)
+    }
+
+    /// The controller of in-cluster definitions.
+    pub fn reconciler(&self) -> ResourceReconciler {
+        let sync_self = self.clone();
+        let finalize_self = self.clone();
+        let sync = SyncReconciler::with_result(move |ctx: &Context, object: &mut DynamicObject| {
+            let this = sync_self.clone();
+            Box::pin(async move { this.sync(ctx, object).await })
+        })
+        .finalize(move |_ctx: &Context, object: &mut DynamicObject| {
+            finalize_self.stop(object.metadata.name.as_deref().unwrap_or_default());
+            Box::pin(std::future::ready(Ok(())))
+        })
+        .named("ReconcilerDefinition");
+        ResourceReconciler::new(
+            definition_gvk(),
+            WithFinalizer::new(FINALIZER, sync),
+            self.config.clone(),
+        )
+        .named("reconcilerdefinitions")
+        .conditions(ConditionSet::living(&["Compiled"]))
+    }
+
+    /// Compiles and (re)starts an in-cluster definition when its spec changed, and writes
+    /// its status.
+    async fn sync(&self, ctx: &Context, object: &mut DynamicObject) -> Outcome {
+        let name = object.metadata.name.clone().unwrap_or_default();
+        let generation = object.metadata.generation;
+        let conditions = ConditionSet::living(&["Compiled"]);
+        self.seed_inventory(&name, &object.data["status"]["managedKinds"]);
+        let current = self
+            .running
+            .lock()
+            .get(&name)
+            .map(|r| (r.generation, r.compiled.clone()));
+        let mut last_error = None;
+        let compiled = match current {
+            Some((running, compiled)) if running == generation => Some(compiled),
+            previous => {
+                let loaded = parse_value(cluster_json(object)).map(|definition| Loaded {
+                    source: format!("ReconcilerDefinition {name}"),
+                    definition,
+                });
+                let started = match loaded {
+                    Ok(loaded) => self.start(&loaded).await.map_err(|e| e.to_string()),
+                    Err(err) => Err(err.to_string()),
+                };
+                match started {
+                    Ok(compiled) => Some(compiled),
+                    Err(message) => {
+                        warn!(definition = %name, error = %message, "definition refused");
+                        last_error = Some(message);
+                        previous.map(|(_, compiled)| compiled)
+                    }
+                }
+            }
+        };
+        let mut manager = conditions.manage(object, ctx.now());
+        let marked = match (&last_error, &compiled) {
+            (None, _) => manager.mark_true("Compiled", "Compiled", ""),
+            (Some(error), Some(running)) => manager.mark_false(
+                "Compiled",
+                "Invalid",
+                format!(
+                    "{error}\nthe last good version (generation {}) keeps running",
+                    running.generation.unwrap_or_default()
+                ),
+            ),
+            (Some(error), None) => manager.mark_false("Compiled", "Invalid", error.clone()),
+        };
+        if let Err(err) = marked {
+            return Outcome::err(ReconcileError::from_error(err));
+        }
+        let status = object.data["status"].as_object_mut();
+        if let (Some(status), Some(compiled)) = (status, &compiled) {
+            let instances = self
+                .client()
+                .cached_object_count(&compiled.for_kind)
+                .unwrap_or_default();
+            let kinds: Vec<String> = compiled.kinds().iter().map(ToString::to_string).collect();
+            let managed: BTreeSet<String> = self
+                .inventory(&name)
+                .lock()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            status.insert("for".into(), json!(compiled.for_kind.to_string()));
+            status.insert("controller".into(), json!(controller_name(&name)));
+            status.insert("watches".into(), json!(kinds));
+            status.insert("managedKinds".into(), json!(managed));
+            status.insert("instances".into(), json!(instances));
+        }
+        if let Some(status) = object.data["status"].as_object_mut() {
+            match last_error {
+                Some(error) => status.insert("lastError".into(), json!(error)),
+                None => status.remove("lastError"),
+            };
+        }
+        Outcome::ok(ReconcileResult::requeue_after(STATUS_REFRESH))
+    }
+
+    /// Adds the kinds an earlier process recorded in the definition's status.
+    fn seed_inventory(&self, name: &str, recorded: &Value) {
+        let kinds = recorded
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter_map(|text| text.parse::<Gvk>().ok());
+        self.inventory(name).lock().extend(kinds);
+    }
+}
+
+/// A cluster object as the loader reads it: the spec and what it needs of metadata.
+fn cluster_json(object: &DynamicObject) -> Value {
+    json!({
+        "apiVersion": object.types.as_ref().map(|t| t.api_version.clone()).unwrap_or_default(),
+        "kind": object.types.as_ref().map(|t| t.kind.clone()).unwrap_or_default(),
+        "metadata": {"name": object.metadata.name, "generation": object.metadata.generation},
+        "spec": object.data["spec"],
+    })
+}
