@@ -124,7 +124,7 @@ mod tests {
         let text = "apiVersion: dynrec.dev/v1alpha1\nkind: ReconcilerDefinition\nmetadata: {name: a}\nspec:\n  for: {apiVersion: v1, kind: ConfigMap}\n  steps:\n  - child: {id: c, template: {}, includeWen: []}\n";
         let err = parse_documents(text, "a.yaml").unwrap_err().to_string();
         assert!(
-            err.starts_with("a.yaml (document 1): spec.steps[0].child: unknown field `includeWen`"),
+            err.starts_with("a.yaml (document 1): spec.steps[0].child.includeWen: unknown field `includeWen`, expected one of"),
             "{err}"
         );
         let text = "apiVersion: dynrec.dev/v1alpha1\nkind: ReconcilerDefinition\nmetadata: {name: a}\nspec:\n  for: {apiVersion: v1, kind: ConfigMap}\n  steps:\n  - child: {id: c, template: {}, readyWhen: yes}\n";

@@ -31,8 +31,9 @@ use crate::runtime::{ControllerHandle, Manager, ManagerError};
 pub const FINALIZER: &str = "dynrec.dev/controller";
 /// The field manager dynrec applies CRDs with.
 const FIELD_MANAGER: &str = "dynrec";
-/// How often an in-cluster definition's instance count is refreshed.
-const STATUS_REFRESH: Duration = Duration::from_secs(30);
+/// How often an in-cluster definition's instance count is refreshed (status is written only
+/// when it changed).
+const STATUS_REFRESH: Duration = Duration::from_secs(5);
 
 /// A definition whose controller runs.
 struct Running {

@@ -1,0 +1,242 @@
+//! Loading definitions: a bad definition is refused with the path inside it, the position in
+//! the expression and what was expected; checked against the schemas the embedded server
+//! publishes (ConfigMap, Deployment) and the definition's own (Widget).
+
+use dynrec::apiserver::ApiServer;
+use dynrec::definitions::{Schemas, compile, kinds_to_check, parse_documents};
+
+/// A Widget definition whose steps are `steps` (YAML, indented under `steps:`).
+fn definition(steps: &str) -> String {
+    format!(
+        r#"apiVersion: dynrec.dev/v1alpha1
+kind: ReconcilerDefinition
+metadata: {{name: widgets}}
+spec:
+  for: {{apiVersion: example.com/v1, kind: Widget}}
+  schema:
+    openAPIV3Schema:
+      type: object
+      properties:
+        spec:
+          type: object
+          properties:
+            greeting: {{type: string}}
+            size: {{type: integer}}
+            items: {{type: array, items: {{type: object, properties: {{name: {{type: string}}}}}}}}
+  steps:
+{steps}"#
+    )
+}
+
+/// The errors loading and compiling `text` gives, as one string ("" when it compiles).
+async fn errors_of(text: &str) -> String {
+    let loaded = match parse_documents(text, "widgets.yaml") {
+        Ok(loaded) => loaded,
+        Err(errors) => return errors.to_string(),
+    };
+    let server = ApiServer::new();
+    let mut out = Vec::new();
+    for loaded in loaded {
+        let mut schemas = Schemas::default();
+        schemas
+            .fetch(&server.client(), kinds_to_check(&loaded.definition))
+            .await;
+        if let Err(errors) = compile(&loaded.definition, &schemas) {
+            out.push(errors.to_string());
+        }
+    }
+    out.join("\n")
+}
+
+const CONFIG_MAP: &str = "        apiVersion: v1\n        kind: ConfigMap\n        metadata: {name: \"${self.metadata.name}\"}\n";
+
+fn child(id: &str, extra: &str, data: &str) -> String {
+    format!(
+        "  - child:\n      id: {id}\n{extra}      template:\n{CONFIG_MAP}        data: {data}\n"
+    )
+}
+
+#[tokio::test]
+async fn bad_definitions_are_refused_with_path_position_and_expectation() {
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "unknown field of a step",
+            definition("  - child: {id: c, template: {}, includeWen: []}\n"),
+            "widgets.yaml (document 1): spec.steps[0].child.includeWen: unknown field `includeWen`, expected one of `id`, `template`, `includeWhen`, `readyWhen`, `condition`, `manager`",
+        ),
+        (
+            "unknown step kind",
+            definition("  - chlid: {id: c}\n"),
+            "spec.steps[0]: unknown variant `chlid`, expected one of `child`, `childSet`, `sync`, `ref`, `if`, `finalizer`",
+        ),
+        (
+            "wrong type",
+            definition("  - child: {id: c, template: {}, readyWhen: true}\n"),
+            "spec.steps[0].child.readyWhen: invalid type: boolean `true`, expected a sequence",
+        ),
+        (
+            "includeWhen that is not a bool",
+            definition(&child(
+                "c",
+                "      includeWhen: [\"${self.spec.size}\"]\n",
+                "{}",
+            )),
+            "spec.steps[0].child.includeWhen[0]: ${self.spec.size}: expected a bool, the expression yields a number",
+        ),
+        (
+            "unknown binding",
+            definition(&child("c", "", "{x: \"${config.data.x}\"}")),
+            "spec.steps[0].child.template.data.x: ${config.data.x}: unknown binding \"config\"; known here: self (at 1:1 of the expression)\n  config.data.x\n  ^",
+        ),
+        (
+            "unknown field of the parent",
+            definition(&child("c", "", "{g: \"${self.spec.greting}\"}")),
+            "spec.steps[0].child.template.data.g: ${self.spec.greting}: self.spec has no field \"greting\"; its fields are: greeting, items, size (at 1:10 of the expression)",
+        ),
+        (
+            "a value of the wrong type for the child's schema",
+            definition(&child("c", "", "{n: \"${self.spec.size}\"}")),
+            "spec.steps[0].child.template.data.n: expected a string, ${self.spec.size} yields a number",
+        ),
+        (
+            "an unknown field of the child's kind",
+            definition(
+                "  - child:\n      id: c\n      template:\n        apiVersion: v1\n        kind: ConfigMap\n        metadata: {name: x}\n        dat: {}\n",
+            ),
+            "spec.steps[0].child.template.dat: unknown field \"dat\"; the schema has: apiVersion, binaryData, data, immutable, kind, metadata",
+        ),
+        (
+            "expression that does not parse",
+            definition(&child("c", "", "{g: \"${self.spec.greeting +}\"}")),
+            "spec.steps[0].child.template.data.g: ${self.spec.greeting +}:",
+        ),
+        (
+            "unterminated expression",
+            definition(&child("c", "", "{g: \"${self.spec.greeting\"}")),
+            "spec.steps[0].child.template.data.g: unterminated ${ at character 1 of \"${self.spec.greeting\"",
+        ),
+        (
+            "readyWhen reading a field the child does not have",
+            definition(&child(
+                "c",
+                "      readyWhen: [\"${child.spec.ready}\"]\n",
+                "{}",
+            )),
+            "spec.steps[0].child.readyWhen[0]: ${child.spec.ready}: child has no field \"spec\"",
+        ),
+        (
+            "cycle between bindings",
+            definition(&format!(
+                "{}{}",
+                child("a", "", "{x: \"${b.metadata.name}\"}"),
+                child("b", "", "{x: \"${a.metadata.name}\"}")
+            )),
+            "spec.steps: cycle between bindings: a -> b -> a",
+        ),
+        (
+            "a later binding is read after it is made",
+            definition(&format!(
+                "{}{}",
+                child("a", "", "{x: \"${b.metadata.name}\"}"),
+                child("b", "", "{}")
+            )),
+            "",
+        ),
+        (
+            "duplicate id",
+            definition(&format!("{}{}", child("a", "", "{}"), child("a", "", "{}"))),
+            "spec.steps[1].child.id: the id \"a\" is used by another step",
+        ),
+        (
+            "a child without a name",
+            definition(
+                "  - child:\n      id: c\n      template: {apiVersion: v1, kind: ConfigMap, metadata: {}}\n",
+            ),
+            "spec.steps[0].child.template.metadata.name: a child needs a name",
+        ),
+        (
+            "a ref with neither name nor selector",
+            definition("  - ref: {id: settings, apiVersion: v1, kind: ConfigMap}\n"),
+            "spec.steps[0].ref: a ref needs a name or a selector",
+        ),
+        (
+            "forEach over a string",
+            definition(&format!(
+                "  - childSet:\n      id: s\n      forEach: \"${{self.spec.greeting}}\"\n      itemId: \"${{each}}\"\n      template:\n{CONFIG_MAP}"
+            )),
+            "spec.steps[0].childSet.forEach: ${self.spec.greeting}: expected a list, the expression yields a string",
+        ),
+        (
+            "each item's fields are checked",
+            definition(&format!(
+                "  - childSet:\n      id: s\n      forEach: \"${{self.spec.items}}\"\n      itemId: \"${{each.nam}}\"\n      template:\n{CONFIG_MAP}"
+            )),
+            "spec.steps[0].childSet.itemId: ${each.nam}: each has no field \"nam\"; its fields are: name",
+        ),
+        (
+            "if condition that is not a bool",
+            definition("  - if:\n      condition: \"${self.spec.greeting}\"\n      then: []\n"),
+            "spec.steps[0].if.condition: ${self.spec.greeting}: expected a bool, the expression yields a string",
+        ),
+        (
+            "comparing a number with a string",
+            definition("  - if:\n      condition: \"self.spec.size == 'big'\"\n      then: []\n"),
+            "spec.steps[0].if.condition: ${self.spec.size == 'big'}: cannot compare a number with a string",
+        ),
+        (
+            "unqualified finalizer",
+            definition("  - finalizer: {name: cleanup, steps: []}\n"),
+            "spec.steps[0].finalizer.name: \"cleanup\" is not a qualified finalizer name",
+        ),
+        ("not YAML", "spec: [".to_owned(), "widgets.yaml: not YAML"),
+    ];
+    let mut failures = Vec::new();
+    for (name, text, expected) in cases {
+        let errors = errors_of(&text).await;
+        let matches = match expected {
+            "" => errors.is_empty(),
+            expected => errors.contains(expected),
+        };
+        if !matches {
+            failures.push(format!(
+                "{name}:\n  expected: {expected}\n  got:      {errors}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[tokio::test]
+async fn every_error_of_a_definition_is_reported_at_once() {
+    let text = definition(&format!(
+        "{}{}",
+        child("a", "", "{x: \"${self.spec.nope}\"}"),
+        child("b", "      includeWhen: [\"${self.spec.size}\"]\n", "{}")
+    ));
+    let errors = errors_of(&text).await;
+    assert_eq!(
+        errors
+            .lines()
+            .filter(|l| l.starts_with("widgets.yaml") || l.starts_with("spec."))
+            .count(),
+        2,
+        "{errors}"
+    );
+    assert!(
+        errors.contains("spec.steps[0].child.template.data.x"),
+        "{errors}"
+    );
+    assert!(
+        errors.contains("spec.steps[1].child.includeWhen[0]"),
+        "{errors}"
+    );
+}
+
+#[tokio::test]
+async fn the_bundled_examples_compile() {
+    for file in ["widgets.yaml", "webapp.yaml", "configsets.yaml"] {
+        let path = format!("{}/examples/definitions/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(errors_of(&text).await, "", "{file}");
+    }
+}

@@ -1,0 +1,614 @@
+//! Definitions at run time over the embedded API server: stored in the cluster, compiled and
+//! swapped while the manager runs, and the behaviour of their steps as users see it.
+
+use std::time::{Duration, Instant};
+
+use dynrec::apiserver::ApiServer;
+use dynrec::client::Client;
+use dynrec::definitions::{Definitions, parse_documents};
+use dynrec::object::Gvk;
+use dynrec::reconcilers::Config;
+use dynrec::runtime::{Manager, ManagerOptions};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::core::GroupVersionKind;
+use serde_json::{Value, json};
+
+const DEADLINE: Duration = Duration::from_secs(10);
+
+/// A running manager with the definitions controller, on a fresh embedded server.
+struct Running {
+    kube: kube::Client,
+    client: Client,
+    definitions: Definitions,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Running {
+    async fn start() -> Self {
+        let server = ApiServer::new();
+        let kube = server.client();
+        let client = Client::new(kube.clone());
+        let config = Config::new(client.clone(), "test", Duration::from_secs(600));
+        let mut manager = Manager::new(client.clone(), ManagerOptions::default());
+        let definitions = Definitions::new(&manager, &config);
+        definitions.install_crd().await.unwrap();
+        definitions.register(&mut manager).unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            manager
+                .run(async move {
+                    let _ = stopped.await;
+                })
+                .await
+                .unwrap();
+            drop(server);
+        });
+        Self {
+            kube,
+            client,
+            definitions,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    fn api(&self, api_version: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
+        let gvk = Gvk::from_api_version(api_version, kind).unwrap();
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind),
+            plural,
+        );
+        match kind {
+            "ReconcilerDefinition" | "CustomResourceDefinition" => {
+                Api::all_with(self.kube.clone(), &ar)
+            }
+            _ => Api::namespaced_with(self.kube.clone(), "default", &ar),
+        }
+    }
+
+    fn definitions_api(&self) -> Api<DynamicObject> {
+        self.api(
+            "dynrec.dev/v1alpha1",
+            "ReconcilerDefinition",
+            "reconcilerdefinitions",
+        )
+    }
+
+    fn config_maps(&self) -> Api<DynamicObject> {
+        self.api("v1", "ConfigMap", "configmaps")
+    }
+
+    /// Applies a YAML object (server-side apply, forced).
+    async fn apply(&self, api: &Api<DynamicObject>, yaml: &str) -> DynamicObject {
+        let value: Value = serde_saphyr::from_str(yaml).unwrap();
+        let name = value["metadata"]["name"].as_str().unwrap().to_owned();
+        api.patch(
+            &name,
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(value),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("apply {name}: {e}"))
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            tokio::time::timeout(DEADLINE, task).await.unwrap().unwrap();
+        }
+    }
+}
+
+/// Polls `check` until it returns `Some`.
+async fn eventually<T, F, Fut>(what: &str, check: F) -> T
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(found) = check().await {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+async fn data_of(api: &Api<DynamicObject>, name: &str) -> Option<Value> {
+    api.get_opt(name)
+        .await
+        .ok()
+        .flatten()
+        .map(|o| o.data["data"].clone())
+}
+
+fn condition(object: &DynamicObject, type_: &str) -> Option<Value> {
+    object.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .cloned()
+}
+
+const GREETER_CRD: &str = r#"
+  schema:
+    openAPIV3Schema:
+      type: object
+      properties:
+        spec:
+          type: object
+          properties:
+            name: {type: string}
+            enabled: {type: boolean}
+            suffix: {type: string}
+            settings: {type: string}
+"#;
+
+fn greeters(steps: &str) -> String {
+    format!(
+        "apiVersion: dynrec.dev/v1alpha1\nkind: ReconcilerDefinition\nmetadata: {{name: greeters}}\nspec:\n  for: {{apiVersion: example.com/v1, kind: Greeter}}\n{GREETER_CRD}  steps:\n{steps}"
+    )
+}
+
+fn note(word: &str) -> String {
+    format!(
+        "  - child:\n      id: note\n      template:\n        apiVersion: v1\n        kind: ConfigMap\n        metadata: {{name: \"${{self.metadata.name}}-note\"}}\n        data: {{hello: \"{word} ${{self.spec.name}}\"}}\n"
+    )
+}
+
+fn greeter(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: example.com/v1\nkind: Greeter\nmetadata: {{name: {name}, namespace: default}}\nspec: {spec}\n"
+    )
+}
+
+async fn greeter_api(running: &Running) -> Api<DynamicObject> {
+    let api = running.api("example.com/v1", "Greeter", "greeters");
+    eventually("the Greeter kind is served", || async {
+        api.list(&Default::default()).await.ok().map(|_| ())
+    })
+    .await;
+    api
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_definition_starts_changes_every_instance_keeps_its_last_good_version_and_stops() {
+    let running = Running::start().await;
+    let definitions = running.definitions_api();
+    running.apply(&definitions, &greeters(&note("hello"))).await;
+    let greeters_api = greeter_api(&running).await;
+    for name in ["g1", "g2"] {
+        running
+            .apply(&greeters_api, &greeter(name, "{name: bob}"))
+            .await;
+    }
+    let cms = running.config_maps();
+    for name in ["g1-note", "g2-note"] {
+        eventually("each greeter has its note", || async {
+            (data_of(&cms, name).await? == json!({"hello": "hello bob"})).then_some(())
+        })
+        .await;
+    }
+    let status = eventually("the definition reports itself ready", || async {
+        let definition = definitions.get("greeters").await.ok()?;
+        let ready = condition(&definition, "Ready")?;
+        (ready["status"] == "True" && definition.data["status"]["instances"] == 2)
+            .then_some(definition.data["status"].clone())
+    })
+    .await;
+    assert_eq!(status["for"], "example.com/v1/Greeter");
+    assert_eq!(
+        status["watches"],
+        json!(["v1/ConfigMap", "example.com/v1/Greeter"])
+    );
+
+    // An edit re-reconciles every instance.
+    running.apply(&definitions, &greeters(&note("hi"))).await;
+    for name in ["g1-note", "g2-note"] {
+        eventually("each note follows the edit", || async {
+            (data_of(&cms, name).await? == json!({"hello": "hi bob"})).then_some(())
+        })
+        .await;
+    }
+
+    // A bad edit is refused and reported; the last good version keeps running.
+    let bad = greeters(&note("hey").replace("self.spec.name", "self.spec.nmae"));
+    running.apply(&definitions, &bad).await;
+    let compiled = eventually("the bad edit is reported", || async {
+        let definition = definitions.get("greeters").await.ok()?;
+        let compiled = condition(&definition, "Compiled")?;
+        (compiled["status"] == "False").then_some(compiled)
+    })
+    .await;
+    assert_eq!(compiled["reason"], "Invalid");
+    let message = compiled["message"].as_str().unwrap();
+    assert!(
+        message.contains("spec.steps[0].child.template.data.hello: ${self.spec.nmae}: self.spec has no field \"nmae\""),
+        "{message}"
+    );
+    assert!(
+        message.contains("the last good version (generation 2) keeps running"),
+        "{message}"
+    );
+    running
+        .apply(&greeters_api, &greeter("g3", "{name: ann}"))
+        .await;
+    eventually("a new instance gets the last good version", || async {
+        (data_of(&cms, "g3-note").await? == json!({"hello": "hi ann"})).then_some(())
+    })
+    .await;
+
+    // Deleting the definition stops its controller.
+    definitions
+        .delete("greeters", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the definition is gone", || async {
+        definitions
+            .get_opt("greeters")
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    running
+        .apply(&greeters_api, &greeter("g4", "{name: cy}"))
+        .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        data_of(&cms, "g4-note").await,
+        None,
+        "a stopped definition made a note"
+    );
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn include_when_step_removal_and_renames_delete_exactly_what_the_definition_made() {
+    let running = Running::start().await;
+    let definitions = running.definitions_api();
+    let extra = "  - child:\n      id: extra\n      includeWhen: [\"${self.spec.?enabled.orValue(false)}\"]\n      template:\n        apiVersion: v1\n        kind: ConfigMap\n        metadata: {name: \"${self.metadata.name}-${self.spec.?suffix.orValue('x')}\"}\n        data: {a: b}\n";
+    running
+        .apply(
+            &definitions,
+            &greeters(&format!("{}{extra}", note("hello"))),
+        )
+        .await;
+    let greeters_api = greeter_api(&running).await;
+    let cms = running.config_maps();
+    // A ConfigMap nobody's definition made, in the same namespace, is never touched.
+    running
+        .apply(&cms, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bystander, namespace: default}\ndata: {k: v}\n")
+        .await;
+    running
+        .apply(&greeters_api, &greeter("g1", "{name: bob}"))
+        .await;
+    eventually("the note exists", || async {
+        data_of(&cms, "g1-note").await
+    })
+    .await;
+    let g1 = greeters_api.get("g1").await.unwrap();
+    let extra_condition = eventually("the excluded child is reported", || async {
+        condition(&greeters_api.get("g1").await.ok()?, "ExtraReady")
+    })
+    .await;
+    assert_eq!(
+        extra_condition["reason"], "NotIncluded",
+        "{extra_condition}"
+    );
+    assert_eq!(data_of(&cms, "g1-x").await, None);
+    assert!(g1.metadata.uid.is_some());
+
+    // includeWhen turning true creates the child; a new name replaces the old one.
+    running
+        .apply(&greeters_api, &greeter("g1", "{name: bob, enabled: true}"))
+        .await;
+    eventually("the included child exists", || async {
+        data_of(&cms, "g1-x").await
+    })
+    .await;
+    running
+        .apply(
+            &greeters_api,
+            &greeter("g1", "{name: bob, enabled: true, suffix: \"y\"}"),
+        )
+        .await;
+    eventually("the renamed child replaces the old one", || async {
+        let renamed = data_of(&cms, "g1-y").await.is_some();
+        let old = data_of(&cms, "g1-x").await.is_some();
+        (renamed && !old).then_some(())
+    })
+    .await;
+    // includeWhen turning false deletes it.
+    running
+        .apply(
+            &greeters_api,
+            &greeter("g1", "{name: bob, enabled: false, suffix: \"y\"}"),
+        )
+        .await;
+    eventually("the excluded child is deleted", || async {
+        data_of(&cms, "g1-y").await.is_none().then_some(())
+    })
+    .await;
+
+    // A step removed from the definition takes its children with it.
+    running
+        .apply(
+            &greeters_api,
+            &greeter("g1", "{name: bob, enabled: true, suffix: \"z\"}"),
+        )
+        .await;
+    eventually("the child is back", || async {
+        data_of(&cms, "g1-z").await
+    })
+    .await;
+    running.apply(&definitions, &greeters(&note("hello"))).await;
+    eventually("the removed step's child is deleted", || async {
+        data_of(&cms, "g1-z").await.is_none().then_some(())
+    })
+    .await;
+    assert!(
+        data_of(&cms, "g1-note").await.is_some(),
+        "the kept step's child stays"
+    );
+    assert!(
+        data_of(&cms, "bystander").await.is_some(),
+        "an unrelated ConfigMap stays"
+    );
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refs_are_tracked_missing_ones_fail_in_status_and_never_block_deletion() {
+    let running = Running::start().await;
+    let definitions = running.definitions_api();
+    let steps = "  - ref:\n      id: settings\n      apiVersion: v1\n      kind: ConfigMap\n      name: \"${self.spec.settings}\"\n  - finalizer:\n      name: example.com/cleanup\n      steps:\n      - child:\n          id: copy\n          template:\n            apiVersion: v1\n            kind: ConfigMap\n            metadata: {name: \"${self.metadata.name}-copy\"}\n            data: {color: \"${settings.data.color}\"}\n";
+    running.apply(&definitions, &greeters(steps)).await;
+    let greeters_api = greeter_api(&running).await;
+    let cms = running.config_maps();
+    running
+        .apply(&greeters_api, &greeter("g1", "{settings: palette}"))
+        .await;
+
+    let ready = eventually("the missing ref is reported", || async {
+        let ready = condition(&greeters_api.get("g1").await.ok()?, "Ready")?;
+        (ready["status"] == "False" && ready["reason"] == "SettingsFailed").then_some(ready)
+    })
+    .await;
+    assert_eq!(
+        ready["message"],
+        "spec.steps[0].ref: ConfigMap default/palette does not exist"
+    );
+
+    // Creating (then changing) the referenced object re-reconciles through the tracker.
+    let palette = |color: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: palette, namespace: default}}\ndata: {{color: {color}}}\n"
+        )
+    };
+    running.apply(&cms, &palette("red")).await;
+    eventually("the copy holds the color", || async {
+        (data_of(&cms, "g1-copy").await? == json!({"color": "red"})).then_some(())
+    })
+    .await;
+    running.apply(&cms, &palette("blue")).await;
+    eventually("the copy follows the ref", || async {
+        (data_of(&cms, "g1-copy").await? == json!({"color": "blue"})).then_some(())
+    })
+    .await;
+    let g1 = greeters_api.get("g1").await.unwrap();
+    assert_eq!(
+        g1.metadata.finalizers,
+        Some(vec!["example.com/cleanup".to_owned()])
+    );
+
+    // With the ref gone, the parent's templates no longer evaluate; deletion still ends.
+    cms.delete("palette", &DeleteParams::default())
+        .await
+        .unwrap();
+    greeters_api
+        .delete("g1", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the greeter is deleted", || async {
+        greeters_api
+            .get_opt("g1")
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    eventually("its child is collected", || async {
+        data_of(&cms, "g1-copy").await.is_none().then_some(())
+    })
+    .await;
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_expression_sets_ready_false_naming_the_step_and_the_expression() {
+    let running = Running::start().await;
+    let steps = "  - child:\n      id: note\n      template:\n        apiVersion: v1\n        kind: ConfigMap\n        metadata: {name: \"${self.metadata.name}-note\"}\n        data: {first: \"${self.spec.name.split(',')[1]}\"}\n";
+    running
+        .apply(&running.definitions_api(), &greeters(steps))
+        .await;
+    let greeters_api = greeter_api(&running).await;
+    running
+        .apply(&greeters_api, &greeter("g1", "{name: solo}"))
+        .await;
+    let ready = eventually("the failure is reported", || async {
+        let ready = condition(&greeters_api.get("g1").await.ok()?, "Ready")?;
+        (ready["status"] == "False").then_some(ready)
+    })
+    .await;
+    assert_eq!(ready["reason"], "NoteFailed", "{ready}");
+    let message = ready["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("spec.steps[0].child: spec.steps[0].child.template.data.first: ${self.spec.name.split(',')[1]}: "),
+        "{message}"
+    );
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_set_follows_its_list_and_definitions_share_one_watch_per_kind() {
+    let running = Running::start().await;
+    let path = format!(
+        "{}/examples/definitions/configsets.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let loaded =
+        parse_documents(&std::fs::read_to_string(path).unwrap(), "configsets.yaml").unwrap();
+    running.definitions.start(&loaded[0]).await.unwrap();
+    running
+        .apply(&running.definitions_api(), &greeters(&note("hello")))
+        .await;
+    let sets = running.api("example.com/v1", "ConfigSet", "configsets");
+    eventually("the ConfigSet kind is served", || async {
+        sets.list(&Default::default()).await.ok().map(|_| ())
+    })
+    .await;
+    let set = |entries: &str| {
+        format!(
+            "apiVersion: example.com/v1\nkind: ConfigSet\nmetadata: {{name: cs, namespace: default}}\nspec: {{entries: {entries}}}\n"
+        )
+    };
+    running
+        .apply(
+            &sets,
+            &set("[{name: a, value: '1'}, {name: b, value: '2'}]"),
+        )
+        .await;
+    let cms = running.config_maps();
+    for (name, value) in [("cs-a", "1"), ("cs-b", "2")] {
+        eventually("each entry has its ConfigMap", || async {
+            (data_of(&cms, name).await? == json!({"value": value})).then_some(())
+        })
+        .await;
+    }
+    running.apply(&sets, &set("[{name: b, value: '3'}]")).await;
+    eventually(
+        "a removed entry loses its ConfigMap, a changed one follows",
+        || async {
+            let gone = data_of(&cms, "cs-a").await.is_none();
+            let changed = data_of(&cms, "cs-b").await == Some(json!({"value": "3"}));
+            (gone && changed).then_some(())
+        },
+    )
+    .await;
+    let status = eventually("the status counts the entries", || async {
+        let cs = sets.get("cs").await.ok()?;
+        (cs.data["status"]["entries"] == 1).then_some(cs.data["status"].clone())
+    })
+    .await;
+    assert_eq!(condition_of(&status, "Ready")["status"], "True", "{status}");
+    let config_map = Gvk::new("", "v1", "ConfigMap");
+    let watched = running.client.watched_kinds();
+    assert_eq!(
+        watched.iter().filter(|k| **k == config_map).count(),
+        1,
+        "{watched:?}"
+    );
+    running.stop().await;
+}
+
+fn condition_of(status: &Value, type_: &str) -> Value {
+    status["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == type_).cloned())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_widget_definition_behaves_as_the_rust_widget_controller() {
+    // The Rust controller on one server, the definition on another; same Widgets.
+    let rust = Running::start().await;
+    {
+        let config = Config::new(rust.client.clone(), "rust", Duration::from_secs(600));
+        let mut manager = Manager::new(rust.client.clone(), ManagerOptions::default());
+        dynrec::demo::widgets::install_crd(&rust.kube)
+            .await
+            .unwrap();
+        dynrec::demo::widgets::register(&mut manager, &config).unwrap();
+        tokio::spawn(manager.run(std::future::pending()));
+    }
+    let data = Running::start().await;
+    let path = format!(
+        "{}/examples/definitions/widgets.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let loaded = parse_documents(&std::fs::read_to_string(path).unwrap(), "widgets.yaml").unwrap();
+    data.definitions.start(&loaded[0]).await.unwrap();
+
+    let mut results = Vec::new();
+    for running in [&rust, &data] {
+        let widgets = running.api("example.com/v1", "Widget", "widgets");
+        eventually("the Widget kind is served", || async {
+            widgets.list(&Default::default()).await.ok().map(|_| ())
+        })
+        .await;
+        let widget = |name: &str, spec: &str| {
+            format!(
+                "apiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: {name}, namespace: default}}\nspec: {spec}\n"
+            )
+        };
+        running
+            .apply(&widgets, &widget("w1", "{greeting: hi, size: 2}"))
+            .await;
+        running.apply(&widgets, &widget("w2", "{}")).await;
+        let cms = running.config_maps();
+        let mut seen = Vec::new();
+        for name in ["w1", "w2"] {
+            let cm = eventually("the widget's ConfigMap exists", || async {
+                cms.get_opt(&format!("{name}-config")).await.ok().flatten()
+            })
+            .await;
+            let ready = eventually("the widget is ready", || async {
+                let w = widgets.get(name).await.ok()?;
+                let ready = condition(&w, "ConfigMapReady")?;
+                (ready["status"] == "True").then_some(ready)
+            })
+            .await;
+            let mut labels = cm.metadata.labels.clone().unwrap_or_default();
+            labels.retain(|k, _| !k.starts_with("dynrec.dev/"));
+            let owner = cm.metadata.owner_references.clone().unwrap_or_default();
+            seen.push(json!({
+                "data": cm.data["data"], "labels": labels,
+                "owner": owner.iter().map(|o| (o.kind.clone(), o.name.clone(), o.controller)).collect::<Vec<_>>(),
+                "condition": [ready["reason"].clone(), ready["message"].clone()],
+            }));
+        }
+        results.push(seen);
+    }
+    assert_eq!(results[0], results[1], "Rust controller vs definition");
+    assert_eq!(
+        results[1][1]["data"],
+        json!({"greeting": "hello", "size": "1"})
+    );
+    rust.stop().await;
+    data.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_definition_from_a_file_is_refused_with_every_error() {
+    let running = Running::start().await;
+    let text = greeters(&note("hello").replace("self.spec.name", "self.spec.nmae"));
+    let loaded = parse_documents(&text, "greeters.yaml").unwrap();
+    let err = running
+        .definitions
+        .start(&loaded[0])
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("greeters.yaml (document 1): spec.steps[0].child.template.data.hello: ${self.spec.nmae}: self.spec has no field \"nmae\""),
+        "{err}"
+    );
+    running.stop().await;
+}
