@@ -107,7 +107,8 @@ async fn the_widgets_controller_creates_and_updates_the_child_and_reports_ready(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dynrec_run_serves_the_embedded_default_reconciles_and_stops_on_sigterm() {
+async fn dynrec_run_serves_the_embedded_default_runs_the_bundled_definitions_and_stops_on_sigterm()
+{
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_dynrec"))
         .arg("run")
@@ -152,11 +153,17 @@ async fn dynrec_run_serves_the_embedded_default_reconciles_and_stops_on_sigterm(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     wait_converged(&kube, "w1", "hi").await;
-    let said = lines_rx.recv_timeout(DEADLINE).unwrap();
-    assert!(
-        said.contains("widget default/w1") && said.contains("Ready"),
-        "{said}"
-    );
+    let mut said = Vec::new();
+    while let Ok(line) = lines_rx.recv_timeout(Duration::from_millis(200)) {
+        said.push(line);
+    }
+    for bundled in ["widgets", "webapps", "configsets"] {
+        assert!(
+            said.iter()
+                .any(|l| l.starts_with(&format!("definition {bundled} reconciles "))),
+            "dynrec run says which bundled definitions run: {said:?}"
+        );
+    }
 
     let pid = child.id().to_string();
     assert!(

@@ -696,6 +696,123 @@ fn typed_create_run_and_expose_send_protobuf_and_leave_what_a_cluster_would() {
     }
 }
 
+const GREETER_DEFINITION: &str = r#"apiVersion: dynrec.dev/v1alpha1
+kind: ReconcilerDefinition
+metadata: {name: greeters}
+spec:
+  for: {apiVersion: example.com/v1, kind: Greeter}
+  schema:
+    openAPIV3Schema:
+      type: object
+      properties:
+        spec: {type: object, properties: {name: {type: string}}}
+  steps:
+  - child:
+      id: note
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: "${self.metadata.name}-note"}
+        data: {hello: "hello ${self.spec.name}"}
+"#;
+
+#[test]
+fn a_definition_applied_with_kubectl_is_run_by_dynrec_run_and_reports_its_status() {
+    let Some(server) = kubectl_on_path().map(|kubectl| Server::start(kubectl, None)) else {
+        return;
+    };
+    let log = server.write("run.log", "");
+    let mut run = Command::new(env!("CARGO_BIN_EXE_dynrec"));
+    run.args(["run", "--leader-elect", "false", "--kubeconfig"])
+        .arg(&server.kubeconfig)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let _running = ChildGuard(run.spawn().expect("dynrec run starts"));
+    // dynrec run installs the ReconcilerDefinition CRD; kubectl can use it once served.
+    let deadline = Instant::now() + COMMAND_DEADLINE;
+    while !server
+        .kubectl(&["get", "reconcilerdefinitions"])
+        .status
+        .success()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "dynrec run installs the ReconcilerDefinition CRD\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+    let definition = server.write("greeters.yaml", GREETER_DEFINITION);
+    let applied = Instant::now();
+    server
+        .apply(&definition)
+        .expect_ok("kubectl apply of the definition");
+    let greeter = server.write(
+        "g1.yaml",
+        "apiVersion: example.com/v1\nkind: Greeter\nmetadata: {name: g1, namespace: default}\nspec: {name: bob}\n",
+    );
+    while !server.apply(&greeter).status.success() {
+        assert!(
+            Instant::now() < applied + COMMAND_DEADLINE,
+            "the Greeter kind is served"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    loop {
+        let note = server.kubectl(&[
+            "get",
+            "configmap",
+            "g1-note",
+            "-o",
+            "jsonpath={.data.hello}",
+        ]);
+        if note.status.success() && note.stdout == "hello bob" {
+            break;
+        }
+        assert!(
+            Instant::now() < applied + COMMAND_DEADLINE,
+            "the definition reconciles g1\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("definition applied to first child: {:?}", applied.elapsed());
+    let listed = server
+        .kubectl(&["get", "reconcilerdefinitions"])
+        .expect_ok("kubectl get reconcilerdefinitions");
+    assert_contains(&listed, &listed.stdout, "example.com/v1/Greeter");
+    let bad = server.write(
+        "bad.yaml",
+        &GREETER_DEFINITION.replace("self.spec.name", "self.spec.nam"),
+    );
+    server.apply(&bad).expect_ok("kubectl apply of a bad edit");
+    loop {
+        let compiled = server.kubectl(&[
+            "get",
+            "rd",
+            "greeters",
+            "-o",
+            r#"jsonpath={.status.conditions[?(@.type=="Compiled")].message}"#,
+        ]);
+        if compiled.stdout.contains("self.spec has no field \"nam\"") {
+            assert_contains(
+                &compiled,
+                &compiled.stdout,
+                "spec.steps[0].child.template.data.hello",
+            );
+            assert_contains(&compiled, &compiled.stdout, "keeps running");
+            break;
+        }
+        assert!(
+            Instant::now() < applied + COMMAND_DEADLINE,
+            "the bad edit is reported: {}",
+            compiled.describe()
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn kubectl_explain_prints_the_descriptions_of_crd_and_builtin_fields() {
     let Some(server) = Server::with_widgets() else {

@@ -33,10 +33,15 @@ enum Command {
 /// Parses the command line, runs the command, and reports errors.
 pub fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    // plan and test print their results; their logs are only warnings unless asked for.
+    let default_level = match cli.command {
+        Command::Plan(_) | Command::Test(_) => "warn",
+        _ => "info",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -52,6 +52,25 @@ pub fn child_json(object: &DynamicObject) -> Value {
     value
 }
 
+/// An error as a condition's message shows it: an API server's refusal as what was
+/// attempted and the server's message and reason, anything else as it displays.
+pub fn error_message(error: &ReconcileError) -> String {
+    if let Some(crate::client::Error::Api(api)) = error.find_cause::<crate::client::Error>()
+        && let kube::Error::Api(status) = &api.source
+    {
+        let key = api
+            .key
+            .as_ref()
+            .map(|k| format!(" {k}"))
+            .unwrap_or_default();
+        return format!(
+            "{} {}{key}: {} ({})",
+            api.verb, api.gvk.kind, status.message, status.reason
+        );
+    }
+    error.to_string()
+}
+
 impl Shared {
     /// Marks `condition` True.
     pub fn mark_true(
@@ -107,7 +126,7 @@ impl Shared {
             Ok(Readiness::Ready(names)) => {
                 let message = match names.as_slice() {
                     [name] => format!("{kind} {name} is in place"),
-                    names => format!("{} {kind} in place", names.len()),
+                    names => format!("{} {kind} objects in place", names.len()),
                 };
                 self.mark_true(ctx, parent, condition, &format!("{kind}Ready"), &message);
             }

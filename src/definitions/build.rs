@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
-use super::bindings::{Shared, bind, bindings, child_json};
+use super::bindings::{Shared, bind, bindings, child_json, error_message};
 use super::compile::{
     ChildPlan, ChildSetPlan, CompiledDefinition, Plan, RefPlan, SyncPlan, upper_camel,
 };
@@ -224,7 +224,7 @@ impl<S: SubReconciler> SubReconciler for Guarded<S> {
         if let Some(error) = &outcome.error
             && parent.metadata.deletion_timestamp.is_none()
         {
-            let message = format!("{}: {error}", self.path);
+            let message = format!("{}: {}", self.path, error_message(error));
             let condition = self
                 .condition
                 .clone()
@@ -248,7 +248,7 @@ fn child_reconciler(plan: Arc<ChildPlan>, shared: Arc<Shared>) -> ChildReconcile
             bind(ctx, &plan.id, child.map_or(Value::Null, child_json));
             let excluded = ctx.stash().clear::<String>(&excluded_key(&plan.id));
             let state = match (error, excluded, child) {
-                (Some(error), _, _) => Err(format!("{}: {error}", plan.path)),
+                (Some(error), _, _) => Err(format!("{}: {}", plan.path, error_message(error))),
                 (None, Some(because), _) => Ok(Readiness::Excluded(because)),
                 (None, None, None) => Ok(Readiness::Missing),
                 (None, None, Some(child)) => {
@@ -307,7 +307,7 @@ fn child_set_reconciler(plan: Arc<ChildSetPlan>, shared: Arc<Shared>) -> ChildSe
             );
             let excluded = ctx.stash().clear::<String>(&excluded_key(&plan.child.id));
             let state = match (result.aggregate_error(), excluded) {
-                (Some(error), _) => Err(format!("{}: {error}", plan.child.path)),
+                (Some(error), _) => Err(format!("{}: {}", plan.child.path, error_message(&error))),
                 (None, Some(because)) => Ok(Readiness::Excluded(because)),
                 (None, None) => readiness(ctx, parent, &plan.child, &children),
             };

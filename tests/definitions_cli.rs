@@ -1,0 +1,300 @@
+//! `dynrec plan` and `dynrec test` driven as processes, exit codes included, against the
+//! embedded API server over loopback.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use dynrec::apiserver::{ApiServer, kubeconfig};
+use dynrec::client::Client;
+use dynrec::definitions::{Definitions, load_file};
+use dynrec::reconcilers::Config;
+use dynrec::runtime::{Manager, ManagerOptions};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::core::GroupVersionKind;
+use serde_json::json;
+
+const DEADLINE: Duration = Duration::from_secs(10);
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/definitions")
+}
+
+fn dynrec(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dynrec"))
+        .args(args)
+        .env("RUST_LOG", "error")
+        .output()
+        .expect("dynrec runs")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn dynrec_test_passes_the_example_cases_and_fails_a_wrong_expectation_with_a_diff() {
+    let cases = examples().join("tests");
+    let definitions = examples().to_string_lossy().into_owned();
+    let widgets = cases.join("widgets.yaml").to_string_lossy().into_owned();
+    let configsets = cases.join("configsets.yaml").to_string_lossy().into_owned();
+    let passed = dynrec(&["test", "-f", &definitions, &widgets, &configsets]);
+    assert_eq!(passed.status.code(), Some(0), "{}", text(&passed));
+    assert!(
+        String::from_utf8_lossy(&passed.stdout).contains("5 passed, 0 failed"),
+        "{}",
+        text(&passed)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = dir.path().join("wrong.yaml");
+    let original = std::fs::read_to_string(cases.join("widgets.yaml")).unwrap();
+    std::fs::write(
+        &wrong,
+        original.replace(
+            "data: {greeting: hi, size: \"2\"}",
+            "data: {greeting: howdy, size: \"2\"}",
+        ),
+    )
+    .unwrap();
+    let failed = dynrec(&["test", "-f", &definitions, &wrong.to_string_lossy()]);
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
+    let stdout = String::from_utf8_lossy(&failed.stdout);
+    assert!(stdout.contains("FAIL  "), "{}", text(&failed));
+    assert!(
+        stdout.contains("ExpectCreates[0] differs"),
+        "{}",
+        text(&failed)
+    );
+    assert!(
+        stdout.contains("-     \"greeting\": \"howdy\""),
+        "{}",
+        text(&failed)
+    );
+    assert!(
+        stdout.contains("+     \"greeting\": \"hi\""),
+        "{}",
+        text(&failed)
+    );
+    assert!(stdout.contains("2 passed, 1 failed"), "{}", text(&failed));
+}
+
+#[test]
+fn dynrec_test_refuses_a_bad_case_file_and_a_bad_definition() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = dir.path().join("cases.yaml");
+    std::fs::write(
+        &cases,
+        "definition: widgets\ncases:\n- name: x\n  givn: []\n",
+    )
+    .unwrap();
+    let definitions = examples().to_string_lossy().into_owned();
+    let out = dynrec(&["test", "-f", &definitions, &cases.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cases[0].givn: unknown field `givn`"),
+        "{}",
+        text(&out)
+    );
+
+    let bad = dir.path().join("bad.yaml");
+    let widgets = std::fs::read_to_string(examples().join("widgets.yaml")).unwrap();
+    std::fs::write(
+        &bad,
+        widgets.replace("self.spec.greeting", "self.spec.greting"),
+    )
+    .unwrap();
+    let out = dynrec(&[
+        "test",
+        "-f",
+        &bad.to_string_lossy(),
+        &cases.to_string_lossy(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("spec.steps[0].child.template.data.greeting: ${self.?spec.?greeting.orValue('') == '' ? 'hello' : self.spec.greting}: self.spec has no field \"greting\""),
+        "{}",
+        text(&out)
+    );
+}
+
+/// An embedded server on loopback with the widgets definition converged; its kubeconfig.
+async fn converged_server(dir: &Path) -> (ApiServer, dynrec::apiserver::Serving, PathBuf) {
+    let server = ApiServer::new();
+    let serving = server.serve(([127, 0, 0, 1], 0).into()).await.unwrap();
+    let path = dir.join("kubeconfig");
+    std::fs::write(&path, kubeconfig(&serving.url(), None, None)).unwrap();
+    let kube = server.client();
+    let client = Client::new(kube.clone());
+    let config = Config::new(client.clone(), "test", Duration::from_secs(600));
+    let manager = Manager::new(client, ManagerOptions::default());
+    let definitions = Definitions::new(&manager, &config);
+    let loaded = load_file(&examples().join("widgets.yaml")).unwrap();
+    definitions.start(&loaded[0]).await.unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(manager.run(async move {
+        let _ = stopped.await;
+    }));
+    let widgets = widgets(&kube);
+    let deadline = Instant::now() + DEADLINE;
+    while widgets.list(&Default::default()).await.is_err() {
+        assert!(Instant::now() < deadline, "the Widget kind is served");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    set_greeting(&kube, "hi").await;
+    let config_maps = config_maps(&kube);
+    loop {
+        let ready = widgets.get("w1").await.ok().is_some_and(|w| {
+            w.data["status"]["conditions"].as_array().is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            })
+        });
+        if ready && config_maps.get_opt("w1-config").await.unwrap().is_some() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "w1 converges");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let _ = stop.send(());
+    running.await.unwrap().unwrap();
+    (server, serving, path)
+}
+
+fn widgets(kube: &kube::Client) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", "Widget"),
+        "widgets",
+    );
+    Api::namespaced_with(kube.clone(), "default", &ar)
+}
+
+fn config_maps(kube: &kube::Client) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("", "v1", "ConfigMap"),
+        "configmaps",
+    );
+    Api::namespaced_with(kube.clone(), "default", &ar)
+}
+
+async fn set_greeting(kube: &kube::Client, greeting: &str) {
+    let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w1", "namespace": "default"}, "spec": {"greeting": greeting}});
+    widgets(kube)
+        .patch(
+            "w1",
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(widget),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynrec_plan_shows_what_would_change_without_changing_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, serving, kubeconfig) = converged_server(dir.path()).await;
+    let definition = examples()
+        .join("widgets.yaml")
+        .to_string_lossy()
+        .into_owned();
+    let plan = |kubeconfig: PathBuf, definition: String| {
+        tokio::task::spawn_blocking(move || {
+            dynrec(&[
+                "plan",
+                "-f",
+                &definition,
+                "--kubeconfig",
+                &kubeconfig.to_string_lossy(),
+                "--leader-elect",
+                "false",
+            ])
+        })
+    };
+
+    let unchanged = plan(kubeconfig.clone(), definition.clone()).await.unwrap();
+    assert_eq!(unchanged.status.code(), Some(0), "{}", text(&unchanged));
+    assert!(
+        String::from_utf8_lossy(&unchanged.stdout).contains("widgets default/w1:\n  no changes"),
+        "{}",
+        text(&unchanged)
+    );
+
+    set_greeting(&server.client(), "bye").await;
+    let changed = plan(kubeconfig.clone(), definition.clone()).await.unwrap();
+    assert_eq!(changed.status.code(), Some(2), "{}", text(&changed));
+    let stdout = String::from_utf8_lossy(&changed.stdout);
+    assert!(
+        stdout.contains("  would update ConfigMap default/w1-config"),
+        "{}",
+        text(&changed)
+    );
+    assert!(
+        stdout.contains("    -   greeting: hi"),
+        "{}",
+        text(&changed)
+    );
+    assert!(
+        stdout.contains("    +   greeting: bye"),
+        "{}",
+        text(&changed)
+    );
+    let config_map = config_maps(&server.client())
+        .get("w1-config")
+        .await
+        .unwrap();
+    assert_eq!(
+        config_map.data["data"]["greeting"], "hi",
+        "a plan changed the cluster"
+    );
+
+    config_maps(&server.client())
+        .delete("w1-config", &Default::default())
+        .await
+        .unwrap();
+    let missing = plan(kubeconfig.clone(), definition.clone()).await.unwrap();
+    assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
+    let stdout = String::from_utf8_lossy(&missing.stdout);
+    assert!(
+        stdout.contains("  would create ConfigMap default/w1-config"),
+        "{}",
+        text(&missing)
+    );
+    assert!(
+        stdout.contains("    +   greeting: bye"),
+        "{}",
+        text(&missing)
+    );
+    assert!(
+        config_maps(&server.client())
+            .get_opt("w1-config")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(&definition)
+            .unwrap()
+            .replace("self.spec.greeting", "self.spec.greting"),
+    )
+    .unwrap();
+    let refused = plan(kubeconfig, bad.to_string_lossy().into_owned())
+        .await
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("self.spec has no field \"greting\""),
+        "{}",
+        text(&refused)
+    );
+    serving.shutdown().await;
+}
