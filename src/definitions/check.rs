@@ -542,7 +542,7 @@ impl Checker<'_> {
                     Ty::Map(value) => *value,
                     Ty::Object(schema) => match arg_exprs.get(1).map(|e| &e.expr) {
                         Some(Expr::Literal(LiteralValue::String(key))) => {
-                            self.select(&Ty::Object(schema), &key.to_string())?
+                            self.select(&Ty::Object(schema), key)?
                         }
                         _ => Ty::Dyn,
                     },

@@ -335,10 +335,13 @@ impl Manager {
     }
 }
 
+/// A started controller: what runs, its stop flag and its task.
+type Started = (Arc<Controller>, watch::Sender<bool>, JoinHandle<()>);
+
 /// The controllers started while leading, each with its own stop flag.
 #[derive(Default)]
 struct RunningControllers {
-    running: BTreeMap<String, (Arc<Controller>, watch::Sender<bool>, JoinHandle<()>)>,
+    running: BTreeMap<String, Started>,
 }
 
 impl RunningControllers {

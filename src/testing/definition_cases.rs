@@ -264,7 +264,7 @@ pub fn suite(
             .collect::<Result<Vec<_>, CaseError>>()?;
         let deletes = objects(&case.expect.deletes, "expect.deletes")?
             .iter()
-            .map(|o| DeleteRef::of(o))
+            .map(DeleteRef::of)
             .collect();
         let reactors = case.failures.iter().map(|f| failure(f).into()).collect();
         let now = match &case.now {
