@@ -69,7 +69,12 @@ impl State {
             .ok_or_else(|| ApiError::not_found(info, name))?;
         check_preconditions(info, &old, options)?;
         if options.dry_run {
-            return Ok(DeleteOutcome::Pending(old));
+            let foreground = options.propagation == Some(Propagation::Foreground);
+            return Ok(if foreground || lingers(&info.key(), &old) {
+                DeleteOutcome::Pending(old)
+            } else {
+                DeleteOutcome::Removed(old)
+            });
         }
         let outcome =
             self.delete_object(&info.key(), &old, options.propagation.unwrap_or_default());
