@@ -155,7 +155,7 @@ fn a_crd_applied_with_kubectl_becomes_established_and_serves_its_kind() {
 }
 
 #[test]
-fn api_resources_lists_every_builtin_kind_and_the_widget_kind_with_its_short_name() {
+fn api_resources_lists_what_a_1_32_cluster_lists_plus_the_widget_kind() {
     let Some(server) = Server::with_widgets() else {
         return;
     };
@@ -164,77 +164,92 @@ fn api_resources_lists_every_builtin_kind_and_the_widget_kind_with_its_short_nam
         .expect_ok("kubectl api-resources");
     // api-resources has no JSON output (only wide and name): read its table by header column.
     let rows = table(&run);
-    // (NAME, SHORTNAMES, APIVERSION, NAMESPACED, KIND), as a real v1.32 cluster lists them.
-    let expected = [
-        ("namespaces", "ns", "v1", "false", "Namespace"),
-        ("configmaps", "cm", "v1", "true", "ConfigMap"),
-        ("secrets", "", "v1", "true", "Secret"),
-        ("pods", "po", "v1", "true", "Pod"),
-        ("services", "svc", "v1", "true", "Service"),
-        ("serviceaccounts", "sa", "v1", "true", "ServiceAccount"),
-        ("events", "ev", "v1", "true", "Event"),
-        ("events", "ev", "events.k8s.io/v1", "true", "Event"),
-        ("deployments", "deploy", "apps/v1", "true", "Deployment"),
-        ("statefulsets", "sts", "apps/v1", "true", "StatefulSet"),
-        ("daemonsets", "ds", "apps/v1", "true", "DaemonSet"),
-        ("replicasets", "rs", "apps/v1", "true", "ReplicaSet"),
-        ("jobs", "", "batch/v1", "true", "Job"),
-        ("cronjobs", "cj", "batch/v1", "true", "CronJob"),
-        ("leases", "", "coordination.k8s.io/v1", "true", "Lease"),
-        (
-            "customresourcedefinitions",
-            "crd,crds",
-            "apiextensions.k8s.io/v1",
-            "false",
-            "CustomResourceDefinition",
-        ),
-        (
-            "mutatingwebhookconfigurations",
-            "",
-            "admissionregistration.k8s.io/v1",
-            "false",
-            "MutatingWebhookConfiguration",
-        ),
-        (
-            "validatingwebhookconfigurations",
-            "",
-            "admissionregistration.k8s.io/v1",
-            "false",
-            "ValidatingWebhookConfiguration",
-        ),
-        ("widgets", "wd", "example.com/v1", "true", "Widget"),
-    ];
-    let mut wrong = Vec::new();
-    for (name, short, api_version, namespaced, kind) in expected {
-        let want = [
-            ("NAME", name),
-            ("SHORTNAMES", short),
-            ("APIVERSION", api_version),
-            ("NAMESPACED", namespaced),
-            ("KIND", kind),
-        ];
-        let found = rows
-            .iter()
-            .find(|row| cell(row, "NAME") == name && cell(row, "APIVERSION") == api_version);
-        match found {
-            None => wrong.push(format!("missing: {want:?}")),
-            Some(row)
-                if want
-                    .iter()
-                    .any(|(column, value)| cell(row, column) != *value) =>
-            {
-                wrong.push(format!("expected {want:?}, got {row:?}"));
-            }
-            Some(_) => {}
-        }
-    }
+    let columns = ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"];
+    let mut listed: Vec<String> = rows
+        .iter()
+        .map(|row| columns.map(|c| cell(row, c)).join(" "))
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    listed.sort();
+    // `kubectl api-resources` against a default kind v1.32 cluster, plus the Widget CRD.
+    let mut expected: Vec<String> = API_RESOURCES_1_32
+        .lines()
+        .chain(["widgets wd example.com/v1 true Widget"])
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|line| !line.is_empty())
+        .collect();
+    expected.sort();
+    let missing: Vec<&String> = expected.iter().filter(|e| !listed.contains(e)).collect();
+    let extra: Vec<&String> = listed.iter().filter(|l| !expected.contains(l)).collect();
     assert!(
-        wrong.is_empty(),
-        "kubectl api-resources does not list the expected kinds:\n  {}\n{}",
-        wrong.join("\n  "),
+        missing.is_empty() && extra.is_empty(),
+        "kubectl api-resources differs from a 1.32 cluster's:\n  missing: {missing:?}\n  extra: {extra:?}\n{}",
         run.describe()
     );
 }
+
+/// `kubectl api-resources` of a default v1.32 cluster (kind): NAME, SHORTNAMES (left out
+/// where there are none), APIVERSION, NAMESPACED and KIND.
+const API_RESOURCES_1_32: &str = "
+bindings v1 true Binding
+componentstatuses cs v1 false ComponentStatus
+configmaps cm v1 true ConfigMap
+endpoints ep v1 true Endpoints
+events ev v1 true Event
+limitranges limits v1 true LimitRange
+namespaces ns v1 false Namespace
+nodes no v1 false Node
+persistentvolumeclaims pvc v1 true PersistentVolumeClaim
+persistentvolumes pv v1 false PersistentVolume
+pods po v1 true Pod
+podtemplates v1 true PodTemplate
+replicationcontrollers rc v1 true ReplicationController
+resourcequotas quota v1 true ResourceQuota
+secrets v1 true Secret
+serviceaccounts sa v1 true ServiceAccount
+services svc v1 true Service
+mutatingwebhookconfigurations admissionregistration.k8s.io/v1 false MutatingWebhookConfiguration
+validatingadmissionpolicies admissionregistration.k8s.io/v1 false ValidatingAdmissionPolicy
+validatingadmissionpolicybindings admissionregistration.k8s.io/v1 false ValidatingAdmissionPolicyBinding
+validatingwebhookconfigurations admissionregistration.k8s.io/v1 false ValidatingWebhookConfiguration
+customresourcedefinitions crd,crds apiextensions.k8s.io/v1 false CustomResourceDefinition
+apiservices apiregistration.k8s.io/v1 false APIService
+controllerrevisions apps/v1 true ControllerRevision
+daemonsets ds apps/v1 true DaemonSet
+deployments deploy apps/v1 true Deployment
+replicasets rs apps/v1 true ReplicaSet
+statefulsets sts apps/v1 true StatefulSet
+selfsubjectreviews authentication.k8s.io/v1 false SelfSubjectReview
+tokenreviews authentication.k8s.io/v1 false TokenReview
+localsubjectaccessreviews authorization.k8s.io/v1 true LocalSubjectAccessReview
+selfsubjectaccessreviews authorization.k8s.io/v1 false SelfSubjectAccessReview
+selfsubjectrulesreviews authorization.k8s.io/v1 false SelfSubjectRulesReview
+subjectaccessreviews authorization.k8s.io/v1 false SubjectAccessReview
+horizontalpodautoscalers hpa autoscaling/v2 true HorizontalPodAutoscaler
+cronjobs cj batch/v1 true CronJob
+jobs batch/v1 true Job
+certificatesigningrequests csr certificates.k8s.io/v1 false CertificateSigningRequest
+leases coordination.k8s.io/v1 true Lease
+endpointslices discovery.k8s.io/v1 true EndpointSlice
+events ev events.k8s.io/v1 true Event
+flowschemas flowcontrol.apiserver.k8s.io/v1 false FlowSchema
+prioritylevelconfigurations flowcontrol.apiserver.k8s.io/v1 false PriorityLevelConfiguration
+ingressclasses networking.k8s.io/v1 false IngressClass
+ingresses ing networking.k8s.io/v1 true Ingress
+networkpolicies netpol networking.k8s.io/v1 true NetworkPolicy
+runtimeclasses node.k8s.io/v1 false RuntimeClass
+poddisruptionbudgets pdb policy/v1 true PodDisruptionBudget
+clusterrolebindings rbac.authorization.k8s.io/v1 false ClusterRoleBinding
+clusterroles rbac.authorization.k8s.io/v1 false ClusterRole
+rolebindings rbac.authorization.k8s.io/v1 true RoleBinding
+roles rbac.authorization.k8s.io/v1 true Role
+priorityclasses pc scheduling.k8s.io/v1 false PriorityClass
+csidrivers storage.k8s.io/v1 false CSIDriver
+csinodes storage.k8s.io/v1 false CSINode
+csistoragecapacities storage.k8s.io/v1 true CSIStorageCapacity
+storageclasses sc storage.k8s.io/v1 false StorageClass
+volumeattachments storage.k8s.io/v1 false VolumeAttachment
+";
 
 #[test]
 fn kubectl_get_shows_a_new_widget_with_the_metadata_the_server_sets() {
@@ -643,9 +658,32 @@ fn typed_create_run_and_expose_send_protobuf_and_leave_what_a_cluster_would() {
     );
     assert_eq!(
         deployment["spec"]["template"]["spec"]["containers"],
-        serde_json::json!([{"name": "nginx", "image": "nginx", "resources": {}}]),
-        "expected the container as kubectl built it, with no zero-valued fields: {deployment}"
+        serde_json::json!([{"name": "nginx", "image": "nginx", "resources": {},
+            "imagePullPolicy": "Always", "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File"}]),
+        "expected the container as kubectl built it (no zero-valued fields) with kube's defaults: {deployment}"
     );
+    assert_eq!(
+        deployment["spec"]["strategy"],
+        serde_json::json!({"type": "RollingUpdate",
+            "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}),
+        "kubectl sends strategy: {{}}; kube defaults it: {deployment}"
+    );
+
+    // A protobuf 0 is a 0: replicas is a Go pointer, sent only when set.
+    server
+        .kubectl(&[
+            "create",
+            "deployment",
+            "zero",
+            "-n",
+            "demo",
+            "--image=nginx",
+            "--replicas=0",
+        ])
+        .expect_ok("kubectl create deployment --replicas=0");
+    let zero = server.get_json(&["deployment", "zero", "-n", "demo"]);
+    assert_eq!(zero["spec"]["replicas"], 0, "deployment: {zero}");
     assert!(
         is_utc_timestamp(&deployment["metadata"]["creationTimestamp"]),
         "deployment: {deployment}"
@@ -901,9 +939,9 @@ fn client_side_apply_of_a_changed_deployment_leaves_what_a_cluster_would() {
         &serde_json::json!([{"name": "A", "value": "1"}]),
         "B was removed: {web}"
     );
-    assert!(
-        web["spec"].get("replicas").is_none_or(|r| r == 2),
-        "replicas, dropped from the manifest, is removed or left as a cluster defaults it: {web}"
+    assert_eq!(
+        web["spec"]["replicas"], 1,
+        "replicas, dropped from the manifest, is removed and defaulted to 1 as a cluster does: {web}"
     );
     let annotation =
         web["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
@@ -957,9 +995,9 @@ fn server_side_apply_twice_with_a_changed_manifest_takes_ownership_and_removes_f
         .kubectl(&["apply", "--server-side", "-f", &second_path])
         .expect_ok("kubectl apply --server-side of the changed manifest");
     let web = server.get_json(&["deployment", "web"]);
-    assert!(
-        web["spec"].get("replicas").is_none(),
-        "a field no longer applied is removed: {web}"
+    assert_eq!(
+        web["spec"]["replicas"], 1,
+        "a field no longer applied is removed (and replicas defaulted to 1, as a cluster does): {web}"
     );
     assert_eq!(
         containers(&web),

@@ -67,10 +67,10 @@ pub fn apply(info: &ResourceInfo, object: &mut Value) {
         }
         ("apps", "daemonsets") => {
             if let Some(spec) = child(object, "spec") {
-                default(
+                rolling_update(
                     spec,
                     "updateStrategy",
-                    json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}),
+                    json!({"maxUnavailable": 1, "maxSurge": 0}),
                 );
                 default(spec, "revisionHistoryLimit", json!(10));
                 template(spec, "template");
@@ -102,24 +102,38 @@ fn namespace(object: &mut Value) {
 
 fn deployment_spec(spec: &mut Value) {
     default(spec, "replicas", json!(1));
-    default(
+    rolling_update(
         spec,
         "strategy",
-        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}),
+        json!({"maxUnavailable": "25%", "maxSurge": "25%"}),
     );
     default(spec, "revisionHistoryLimit", json!(10));
     default(spec, "progressDeadlineSeconds", json!(600));
     template(spec, "template");
 }
 
+/// A workload's update strategy: `type` defaults to `RollingUpdate`, whose parameters
+/// default to `rolling` (an empty `strategy: {}`, as kubectl sends it, is defaulted too).
+fn rolling_update(spec: &mut Value, key: &str, rolling: Value) {
+    if let Some(strategy) = child(spec, key) {
+        default(strategy, "type", json!("RollingUpdate"));
+        if strategy["type"] == "RollingUpdate" {
+            default(strategy, "rollingUpdate", json!({}));
+            if let Some(parameters) = strategy.get_mut("rollingUpdate").filter(|p| p.is_object())
+                && let Some(defaults) = rolling.as_object()
+            {
+                for (field, value) in defaults {
+                    default(parameters, field, value.clone());
+                }
+            }
+        }
+    }
+}
+
 fn stateful_set_spec(spec: &mut Value) {
     default(spec, "replicas", json!(1));
     default(spec, "podManagementPolicy", json!("OrderedReady"));
-    default(
-        spec,
-        "updateStrategy",
-        json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
-    );
+    rolling_update(spec, "updateStrategy", json!({"partition": 0}));
     default(spec, "revisionHistoryLimit", json!(10));
     default(
         spec,

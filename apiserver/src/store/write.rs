@@ -331,7 +331,7 @@ impl State {
             Target::Main => keep_server_fields(info, old, new),
             Target::Part(path) => part_only(old, &new, path),
         };
-        if target == Target::Main {
+        if target != Target::Status {
             super::builtin_defaults::apply(info, &mut result);
         }
         check_finalizers_while_deleting(info, old, &result)?;
@@ -408,7 +408,9 @@ impl State {
         } else {
             name.to_string()
         };
-        let problems = if info.key() == crate::resources::namespace_resource_key()
+        let problems = if !info.custom && info.group == "rbac.authorization.k8s.io" {
+            validation::path_segment_name(&name)
+        } else if info.key() == crate::resources::namespace_resource_key()
             || (info.group.is_empty() && info.plural == "services")
         {
             validation::dns1123_label(&name)
