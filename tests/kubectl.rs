@@ -1124,6 +1124,93 @@ fn kubectl_with_a_wrong_token_is_unauthorized_by_a_server_started_with_a_token()
 }
 
 #[test]
+fn a_server_started_with_tls_writes_credentials_into_its_kubeconfig() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let server = Server::start_with(kubectl, &["--tls"]);
+    let mut config = read_json(&server.kubeconfig);
+    let token = config["users"][0]["user"]["token"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        token.len() >= 32,
+        "expected a generated token, so kubectl does not prompt for a user name: {config}"
+    );
+    server
+        .kubectl(&["get", "namespaces", "-o", "name"])
+        .expect_ok("kubectl get namespaces with the written kubeconfig");
+    config["users"][0]["user"]["token"] = serde_json::json!("not-the-token");
+    let wrong = server.write(
+        "wrong.kubeconfig",
+        &serde_json::to_string_pretty(&config).unwrap_or_default(),
+    );
+    let run = server.kubectl_with(&wrong, &["get", "namespaces"]);
+    assert!(
+        !run.succeeded() && is_unauthorized(&run.stderr),
+        "the generated token is required\n{}",
+        run.describe()
+    );
+}
+
+#[test]
+fn a_cluster_s_standing_objects_deletes_and_pod_subresources_answer_kubectl_as_kube_does() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let server = Server::start(kubectl, None);
+    server
+        .kubectl(&["create", "namespace", "team"])
+        .expect_ok("kubectl create namespace");
+    let listed = server
+        .kubectl(&[
+            "get",
+            "serviceaccounts,configmaps",
+            "-n",
+            "team",
+            "-o",
+            "name",
+        ])
+        .expect_ok("kubectl get serviceaccounts,configmaps");
+    assert_eq!(
+        listed.stdout.lines().collect::<Vec<_>>(),
+        ["serviceaccount/default", "configmap/kube-root-ca.crt"],
+        "a new namespace holds what a cluster puts there\n{}",
+        listed.describe()
+    );
+    let service = server.get_json(&["service", "kubernetes", "-n", "default"]);
+    assert_eq!(service["spec"]["clusterIP"], "10.96.0.1", "{service}");
+
+    server
+        .kubectl(&["create", "configmap", "gone", "-n", "team"])
+        .expect_ok("kubectl create configmap");
+    let deleted = server
+        .kubectl(&["delete", "configmap", "gone", "-n", "team"])
+        .expect_ok("kubectl delete configmap");
+    assert_contains(&deleted, &deleted.stdout, "configmap \"gone\" deleted");
+
+    server
+        .kubectl(&["run", "web", "-n", "team", "--image=nginx"])
+        .expect_ok("kubectl run");
+    let pod = server.get_json(&["pod", "web", "-n", "team"]);
+    assert_eq!(pod["status"]["phase"], "Pending", "{pod}");
+    for args in [
+        &["logs", "web", "-n", "team"][..],
+        &["exec", "web", "-n", "team", "--", "true"][..],
+    ] {
+        let run = server
+            .kubectl(args)
+            .expect_failure(&format!("kubectl {}", args.join(" ")));
+        assert_contains(&run, &run.stderr, "pod web does not have a host assigned");
+    }
+    let explained = server
+        .kubectl(&["explain", "ingress.spec.rules"])
+        .expect_ok("kubectl explain ingress.spec.rules");
+    assert_contains(&explained, &explained.stdout, "host");
+}
+
+#[test]
 fn kubectl_with_the_written_kubeconfig_is_let_in_by_a_server_started_with_a_token() {
     let Some(kubectl) = kubectl_on_path() else {
         return;
@@ -1214,6 +1301,14 @@ struct Server {
 impl Server {
     /// Starts `dynrec apiserver` on a free loopback port and waits for its address.
     fn start(kubectl: PathBuf, token: Option<&str>) -> Server {
+        match token {
+            Some(token) => Server::start_with(kubectl, &["--token", token]),
+            None => Server::start_with(kubectl, &[]),
+        }
+    }
+
+    /// Starts `dynrec apiserver` with extra arguments and waits for its address.
+    fn start_with(kubectl: PathBuf, extra: &[&str]) -> Server {
         let dir = temp_dir();
         let kubeconfig = dir.path().join("kubeconfig");
         let log_path = dir.path().join("server.log");
@@ -1226,9 +1321,7 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(log);
-        if let Some(token) = token {
-            command.args(["--token", token]);
-        }
+        command.args(extra);
         let mut process = ChildGuard(
             command
                 .spawn()

@@ -618,3 +618,31 @@ async fn events_recorded_through_events_k8s_io_are_listed_as_core_events() {
         .unwrap();
     assert!(core_events.get_opt("w1.abc").await.unwrap().is_none());
 }
+
+#[tokio::test]
+async fn objects_are_written_with_kind_and_api_version_first_as_go_writes_them() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    cms.create(
+        &PostParams::default(),
+        &configmap("ordered", json!({}), json!({"a": "b"})),
+    )
+    .await
+    .unwrap();
+    let request = http::Request::get("/api/v1/namespaces/default/configmaps/ordered")
+        .body(Vec::new())
+        .unwrap();
+    let text = client.request_text(request).await.unwrap();
+    assert!(
+        text.starts_with(r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"#),
+        "{text}"
+    );
+    let request = http::Request::get("/api/v1/namespaces/default/configmaps")
+        .body(Vec::new())
+        .unwrap();
+    let list = client.request_text(request).await.unwrap();
+    assert!(
+        list.starts_with(r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"#),
+        "{list}"
+    );
+}
