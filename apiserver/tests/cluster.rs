@@ -279,3 +279,78 @@ async fn a_job_gets_completions_parallelism_and_a_backoff_limit() {
     );
     assert_eq!(created.metadata.generation, Some(1));
 }
+
+#[tokio::test]
+async fn probes_and_volume_modes_get_kube_s_defaults() {
+    let (_server, client) = server();
+    let pods = Api::<Pod>::namespaced(client, "default");
+    let pod: Pod = typed(json!({"metadata": {"name": "probed"}, "spec": {
+        "volumes": [{"name": "settings", "configMap": {"name": "settings"}}],
+        "containers": [{"name": "c", "image": "nginx:1.27",
+            "readinessProbe": {"httpGet": {"path": "/", "port": 80}}}]}}));
+    let created = pods.create(&PostParams::default(), &pod).await.unwrap();
+    let spec = created.spec.expect("a spec");
+    let probe = spec.containers[0].readiness_probe.clone().expect("a probe");
+    assert_eq!(
+        (
+            probe.timeout_seconds,
+            probe.period_seconds,
+            probe.success_threshold,
+            probe.failure_threshold
+        ),
+        (Some(1), Some(10), Some(1), Some(3))
+    );
+    let volume = &spec.volumes.expect("volumes")[0];
+    assert_eq!(
+        volume.config_map.as_ref().and_then(|c| c.default_mode),
+        Some(420)
+    );
+}
+
+#[tokio::test]
+async fn storage_classes_and_network_policies_get_kube_s_defaults() {
+    let (_server, client) = server();
+    let classes = cluster_api(
+        &client,
+        "storage.k8s.io",
+        "v1",
+        "StorageClass",
+        "storageclasses",
+    );
+    let class = object(
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": "fast"}, "provisioner": "example.com/disk"}),
+    );
+    let created = classes
+        .create(&PostParams::default(), &class)
+        .await
+        .unwrap();
+    assert_eq!(created.data["reclaimPolicy"], "Delete");
+    assert_eq!(created.data["volumeBindingMode"], "Immediate");
+    let policies = api(
+        &client,
+        "networking.k8s.io",
+        "v1",
+        "NetworkPolicy",
+        "networkpolicies",
+        "default",
+    );
+    let policy = object(
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": "deny"}, "spec": {"podSelector": {},
+            "egress": [{"ports": [{"port": 53}]}]}}),
+    );
+    let created = policies
+        .create(&PostParams::default(), &policy)
+        .await
+        .unwrap();
+    assert_eq!(
+        created.data["spec"]["policyTypes"],
+        json!(["Ingress", "Egress"])
+    );
+    assert_eq!(
+        created.data["spec"]["egress"][0]["ports"][0]["protocol"],
+        "TCP"
+    );
+    assert_eq!(created.metadata.generation, Some(1));
+}

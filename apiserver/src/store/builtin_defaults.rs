@@ -1,7 +1,8 @@
 //! The defaults kube-apiserver gives built-in kinds (its `SetDefaults_*` functions and the
 //! admission plugins a cluster runs by default) for the fields controllers read: workload
-//! replicas and strategies, pod template and pod spec defaults, Service type and session
-//! affinity, Job completions, parallelism and backoff limit, the Namespace name label.
+//! replicas and strategies, pod template and pod spec defaults (containers, probes, volume
+//! modes), Service type and session affinity, Job completions, parallelism and backoff
+//! limit, PersistentVolumeClaim volume mode, the Namespace name label.
 
 use serde_json::{Map, Value, json};
 
@@ -38,6 +39,11 @@ pub fn apply(info: &ResourceInfo, object: &mut Value) {
             }
         }
         ("", "podtemplates") => template(object, "template"),
+        ("", "persistentvolumeclaims") => {
+            if let Some(spec) = child(object, "spec") {
+                default(spec, "volumeMode", json!("Filesystem"));
+            }
+        }
         ("", "replicationcontrollers") => {
             if let Some(spec) = child(object, "spec") {
                 default(spec, "replicas", json!(1));
@@ -86,7 +92,49 @@ pub fn apply(info: &ResourceInfo, object: &mut Value) {
                 cron_job_spec(spec);
             }
         }
+        ("storage.k8s.io", "storageclasses") => {
+            default(object, "reclaimPolicy", json!("Delete"));
+            default(object, "volumeBindingMode", json!("Immediate"));
+        }
+        ("autoscaling", "horizontalpodautoscalers") => {
+            if let Some(spec) = child(object, "spec") {
+                default(spec, "minReplicas", json!(1));
+            }
+        }
+        ("networking.k8s.io", "networkpolicies") => {
+            if let Some(spec) = child(object, "spec") {
+                network_policy_spec(spec);
+            }
+        }
         _ => {}
+    }
+}
+
+/// `policyTypes` from the rules present, and TCP for ports with no protocol.
+fn network_policy_spec(spec: &mut Value) {
+    let mut types = vec![json!("Ingress")];
+    if spec.get("egress").is_some_and(|e| !e.is_null()) {
+        types.push(json!("Egress"));
+    }
+    default(spec, "policyTypes", Value::from(types));
+    for direction in ["ingress", "egress"] {
+        for rule in spec
+            .get_mut(direction)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            for port in rule
+                .get_mut("ports")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                if port.is_object() {
+                    default(port, "protocol", json!("TCP"));
+                }
+            }
+        }
     }
 }
 
@@ -189,6 +237,18 @@ fn pod_spec(spec: &mut Value) {
             containers.iter_mut().for_each(container);
         }
     }
+    if let Some(volumes) = spec.get_mut("volumes").and_then(Value::as_array_mut) {
+        volumes.iter_mut().for_each(volume);
+    }
+}
+
+/// Volume sources with file modes get `defaultMode: 420` (0644).
+fn volume(volume: &mut Value) {
+    for source in ["secret", "configMap", "downwardAPI", "projected"] {
+        if let Some(source) = volume.get_mut(source).filter(|s| s.is_object()) {
+            default(source, "defaultMode", json!(420));
+        }
+    }
 }
 
 /// What a Pod gets beyond a template: `SetDefaults_Pod` and the default admission plugins
@@ -230,6 +290,14 @@ fn container(container: &mut Value) {
     );
     default(container, "terminationMessagePolicy", json!("File"));
     default(container, "resources", json!({}));
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(probe) = container.get_mut(probe).filter(|p| p.is_object()) {
+            default(probe, "timeoutSeconds", json!(1));
+            default(probe, "periodSeconds", json!(10));
+            default(probe, "successThreshold", json!(1));
+            default(probe, "failureThreshold", json!(3));
+        }
+    }
     if let Some(ports) = container.get_mut("ports").and_then(Value::as_array_mut) {
         for port in ports.iter_mut().filter(|p| p.is_object()) {
             default(port, "protocol", json!("TCP"));
