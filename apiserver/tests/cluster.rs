@@ -354,3 +354,43 @@ async fn storage_classes_and_network_policies_get_kube_s_defaults() {
     );
     assert_eq!(created.metadata.generation, Some(1));
 }
+
+#[tokio::test]
+async fn a_namespace_held_by_a_spec_finalizer_goes_once_finalize_removes_it() {
+    let (_server, client) = server();
+    create_namespace(&client, "held").await;
+    let namespaces = Api::<Namespace>::all(client.clone());
+    let mut namespace = namespaces.get("held").await.unwrap();
+    let finalizers = vec!["kubernetes".to_string(), "example.com/cleanup".to_string()];
+    namespace.spec = Some(typed(json!({"finalizers": finalizers})));
+    let finalized: Namespace = namespaces
+        .replace_subresource("finalize", "held", &PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    assert_eq!(
+        finalized.spec.and_then(|s| s.finalizers),
+        Some(finalizers),
+        "finalize changes spec.finalizers"
+    );
+    namespaces
+        .delete("held", &Default::default())
+        .await
+        .unwrap();
+    let terminating = namespaces.get("held").await.unwrap();
+    assert_eq!(
+        terminating.status.clone().and_then(|s| s.phase).as_deref(),
+        Some("Terminating")
+    );
+    assert_eq!(
+        terminating.spec.clone().and_then(|s| s.finalizers),
+        Some(vec!["example.com/cleanup".to_string()]),
+        "the server's own finalizer is done; the other holds the namespace"
+    );
+    let mut released = terminating;
+    released.spec = Some(typed(json!({"finalizers": []})));
+    namespaces
+        .replace_subresource::<Namespace>("finalize", "held", &PostParams::default(), &released)
+        .await
+        .unwrap();
+    assert!(namespaces.get_opt("held").await.unwrap().is_none());
+}

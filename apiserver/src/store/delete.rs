@@ -155,7 +155,7 @@ impl State {
 }
 
 /// Whether an object must stay (as terminating) instead of being removed.
-fn lingers(key: &ResourceKey, object: &Value) -> bool {
+pub(super) fn lingers(key: &ResourceKey, object: &Value) -> bool {
     !meta::finalizers(object).is_empty()
         || (*key == namespace_resource_key()
             && !meta::string_list(&object["spec"]["finalizers"]).is_empty())

@@ -350,7 +350,7 @@ impl State {
         if options.dry_run {
             return Ok(Arc::new(result));
         }
-        if meta::is_deleting(&result) && meta::finalizers(&result).is_empty() {
+        if meta::is_deleting(&result) && !super::delete::lingers(&info.key(), &result) {
             let removed = self.commit_remove(&info.key(), result);
             self.run_pending();
             return Ok(removed);
