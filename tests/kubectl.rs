@@ -1211,6 +1211,55 @@ fn a_cluster_s_standing_objects_deletes_and_pod_subresources_answer_kubectl_as_k
 }
 
 #[test]
+fn tokens_reviews_and_drain_work_through_kubectl() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let server = Server::start(kubectl, None);
+    let token = server
+        .kubectl(&["create", "token", "default"])
+        .expect_ok("kubectl create token default");
+    assert_eq!(
+        token.stdout.trim().split('.').count(),
+        3,
+        "a JWT\n{}",
+        token.describe()
+    );
+    let whoami = server
+        .kubectl(&["auth", "whoami", "-o", "json"])
+        .expect_ok("kubectl auth whoami")
+        .json();
+    assert_eq!(
+        whoami["status"]["userInfo"]["username"], "kubernetes-admin",
+        "{whoami}"
+    );
+    let can = server
+        .kubectl(&["auth", "can-i", "delete", "nodes"])
+        .expect_ok("kubectl auth can-i");
+    assert_eq!(can.stdout.trim(), "yes", "{}", can.describe());
+
+    let node = server.write(
+        "node.yaml",
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-1\n",
+    );
+    server.apply(&node).expect_ok("kubectl apply of a Node");
+    let pod = server.write(
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  nodeName: node-1\n  containers:\n  - name: c\n    image: nginx:1.27\n",
+    );
+    server
+        .apply(&pod)
+        .expect_ok("kubectl apply of a Pod on node-1");
+    let drained = server
+        .kubectl(&["drain", "node-1", "--force", "--timeout=20s"])
+        .expect_ok("kubectl drain");
+    assert_contains(&drained, &drained.stdout, "pod/web evicted");
+    assert_contains(&drained, &drained.stdout, "node/node-1 drained");
+    let node = server.get_json(&["node", "node-1"]);
+    assert_eq!(node["spec"]["unschedulable"], true, "cordoned: {node}");
+}
+
+#[test]
 fn kubectl_with_the_written_kubeconfig_is_let_in_by_a_server_started_with_a_token() {
     let Some(kubectl) = kubectl_on_path() else {
         return;

@@ -87,6 +87,22 @@ protobuf_kinds! {
     "batch/v1" "CronJob" => k8s_openapi::api::batch::v1::CronJob, k8s_pb::api::batch::v1::CronJob;
     "coordination.k8s.io/v1" "Lease" => k8s_openapi::api::coordination::v1::Lease, k8s_pb::api::coordination::v1::Lease;
     "events.k8s.io/v1" "Event" => k8s_openapi::api::events::v1::Event, k8s_pb::api::events::v1::Event;
+    "v1" "Binding" => k8s_openapi::api::core::v1::Binding, k8s_pb::api::core::v1::Binding;
+    "policy/v1" "Eviction" => k8s_openapi::api::policy::v1::Eviction, k8s_pb::api::policy::v1::Eviction;
+    "authentication.k8s.io/v1" "TokenRequest" =>
+        k8s_openapi::api::authentication::v1::TokenRequest, k8s_pb::api::authentication::v1::TokenRequest;
+    "authentication.k8s.io/v1" "TokenReview" =>
+        k8s_openapi::api::authentication::v1::TokenReview, k8s_pb::api::authentication::v1::TokenReview;
+    "authentication.k8s.io/v1" "SelfSubjectReview" =>
+        k8s_openapi::api::authentication::v1::SelfSubjectReview, k8s_pb::api::authentication::v1::SelfSubjectReview;
+    "authorization.k8s.io/v1" "SubjectAccessReview" =>
+        k8s_openapi::api::authorization::v1::SubjectAccessReview, k8s_pb::api::authorization::v1::SubjectAccessReview;
+    "authorization.k8s.io/v1" "SelfSubjectAccessReview" =>
+        k8s_openapi::api::authorization::v1::SelfSubjectAccessReview, k8s_pb::api::authorization::v1::SelfSubjectAccessReview;
+    "authorization.k8s.io/v1" "LocalSubjectAccessReview" =>
+        k8s_openapi::api::authorization::v1::LocalSubjectAccessReview, k8s_pb::api::authorization::v1::LocalSubjectAccessReview;
+    "authorization.k8s.io/v1" "SelfSubjectRulesReview" =>
+        k8s_openapi::api::authorization::v1::SelfSubjectRulesReview, k8s_pb::api::authorization::v1::SelfSubjectRulesReview;
 }
 
 /// The schemas every document refers to: ObjectMeta, ListMeta, Status and Patch.

@@ -130,7 +130,7 @@ pub async fn serve(
         && sub != "status"
         && subresource::part(&call.info, sub).is_none()
     {
-        let body = read_optional_json(body, limit).await?;
+        let body = read_optional_body(&call, body, limit).await?;
         let namespace = call.object_namespace()?;
         let sub_call = subresource::SubCall {
             info: &call.info,
@@ -154,7 +154,7 @@ pub async fn serve(
             &call.info.api_version(),
             &call.info.kind,
             &user,
-            read_json(body, limit).await?,
+            read_object(&call, body, limit).await?,
         );
     }
     match (parts.method, path.name) {
@@ -366,6 +366,15 @@ async fn read_object(call: &Call, body: Body, limit: usize) -> ApiResult<Value> 
     }
     expect_json(&call.content_type)?;
     read_json(body, limit).await
+}
+
+/// Reads the optional body of an acting subresource: JSON, or protobuf (kubectl sends its
+/// Evictions, TokenRequests and Bindings as protobuf).
+async fn read_optional_body(call: &Call, body: Body, limit: usize) -> ApiResult<Option<Value>> {
+    if protobuf::is_protobuf(call.content_type.as_deref()) {
+        return protobuf::decode(&read_bytes(body, limit).await?).map(Some);
+    }
+    read_optional_json(body, limit).await
 }
 
 /// Reads a JSON body, with a clear error for malformed JSON.

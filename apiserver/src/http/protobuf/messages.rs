@@ -21,6 +21,9 @@ macro_rules! module_pairs {
 
 module_pairs!(
     apps => api::apps::v1,
+    authentication => api::authentication::v1,
+    authorization => api::authorization::v1,
+    policy => api::policy::v1,
     batch => api::batch::v1,
     coordination => api::coordination::v1,
     core => api::core::v1,
@@ -222,6 +225,68 @@ messages! {
     meta ManagedFieldsEntry { manager, operation, api_version, time, fields_type, fields_v1, subresource };
     meta LabelSelector { match_labels, match_expressions };
     meta LabelSelectorRequirement { key, operator, values };
+    meta DeleteOptions { grace_period_seconds: ptr, preconditions, orphan_dependents: ptr, propagation_policy: ptr, dry_run, ignore_store_read_error_with_cluster_breaking_potential: ptr };
+    meta Preconditions { uid: ptr, resource_version: ptr };
+    meta FieldSelectorRequirement { key, operator, values };
+    core Binding { metadata, target };
+    policy Eviction { metadata, delete_options };
+    authentication TokenRequest { metadata, spec, status };
+    authentication TokenRequestSpec { audiences, expiration_seconds: ptr, bound_object_ref };
+    authentication BoundObjectReference { kind, api_version, name, u_id => uid };
+    authentication TokenReview { metadata, spec, status };
+    authentication TokenReviewSpec { token, audiences };
+    authentication TokenReviewStatus { authenticated, user, audiences, error };
+    authentication UserInfo { username, uid, groups, extra };
+    authentication SelfSubjectReview { metadata, status };
+    authentication SelfSubjectReviewStatus { user_info };
+    authorization SelfSubjectAccessReview { metadata, spec, status };
+    authorization SelfSubjectAccessReviewSpec { resource_attributes, non_resource_attributes };
+    authorization SubjectAccessReview { metadata, spec, status };
+    authorization LocalSubjectAccessReview { metadata, spec, status };
+    authorization SubjectAccessReviewSpec { resource_attributes, non_resource_attributes, user, groups, extra, uid };
+    authorization SubjectAccessReviewStatus { allowed, denied, reason, evaluation_error };
+    authorization ResourceAttributes { namespace, verb, group, version, resource, subresource, name, field_selector, label_selector };
+    authorization FieldSelectorAttributes { raw_selector, requirements };
+    authorization LabelSelectorAttributes { raw_selector, requirements };
+    authorization NonResourceAttributes { path, verb };
+    authorization SelfSubjectRulesReview { metadata, spec, status };
+    authorization SelfSubjectRulesReviewSpec { namespace };
+    authorization SubjectRulesReviewStatus { resource_rules, non_resource_rules, incomplete, evaluation_error };
+    authorization ResourceRule { verbs, api_groups, resources, resource_names };
+    authorization NonResourceRule { verbs, non_resource_ur_ls => non_resource_urls };
+}
+
+/// The values of one `extra` key of a user (authentication and authorization each have
+/// their own `ExtraValue` message): a list of strings in JSON.
+macro_rules! extra_values {
+    ($($module:ident),*) => {$(
+        impl FromPb<Option<k8s_pb_modules::$module::ExtraValue>> for Vec<String> {
+            fn from_pb(
+                value: Option<k8s_pb_modules::$module::ExtraValue>,
+            ) -> Result<Self, DecodeError> {
+                Ok(value.map(|v| v.items).unwrap_or_default())
+            }
+        }
+    )*};
+}
+
+extra_values!(authentication, authorization);
+
+impl FromPb<Option<k8s_pb_modules::authentication::TokenRequestStatus>>
+    for k8s_openapi_modules::authentication::TokenRequestStatus
+{
+    fn from_pb(
+        value: Option<k8s_pb_modules::authentication::TokenRequestStatus>,
+    ) -> Result<Self, DecodeError> {
+        let k8s_pb_modules::authentication::TokenRequestStatus {
+            token,
+            expiration_timestamp,
+        } = value.unwrap_or_default();
+        Ok(Self {
+            token: FromPb::from_pb(token)?,
+            expiration_timestamp: FromPb::from_pb(expiration_timestamp)?,
+        })
+    }
 }
 
 // These two have a required time, so no `Default` to start from: they are built whole.
@@ -263,6 +328,7 @@ impl FromPb<Option<k8s_pb_modules::meta::Condition>> for k8s_openapi_modules::me
 }
 
 optional!(
+    k8s_pb_modules::authentication::TokenRequestStatus => k8s_openapi_modules::authentication::TokenRequestStatus,
     k8s_pb_modules::events::EventSeries => k8s_openapi_modules::events::EventSeries,
     k8s_pb_modules::meta::Condition => k8s_openapi_modules::meta::Condition,
 );
