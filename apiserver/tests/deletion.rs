@@ -398,3 +398,43 @@ async fn an_immediate_delete_of_a_pod_answers_the_pod_as_its_registry_does() {
     assert_eq!(pod.metadata.name.as_deref(), Some("p"));
     assert!(pods.get_opt("p").await.unwrap().is_none());
 }
+
+#[tokio::test]
+async fn marking_an_object_with_a_generation_for_deletion_moves_it_to_the_next() {
+    let (_server, client) = server();
+    let deployments = api(
+        &client,
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        "default",
+    );
+    let body = object(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "held", "finalizers": ["example.com/hold"]},
+        "spec": {"selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}));
+    let created = deployments
+        .create(&PostParams::default(), &body)
+        .await
+        .unwrap();
+    assert_eq!(created.metadata.generation, Some(1));
+    let deleting = deployments
+        .delete("held", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .expect("the object, still held by its finalizer");
+    assert_eq!(deleting.metadata.generation, Some(2));
+    let cms = configmaps(&client, "default");
+    let held = object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "held", "finalizers": ["example.com/hold"]}}));
+    cms.create(&PostParams::default(), &held).await.unwrap();
+    let deleting = cms
+        .delete("held", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .unwrap();
+    assert_eq!(deleting.metadata.generation, None, "no generation appears");
+}

@@ -114,6 +114,10 @@ impl State {
                 Value::from(meta::now_rfc3339()),
             );
             meta::set_meta(&mut object, "deletionGracePeriodSeconds", Value::from(0));
+            // As kube's markAsDeleting: a kind that keeps a generation moves to the next.
+            if let Some(generation) = object["metadata"]["generation"].as_i64().filter(|g| *g > 0) {
+                meta::set_meta(&mut object, "generation", Value::from(generation + 1));
+            }
             self.mark_terminating(key, &mut object);
         }
         let rv = self.next_rv();
