@@ -254,6 +254,13 @@ impl ApiServer {
         let listener = TcpListener::bind(address).await?;
         let local = listener.local_addr()?;
         self.serving_at(local);
+        {
+            let mut state = self.shared.state.write();
+            state.set_root_ca(identity.certificate_pem());
+            if let Err(err) = state.flush() {
+                tracing::error!(%err, "cannot store the kube-root-ca.crt ConfigMaps");
+            }
+        }
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(accept_tls(
             listener,

@@ -394,3 +394,31 @@ async fn a_namespace_held_by_a_spec_finalizer_goes_once_finalize_removes_it() {
         .unwrap();
     assert!(namespaces.get_opt("held").await.unwrap().is_none());
 }
+
+#[tokio::test]
+async fn served_over_https_the_root_ca_config_maps_carry_the_serving_certificate() {
+    let server = dynrec_apiserver::ApiServer::new();
+    let identity = dynrec_apiserver::TlsIdentity::self_signed(&[]).unwrap();
+    let serving = server
+        .serve_tls("127.0.0.1:0".parse().unwrap(), &identity)
+        .await
+        .expect("the server listens");
+    let client = server.client();
+    create_namespace(&client, "later").await;
+    for namespace in ["default", "later"] {
+        let root_ca = Api::<ConfigMap>::namespaced(client.clone(), namespace)
+            .get("kube-root-ca.crt")
+            .await
+            .unwrap();
+        assert_eq!(
+            root_ca
+                .data
+                .unwrap_or_default()
+                .get("ca.crt")
+                .map(String::as_str),
+            Some(identity.certificate_pem()),
+            "{namespace}"
+        );
+    }
+    serving.shutdown().await;
+}

@@ -198,11 +198,34 @@ impl State {
         let account = json!({"apiVersion": "v1", "kind": "ServiceAccount",
             "metadata": {"name": "default", "namespace": ns}});
         self.ensure("", "serviceaccounts", &ns, account);
-        let root_ca = json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "kube-root-ca.crt", "namespace": ns,
-                "annotations": {"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."}},
-            "data": {"ca.crt": crate::tls::root_ca_pem()}});
+        let root_ca = self.root_ca_config_map(&ns);
         self.ensure("", "configmaps", &ns, root_ca);
+    }
+
+    /// Makes every namespace's `kube-root-ca.crt` carry the certificate the server serves with.
+    pub fn set_root_ca(&mut self, certificate_pem: &str) {
+        self.root_ca = Some(certificate_pem.to_string());
+        let namespaces: Vec<String> = self
+            .list(&crate::resources::namespace_resource_key(), None, None)
+            .filter(|ns| !meta::is_deleting(ns))
+            .map(|ns| meta::name(ns).to_string())
+            .collect();
+        for ns in namespaces {
+            let root_ca = self.root_ca_config_map(&ns);
+            self.put("", "configmaps", &ns, root_ca);
+        }
+    }
+
+    /// The `kube-root-ca.crt` ConfigMap of a namespace.
+    fn root_ca_config_map(&self, namespace: &str) -> Value {
+        let pem = self
+            .root_ca
+            .as_deref()
+            .unwrap_or_else(|| crate::tls::root_ca_pem());
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "kube-root-ca.crt", "namespace": namespace,
+                "annotations": {"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."}},
+            "data": {"ca.crt": pem}})
     }
 
     /// Creates an object of a built-in kind unless one of that name exists.

@@ -130,6 +130,8 @@ pub struct State {
     storage_failure: Option<String>,
     schemas: HashMap<(String, String, String), Arc<crate::schema::StructuralSchema>>,
     warnings: Vec<String>,
+    /// The certificate namespaces' `kube-root-ca.crt` carries, once the server serves TLS.
+    root_ca: Option<String>,
 }
 
 impl State {
@@ -186,6 +188,7 @@ impl State {
             storage_failure: None,
             schemas: HashMap::new(),
             warnings: Vec::new(),
+            root_ca: None,
         }
     }
 
