@@ -422,3 +422,36 @@ async fn served_over_https_the_root_ca_config_maps_carry_the_serving_certificate
     }
     serving.shutdown().await;
 }
+
+#[tokio::test]
+async fn every_built_in_group_version_has_an_available_local_api_service() {
+    let (_server, client) = server();
+    let services = cluster_api(
+        &client,
+        "apiregistration.k8s.io",
+        "v1",
+        "APIService",
+        "apiservices",
+    );
+    for name in [
+        "v1.",
+        "v1.apps",
+        "v2.autoscaling",
+        "v1.rbac.authorization.k8s.io",
+    ] {
+        let service = services
+            .get(name)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let condition = &service.data["status"]["conditions"][0];
+        assert_eq!(
+            (
+                condition["type"].as_str(),
+                condition["status"].as_str(),
+                condition["reason"].as_str()
+            ),
+            (Some("Available"), Some("True"), Some("Local")),
+            "{name}"
+        );
+    }
+}

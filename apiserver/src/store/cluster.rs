@@ -1,6 +1,7 @@
 //! The objects every cluster has: the `default/kubernetes` Service with its Endpoints and
-//! EndpointSlice, the default ClusterRoles and their bindings, and in every namespace a
-//! `default` ServiceAccount and the `kube-root-ca.crt` ConfigMap.
+//! EndpointSlice, the default ClusterRoles and their bindings, a `Local` APIService per
+//! built-in group/version, and in every namespace a `default` ServiceAccount and the
+//! `kube-root-ca.crt` ConfigMap.
 
 use serde_json::{Value, json};
 
@@ -153,6 +154,7 @@ impl State {
                 binding,
             );
         }
+        self.create_local_api_services();
         let service = json!({"apiVersion": "v1", "kind": "Service",
             "metadata": {"name": "kubernetes", "namespace": "default",
                 "labels": {"component": "apiserver", "provider": "kubernetes"}},
@@ -160,6 +162,51 @@ impl State {
                 "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": IN_PROCESS_ADDRESS.1}]}});
         self.ensure("", "services", "default", service);
         self.set_api_endpoint(IN_PROCESS_ADDRESS.0, IN_PROCESS_ADDRESS.1, false);
+    }
+
+    /// One `Local` APIService per built-in group/version (`v1.`, `v1.apps`, ...), Available,
+    /// as kube-aggregator registers them at start-up.
+    fn create_local_api_services(&mut self) {
+        let mut group_versions: Vec<(String, String)> = Vec::new();
+        for group in std::iter::once(String::new()).chain(self.registry.groups()) {
+            for version in self.registry.versions_of(&group) {
+                group_versions.push((group.clone(), version));
+            }
+        }
+        let Some(info) = self
+            .registry
+            .get("apiregistration.k8s.io", "v1", "apiservices")
+        else {
+            return;
+        };
+        for (group, version) in group_versions {
+            let name = format!("{version}.{group}");
+            if self.get(&info.key(), "", &name).is_some() {
+                continue;
+            }
+            let service = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                "metadata": {"name": name,
+                    "labels": {"kube-aggregator.kubernetes.io/automanaged": "onstart"}},
+                "spec": {"group": group, "version": version,
+                    "groupPriorityMinimum": 1000, "versionPriority": 15}});
+            let options = WriteOptions::default();
+            let created = match self.create(&info, None, service, &options) {
+                Ok(created) => created,
+                Err(err) => {
+                    tracing::error!(%err, name, "cannot create a local APIService");
+                    continue;
+                }
+            };
+            let mut available = (*created).clone();
+            available["status"] = json!({"conditions": [{"type": "Available", "status": "True",
+                "lastTransitionTime": meta::now_rfc3339(), "reason": "Local",
+                "message": "Local APIServices are always available"}]});
+            if let Err(err) =
+                self.replace(&info, &created, available, super::Target::Status, &options)
+            {
+                tracing::error!(%err, name, "cannot mark a local APIService available");
+            }
+        }
     }
 
     /// Points the `kubernetes` Endpoints and EndpointSlice at `ip:port`; with `replace`,

@@ -408,7 +408,10 @@ impl State {
         } else {
             name.to_string()
         };
-        let problems = if !info.custom && info.group == "rbac.authorization.k8s.io" {
+        // RBAC names are path segments (`system:discovery`); APIService names are
+        // version.group, `v1.` for the core group.
+        let path_segment_names = ["rbac.authorization.k8s.io", "apiregistration.k8s.io"];
+        let problems = if !info.custom && path_segment_names.contains(&info.group.as_str()) {
             validation::path_segment_name(&name)
         } else if info.key() == crate::resources::namespace_resource_key()
             || (info.group.is_empty() && info.plural == "services")
