@@ -167,12 +167,12 @@ impl State {
     /// One `Local` APIService per built-in group/version (`v1.`, `v1.apps`, ...), Available,
     /// as kube-aggregator registers them at start-up.
     fn create_local_api_services(&mut self) {
-        let mut group_versions: Vec<(String, String)> = Vec::new();
-        for group in std::iter::once(String::new()).chain(self.registry.groups()) {
-            for version in self.registry.versions_of(&group) {
-                group_versions.push((group.clone(), version));
-            }
-        }
+        let mut group_versions: Vec<(&str, &str)> = crate::catalog::BUILTIN_KINDS
+            .iter()
+            .map(|k| (k.group, k.version))
+            .collect();
+        group_versions.sort();
+        group_versions.dedup();
         let Some(info) = self
             .registry
             .get("apiregistration.k8s.io", "v1", "apiservices")
