@@ -155,7 +155,7 @@ fn a_crd_applied_with_kubectl_becomes_established_and_serves_its_kind() {
 }
 
 #[test]
-fn api_resources_lists_every_builtin_kind_and_the_widget_kind_with_its_short_name() {
+fn api_resources_lists_what_a_1_32_cluster_lists_plus_the_widget_kind() {
     let Some(server) = Server::with_widgets() else {
         return;
     };
@@ -164,77 +164,92 @@ fn api_resources_lists_every_builtin_kind_and_the_widget_kind_with_its_short_nam
         .expect_ok("kubectl api-resources");
     // api-resources has no JSON output (only wide and name): read its table by header column.
     let rows = table(&run);
-    // (NAME, SHORTNAMES, APIVERSION, NAMESPACED, KIND), as a real v1.32 cluster lists them.
-    let expected = [
-        ("namespaces", "ns", "v1", "false", "Namespace"),
-        ("configmaps", "cm", "v1", "true", "ConfigMap"),
-        ("secrets", "", "v1", "true", "Secret"),
-        ("pods", "po", "v1", "true", "Pod"),
-        ("services", "svc", "v1", "true", "Service"),
-        ("serviceaccounts", "sa", "v1", "true", "ServiceAccount"),
-        ("events", "ev", "v1", "true", "Event"),
-        ("events", "ev", "events.k8s.io/v1", "true", "Event"),
-        ("deployments", "deploy", "apps/v1", "true", "Deployment"),
-        ("statefulsets", "sts", "apps/v1", "true", "StatefulSet"),
-        ("daemonsets", "ds", "apps/v1", "true", "DaemonSet"),
-        ("replicasets", "rs", "apps/v1", "true", "ReplicaSet"),
-        ("jobs", "", "batch/v1", "true", "Job"),
-        ("cronjobs", "cj", "batch/v1", "true", "CronJob"),
-        ("leases", "", "coordination.k8s.io/v1", "true", "Lease"),
-        (
-            "customresourcedefinitions",
-            "crd,crds",
-            "apiextensions.k8s.io/v1",
-            "false",
-            "CustomResourceDefinition",
-        ),
-        (
-            "mutatingwebhookconfigurations",
-            "",
-            "admissionregistration.k8s.io/v1",
-            "false",
-            "MutatingWebhookConfiguration",
-        ),
-        (
-            "validatingwebhookconfigurations",
-            "",
-            "admissionregistration.k8s.io/v1",
-            "false",
-            "ValidatingWebhookConfiguration",
-        ),
-        ("widgets", "wd", "example.com/v1", "true", "Widget"),
-    ];
-    let mut wrong = Vec::new();
-    for (name, short, api_version, namespaced, kind) in expected {
-        let want = [
-            ("NAME", name),
-            ("SHORTNAMES", short),
-            ("APIVERSION", api_version),
-            ("NAMESPACED", namespaced),
-            ("KIND", kind),
-        ];
-        let found = rows
-            .iter()
-            .find(|row| cell(row, "NAME") == name && cell(row, "APIVERSION") == api_version);
-        match found {
-            None => wrong.push(format!("missing: {want:?}")),
-            Some(row)
-                if want
-                    .iter()
-                    .any(|(column, value)| cell(row, column) != *value) =>
-            {
-                wrong.push(format!("expected {want:?}, got {row:?}"));
-            }
-            Some(_) => {}
-        }
-    }
+    let columns = ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"];
+    let mut listed: Vec<String> = rows
+        .iter()
+        .map(|row| columns.map(|c| cell(row, c)).join(" "))
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    listed.sort();
+    // `kubectl api-resources` against a default kind v1.32 cluster, plus the Widget CRD.
+    let mut expected: Vec<String> = API_RESOURCES_1_32
+        .lines()
+        .chain(["widgets wd example.com/v1 true Widget"])
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|line| !line.is_empty())
+        .collect();
+    expected.sort();
+    let missing: Vec<&String> = expected.iter().filter(|e| !listed.contains(e)).collect();
+    let extra: Vec<&String> = listed.iter().filter(|l| !expected.contains(l)).collect();
     assert!(
-        wrong.is_empty(),
-        "kubectl api-resources does not list the expected kinds:\n  {}\n{}",
-        wrong.join("\n  "),
+        missing.is_empty() && extra.is_empty(),
+        "kubectl api-resources differs from a 1.32 cluster's:\n  missing: {missing:?}\n  extra: {extra:?}\n{}",
         run.describe()
     );
 }
+
+/// `kubectl api-resources` of a default v1.32 cluster (kind): NAME, SHORTNAMES (left out
+/// where there are none), APIVERSION, NAMESPACED and KIND.
+const API_RESOURCES_1_32: &str = "
+bindings v1 true Binding
+componentstatuses cs v1 false ComponentStatus
+configmaps cm v1 true ConfigMap
+endpoints ep v1 true Endpoints
+events ev v1 true Event
+limitranges limits v1 true LimitRange
+namespaces ns v1 false Namespace
+nodes no v1 false Node
+persistentvolumeclaims pvc v1 true PersistentVolumeClaim
+persistentvolumes pv v1 false PersistentVolume
+pods po v1 true Pod
+podtemplates v1 true PodTemplate
+replicationcontrollers rc v1 true ReplicationController
+resourcequotas quota v1 true ResourceQuota
+secrets v1 true Secret
+serviceaccounts sa v1 true ServiceAccount
+services svc v1 true Service
+mutatingwebhookconfigurations admissionregistration.k8s.io/v1 false MutatingWebhookConfiguration
+validatingadmissionpolicies admissionregistration.k8s.io/v1 false ValidatingAdmissionPolicy
+validatingadmissionpolicybindings admissionregistration.k8s.io/v1 false ValidatingAdmissionPolicyBinding
+validatingwebhookconfigurations admissionregistration.k8s.io/v1 false ValidatingWebhookConfiguration
+customresourcedefinitions crd,crds apiextensions.k8s.io/v1 false CustomResourceDefinition
+apiservices apiregistration.k8s.io/v1 false APIService
+controllerrevisions apps/v1 true ControllerRevision
+daemonsets ds apps/v1 true DaemonSet
+deployments deploy apps/v1 true Deployment
+replicasets rs apps/v1 true ReplicaSet
+statefulsets sts apps/v1 true StatefulSet
+selfsubjectreviews authentication.k8s.io/v1 false SelfSubjectReview
+tokenreviews authentication.k8s.io/v1 false TokenReview
+localsubjectaccessreviews authorization.k8s.io/v1 true LocalSubjectAccessReview
+selfsubjectaccessreviews authorization.k8s.io/v1 false SelfSubjectAccessReview
+selfsubjectrulesreviews authorization.k8s.io/v1 false SelfSubjectRulesReview
+subjectaccessreviews authorization.k8s.io/v1 false SubjectAccessReview
+horizontalpodautoscalers hpa autoscaling/v2 true HorizontalPodAutoscaler
+cronjobs cj batch/v1 true CronJob
+jobs batch/v1 true Job
+certificatesigningrequests csr certificates.k8s.io/v1 false CertificateSigningRequest
+leases coordination.k8s.io/v1 true Lease
+endpointslices discovery.k8s.io/v1 true EndpointSlice
+events ev events.k8s.io/v1 true Event
+flowschemas flowcontrol.apiserver.k8s.io/v1 false FlowSchema
+prioritylevelconfigurations flowcontrol.apiserver.k8s.io/v1 false PriorityLevelConfiguration
+ingressclasses networking.k8s.io/v1 false IngressClass
+ingresses ing networking.k8s.io/v1 true Ingress
+networkpolicies netpol networking.k8s.io/v1 true NetworkPolicy
+runtimeclasses node.k8s.io/v1 false RuntimeClass
+poddisruptionbudgets pdb policy/v1 true PodDisruptionBudget
+clusterrolebindings rbac.authorization.k8s.io/v1 false ClusterRoleBinding
+clusterroles rbac.authorization.k8s.io/v1 false ClusterRole
+rolebindings rbac.authorization.k8s.io/v1 true RoleBinding
+roles rbac.authorization.k8s.io/v1 true Role
+priorityclasses pc scheduling.k8s.io/v1 false PriorityClass
+csidrivers storage.k8s.io/v1 false CSIDriver
+csinodes storage.k8s.io/v1 false CSINode
+csistoragecapacities storage.k8s.io/v1 true CSIStorageCapacity
+storageclasses sc storage.k8s.io/v1 false StorageClass
+volumeattachments storage.k8s.io/v1 false VolumeAttachment
+";
 
 #[test]
 fn kubectl_get_shows_a_new_widget_with_the_metadata_the_server_sets() {
@@ -643,9 +658,32 @@ fn typed_create_run_and_expose_send_protobuf_and_leave_what_a_cluster_would() {
     );
     assert_eq!(
         deployment["spec"]["template"]["spec"]["containers"],
-        serde_json::json!([{"name": "nginx", "image": "nginx", "resources": {}}]),
-        "expected the container as kubectl built it, with no zero-valued fields: {deployment}"
+        serde_json::json!([{"name": "nginx", "image": "nginx", "resources": {},
+            "imagePullPolicy": "Always", "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File"}]),
+        "expected the container as kubectl built it (no zero-valued fields) with kube's defaults: {deployment}"
     );
+    assert_eq!(
+        deployment["spec"]["strategy"],
+        serde_json::json!({"type": "RollingUpdate",
+            "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}),
+        "kubectl sends strategy: {{}}; kube defaults it: {deployment}"
+    );
+
+    // A protobuf 0 is a 0: replicas is a Go pointer, sent only when set.
+    server
+        .kubectl(&[
+            "create",
+            "deployment",
+            "zero",
+            "-n",
+            "demo",
+            "--image=nginx",
+            "--replicas=0",
+        ])
+        .expect_ok("kubectl create deployment --replicas=0");
+    let zero = server.get_json(&["deployment", "zero", "-n", "demo"]);
+    assert_eq!(zero["spec"]["replicas"], 0, "deployment: {zero}");
     assert!(
         is_utc_timestamp(&deployment["metadata"]["creationTimestamp"]),
         "deployment: {deployment}"
@@ -1018,9 +1056,9 @@ fn client_side_apply_of_a_changed_deployment_leaves_what_a_cluster_would() {
         &serde_json::json!([{"name": "A", "value": "1"}]),
         "B was removed: {web}"
     );
-    assert!(
-        web["spec"].get("replicas").is_none_or(|r| r == 2),
-        "replicas, dropped from the manifest, is removed or left as a cluster defaults it: {web}"
+    assert_eq!(
+        web["spec"]["replicas"], 1,
+        "replicas, dropped from the manifest, is removed and defaulted to 1 as a cluster does: {web}"
     );
     let annotation =
         web["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
@@ -1074,9 +1112,9 @@ fn server_side_apply_twice_with_a_changed_manifest_takes_ownership_and_removes_f
         .kubectl(&["apply", "--server-side", "-f", &second_path])
         .expect_ok("kubectl apply --server-side of the changed manifest");
     let web = server.get_json(&["deployment", "web"]);
-    assert!(
-        web["spec"].get("replicas").is_none(),
-        "a field no longer applied is removed: {web}"
+    assert_eq!(
+        web["spec"]["replicas"], 1,
+        "a field no longer applied is removed (and replicas defaulted to 1, as a cluster does): {web}"
     );
     assert_eq!(
         containers(&web),
@@ -1203,6 +1241,142 @@ fn kubectl_with_a_wrong_token_is_unauthorized_by_a_server_started_with_a_token()
 }
 
 #[test]
+fn a_server_started_with_tls_writes_credentials_into_its_kubeconfig() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let server = Server::start_with(kubectl, &["--tls"]);
+    let mut config = read_json(&server.kubeconfig);
+    let token = config["users"][0]["user"]["token"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        token.len() >= 32,
+        "expected a generated token, so kubectl does not prompt for a user name: {config}"
+    );
+    server
+        .kubectl(&["get", "namespaces", "-o", "name"])
+        .expect_ok("kubectl get namespaces with the written kubeconfig");
+    config["users"][0]["user"]["token"] = serde_json::json!("not-the-token");
+    let wrong = server.write(
+        "wrong.kubeconfig",
+        &serde_json::to_string_pretty(&config).unwrap_or_default(),
+    );
+    let run = server.kubectl_with(&wrong, &["get", "namespaces"]);
+    assert!(
+        !run.succeeded() && is_unauthorized(&run.stderr),
+        "the generated token is required\n{}",
+        run.describe()
+    );
+}
+
+#[test]
+fn a_cluster_s_standing_objects_deletes_and_pod_subresources_answer_kubectl_as_kube_does() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let server = Server::start(kubectl, None);
+    server
+        .kubectl(&["create", "namespace", "team"])
+        .expect_ok("kubectl create namespace");
+    let listed = server
+        .kubectl(&[
+            "get",
+            "serviceaccounts,configmaps",
+            "-n",
+            "team",
+            "-o",
+            "name",
+        ])
+        .expect_ok("kubectl get serviceaccounts,configmaps");
+    assert_eq!(
+        listed.stdout.lines().collect::<Vec<_>>(),
+        ["serviceaccount/default", "configmap/kube-root-ca.crt"],
+        "a new namespace holds what a cluster puts there\n{}",
+        listed.describe()
+    );
+    let service = server.get_json(&["service", "kubernetes", "-n", "default"]);
+    assert_eq!(service["spec"]["clusterIP"], "10.96.0.1", "{service}");
+
+    server
+        .kubectl(&["create", "configmap", "gone", "-n", "team"])
+        .expect_ok("kubectl create configmap");
+    let deleted = server
+        .kubectl(&["delete", "configmap", "gone", "-n", "team"])
+        .expect_ok("kubectl delete configmap");
+    assert_contains(&deleted, &deleted.stdout, "configmap \"gone\" deleted");
+
+    server
+        .kubectl(&["run", "web", "-n", "team", "--image=nginx"])
+        .expect_ok("kubectl run");
+    let pod = server.get_json(&["pod", "web", "-n", "team"]);
+    assert_eq!(pod["status"]["phase"], "Pending", "{pod}");
+    for args in [
+        &["logs", "web", "-n", "team"][..],
+        &["exec", "web", "-n", "team", "--", "true"][..],
+    ] {
+        let run = server
+            .kubectl(args)
+            .expect_failure(&format!("kubectl {}", args.join(" ")));
+        assert_contains(&run, &run.stderr, "pod web does not have a host assigned");
+    }
+    let explained = server
+        .kubectl(&["explain", "ingress.spec.rules"])
+        .expect_ok("kubectl explain ingress.spec.rules");
+    assert_contains(&explained, &explained.stdout, "host");
+}
+
+#[test]
+fn tokens_reviews_and_drain_work_through_kubectl() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let server = Server::start(kubectl, None);
+    let token = server
+        .kubectl(&["create", "token", "default"])
+        .expect_ok("kubectl create token default");
+    assert_eq!(
+        token.stdout.trim().split('.').count(),
+        3,
+        "a JWT\n{}",
+        token.describe()
+    );
+    let whoami = server
+        .kubectl(&["auth", "whoami", "-o", "json"])
+        .expect_ok("kubectl auth whoami")
+        .json();
+    assert_eq!(
+        whoami["status"]["userInfo"]["username"], "kubernetes-admin",
+        "{whoami}"
+    );
+    let can = server
+        .kubectl(&["auth", "can-i", "delete", "nodes"])
+        .expect_ok("kubectl auth can-i");
+    assert_eq!(can.stdout.trim(), "yes", "{}", can.describe());
+
+    let node = server.write(
+        "node.yaml",
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-1\n",
+    );
+    server.apply(&node).expect_ok("kubectl apply of a Node");
+    let pod = server.write(
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  nodeName: node-1\n  containers:\n  - name: c\n    image: nginx:1.27\n",
+    );
+    server
+        .apply(&pod)
+        .expect_ok("kubectl apply of a Pod on node-1");
+    let drained = server
+        .kubectl(&["drain", "node-1", "--force", "--timeout=20s"])
+        .expect_ok("kubectl drain");
+    assert_contains(&drained, &drained.stdout, "pod/web evicted");
+    assert_contains(&drained, &drained.stdout, "node/node-1 drained");
+    let node = server.get_json(&["node", "node-1"]);
+    assert_eq!(node["spec"]["unschedulable"], true, "cordoned: {node}");
+}
+
+#[test]
 fn kubectl_with_the_written_kubeconfig_is_let_in_by_a_server_started_with_a_token() {
     let Some(kubectl) = kubectl_on_path() else {
         return;
@@ -1293,6 +1467,14 @@ struct Server {
 impl Server {
     /// Starts `dynrec apiserver` on a free loopback port and waits for its address.
     fn start(kubectl: PathBuf, token: Option<&str>) -> Server {
+        match token {
+            Some(token) => Server::start_with(kubectl, &["--token", token]),
+            None => Server::start_with(kubectl, &[]),
+        }
+    }
+
+    /// Starts `dynrec apiserver` with extra arguments and waits for its address.
+    fn start_with(kubectl: PathBuf, extra: &[&str]) -> Server {
         let dir = temp_dir();
         let kubeconfig = dir.path().join("kubeconfig");
         let log_path = dir.path().join("server.log");
@@ -1305,9 +1487,7 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(log);
-        if let Some(token) = token {
-            command.args(["--token", token]);
-        }
+        command.args(extra);
         let mut process = ChildGuard(
             command
                 .spawn()

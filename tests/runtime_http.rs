@@ -161,7 +161,8 @@ async fn metrics_expose_reconciles_queues_caches_and_leadership() {
         r#"dynrec_queue_adds_total{controller="widgets"} 3"#,
         r#"dynrec_queue_retries_total{controller="widgets"} 0"#,
         r#"dynrec_queue_depth{controller="gadgets"} 0"#,
-        r#"dynrec_cached_objects{gvk="v1/ConfigMap"} 2"#,
+        // The two created, and the kube-root-ca.crt of each of the four namespaces.
+        r#"dynrec_cached_objects{gvk="v1/ConfigMap"} 6"#,
         r#"dynrec_open_watches{gvk="v1/ConfigMap"} 1"#,
         "dynrec_leader 1",
         "# EOF",

@@ -198,6 +198,16 @@ impl ApiError {
         .with_details(Self::object_details(info, name))
     }
 
+    /// 429: a request refused for now, with the causes in `details`.
+    pub fn too_many_requests(message: impl Into<String>, causes: Vec<Value>) -> Self {
+        Self::new(429, "TooManyRequests", message).with_details(json!({"causes": causes}))
+    }
+
+    /// 409 with a message about an object, e.g. a pod already bound to a node.
+    pub fn conflict_message(info: &ResourceInfo, name: &str, message: impl Into<String>) -> Self {
+        Self::new(409, "Conflict", message).with_details(Self::object_details(info, name))
+    }
+
     /// 405 with a message.
     pub fn method_not_allowed(message: impl Into<String>) -> Self {
         Self::new(405, "MethodNotAllowed", message)

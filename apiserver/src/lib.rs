@@ -17,12 +17,14 @@
 //! let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &ar);
 //! let cm = DynamicObject::new("settings", &ar).data(serde_json::json!({"data": {"a": "b"}}));
 //! let created = api.create(&PostParams::default(), &cm).await?;
-//! assert_eq!(created.metadata.generation, Some(1));
+//! assert!(created.metadata.uid.is_some());
+//! assert_eq!(created.metadata.generation, None); // as kube: ConfigMaps have no generation
 //! # Ok(())
 //! # }
 //! ```
 
 mod apply;
+mod catalog;
 mod error;
 mod faults;
 mod http;

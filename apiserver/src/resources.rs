@@ -5,20 +5,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-/// The verbs every served kind supports.
-pub const ALL_VERBS: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
-
-/// Verbs of a `status` subresource.
-pub const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
+pub use crate::catalog::{ALL as ALL_VERBS, GET_PATCH_UPDATE as STATUS_VERBS, Subresource};
+use crate::catalog::{BUILTIN_KINDS, BuiltinKind};
 
 /// Where objects of one kind are stored: one key per (group, plural), whatever the version.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -56,6 +44,12 @@ pub struct ResourceInfo {
     pub custom: bool,
     /// Field paths accepted in field selectors besides metadata.name and metadata.namespace.
     pub extra_selectable_fields: Vec<String>,
+    /// The verbs of the kind's own endpoint.
+    pub verbs: &'static [&'static str],
+    /// Subresources other than `status` (built-in kinds only).
+    pub subresources: &'static [Subresource],
+    /// Whether objects carry a `metadata.generation` (kinds with a spec, and every custom kind).
+    pub generation: bool,
 }
 
 impl ResourceInfo {
@@ -92,266 +86,33 @@ impl ResourceInfo {
         fields
     }
 
+    /// Whether the kind's endpoint supports a verb.
+    pub fn allows(&self, verb: &str) -> bool {
+        self.verbs.contains(&verb)
+    }
+
+    /// A subresource other than `status`, by name.
+    pub fn subresource(&self, name: &str) -> Option<&'static Subresource> {
+        self.subresources.iter().find(|s| s.name == name)
+    }
+
+    /// Whether objects of the kind are answers computed on create and never stored.
+    pub fn is_virtual(&self) -> bool {
+        !self.custom && crate::catalog::is_virtual(&self.group, &self.plural)
+    }
+
     /// Whether an update may omit `metadata.resourceVersion` (true for built-in kinds, false for CRDs).
     pub fn allows_unconditional_update(&self) -> bool {
         !self.custom
     }
 }
 
-/// A built-in kind, described compactly.
-struct Builtin {
-    group: &'static str,
-    version: &'static str,
-    kind: &'static str,
-    plural: &'static str,
-    namespaced: bool,
-    short_names: &'static [&'static str],
-    categories: &'static [&'static str],
-    status: bool,
-    selectable: &'static [&'static str],
-}
-
-const EVENT_FIELDS: &[&str] = &[
-    "involvedObject.kind",
-    "involvedObject.namespace",
-    "involvedObject.name",
-    "involvedObject.uid",
-    "involvedObject.apiVersion",
-    "involvedObject.resourceVersion",
-    "involvedObject.fieldPath",
-    "reason",
-    "reportingComponent",
-    "source",
-    "type",
-];
-
-const EVENTS_V1_FIELDS: &[&str] = &[
-    "regarding.kind",
-    "regarding.namespace",
-    "regarding.name",
-    "regarding.uid",
-    "regarding.apiVersion",
-    "regarding.resourceVersion",
-    "regarding.fieldPath",
-    "reason",
-    "reportingController",
-    "type",
-];
-
-const BUILTINS: &[Builtin] = &[
-    Builtin {
-        group: "",
-        version: "v1",
-        kind: "Namespace",
-        plural: "namespaces",
-        namespaced: false,
-        short_names: &["ns"],
-        categories: &[],
-        status: true,
-        selectable: &["status.phase"],
-    },
-    Builtin {
-        group: "",
-        version: "v1",
-        kind: "ConfigMap",
-        plural: "configmaps",
-        namespaced: true,
-        short_names: &["cm"],
-        categories: &[],
-        status: false,
-        selectable: &[],
-    },
-    Builtin {
-        group: "",
-        version: "v1",
-        kind: "Secret",
-        plural: "secrets",
-        namespaced: true,
-        short_names: &[],
-        categories: &[],
-        status: false,
-        selectable: &["type"],
-    },
-    Builtin {
-        group: "",
-        version: "v1",
-        kind: "Pod",
-        plural: "pods",
-        namespaced: true,
-        short_names: &["po"],
-        categories: &["all"],
-        status: true,
-        selectable: &[
-            "spec.nodeName",
-            "spec.restartPolicy",
-            "spec.schedulerName",
-            "spec.serviceAccountName",
-            "status.phase",
-            "status.podIP",
-        ],
-    },
-    Builtin {
-        group: "",
-        version: "v1",
-        kind: "Service",
-        plural: "services",
-        namespaced: true,
-        short_names: &["svc"],
-        categories: &["all"],
-        status: true,
-        selectable: &["spec.clusterIP", "spec.type"],
-    },
-    Builtin {
-        group: "",
-        version: "v1",
-        kind: "ServiceAccount",
-        plural: "serviceaccounts",
-        namespaced: true,
-        short_names: &["sa"],
-        categories: &[],
-        status: false,
-        selectable: &[],
-    },
-    Builtin {
-        group: "",
-        version: "v1",
-        kind: "Event",
-        plural: "events",
-        namespaced: true,
-        short_names: &["ev"],
-        categories: &[],
-        status: false,
-        selectable: EVENT_FIELDS,
-    },
-    Builtin {
-        group: "apps",
-        version: "v1",
-        kind: "Deployment",
-        plural: "deployments",
-        namespaced: true,
-        short_names: &["deploy"],
-        categories: &["all"],
-        status: true,
-        selectable: &[],
-    },
-    Builtin {
-        group: "apps",
-        version: "v1",
-        kind: "StatefulSet",
-        plural: "statefulsets",
-        namespaced: true,
-        short_names: &["sts"],
-        categories: &["all"],
-        status: true,
-        selectable: &[],
-    },
-    Builtin {
-        group: "apps",
-        version: "v1",
-        kind: "DaemonSet",
-        plural: "daemonsets",
-        namespaced: true,
-        short_names: &["ds"],
-        categories: &["all"],
-        status: true,
-        selectable: &[],
-    },
-    Builtin {
-        group: "apps",
-        version: "v1",
-        kind: "ReplicaSet",
-        plural: "replicasets",
-        namespaced: true,
-        short_names: &["rs"],
-        categories: &["all"],
-        status: true,
-        selectable: &[],
-    },
-    Builtin {
-        group: "batch",
-        version: "v1",
-        kind: "Job",
-        plural: "jobs",
-        namespaced: true,
-        short_names: &[],
-        categories: &["all"],
-        status: true,
-        selectable: &[],
-    },
-    Builtin {
-        group: "batch",
-        version: "v1",
-        kind: "CronJob",
-        plural: "cronjobs",
-        namespaced: true,
-        short_names: &["cj"],
-        categories: &["all"],
-        status: true,
-        selectable: &[],
-    },
-    Builtin {
-        group: "coordination.k8s.io",
-        version: "v1",
-        kind: "Lease",
-        plural: "leases",
-        namespaced: true,
-        short_names: &[],
-        categories: &[],
-        status: false,
-        selectable: &[],
-    },
-    Builtin {
-        group: "events.k8s.io",
-        version: "v1",
-        kind: "Event",
-        plural: "events",
-        namespaced: true,
-        short_names: &["ev"],
-        categories: &[],
-        status: false,
-        selectable: EVENTS_V1_FIELDS,
-    },
-    Builtin {
-        group: "apiextensions.k8s.io",
-        version: "v1",
-        kind: "CustomResourceDefinition",
-        plural: "customresourcedefinitions",
-        namespaced: false,
-        short_names: &["crd", "crds"],
-        categories: &["api-extensions"],
-        status: true,
-        selectable: &[],
-    },
-    Builtin {
-        group: "admissionregistration.k8s.io",
-        version: "v1",
-        kind: "MutatingWebhookConfiguration",
-        plural: "mutatingwebhookconfigurations",
-        namespaced: false,
-        short_names: &[],
-        categories: &["api-extensions"],
-        status: false,
-        selectable: &[],
-    },
-    Builtin {
-        group: "admissionregistration.k8s.io",
-        version: "v1",
-        kind: "ValidatingWebhookConfiguration",
-        plural: "validatingwebhookconfigurations",
-        namespaced: false,
-        short_names: &[],
-        categories: &["api-extensions"],
-        status: false,
-        selectable: &[],
-    },
-];
-
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
-impl From<&Builtin> for ResourceInfo {
-    fn from(b: &Builtin) -> Self {
+impl From<&BuiltinKind> for ResourceInfo {
+    fn from(b: &BuiltinKind) -> Self {
         ResourceInfo {
             group: b.group.into(),
             version: b.version.into(),
@@ -365,6 +126,9 @@ impl From<&Builtin> for ResourceInfo {
             status_subresource: b.status,
             custom: false,
             extra_selectable_fields: strings(b.selectable),
+            verbs: b.verbs,
+            subresources: b.subresources,
+            generation: b.generation,
         }
     }
 }
@@ -397,7 +161,7 @@ impl Registry {
         let mut registry = Registry {
             by_gvr: BTreeMap::new(),
         };
-        for builtin in BUILTINS {
+        for builtin in BUILTIN_KINDS {
             registry.insert(ResourceInfo::from(builtin));
         }
         registry
@@ -558,6 +322,9 @@ pub fn infos_from_crd(crd: &Value) -> Vec<ResourceInfo> {
                         .collect()
                 })
                 .unwrap_or_default(),
+            verbs: ALL_VERBS,
+            subresources: &[],
+            generation: true,
         })
         .collect()
 }

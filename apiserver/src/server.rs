@@ -84,6 +84,7 @@ impl ApiServerBuilder {
                 address: RwLock::new("127.0.0.1".into()),
                 requests: Default::default(),
                 faults: Faults::new(self.fault_seed),
+                signer: crate::http::Signer::new(),
             }),
         }
     }
@@ -207,11 +208,22 @@ impl ApiServer {
         self.shared.state.write().close_all_watches();
     }
 
+    /// Records where the server is reached: for `/api` and in the `default/kubernetes`
+    /// Endpoints and EndpointSlice.
+    fn serving_at(&self, local: SocketAddr) {
+        *self.shared.address.write() = local.to_string();
+        let mut state = self.shared.state.write();
+        state.set_api_endpoint(&local.ip().to_string(), local.port(), true);
+        if let Err(err) = state.flush() {
+            tracing::error!(%err, "cannot store the kubernetes Endpoints");
+        }
+    }
+
     /// Serves over HTTP on `address` until the returned handle is shut down or dropped.
     pub async fn serve(&self, address: SocketAddr) -> std::io::Result<Serving> {
         let listener = TcpListener::bind(address).await?;
         let local = listener.local_addr()?;
-        *self.shared.address.write() = local.to_string();
+        self.serving_at(local);
         let (stop, stopped) = oneshot::channel::<()>();
         let app = self.router();
         let task = tokio::spawn(async move {
@@ -241,7 +253,14 @@ impl ApiServer {
     ) -> std::io::Result<Serving> {
         let listener = TcpListener::bind(address).await?;
         let local = listener.local_addr()?;
-        *self.shared.address.write() = local.to_string();
+        self.serving_at(local);
+        {
+            let mut state = self.shared.state.write();
+            state.set_root_ca(identity.certificate_pem());
+            if let Err(err) = state.flush() {
+                tracing::error!(%err, "cannot store the kube-root-ca.crt ConfigMaps");
+            }
+        }
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(accept_tls(
             listener,

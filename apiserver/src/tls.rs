@@ -59,6 +59,17 @@ impl TlsIdentity {
     }
 }
 
+/// The PEM certificate every namespace's `kube-root-ca.crt` ConfigMap carries: one
+/// self-signed certificate per process (empty if it cannot be made).
+pub(crate) fn root_ca_pem() -> &'static str {
+    static ROOT_CA: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        rcgen::generate_simple_self_signed(vec!["kubernetes".to_string()])
+            .map(|certified| certified.cert.pem())
+            .unwrap_or_default()
+    });
+    &ROOT_CA
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,6 +43,19 @@ pub fn dns1123_subdomain(value: &str) -> Vec<String> {
 /// Problems with a DNS-1123 label (e.g. namespace names); empty = valid.
 ///
 /// Like Kubernetes, a value that is a valid subdomain but not a valid label
+/// Problems with a name that only has to be a safe path segment (`path.ValidatePathSegmentName`),
+/// as RBAC names like `system:discovery` are.
+pub fn path_segment_name(value: &str) -> Vec<String> {
+    if value == "." || value == ".." {
+        return vec![format!("may not be '{value}'")];
+    }
+    ["/", "%"]
+        .iter()
+        .filter(|bad| value.contains(**bad))
+        .map(|bad| format!("may not contain '{bad}'"))
+        .collect()
+}
+
 /// gets the short message `must not contain dots`.
 pub fn dns1123_label(value: &str) -> Vec<String> {
     let mut errs = Vec::new();

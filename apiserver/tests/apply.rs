@@ -127,8 +127,10 @@ async fn reapplying_without_a_field_removes_it_unless_someone_else_owns_it() {
         )
         .await
         .unwrap();
-    assert!(
-        without.data["spec"].get("replicas").is_none(),
+    // Alice no longer applies replicas: her 3 is removed and the default (1) takes its
+    // place, as kube-apiserver defaults a Deployment's replicas.
+    assert_eq!(
+        without.data["spec"]["replicas"], 1,
         "alice no longer applies replicas: {}",
         without.data["spec"]
     );

@@ -33,7 +33,8 @@ async fn create_assigns_identity_version_and_generation() {
             .unwrap()
     };
     assert!(rv(&b) > rv(&a), "resourceVersions increase cluster-wide");
-    assert_eq!(a.metadata.generation, Some(1));
+    // kube-apiserver keeps no generation on ConfigMaps (their strategy never sets one).
+    assert_eq!(a.metadata.generation, None);
     assert!(a.metadata.uid.is_some() && a.metadata.uid != b.metadata.uid);
     assert!(a.metadata.creation_timestamp.is_some());
     assert_eq!(a.metadata.namespace.as_deref(), Some("default"));
@@ -188,11 +189,18 @@ async fn list_filters_by_label_selector_operators() {
         }
     };
     assert_eq!(names("app=web").await, vec!["web"]);
-    assert_eq!(names("app!=web").await, vec!["api", "db"]);
+    // Every namespace also holds the kube-root-ca.crt ConfigMap, which has no labels.
+    assert_eq!(
+        names("app!=web").await,
+        vec!["api", "db", "kube-root-ca.crt"]
+    );
     assert_eq!(names("app in (web,db)").await, vec!["db", "web"]);
-    assert_eq!(names("app notin (web,db)").await, vec!["api"]);
+    assert_eq!(
+        names("app notin (web,db)").await,
+        vec!["api", "kube-root-ca.crt"]
+    );
     assert_eq!(names("tier").await, vec!["api", "web"]);
-    assert_eq!(names("!tier").await, vec!["db"]);
+    assert_eq!(names("!tier").await, vec!["db", "kube-root-ca.crt"]);
     assert_eq!(names("tier,app!=api").await, vec!["web"]);
     let status = status_of(cms.list(&ListParams::default().labels("app in (")).await);
     assert_eq!(status.code, 400);
@@ -228,7 +236,27 @@ async fn list_filters_by_field_selector_and_reports_its_resource_version() {
         .list(&ListParams::default().fields("metadata.namespace!=default"))
         .await
         .unwrap();
-    assert!(others.items.is_empty());
+    let mut others: Vec<(String, String)> = others
+        .items
+        .into_iter()
+        .map(|o| {
+            (
+                o.metadata.namespace.unwrap_or_default(),
+                o.metadata.name.unwrap_or_default(),
+            )
+        })
+        .collect();
+    others.sort();
+    let root_ca = |ns: &str| (ns.to_string(), "kube-root-ca.crt".to_string());
+    assert_eq!(
+        others,
+        vec![
+            root_ca("kube-node-lease"),
+            root_ca("kube-public"),
+            root_ca("kube-system")
+        ],
+        "outside default only the root CA ConfigMaps every namespace gets"
+    );
     let status = status_of(
         cms.list(&ListParams::default().fields("spec.nothing=1"))
             .await,
@@ -266,11 +294,13 @@ async fn list_pages_with_limit_and_continue() {
             break;
         }
     }
-    assert_eq!(seen, (0..7).map(|i| format!("cm{i}")).collect::<Vec<_>>());
+    let mut expected: Vec<String> = (0..7).map(|i| format!("cm{i}")).collect();
+    expected.push("kube-root-ca.crt".into());
+    assert_eq!(seen, expected);
 }
 
 #[tokio::test]
-async fn stale_update_is_a_conflict_and_fresh_update_bumps_generation() {
+async fn stale_update_is_a_conflict_and_a_configmap_never_gets_a_generation() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
     let created = cms
@@ -286,7 +316,7 @@ async fn stale_update_is_a_conflict_and_fresh_update_bumps_generation() {
         .replace("a", &PostParams::default(), &first)
         .await
         .unwrap();
-    assert_eq!(updated.metadata.generation, Some(2));
+    assert_eq!(updated.metadata.generation, None);
     let mut stale = created.clone();
     stale.data["data"]["k"] = json!("3");
     let status = status_of(cms.replace("a", &PostParams::default(), &stale).await);
@@ -296,14 +326,14 @@ async fn stale_update_is_a_conflict_and_fresh_update_bumps_generation() {
         "{}",
         status.message
     );
-    // A label change touches metadata only: no new generation.
+    // A label change is an update like any other.
     let mut relabelled = updated.clone();
     relabelled.metadata.labels = Some([("x".to_string(), "y".to_string())].into());
     let relabelled = cms
         .replace("a", &PostParams::default(), &relabelled)
         .await
         .unwrap();
-    assert_eq!(relabelled.metadata.generation, Some(2));
+    assert_eq!(relabelled.metadata.generation, None);
     // Writing the same object again changes nothing, not even the resourceVersion.
     let again = cms
         .replace("a", &PostParams::default(), &relabelled)
@@ -587,4 +617,32 @@ async fn events_recorded_through_events_k8s_io_are_listed_as_core_events() {
         .await
         .unwrap();
     assert!(core_events.get_opt("w1.abc").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn objects_are_written_with_kind_and_api_version_first_as_go_writes_them() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    cms.create(
+        &PostParams::default(),
+        &configmap("ordered", json!({}), json!({"a": "b"})),
+    )
+    .await
+    .unwrap();
+    let request = http::Request::get("/api/v1/namespaces/default/configmaps/ordered")
+        .body(Vec::new())
+        .unwrap();
+    let text = client.request_text(request).await.unwrap();
+    assert!(
+        text.starts_with(r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"#),
+        "{text}"
+    );
+    let request = http::Request::get("/api/v1/namespaces/default/configmaps")
+        .body(Vec::new())
+        .unwrap();
+    let list = client.request_text(request).await.unwrap();
+    assert!(
+        list.starts_with(r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"#),
+        "{list}"
+    );
 }

@@ -243,7 +243,11 @@ async fn delete_collection_deletes_what_the_selector_matches() {
         .into_iter()
         .filter_map(|o| o.metadata.name)
         .collect();
-    assert_eq!(left, vec!["c"]);
+    assert_eq!(
+        left,
+        vec!["c", "kube-root-ca.crt"],
+        "what the selector missed stays"
+    );
 }
 
 #[tokio::test]
@@ -324,4 +328,113 @@ async fn deleting_a_crd_removes_the_kind_and_its_objects() {
         .filter(|g| g["name"] == "example.com")
         .collect();
     assert!(groups.is_empty(), "the group is gone from discovery");
+}
+
+#[tokio::test]
+async fn an_immediate_delete_answers_a_success_status_naming_the_plural_resource() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    let body =
+        object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gone"}}));
+    let created = cms.create(&PostParams::default(), &body).await.unwrap();
+    let answer = cms.delete("gone", &DeleteParams::default()).await.unwrap();
+    let status = answer.right().expect("a Status, as kube-apiserver answers");
+    assert_eq!(
+        status.status,
+        Some(kube::core::response::StatusSummary::Success)
+    );
+    let details = status.details.expect("details name the deleted object");
+    assert_eq!(details.name, "gone");
+    assert_eq!(details.group, "");
+    // kube-apiserver puts the plural resource name in details.kind.
+    assert_eq!(details.kind, "configmaps");
+    assert_eq!(Some(details.uid), created.metadata.uid);
+
+    let deployments = api(
+        &client,
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        "default",
+    );
+    let body = object(
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+    );
+    deployments
+        .create(&PostParams::default(), &body)
+        .await
+        .unwrap();
+    let details = deployments
+        .delete("d", &DeleteParams::default())
+        .await
+        .unwrap()
+        .right()
+        .and_then(|s| s.details)
+        .expect("a Status with details");
+    assert_eq!(
+        (details.group.as_str(), details.kind.as_str()),
+        ("apps", "deployments")
+    );
+}
+
+#[tokio::test]
+async fn an_immediate_delete_of_a_pod_answers_the_pod_as_its_registry_does() {
+    let (_server, client) = server();
+    let pods = api(&client, "", "v1", "Pod", "pods", "default");
+    let body = object(
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}}),
+    );
+    pods.create(&PostParams::default(), &body).await.unwrap();
+    let pod = pods
+        .delete("p", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .expect("pods answer the deleted pod (ReturnDeletedObject)");
+    assert_eq!(pod.metadata.name.as_deref(), Some("p"));
+    assert!(pods.get_opt("p").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn marking_an_object_with_a_generation_for_deletion_moves_it_to_the_next() {
+    let (_server, client) = server();
+    let deployments = api(
+        &client,
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        "default",
+    );
+    let body = object(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "held", "finalizers": ["example.com/hold"]},
+        "spec": {"selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}));
+    let created = deployments
+        .create(&PostParams::default(), &body)
+        .await
+        .unwrap();
+    assert_eq!(created.metadata.generation, Some(1));
+    let deleting = deployments
+        .delete("held", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .expect("the object, still held by its finalizer");
+    assert_eq!(deleting.metadata.generation, Some(2));
+    let cms = configmaps(&client, "default");
+    let held = object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "held", "finalizers": ["example.com/hold"]}}));
+    cms.create(&PostParams::default(), &held).await.unwrap();
+    let deleting = cms
+        .delete("held", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .unwrap();
+    assert_eq!(deleting.metadata.generation, None, "no generation appears");
 }

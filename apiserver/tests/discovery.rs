@@ -273,3 +273,67 @@ async fn a_crd_with_two_versions_serves_one_object_at_both() {
     let (_, group) = raw(&client, "GET", "/apis/example.com", "application/json", "").await;
     assert_eq!(group["preferredVersion"]["version"], "v1");
 }
+
+#[tokio::test]
+async fn subresources_and_verbs_are_discovered_as_a_cluster_lists_them() {
+    let (_server, client) = server();
+    let discovery = Discovery::new(client).run().await.unwrap();
+    let (_, pods) = discovery
+        .resolve_gvk(&GroupVersionKind::gvk("", "v1", "Pod"))
+        .unwrap();
+    let mut subresources: Vec<String> = pods
+        .subresources
+        .iter()
+        .map(|(ar, _)| ar.plural.clone())
+        .collect();
+    subresources.sort();
+    assert_eq!(
+        subresources,
+        [
+            "attach",
+            "binding",
+            "ephemeralcontainers",
+            "eviction",
+            "exec",
+            "log",
+            "portforward",
+            "proxy",
+            "status"
+        ]
+    );
+    let eviction = pods
+        .subresources
+        .iter()
+        .find(|(ar, _)| ar.plural == "eviction")
+        .unwrap();
+    assert_eq!(
+        (eviction.0.group.as_str(), eviction.0.kind.as_str()),
+        ("policy", "Eviction")
+    );
+    let (_, reviews) = discovery
+        .resolve_gvk(&GroupVersionKind::gvk(
+            "authentication.k8s.io",
+            "v1",
+            "TokenReview",
+        ))
+        .unwrap();
+    assert_eq!(reviews.operations, ["create"]);
+    let (_, namespaces) = discovery
+        .resolve_gvk(&GroupVersionKind::gvk("", "v1", "Namespace"))
+        .unwrap();
+    assert!(!namespaces.supports_operation("deletecollection"));
+    for (group, kind) in [
+        ("apiregistration.k8s.io", "APIService"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("networking.k8s.io", "Ingress"),
+        ("autoscaling", "HorizontalPodAutoscaler"),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+    ] {
+        assert!(
+            discovery
+                .groups()
+                .any(|g| g.name() == group && g.recommended_kind(kind).is_some()),
+            "{group} {kind} is discoverable"
+        );
+    }
+}

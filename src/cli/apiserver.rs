@@ -28,7 +28,9 @@ pub struct Args {
     /// A JSON file with a list of faults to inject (see the apiserver README).
     #[arg(long)]
     faults: Option<PathBuf>,
-    /// Serve https with a self-signed certificate (written into the kubeconfig).
+    /// Serve https with a self-signed certificate (written into the kubeconfig); without
+    /// --token, a random token is generated and written into the kubeconfig too, so
+    /// kubectl has credentials and does not prompt for a user name.
     #[arg(long)]
     tls: bool,
     /// Extra DNS name or IP address for the certificate (repeatable), e.g. the host name
@@ -42,6 +44,13 @@ impl Args {
         self.tls || self.token.is_some()
     }
 
+    /// The token requests must carry: the one given, or a generated one when serving https.
+    fn effective_token(&self) -> Option<String> {
+        self.token
+            .clone()
+            .or_else(|| self.tls.then(generated_token))
+    }
+
     /// Names the certificate is valid for, besides localhost and 127.0.0.1.
     fn certificate_names(&self) -> Vec<String> {
         let mut names = self.tls_sans.clone();
@@ -50,6 +59,12 @@ impl Args {
         }
         names
     }
+}
+
+/// A random bearer token (32 hex digits).
+fn generated_token() -> String {
+    let bytes: [u8; 16] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Refuses a non-loopback address unless remote access is allowed with a token.
@@ -82,8 +97,9 @@ fn read_faults(path: &Path) -> anyhow::Result<Vec<Fault>> {
 /// Runs the server until SIGINT or SIGTERM.
 pub async fn run(args: Args) -> anyhow::Result<()> {
     check_exposure(&args)?;
+    let token = args.effective_token();
     let mut builder = ApiServer::builder();
-    if let Some(token) = &args.token {
+    if let Some(token) = &token {
         builder = builder.token(token.clone());
     }
     let server = match &args.data_dir {
@@ -118,7 +134,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     let config = kubeconfig(
         &url,
-        args.token.as_deref(),
+        token.as_deref(),
         identity.as_ref().map(TlsIdentity::certificate_pem),
     );
     std::fs::write(&args.kubeconfig_out, config)

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::negotiate::media_ranges;
 use super::respond;
-use crate::resources::{ALL_VERBS, Registry, ResourceInfo, STATUS_VERBS};
+use crate::resources::{Registry, ResourceInfo, STATUS_VERBS};
 
 /// The aggregated discovery version (`v2` or `v2beta1`) an `Accept` header asks for before
 /// any plain JSON; `None` when the client wants the legacy documents.
@@ -86,7 +86,7 @@ fn resource(info: &ResourceInfo) -> Value {
         "responseKind": kind,
         "scope": if info.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": info.singular,
-        "verbs": ALL_VERBS,
+        "verbs": info.verbs,
     });
     if !info.short_names.is_empty() {
         doc["shortNames"] = json!(info.short_names);
@@ -94,12 +94,29 @@ fn resource(info: &ResourceInfo) -> Value {
     if !info.categories.is_empty() {
         doc["categories"] = json!(info.categories);
     }
+    let mut subresources = Vec::new();
     if info.status_subresource {
-        doc["subresources"] = json!([{
+        subresources.push(json!({
             "subresource": "status",
             "responseKind": kind,
             "verbs": STATUS_VERBS,
-        }]);
+        }));
+    }
+    for sub in info.subresources {
+        let response_kind = match sub.kind {
+            Some((group, version, kind)) => {
+                json!({"group": group, "version": version, "kind": kind})
+            }
+            None => kind.clone(),
+        };
+        subresources.push(json!({
+            "subresource": sub.name,
+            "responseKind": response_kind,
+            "verbs": sub.verbs,
+        }));
+    }
+    if !subresources.is_empty() {
+        doc["subresources"] = Value::from(subresources);
     }
     doc
 }

@@ -3,11 +3,12 @@
 
 use std::sync::LazyLock;
 
+use k8s_openapi::schemars::SchemaGenerator;
 use k8s_openapi::schemars::generate::SchemaSettings;
-use k8s_openapi::schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value};
 
 use super::protobuf::{DecodeError, object};
+use crate::catalog::{BUILTIN_KINDS, add, add_schema};
 
 /// The OpenAPI v3 schema of a type: its component name and every component it needs.
 pub struct Schemas {
@@ -27,19 +28,18 @@ fn generate(add: impl FnOnce(&mut SchemaGenerator) -> Option<String>) -> Option<
     })
 }
 
-/// The component name of a type's schema, after adding it (and what it refers to).
-fn add<T: JsonSchema>(generator: &mut SchemaGenerator) -> String {
-    generator.subschema_for::<T>();
-    T::schema_name().into_owned()
-}
-
-/// The schemas of every built-in kind, generated once.
-static KIND_SCHEMAS: LazyLock<Vec<((&str, &str), Schemas)>> = LazyLock::new(|| {
-    KINDS
+/// The schemas of every built-in kind, generated once, by (apiVersion, kind).
+static KIND_SCHEMAS: LazyLock<Vec<((String, &str), Schemas)>> = LazyLock::new(|| {
+    BUILTIN_KINDS
         .iter()
-        .filter_map(|&(api_version, kind)| {
-            let schemas = generate(|g| add_schema(api_version, kind, g))?;
-            Some(((api_version, kind), schemas))
+        .filter_map(|builtin| {
+            let api_version = if builtin.group.is_empty() {
+                builtin.version.to_string()
+            } else {
+                format!("{}/{}", builtin.group, builtin.version)
+            };
+            let schemas = generate(|g| add_schema(&api_version, builtin.kind, g))?;
+            Some(((api_version, builtin.kind), schemas))
         })
         .collect()
 });
@@ -48,29 +48,14 @@ static KIND_SCHEMAS: LazyLock<Vec<((&str, &str), Schemas)>> = LazyLock::new(|| {
 pub fn kind_schemas(api_version: &str, kind: &str) -> Option<&'static Schemas> {
     KIND_SCHEMAS
         .iter()
-        .find(|(key, _)| *key == (api_version, kind))
+        .find(|((v, k), _)| v == api_version && *k == kind)
         .map(|(_, schemas)| schemas)
 }
 
-/// Declares, once, every built-in kind's k8s-openapi type and k8s-pb message.
-macro_rules! builtin_kinds {
-    ($($api_version:literal $kind:literal => $oa:ty $(, $pb:ty)?;)*) => {
-        /// Every built-in kind, as (apiVersion, kind).
-        const KINDS: &[(&str, &str)] = &[$(($api_version, $kind)),*];
-
-        /// Adds the schema of a built-in kind to a generator; its component name, or `None`
-        /// for a kind that is not built in.
-        fn add_schema(
-            api_version: &str,
-            kind: &str,
-            generator: &mut SchemaGenerator,
-        ) -> Option<String> {
-            match (api_version, kind) {
-                $(($api_version, $kind) => Some(add::<$oa>(generator)),)*
-                _ => None,
-            }
-        }
-
+/// Declares, once, the built-in kinds whose protobuf bodies are decoded: their
+/// k8s-openapi type and k8s-pb message.
+macro_rules! protobuf_kinds {
+    ($($api_version:literal $kind:literal => $oa:ty, $pb:ty;)*) => {
         /// The JSON of a protobuf message of a built-in kind; `None` for a kind whose
         /// message is not decoded.
         pub fn decode_protobuf(
@@ -79,14 +64,14 @@ macro_rules! builtin_kinds {
             raw: &[u8],
         ) -> Option<Result<Value, DecodeError>> {
             match (api_version, kind) {
-                $($(($api_version, $kind) => Some(object::<$pb, $oa>(raw)),)?)*
+                $(($api_version, $kind) => Some(object::<$pb, $oa>(raw)),)*
                 _ => None,
             }
         }
     };
 }
 
-builtin_kinds! {
+protobuf_kinds! {
     "v1" "Namespace" => k8s_openapi::api::core::v1::Namespace, k8s_pb::api::core::v1::Namespace;
     "v1" "ConfigMap" => k8s_openapi::api::core::v1::ConfigMap, k8s_pb::api::core::v1::ConfigMap;
     "v1" "Secret" => k8s_openapi::api::core::v1::Secret, k8s_pb::api::core::v1::Secret;
@@ -102,12 +87,22 @@ builtin_kinds! {
     "batch/v1" "CronJob" => k8s_openapi::api::batch::v1::CronJob, k8s_pb::api::batch::v1::CronJob;
     "coordination.k8s.io/v1" "Lease" => k8s_openapi::api::coordination::v1::Lease, k8s_pb::api::coordination::v1::Lease;
     "events.k8s.io/v1" "Event" => k8s_openapi::api::events::v1::Event, k8s_pb::api::events::v1::Event;
-    "apiextensions.k8s.io/v1" "CustomResourceDefinition" =>
-        k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-    "admissionregistration.k8s.io/v1" "MutatingWebhookConfiguration" =>
-        k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
-    "admissionregistration.k8s.io/v1" "ValidatingWebhookConfiguration" =>
-        k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+    "v1" "Binding" => k8s_openapi::api::core::v1::Binding, k8s_pb::api::core::v1::Binding;
+    "policy/v1" "Eviction" => k8s_openapi::api::policy::v1::Eviction, k8s_pb::api::policy::v1::Eviction;
+    "authentication.k8s.io/v1" "TokenRequest" =>
+        k8s_openapi::api::authentication::v1::TokenRequest, k8s_pb::api::authentication::v1::TokenRequest;
+    "authentication.k8s.io/v1" "TokenReview" =>
+        k8s_openapi::api::authentication::v1::TokenReview, k8s_pb::api::authentication::v1::TokenReview;
+    "authentication.k8s.io/v1" "SelfSubjectReview" =>
+        k8s_openapi::api::authentication::v1::SelfSubjectReview, k8s_pb::api::authentication::v1::SelfSubjectReview;
+    "authorization.k8s.io/v1" "SubjectAccessReview" =>
+        k8s_openapi::api::authorization::v1::SubjectAccessReview, k8s_pb::api::authorization::v1::SubjectAccessReview;
+    "authorization.k8s.io/v1" "SelfSubjectAccessReview" =>
+        k8s_openapi::api::authorization::v1::SelfSubjectAccessReview, k8s_pb::api::authorization::v1::SelfSubjectAccessReview;
+    "authorization.k8s.io/v1" "LocalSubjectAccessReview" =>
+        k8s_openapi::api::authorization::v1::LocalSubjectAccessReview, k8s_pb::api::authorization::v1::LocalSubjectAccessReview;
+    "authorization.k8s.io/v1" "SelfSubjectRulesReview" =>
+        k8s_openapi::api::authorization::v1::SelfSubjectRulesReview, k8s_pb::api::authorization::v1::SelfSubjectRulesReview;
 }
 
 /// The schemas every document refers to: ObjectMeta, ListMeta, Status and Patch.

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::resources::{ALL_VERBS, Registry, STATUS_VERBS};
+use crate::resources::{Registry, STATUS_VERBS};
 
 /// The Kubernetes version this server imitates.
 pub const KUBERNETES_MINOR: &str = "32";
@@ -73,7 +73,7 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
             "singularName": info.singular,
             "namespaced": info.namespaced,
             "kind": info.kind,
-            "verbs": ALL_VERBS,
+            "verbs": info.verbs,
             "shortNames": info.short_names,
             "categories": info.categories,
         }));
@@ -85,6 +85,23 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
                 "kind": info.kind,
                 "verbs": STATUS_VERBS,
             }));
+        }
+        for sub in info.subresources {
+            let mut doc = json!({
+                "name": format!("{}/{}", info.plural, sub.name),
+                "singularName": "",
+                "namespaced": info.namespaced,
+                "kind": info.kind,
+                "verbs": sub.verbs,
+            });
+            if let Some((group, version, kind)) = sub.kind {
+                doc["kind"] = Value::from(kind);
+                if !group.is_empty() {
+                    doc["group"] = Value::from(group);
+                    doc["version"] = Value::from(version);
+                }
+            }
+            resources.push(doc);
         }
     }
     let group_version = if group.is_empty() {

@@ -2,6 +2,7 @@
 
 mod aggregated;
 mod builtin;
+mod deleted;
 mod discovery;
 mod list;
 mod negotiate;
@@ -10,8 +11,11 @@ mod protobuf;
 mod query;
 mod resource;
 mod respond;
+mod reviews;
 mod route;
+mod subresource;
 mod table;
+mod tokens;
 mod watch;
 
 use std::collections::BTreeMap;
@@ -29,6 +33,7 @@ use crate::store::State;
 use route::Route;
 
 pub use discovery::KUBERNETES_MINOR;
+pub use tokens::Signer;
 
 /// Settings of the front end.
 #[derive(Clone, Debug)]
@@ -63,6 +68,8 @@ pub struct Shared {
     pub faults: crate::faults::Faults,
     /// Requests served, by (verb, group, plural).
     pub requests: parking_lot::Mutex<BTreeMap<(String, String, String), u64>>,
+    /// Signs and checks ServiceAccount tokens.
+    pub signer: tokens::Signer,
 }
 
 impl Shared {
@@ -110,8 +117,9 @@ async fn handle(
     response
 }
 
-async fn dispatch(shared: &Arc<Shared>, request: Request<Body>) -> ApiResult<Response<Body>> {
-    check_token(&shared.config, &request)?;
+async fn dispatch(shared: &Arc<Shared>, mut request: Request<Body>) -> ApiResult<Response<Body>> {
+    let user = authenticate(shared, &request)?;
+    request.extensions_mut().insert(user);
     let path = request.uri().path().to_string();
     let route = route::parse(&path).ok_or_else(|| ApiError::no_such_path(&path))?;
     if request.method() != Method::GET && !matches!(route, Route::Resource(_)) {
@@ -162,18 +170,21 @@ async fn dispatch(shared: &Arc<Shared>, request: Request<Body>) -> ApiResult<Res
     }
 }
 
-fn check_token(config: &FrontConfig, request: &Request<Body>) -> ApiResult<()> {
-    let Some(token) = &config.token else {
-        return Ok(());
-    };
+/// Who a request comes from: a ServiceAccount when it carries a token this server issued,
+/// else the administrator; with a server token set, any other request is 401.
+fn authenticate(shared: &Shared, request: &Request<Body>) -> ApiResult<tokens::User> {
     let given = request
         .headers()
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    if given == Some(token.as_str()) {
-        Ok(())
-    } else {
-        Err(ApiError::unauthorized())
+    if let Some(token) = given
+        && let Ok((user, _)) = reviews::authenticate(shared, token)
+    {
+        return Ok(user);
+    }
+    match &shared.config.token {
+        Some(token) if given != Some(token.as_str()) => Err(ApiError::unauthorized()),
+        _ => Ok(tokens::User::admin()),
     }
 }

@@ -206,6 +206,14 @@ fn resource_paths(info: &ResourceInfo, schema: &str, paths: &mut Map<String, Val
     if info.namespaced {
         ops.push((format!("{base}/{}", info.plural), "get", "list", list));
     }
+    // Only the verbs the kind has (a review is create-only, componentstatuses read-only).
+    ops.retain(|(_, _, action, _)| {
+        info.allows(match *action {
+            "post" => "create",
+            "put" => "update",
+            other => other,
+        })
+    });
     if info.status_subresource {
         for (method, action) in [("get", "get"), ("put", "put"), ("patch", "patch")] {
             ops.push((format!("{item}/status"), method, action, object.clone()));
@@ -353,5 +361,19 @@ mod tests {
         );
         assert!(doc["components"]["schemas"]["io.k8s.api.apps.v1.DeploymentSpec"].is_object());
         assert!(group_version(&state, "apps", "v9").is_none());
+    }
+
+    #[test]
+    fn kinds_added_for_the_whole_api_have_schemas_and_only_their_verbs() {
+        let state = State::new(StoreConfig::default());
+        let doc = group_version(&state, "networking.k8s.io", "v1").unwrap();
+        assert!(doc["components"]["schemas"]["io.k8s.api.networking.v1.IngressSpec"].is_object());
+        let doc = group_version(&state, "authentication.k8s.io", "v1").unwrap();
+        let reviews = &doc["paths"]["/apis/authentication.k8s.io/v1/tokenreviews"];
+        assert!(reviews["post"].is_object(), "{reviews}");
+        assert!(
+            reviews.get("get").is_none(),
+            "a TokenReview cannot be listed: {reviews}"
+        );
     }
 }

@@ -10,7 +10,7 @@ use super::list::{self, Selectors};
 use super::negotiate::{self, BodyType, Representation};
 use super::query::Query;
 use super::route::ResourcePath;
-use super::{Shared, protobuf, respond, table, watch};
+use super::{Shared, deleted, protobuf, respond, reviews, subresource, table, tokens, watch};
 use crate::error::{ApiError, ApiResult};
 use crate::faults::{RequestFacts, Verdict};
 use crate::meta;
@@ -77,6 +77,9 @@ pub async fn serve(
     let target = match path.subresource.as_deref() {
         None => Target::Main,
         Some("status") if info.status_subresource && path.name.is_some() => Target::Status,
+        Some(sub) if path.name.is_some() && info.subresource(sub).is_some() => {
+            subresource::part(&info, sub).map_or(Target::Main, Target::Part)
+        }
         Some(_) => return Err(ApiError::no_such_path(parts.uri.path())),
     };
     let header = |name: header::HeaderName| {
@@ -110,6 +113,49 @@ pub async fn serve(
         Verdict::Serve => {}
         Verdict::Stall(delay) => tokio::time::sleep(delay).await,
         Verdict::Fail(error) => return Err(error),
+    }
+    let allowed = match path.subresource.as_deref() {
+        Some(sub) => call
+            .info
+            .subresource(sub)
+            .is_none_or(|s| s.verbs.contains(&verb)),
+        None => call.info.allows(verb),
+    };
+    if !allowed {
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
+    }
+    if let (Some(sub), Some(name)) = (path.subresource.as_deref(), path.name.as_deref())
+        && sub != "status"
+        && subresource::part(&call.info, sub).is_none()
+    {
+        let body = read_optional_body(&call, body, limit).await?;
+        let namespace = call.object_namespace()?;
+        let sub_call = subresource::SubCall {
+            info: &call.info,
+            namespace,
+            name,
+            sub,
+            body,
+        };
+        return subresource::serve(shared, &parts.method, sub_call);
+    }
+    if call.info.is_virtual() && parts.method == Method::POST && path.name.is_none() {
+        let user = parts
+            .extensions
+            .get::<tokens::User>()
+            .cloned()
+            .unwrap_or_else(tokens::User::admin);
+        return reviews::create(
+            shared,
+            &call.info.plural,
+            call.namespace.as_deref(),
+            &call.info.api_version(),
+            &call.info.kind,
+            &user,
+            read_object(&call, body, limit).await?,
+        );
     }
     match (parts.method, path.name) {
         (Method::GET, None) if call.query.flag("watch")? => watch::serve(
@@ -170,14 +216,18 @@ pub async fn serve(
             ))
         }
         (Method::DELETE, Some(name)) if target == Target::Main => {
-            let options = delete_options(&call.query, read_optional_json(body, limit).await?)?;
+            let body = read_optional_json(body, limit).await?;
+            let orphan_dependents = body.as_ref().and_then(|b| b["orphanDependents"].as_bool());
+            let options = delete_options(&call.query, body)?;
             let namespace = call.object_namespace()?;
             let (outcome, _) =
                 shared.write(|state| state.delete(&call.info, namespace, &name, &options))?;
-            let code = match outcome {
-                DeleteOutcome::Removed(_) => 200,
-                DeleteOutcome::Pending(_) => 202,
-            };
+            let removed = matches!(outcome, DeleteOutcome::Removed(_));
+            let code = deleted::code(removed, orphan_dependents);
+            if removed && !deleted::returns_deleted_object(&call.info) {
+                let status = deleted::success_status(&call.info, outcome.object());
+                return Ok(respond::json(code, &status));
+            }
             Ok(call.respond(code, outcome.object()))
         }
         (method, _) => Err(ApiError::method_not_allowed(format!(
@@ -316,6 +366,15 @@ async fn read_object(call: &Call, body: Body, limit: usize) -> ApiResult<Value> 
     }
     expect_json(&call.content_type)?;
     read_json(body, limit).await
+}
+
+/// Reads the optional body of an acting subresource: JSON, or protobuf (kubectl sends its
+/// Evictions, TokenRequests and Bindings as protobuf).
+async fn read_optional_body(call: &Call, body: Body, limit: usize) -> ApiResult<Option<Value>> {
+    if protobuf::is_protobuf(call.content_type.as_deref()) {
+        return protobuf::decode(&read_bytes(body, limit).await?).map(Some);
+    }
+    read_optional_json(body, limit).await
 }
 
 /// Reads a JSON body, with a clear error for malformed JSON.

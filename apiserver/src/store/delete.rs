@@ -69,7 +69,12 @@ impl State {
             .ok_or_else(|| ApiError::not_found(info, name))?;
         check_preconditions(info, &old, options)?;
         if options.dry_run {
-            return Ok(DeleteOutcome::Pending(old));
+            let foreground = options.propagation == Some(Propagation::Foreground);
+            return Ok(if foreground || lingers(&info.key(), &old) {
+                DeleteOutcome::Pending(old)
+            } else {
+                DeleteOutcome::Removed(old)
+            });
         }
         let outcome =
             self.delete_object(&info.key(), &old, options.propagation.unwrap_or_default());
@@ -109,6 +114,10 @@ impl State {
                 Value::from(meta::now_rfc3339()),
             );
             meta::set_meta(&mut object, "deletionGracePeriodSeconds", Value::from(0));
+            // As kube's markAsDeleting: a kind that keeps a generation moves to the next.
+            if let Some(generation) = object["metadata"]["generation"].as_i64().filter(|g| *g > 0) {
+                meta::set_meta(&mut object, "generation", Value::from(generation + 1));
+            }
             self.mark_terminating(key, &mut object);
         }
         let rv = self.next_rv();
@@ -150,7 +159,7 @@ impl State {
 }
 
 /// Whether an object must stay (as terminating) instead of being removed.
-fn lingers(key: &ResourceKey, object: &Value) -> bool {
+pub(super) fn lingers(key: &ResourceKey, object: &Value) -> bool {
     !meta::finalizers(object).is_empty()
         || (*key == namespace_resource_key()
             && !meta::string_list(&object["spec"]["finalizers"]).is_empty())

@@ -33,6 +33,12 @@ impl State {
             }
         }
         let key = info.key();
+        if !info.custom && info.group.is_empty() && info.plural == "pods" {
+            let qos = super::builtin_defaults::qos_class(&object["spec"]);
+            object["status"] = json!({"phase": "Pending", "qosClass": qos});
+        } else if !info.custom && info.group.is_empty() && info.plural == "services" {
+            self.allocate_service(object);
+        }
         if key == namespace_resource_key() {
             object["spec"] = json!({"finalizers": [NAMESPACE_FINALIZER]});
             object["status"] = json!({"phase": "Active"});
@@ -54,9 +60,13 @@ impl State {
         info: &ResourceInfo,
         old: &Value,
         new: &mut Value,
+        target: super::Target,
     ) -> ApiResult<()> {
         let key = info.key();
-        if key == namespace_resource_key() {
+        if !info.custom && info.group.is_empty() && info.plural == "services" {
+            State::keep_service_allocation(old, new);
+        }
+        if key == namespace_resource_key() && target == super::Target::Main {
             new["spec"]["finalizers"] = old["spec"]["finalizers"].clone();
         } else if key == crd_resource_key() {
             validate_crd(info, new)?;
@@ -72,6 +82,9 @@ impl State {
     pub(super) fn after_write_of_kind(&mut self, info: &ResourceInfo, stored: &Arc<Value>) {
         if info.key() == super::events::events_v1_key() {
             self.mirror_event(stored);
+        }
+        if info.key() == namespace_resource_key() {
+            self.populate_namespace(stored);
         }
         self.after_load_of_kind(&info.key(), stored);
     }

@@ -55,8 +55,8 @@ impl Author {
 fn part(info: &ResourceInfo, target: Target) -> Part {
     match target {
         Target::Status => Part::Status,
-        Target::Main if info.status_subresource => Part::Main,
-        Target::Main => Part::All,
+        Target::Main | Target::Part(_) if info.status_subresource => Part::Main,
+        Target::Main | Target::Part(_) => Part::All,
     }
 }
 
@@ -143,7 +143,7 @@ impl State {
                 let result = apply::apply(Some(&old), &config, &writer, options.force, &schema)?;
                 self.replace_recorded(info, &old, result, target, options)
             }
-            None if target == Target::Status => Err(ApiError::not_found(info, name)),
+            None if target != Target::Main => Err(ApiError::not_found(info, name)),
             None => {
                 meta::set_meta(&mut config, "name", Value::from(name));
                 if info.namespaced {

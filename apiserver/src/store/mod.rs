@@ -2,13 +2,17 @@
 //! that watches replay, and the watchers themselves. All writes happen under one lock, so
 //! every operation is linearizable and changes are seen in resourceVersion order.
 
+mod builtin_defaults;
+mod cluster;
 mod delete;
 mod events;
+mod eviction;
 mod gc;
 mod kinds;
 mod managed;
 mod persist;
 mod schemas;
+mod services;
 mod write;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -126,6 +130,8 @@ pub struct State {
     storage_failure: Option<String>,
     schemas: HashMap<(String, String, String), Arc<crate::schema::StructuralSchema>>,
     warnings: Vec<String>,
+    /// The certificate namespaces' `kube-root-ca.crt` carries, once the server serves TLS.
+    root_ca: Option<String>,
 }
 
 impl State {
@@ -133,6 +139,7 @@ impl State {
     pub fn new(config: StoreConfig) -> Self {
         let mut state = Self::empty(config);
         state.create_default_namespaces();
+        state.create_cluster_objects();
         state
     }
 
@@ -158,6 +165,7 @@ impl State {
         }
         state.persistence = Some(persistence);
         state.create_default_namespaces();
+        state.create_cluster_objects();
         if let Some(failure) = state.flush().err() {
             return Err(StorageError::from_message(failure.message));
         }
@@ -180,6 +188,7 @@ impl State {
             storage_failure: None,
             schemas: HashMap::new(),
             warnings: Vec::new(),
+            root_ca: None,
         }
     }
 

@@ -54,6 +54,11 @@ pub enum Target {
     Main,
     /// The `status` subresource: only status.
     Status,
+    /// A subresource that changes one field and nothing else, named by its path:
+    /// `pods/ephemeralcontainers` (`spec.ephemeralContainers`),
+    /// `certificatesigningrequests/approval` (`status.conditions`), `namespaces/finalize`
+    /// (`spec.finalizers`).
+    Part(&'static [&'static str]),
 }
 
 /// Fields of `metadata` that only the server sets.
@@ -124,10 +129,13 @@ impl State {
             "creationTimestamp",
             Value::from(meta::now_rfc3339()),
         );
-        meta::set_meta(&mut object, "generation", Value::from(1));
+        if info.generation {
+            meta::set_meta(&mut object, "generation", Value::from(1));
+        }
         if info.status_subresource {
             remove_field(&mut object, "status");
         }
+        super::builtin_defaults::apply(info, &mut object);
         self.prepare_create_of_kind(info, &mut object)?;
         self.enforce_schema(info, &mut object, options.field_validation)?;
         if record {
@@ -264,7 +272,7 @@ impl State {
     }
 
     /// The common part of update and patch: merge server-owned fields, check, bump, commit.
-    pub(super) fn replace(
+    pub fn replace(
         &mut self,
         info: &ResourceInfo,
         old: &Arc<Value>,
@@ -321,9 +329,13 @@ impl State {
         let mut result = match target {
             Target::Status => status_only(old, &new),
             Target::Main => keep_server_fields(info, old, new),
+            Target::Part(path) => part_only(old, &new, path),
         };
+        if target != Target::Status {
+            super::builtin_defaults::apply(info, &mut result);
+        }
         check_finalizers_while_deleting(info, old, &result)?;
-        self.prepare_update_of_kind(info, old, &mut result)?;
+        self.prepare_update_of_kind(info, old, &mut result, target)?;
         self.enforce_schema(info, &mut result, options.field_validation)?;
         if record {
             result = self.record_managed_fields(info, Some(old), &result, target, options);
@@ -331,14 +343,14 @@ impl State {
         if unchanged(old, &result) {
             return Ok(old.clone());
         }
-        if spec_changed(info, old, &result) {
+        if info.generation && spec_changed(info, old, &result) {
             let generation = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
             meta::set_meta(&mut result, "generation", Value::from(generation));
         }
         if options.dry_run {
             return Ok(Arc::new(result));
         }
-        if meta::is_deleting(&result) && meta::finalizers(&result).is_empty() {
+        if meta::is_deleting(&result) && !super::delete::lingers(&info.key(), &result) {
             let removed = self.commit_remove(&info.key(), result);
             self.run_pending();
             return Ok(removed);
@@ -396,7 +408,12 @@ impl State {
         } else {
             name.to_string()
         };
-        let problems = if info.key() == crate::resources::namespace_resource_key()
+        // RBAC names are path segments (`system:discovery`); APIService names are
+        // version.group, `v1.` for the core group.
+        let path_segment_names = ["rbac.authorization.k8s.io", "apiregistration.k8s.io"];
+        let problems = if !info.custom && path_segment_names.contains(&info.group.as_str()) {
+            validation::path_segment_name(&name)
+        } else if info.key() == crate::resources::namespace_resource_key()
             || (info.group.is_empty() && info.plural == "services")
         {
             validation::dns1123_label(&name)
@@ -542,6 +559,36 @@ fn status_only(old: &Value, new: &Value) -> Value {
     match new["metadata"].get("managedFields") {
         Some(managed) => meta::set_meta(&mut result, "managedFields", managed.clone()),
         None => meta::remove_meta(&mut result, "managedFields"),
+    }
+    result
+}
+
+/// A one-field subresource write: the old object with only the field at `path` taken from
+/// the new one.
+fn part_only(old: &Value, new: &Value, path: &[&str]) -> Value {
+    let mut result = old.clone();
+    let Some((last, parents)) = path.split_last() else {
+        return result;
+    };
+    let found = parents
+        .iter()
+        .try_fold(new, |v, key| v.get(*key))
+        .and_then(|v| v.get(*last));
+    let mut slot = &mut result;
+    for key in parents {
+        if !slot[*key].is_object() {
+            slot[*key] = Value::Object(Map::new());
+        }
+        slot = &mut slot[*key];
+    }
+    match (found, slot.as_object_mut()) {
+        (Some(value), Some(map)) => {
+            map.insert(last.to_string(), value.clone());
+        }
+        (None, Some(map)) => {
+            map.remove(*last);
+        }
+        _ => {}
     }
     result
 }

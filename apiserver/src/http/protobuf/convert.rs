@@ -3,7 +3,9 @@
 //!
 //! Protobuf bodies mark every non-pointer Go field as present, so a field that is present
 //! with its zero value (`""`, `false`, `0`) is read as unset when the k8s-openapi field is
-//! optional, as Go's `omitempty` leaves it out of JSON.
+//! optional, as Go's `omitempty` leaves it out of JSON. Fields Go declares as pointers are
+//! sent only when set (Kubernetes' messages are proto2, with field presence): they are
+//! marked `: ptr` in the message lists and keep a present zero.
 
 use std::collections::BTreeMap;
 
@@ -195,13 +197,23 @@ pub fn refuse_set<T>(value: &Option<T>, field: &'static str) -> Result<(), Decod
     }
 }
 
-/// Sets one k8s-openapi field from the k8s-pb field of the same (or the given) name.
+/// A scalar field that Go declares as a pointer: protobuf (proto2, with field presence)
+/// sends it only when set, so a present zero (`replicas: 0`) is a zero, not unset.
+pub fn pointer<T>(value: Option<T>) -> Result<Option<T>, DecodeError> {
+    Ok(value)
+}
+
+/// Sets one k8s-openapi field from the k8s-pb field of the same (or the given) name; a
+/// field marked `: ptr` is a Go pointer and keeps a present zero.
 macro_rules! assign {
     ($out:ident, $pb:ident) => {
         $out.$pb = $crate::http::protobuf::convert::FromPb::from_pb($pb)?;
     };
     ($out:ident, $pb:ident => $oa:ident) => {
         $out.$oa = $crate::http::protobuf::convert::FromPb::from_pb($pb)?;
+    };
+    ($out:ident, $pb:ident : ptr) => {
+        $out.$pb = $crate::http::protobuf::convert::pointer($pb)?;
     };
 }
 pub(super) use assign;
@@ -219,13 +231,13 @@ pub(super) use oa_type;
 
 /// Converts k8s-pb messages field by field into the k8s-openapi struct of the same module.
 ///
-/// `Type { a, b => c } - skipped + inlined: Inner { d }`: `a` goes to `a`, `b` to `c`; a set
-/// `skipped` is refused; `inlined` (a Go embedded struct) has its fields spread into the
+/// `Type { a, b => c, p: ptr } - skipped + inlined: Inner { d }`: `a` goes to `a`, `b` to
+/// `c`, `p` (a Go pointer) keeps a present zero; a set `skipped` is refused; `inlined` (a Go embedded struct) has its fields spread into the
 /// outer one. Every k8s-pb field must be named, so a new field fails to compile.
 macro_rules! messages {
     ($(
         $module:ident $pb:ident $(=> $oa:ident)?
-        { $($field:ident $(=> $to:ident)?),* $(,)? }
+        { $($field:ident $(=> $to:ident)? $(: $mode:ident)?),* $(,)? }
         $(- $skip:ident)*
         $(+ $inline:ident : $inner:ident { $($ifield:ident $(=> $ito:ident)?),* $(,)? })* ;
     )*) => {$(
@@ -240,7 +252,7 @@ macro_rules! messages {
                     value.unwrap_or_default();
                 $($crate::http::protobuf::convert::refuse_set(&$skip, stringify!($skip))?;)*
                 let mut out = Self::default();
-                $($crate::http::protobuf::convert::assign!(out, $field $(=> $to)?);)*
+                $($crate::http::protobuf::convert::assign!(out, $field $(=> $to)? $(: $mode)?);)*
                 $(
                     let k8s_pb_modules::$module::$inner { $($ifield,)* } = $inline.unwrap_or_default();
                     $($crate::http::protobuf::convert::assign!(out, $ifield $(=> $ito)?);)*

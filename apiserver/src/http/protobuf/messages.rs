@@ -21,6 +21,9 @@ macro_rules! module_pairs {
 
 module_pairs!(
     apps => api::apps::v1,
+    authentication => api::authentication::v1,
+    authorization => api::authorization::v1,
+    policy => api::policy::v1,
     batch => api::batch::v1,
     coordination => api::coordination::v1,
     core => api::core::v1,
@@ -30,9 +33,9 @@ module_pairs!(
 
 messages! {
     core Namespace { metadata, spec, status };
-    core ConfigMap { metadata, immutable, data, binary_data };
-    core Secret { metadata, immutable, data, string_data, r#type => type_ };
-    core ServiceAccount { metadata, secrets, image_pull_secrets, automount_service_account_token };
+    core ConfigMap { metadata, immutable: ptr, data, binary_data };
+    core Secret { metadata, immutable: ptr, data, string_data, r#type => type_ };
+    core ServiceAccount { metadata, secrets, image_pull_secrets, automount_service_account_token: ptr };
     core Service { metadata, spec, status };
     core Pod { metadata, spec, status };
     core Event { metadata, involved_object, reason, message, source, first_timestamp, last_timestamp, count, r#type => type_, event_time, series, action, related, reporting_component, reporting_instance };
@@ -40,9 +43,9 @@ messages! {
     core NamespaceStatus { phase, conditions };
     core ObjectReference { kind, namespace, name, uid, api_version, resource_version, field_path };
     core LocalObjectReference { name };
-    core ServiceSpec { ports, selector, cluster_ip, cluster_ips, r#type => type_, external_ips, session_affinity, load_balancer_ip, load_balancer_source_ranges, external_name, external_traffic_policy, health_check_node_port, publish_not_ready_addresses, session_affinity_config, ip_families, ip_family_policy, allocate_load_balancer_node_ports, load_balancer_class, internal_traffic_policy, traffic_distribution };
+    core ServiceSpec { ports, selector, cluster_ip, cluster_ips, r#type => type_, external_ips, session_affinity, load_balancer_ip, load_balancer_source_ranges, external_name, external_traffic_policy, health_check_node_port, publish_not_ready_addresses, session_affinity_config, ip_families, ip_family_policy: ptr, allocate_load_balancer_node_ports: ptr, load_balancer_class: ptr, internal_traffic_policy: ptr, traffic_distribution: ptr };
     core ServiceStatus { load_balancer, conditions };
-    core PodSpec { volumes, init_containers, containers, ephemeral_containers, restart_policy, termination_grace_period_seconds, active_deadline_seconds, dns_policy, node_selector, service_account_name, service_account, automount_service_account_token, node_name, host_network, host_pid, host_ipc, share_process_namespace, security_context, image_pull_secrets, hostname, subdomain, affinity, scheduler_name, tolerations, host_aliases, priority_class_name, priority, dns_config, readiness_gates, runtime_class_name, enable_service_links, preemption_policy, overhead, topology_spread_constraints, set_hostname_as_fqdn, os, host_users, scheduling_gates, resource_claims, resources, hostname_override } - workload_ref;
+    core PodSpec { volumes, init_containers, containers, ephemeral_containers, restart_policy, termination_grace_period_seconds: ptr, active_deadline_seconds: ptr, dns_policy, node_selector, service_account_name, service_account, automount_service_account_token: ptr, node_name, host_network, host_pid, host_ipc, share_process_namespace: ptr, security_context, image_pull_secrets, hostname, subdomain, affinity, scheduler_name, tolerations, host_aliases, priority_class_name, priority: ptr, dns_config, readiness_gates, runtime_class_name: ptr, enable_service_links: ptr, preemption_policy: ptr, overhead, topology_spread_constraints, set_hostname_as_fqdn: ptr, os, host_users: ptr, scheduling_gates, resource_claims, resources, hostname_override } - workload_ref;
     core PodStatus { observed_generation, phase, conditions, message, reason, nominated_node_name, host_ip, host_ips, pod_ip, pod_ips, start_time, init_container_statuses, container_statuses, qos_class, ephemeral_container_statuses, resize, resource_claim_statuses, extended_resource_claim_status, allocated_resources, resources };
     core EventSource { component, host };
     core EventSeries { count, last_observed_time };
@@ -53,9 +56,9 @@ messages! {
     core Volume { name } + volume_source: VolumeSource { host_path, empty_dir, gce_persistent_disk, aws_elastic_block_store, git_repo, secret, nfs, iscsi, glusterfs, persistent_volume_claim, rbd, flex_volume, cinder, cephfs, flocker, downward_api, fc, azure_file, config_map, vsphere_volume, quobyte, azure_disk, photon_persistent_disk, projected, portworx_volume, scale_io, storageos, csi, ephemeral, image };
     core Container { name, image, command, args, working_dir, ports, env_from, env, resources, resize_policy, restart_policy, restart_policy_rules, volume_mounts, volume_devices, liveness_probe, readiness_probe, startup_probe, lifecycle, termination_message_path, termination_message_policy, image_pull_policy, security_context, stdin, stdin_once, tty };
     core EphemeralContainer { target_container_name } + ephemeral_container_common: EphemeralContainerCommon { name, image, command, args, working_dir, ports, env_from, env, resources, resize_policy, restart_policy, restart_policy_rules, volume_mounts, volume_devices, liveness_probe, readiness_probe, startup_probe, lifecycle, termination_message_path, termination_message_policy, image_pull_policy, security_context, stdin, stdin_once, tty };
-    core PodSecurityContext { se_linux_options, windows_options, run_as_user, run_as_group, run_as_non_root, supplemental_groups, supplemental_groups_policy, fs_group, sysctls, fs_group_change_policy, seccomp_profile, app_armor_profile, se_linux_change_policy };
+    core PodSecurityContext { se_linux_options, windows_options, run_as_user: ptr, run_as_group: ptr, run_as_non_root: ptr, supplemental_groups, supplemental_groups_policy: ptr, fs_group: ptr, sysctls, fs_group_change_policy: ptr, seccomp_profile, app_armor_profile, se_linux_change_policy: ptr };
     core Affinity { node_affinity, pod_affinity, pod_anti_affinity };
-    core Toleration { key, operator, value, effect, toleration_seconds };
+    core Toleration { key, operator, value, effect, toleration_seconds: ptr };
     core HostAlias { ip, hostnames };
     core PodDnsConfig => PodDNSConfig { nameservers, searches, options };
     core PodReadinessGate { condition_type };
@@ -72,7 +75,7 @@ messages! {
     core PodExtendedResourceClaimStatus { request_mappings, resource_claim_name };
     core PodTemplateSpec { metadata, spec };
     core PersistentVolumeClaim { metadata, spec, status };
-    core ClientIpConfig => ClientIPConfig { timeout_seconds };
+    core ClientIpConfig => ClientIPConfig { timeout_seconds: ptr };
     core LoadBalancerIngress { ip, hostname, ip_mode, ports };
     core ContainerPort { name, host_port, container_port, protocol, host_ip };
     core EnvFromSource { prefix, config_map_ref, secret_ref };
@@ -81,9 +84,9 @@ messages! {
     core ContainerRestartRule { action, exit_codes };
     core VolumeMount { name, read_only, recursive_read_only, mount_path, sub_path, mount_propagation, sub_path_expr };
     core VolumeDevice { name, device_path };
-    core Probe { initial_delay_seconds, timeout_seconds, period_seconds, success_threshold, failure_threshold, termination_grace_period_seconds } + handler: ProbeHandler { exec, http_get, tcp_socket, grpc };
+    core Probe { initial_delay_seconds, timeout_seconds, period_seconds, success_threshold, failure_threshold, termination_grace_period_seconds: ptr } + handler: ProbeHandler { exec, http_get, tcp_socket, grpc };
     core Lifecycle { post_start, pre_stop, stop_signal };
-    core SecurityContext { capabilities, privileged, se_linux_options, windows_options, run_as_user, run_as_group, run_as_non_root, read_only_root_filesystem, allow_privilege_escalation, proc_mount, seccomp_profile, app_armor_profile };
+    core SecurityContext { capabilities, privileged: ptr, se_linux_options, windows_options, run_as_user: ptr, run_as_group: ptr, run_as_non_root: ptr, read_only_root_filesystem: ptr, allow_privilege_escalation: ptr, proc_mount: ptr, seccomp_profile, app_armor_profile };
     core SeLinuxOptions => SELinuxOptions { user, role, r#type => type_, level };
     core WindowsSecurityContextOptions { gmsa_credential_spec_name, gmsa_credential_spec, run_as_user_name, host_process };
     core Sysctl { name, value };
@@ -179,13 +182,13 @@ messages! {
     apps StatefulSet { metadata, spec, status };
     apps DaemonSet { metadata, spec, status };
     apps ReplicaSet { metadata, spec, status };
-    apps DeploymentSpec { replicas, selector, template, strategy, min_ready_seconds, revision_history_limit, paused, progress_deadline_seconds };
+    apps DeploymentSpec { replicas: ptr, selector, template, strategy, min_ready_seconds, revision_history_limit: ptr, paused, progress_deadline_seconds: ptr };
     apps DeploymentStatus { observed_generation, replicas, updated_replicas, ready_replicas, available_replicas, unavailable_replicas, terminating_replicas, conditions, collision_count };
-    apps StatefulSetSpec { replicas, selector, template, volume_claim_templates, service_name, pod_management_policy, update_strategy, revision_history_limit, min_ready_seconds, persistent_volume_claim_retention_policy, ordinals };
+    apps StatefulSetSpec { replicas: ptr, selector, template, volume_claim_templates, service_name, pod_management_policy, update_strategy, revision_history_limit: ptr, min_ready_seconds, persistent_volume_claim_retention_policy, ordinals };
     apps StatefulSetStatus { observed_generation, replicas, ready_replicas, current_replicas, updated_replicas, current_revision, update_revision, collision_count, conditions, available_replicas };
-    apps DaemonSetSpec { selector, template, update_strategy, min_ready_seconds, revision_history_limit };
+    apps DaemonSetSpec { selector, template, update_strategy, min_ready_seconds, revision_history_limit: ptr };
     apps DaemonSetStatus { current_number_scheduled, number_misscheduled, desired_number_scheduled, number_ready, observed_generation, updated_number_scheduled, number_available, number_unavailable, collision_count, conditions };
-    apps ReplicaSetSpec { replicas, min_ready_seconds, selector, template };
+    apps ReplicaSetSpec { replicas: ptr, min_ready_seconds, selector, template };
     apps ReplicaSetStatus { replicas, fully_labeled_replicas, ready_replicas, available_replicas, terminating_replicas, observed_generation, conditions };
     apps DeploymentStrategy { r#type => type_, rolling_update };
     apps DeploymentCondition { r#type => type_, status, last_update_time, last_transition_time, reason, message };
@@ -197,13 +200,13 @@ messages! {
     apps DaemonSetCondition { r#type => type_, status, last_transition_time, reason, message };
     apps ReplicaSetCondition { r#type => type_, status, last_transition_time, reason, message };
     apps RollingUpdateDeployment { max_unavailable, max_surge };
-    apps RollingUpdateStatefulSetStrategy { partition, max_unavailable };
+    apps RollingUpdateStatefulSetStrategy { partition: ptr, max_unavailable };
     apps RollingUpdateDaemonSet { max_unavailable, max_surge };
     batch Job { metadata, spec, status };
     batch CronJob { metadata, spec, status };
-    batch JobSpec { parallelism, completions, active_deadline_seconds, pod_failure_policy, success_policy, backoff_limit, backoff_limit_per_index, max_failed_indexes, selector, manual_selector, template, ttl_seconds_after_finished, completion_mode, suspend, pod_replacement_policy, managed_by };
+    batch JobSpec { parallelism: ptr, completions: ptr, active_deadline_seconds: ptr, pod_failure_policy, success_policy, backoff_limit: ptr, backoff_limit_per_index: ptr, max_failed_indexes: ptr, selector, manual_selector: ptr, template, ttl_seconds_after_finished: ptr, completion_mode: ptr, suspend: ptr, pod_replacement_policy: ptr, managed_by: ptr };
     batch JobStatus { conditions, start_time, completion_time, active, succeeded, failed, terminating, completed_indexes, failed_indexes, uncounted_terminated_pods, ready };
-    batch CronJobSpec { schedule, time_zone, starting_deadline_seconds, concurrency_policy, suspend, job_template, successful_jobs_history_limit, failed_jobs_history_limit };
+    batch CronJobSpec { schedule, time_zone: ptr, starting_deadline_seconds: ptr, concurrency_policy, suspend: ptr, job_template, successful_jobs_history_limit: ptr, failed_jobs_history_limit: ptr };
     batch CronJobStatus { active, last_schedule_time, last_successful_time };
     batch PodFailurePolicy { rules };
     batch SuccessPolicy { rules };
@@ -215,13 +218,75 @@ messages! {
     batch PodFailurePolicyOnExitCodesRequirement { container_name, operator, values };
     batch PodFailurePolicyOnPodConditionsPattern { r#type => type_, status };
     coordination Lease { metadata, spec };
-    coordination LeaseSpec { holder_identity, lease_duration_seconds, acquire_time, renew_time, lease_transitions, strategy, preferred_holder };
+    coordination LeaseSpec { holder_identity: ptr, lease_duration_seconds: ptr, acquire_time, renew_time, lease_transitions: ptr, strategy: ptr, preferred_holder: ptr };
     events Event { metadata, event_time, series, reporting_controller, reporting_instance, action, reason, regarding, related, note, r#type => type_, deprecated_source, deprecated_first_timestamp, deprecated_last_timestamp, deprecated_count };
     meta ObjectMeta { name, generate_name, namespace, self_link, uid, resource_version, generation, creation_timestamp, deletion_timestamp, deletion_grace_period_seconds, labels, annotations, owner_references, finalizers, managed_fields };
     meta OwnerReference { api_version, kind, name, uid, controller, block_owner_deletion };
     meta ManagedFieldsEntry { manager, operation, api_version, time, fields_type, fields_v1, subresource };
     meta LabelSelector { match_labels, match_expressions };
     meta LabelSelectorRequirement { key, operator, values };
+    meta DeleteOptions { grace_period_seconds: ptr, preconditions, orphan_dependents: ptr, propagation_policy: ptr, dry_run, ignore_store_read_error_with_cluster_breaking_potential: ptr };
+    meta Preconditions { uid: ptr, resource_version: ptr };
+    meta FieldSelectorRequirement { key, operator, values };
+    core Binding { metadata, target };
+    policy Eviction { metadata, delete_options };
+    authentication TokenRequest { metadata, spec, status };
+    authentication TokenRequestSpec { audiences, expiration_seconds: ptr, bound_object_ref };
+    authentication BoundObjectReference { kind, api_version, name, u_id => uid };
+    authentication TokenReview { metadata, spec, status };
+    authentication TokenReviewSpec { token, audiences };
+    authentication TokenReviewStatus { authenticated, user, audiences, error };
+    authentication UserInfo { username, uid, groups, extra };
+    authentication SelfSubjectReview { metadata, status };
+    authentication SelfSubjectReviewStatus { user_info };
+    authorization SelfSubjectAccessReview { metadata, spec, status };
+    authorization SelfSubjectAccessReviewSpec { resource_attributes, non_resource_attributes };
+    authorization SubjectAccessReview { metadata, spec, status };
+    authorization LocalSubjectAccessReview { metadata, spec, status };
+    authorization SubjectAccessReviewSpec { resource_attributes, non_resource_attributes, user, groups, extra, uid };
+    authorization SubjectAccessReviewStatus { allowed, denied, reason, evaluation_error };
+    authorization ResourceAttributes { namespace, verb, group, version, resource, subresource, name, field_selector, label_selector };
+    authorization FieldSelectorAttributes { raw_selector, requirements };
+    authorization LabelSelectorAttributes { raw_selector, requirements };
+    authorization NonResourceAttributes { path, verb };
+    authorization SelfSubjectRulesReview { metadata, spec, status };
+    authorization SelfSubjectRulesReviewSpec { namespace };
+    authorization SubjectRulesReviewStatus { resource_rules, non_resource_rules, incomplete, evaluation_error };
+    authorization ResourceRule { verbs, api_groups, resources, resource_names };
+    authorization NonResourceRule { verbs, non_resource_ur_ls => non_resource_urls };
+}
+
+/// The values of one `extra` key of a user (authentication and authorization each have
+/// their own `ExtraValue` message): a list of strings in JSON.
+macro_rules! extra_values {
+    ($($module:ident),*) => {$(
+        impl FromPb<Option<k8s_pb_modules::$module::ExtraValue>> for Vec<String> {
+            fn from_pb(
+                value: Option<k8s_pb_modules::$module::ExtraValue>,
+            ) -> Result<Self, DecodeError> {
+                Ok(value.map(|v| v.items).unwrap_or_default())
+            }
+        }
+    )*};
+}
+
+extra_values!(authentication, authorization);
+
+impl FromPb<Option<k8s_pb_modules::authentication::TokenRequestStatus>>
+    for k8s_openapi_modules::authentication::TokenRequestStatus
+{
+    fn from_pb(
+        value: Option<k8s_pb_modules::authentication::TokenRequestStatus>,
+    ) -> Result<Self, DecodeError> {
+        let k8s_pb_modules::authentication::TokenRequestStatus {
+            token,
+            expiration_timestamp,
+        } = value.unwrap_or_default();
+        Ok(Self {
+            token: FromPb::from_pb(token)?,
+            expiration_timestamp: FromPb::from_pb(expiration_timestamp)?,
+        })
+    }
 }
 
 // These two have a required time, so no `Default` to start from: they are built whole.
@@ -263,6 +328,7 @@ impl FromPb<Option<k8s_pb_modules::meta::Condition>> for k8s_openapi_modules::me
 }
 
 optional!(
+    k8s_pb_modules::authentication::TokenRequestStatus => k8s_openapi_modules::authentication::TokenRequestStatus,
     k8s_pb_modules::events::EventSeries => k8s_openapi_modules::events::EventSeries,
     k8s_pb_modules::meta::Condition => k8s_openapi_modules::meta::Condition,
 );

@@ -174,6 +174,36 @@ mod tests {
     }
 
     #[test]
+    fn a_present_zero_in_a_go_pointer_field_is_a_zero() {
+        let deployment = pb_apps::Deployment {
+            metadata: meta("zero"),
+            spec: Some(pb_apps::DeploymentSpec {
+                replicas: Some(0),
+                min_ready_seconds: Some(0),
+                paused: Some(false),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let json = decode(&body("apps/v1", "Deployment", &deployment)).unwrap();
+        assert_eq!(
+            json["spec"]["replicas"], 0,
+            "replicas is *int32: sent only when set"
+        );
+        assert!(
+            json["spec"].get("minReadySeconds").is_none() && json["spec"].get("paused").is_none(),
+            "non-pointer omitempty fields are always sent, so their zero is unset: {json}"
+        );
+        let unset = pb_apps::Deployment {
+            metadata: meta("unset"),
+            spec: Some(pb_apps::DeploymentSpec::default()),
+            ..Default::default()
+        };
+        let json = decode(&body("apps/v1", "Deployment", &unset)).unwrap();
+        assert!(json["spec"].get("replicas").is_none(), "{json}");
+    }
+
+    #[test]
     fn a_service_port_reads_its_target_port_as_int_or_string() {
         let port = |target: pb_intstr::IntOrString| pb_core::ServicePort {
             port: Some(80),
