@@ -43,10 +43,11 @@ fn dynrec_test_passes_the_example_cases_and_fails_a_wrong_expectation_with_a_dif
     let definitions = examples().to_string_lossy().into_owned();
     let widgets = cases.join("widgets.yaml").to_string_lossy().into_owned();
     let configsets = cases.join("configsets.yaml").to_string_lossy().into_owned();
-    let passed = dynrec(&["test", "-f", &definitions, &widgets, &configsets]);
+    let webapp = cases.join("webapp.yaml").to_string_lossy().into_owned();
+    let passed = dynrec(&["test", "-f", &definitions, &widgets, &configsets, &webapp]);
     assert_eq!(passed.status.code(), Some(0), "{}", text(&passed));
     assert!(
-        String::from_utf8_lossy(&passed.stdout).contains("5 passed, 0 failed"),
+        String::from_utf8_lossy(&passed.stdout).contains("7 passed, 0 failed"),
         "{}",
         text(&passed)
     );
