@@ -612,3 +612,55 @@ async fn a_definition_from_a_file_is_refused_with_every_error() {
     );
     running.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn if_else_runs_one_branch_and_marks_the_other_branch_skipped() {
+    let running = Running::start().await;
+    let branch = |id: &str| {
+        format!(
+            "      - child:\n          id: {id}\n          template:\n            apiVersion: v1\n            kind: ConfigMap\n            metadata: {{name: \"${{self.metadata.name}}-{id}\"}}\n            data: {{branch: {id}}}\n"
+        )
+    };
+    let steps = format!(
+        "  - if:\n      condition: \"self.spec.?enabled.orValue(false)\"\n      then:\n{}      else:\n{}",
+        branch("up"),
+        branch("down")
+    );
+    running
+        .apply(&running.definitions_api(), &greeters(&steps))
+        .await;
+    let greeters_api = greeter_api(&running).await;
+    let cms = running.config_maps();
+    running
+        .apply(&greeters_api, &greeter("g1", "{enabled: false}"))
+        .await;
+    eventually("the else branch ran", || async {
+        data_of(&cms, "g1-down").await
+    })
+    .await;
+    let skipped = eventually("the then branch is reported skipped", || async {
+        let g1 = greeters_api.get("g1").await.ok()?;
+        let ready = condition(&g1, "Ready")?;
+        (ready["status"] == "True")
+            .then(|| condition(&g1, "UpReady"))
+            .flatten()
+    })
+    .await;
+    assert_eq!(skipped["reason"], "Skipped", "{skipped}");
+    assert_eq!(data_of(&cms, "g1-up").await, None);
+
+    running
+        .apply(&greeters_api, &greeter("g1", "{enabled: true}"))
+        .await;
+    eventually("the then branch ran", || async {
+        data_of(&cms, "g1-up").await
+    })
+    .await;
+    let g1 = eventually("the else branch is reported skipped", || async {
+        let g1 = greeters_api.get("g1").await.ok()?;
+        (condition(&g1, "DownReady")?["reason"] == "Skipped").then_some(g1)
+    })
+    .await;
+    assert_eq!(condition(&g1, "UpReady").unwrap()["status"], "True");
+    running.stop().await;
+}
