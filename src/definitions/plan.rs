@@ -92,7 +92,14 @@ pub async fn plan(
         let writes = std::mem::take(&mut *recorded.lock());
         let mut planned = Vec::new();
         for write in writes {
-            planned.push(planned_write(kube, write).await);
+            let write = planned_write(kube, write).await;
+            // A write the server would answer with the object as it is changes nothing.
+            let no_op = write.refused.is_none()
+                && write.after.is_some()
+                && shown(&write.before) == shown(&write.after);
+            if !no_op {
+                planned.push(write);
+            }
         }
         plans.push(InstancePlan {
             definition: definition.name.clone(),

@@ -153,9 +153,14 @@ fn in_sync(configuration: &DynamicObject, actual: &DynamicObject, manager: &str)
 }
 
 /// Whether every field of `wanted` has the same value in `actual` (objects field by field,
-/// anything else as a whole; `null` means absent).
+/// lists of the same length item by item, so that fields the server defaults inside list
+/// items, such as a container's `imagePullPolicy`, do not count as a difference; anything
+/// else as a whole; `null` means absent).
 fn is_subset(wanted: &Value, actual: &Value) -> bool {
     match (wanted, actual) {
+        (Value::Array(wanted), Value::Array(actual)) => {
+            wanted.len() == actual.len() && wanted.iter().zip(actual).all(|(w, a)| is_subset(w, a))
+        }
         (Value::Object(wanted), Value::Object(actual)) => {
             wanted.iter().all(|(key, value)| match actual.get(key) {
                 Some(found) => is_subset(value, found),
@@ -192,6 +197,24 @@ fn still_desired(fields: &Value, configuration: &Value) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn list_items_may_carry_fields_the_server_defaulted() {
+        let actual = json!({"containers": [{"name": "app", "image": "nginx", "imagePullPolicy": "IfNotPresent"}]});
+        assert!(is_subset(
+            &json!({"containers": [{"name": "app", "image": "nginx"}]}),
+            &actual
+        ));
+        assert!(!is_subset(
+            &json!({"containers": [{"name": "app", "image": "httpd"}]}),
+            &actual
+        ));
+        assert!(!is_subset(&json!({"containers": []}), &actual));
+        assert!(!is_subset(
+            &json!({"args": ["a"]}),
+            &json!({"args": ["a", "b"]})
+        ));
+    }
 
     #[test]
     fn a_subset_with_equal_values_is_in_sync() {
