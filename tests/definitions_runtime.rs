@@ -610,6 +610,32 @@ async fn a_definition_from_a_file_is_refused_with_every_error() {
         err.starts_with("greeters.yaml (document 1): spec.steps[0].child.template.data.hello: ${self.spec.nmae}: self.spec has no field \"nmae\""),
         "{err}"
     );
+    let good = parse_documents(&greeters(&note("hello")), "greeters.yaml").unwrap();
+    running.definitions.start(&good[0]).await.unwrap();
+    let mut twin = good[0].clone();
+    twin.definition.metadata.name = "greeters-too".into();
+    twin.source = "twin.yaml".into();
+    let err = running
+        .definitions
+        .start(&twin)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "twin.yaml: example.com/v1/Greeter is already reconciled by the definition \"greeters\" (greeters.yaml (document 1))"
+    );
+    twin.definition.metadata.name = "greeters".into();
+    let err = running
+        .definitions
+        .start(&twin)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "twin.yaml: the definition \"greeters\" already runs from greeters.yaml (document 1)"
+    );
     running.stop().await;
 }
 

@@ -276,6 +276,11 @@ pub fn compile(
     let name = definition.metadata.name.clone();
     if name.is_empty() {
         compiler.error("metadata.name", "a definition needs a name");
+    } else if !is_label_value(&name) {
+        compiler.error(
+            "metadata.name",
+            format!("{name:?} must be a valid label value (at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit): its children are labelled with it"),
+        );
     }
     let for_ref = &definition.spec.for_kind;
     let for_kind = match Gvk::from_api_version(&for_ref.api_version, &for_ref.kind) {
@@ -339,6 +344,16 @@ fn is_condition_type(text: &str) -> bool {
         && text
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-')
+}
+
+fn is_label_value(text: &str) -> bool {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    text.len() <= 63
+        && edge(text.chars().next())
+        && edge(text.chars().last())
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 fn is_identifier(text: &str) -> bool {

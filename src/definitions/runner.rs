@@ -39,6 +39,8 @@ const STATUS_REFRESH: Duration = Duration::from_secs(5);
 struct Running {
     generation: Option<i64>,
     compiled: Arc<CompiledDefinition>,
+    /// Where it was loaded from (a file, or the cluster object).
+    source: String,
 }
 
 /// Starts, swaps and stops the controllers of definitions. Cheap to clone.
@@ -67,6 +69,9 @@ pub enum StartError {
     /// The manager refused the reconciler tree.
     #[error(transparent)]
     Manager(#[from] ManagerError),
+    /// Another definition already has this name or reconciles this kind.
+    #[error("{0}")]
+    Conflict(String),
 }
 
 impl Definitions {
@@ -104,6 +109,7 @@ impl Definitions {
     /// its controller.
     pub async fn start(&self, loaded: &Loaded) -> Result<Arc<CompiledDefinition>, StartError> {
         let compiled = Arc::new(self.compile(loaded).await?);
+        self.check_conflicts(&compiled, &loaded.source)?;
         if let Some(crd) = &compiled.crd {
             let object: DynamicObject = serde_json::from_value(crd.clone())
                 .map_err(|e| DefinitionError::new("spec.schema", e.to_string()))
@@ -126,9 +132,38 @@ impl Definitions {
             Running {
                 generation: compiled.generation,
                 compiled: compiled.clone(),
+                source: loaded.source.clone(),
             },
         );
         Ok(compiled)
+    }
+
+    /// One definition a name (a file's and a cluster object's of one name would replace each
+    /// other) and one definition a kind (two would fight over its status).
+    fn check_conflicts(
+        &self,
+        compiled: &CompiledDefinition,
+        source: &str,
+    ) -> Result<(), StartError> {
+        let running = self.running.lock();
+        if let Some(same_name) = running.get(&compiled.name)
+            && same_name.source != source
+        {
+            return Err(StartError::Conflict(format!(
+                "{source}: the definition {:?} already runs from {}",
+                compiled.name, same_name.source
+            )));
+        }
+        let same_kind = running
+            .iter()
+            .find(|(name, r)| **name != compiled.name && r.compiled.for_kind == compiled.for_kind);
+        match same_kind {
+            Some((name, other)) => Err(StartError::Conflict(format!(
+                "{source}: {} is already reconciled by the definition {name:?} ({})",
+                compiled.for_kind, other.source
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// Stops the controller of the definition `name`.
