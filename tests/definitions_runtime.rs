@@ -118,6 +118,15 @@ where
     }
 }
 
+/// Deletes `name` and waits until it is gone (its finalizers done).
+async fn delete_and_wait(api: &Api<DynamicObject>, name: &str) {
+    api.delete(name, &DeleteParams::default()).await.unwrap();
+    eventually(&format!("{name} is deleted"), || async {
+        api.get_opt(name).await.ok()?.is_none().then_some(())
+    })
+    .await;
+}
+
 async fn data_of(api: &Api<DynamicObject>, name: &str) -> Option<Value> {
     api.get_opt(name)
         .await
@@ -243,19 +252,7 @@ async fn a_stored_definition_starts_changes_every_instance_keeps_its_last_good_v
     .await;
 
     // Deleting the definition stops its controller.
-    definitions
-        .delete("greeters", &DeleteParams::default())
-        .await
-        .unwrap();
-    eventually("the definition is gone", || async {
-        definitions
-            .get_opt("greeters")
-            .await
-            .ok()?
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    delete_and_wait(&definitions, "greeters").await;
     running
         .apply(&greeters_api, &greeter("g4", "{name: cy}"))
         .await;
@@ -411,19 +408,7 @@ async fn refs_are_tracked_missing_ones_fail_in_status_and_never_block_deletion()
     cms.delete("palette", &DeleteParams::default())
         .await
         .unwrap();
-    greeters_api
-        .delete("g1", &DeleteParams::default())
-        .await
-        .unwrap();
-    eventually("the greeter is deleted", || async {
-        greeters_api
-            .get_opt("g1")
-            .await
-            .ok()?
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    delete_and_wait(&greeters_api, "g1").await;
     eventually("its child is collected", || async {
         data_of(&cms, "g1-copy").await.is_none().then_some(())
     })

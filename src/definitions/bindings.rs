@@ -81,13 +81,7 @@ impl Shared {
         reason: &str,
         message: &str,
     ) {
-        let marked = self
-            .conditions
-            .manage(parent, ctx.now())
-            .mark_true(condition, reason, message);
-        if let Err(err) = marked {
-            tracing::warn!(%err, condition, "cannot set a condition");
-        }
+        self.mark(ctx, parent, (condition, true), reason, message);
     }
 
     /// Marks `condition` False (and with it `Ready`).
@@ -99,10 +93,22 @@ impl Shared {
         reason: &str,
         message: &str,
     ) {
-        let marked = self
-            .conditions
-            .manage(parent, ctx.now())
-            .mark_false(condition, reason, message);
+        self.mark(ctx, parent, (condition, false), reason, message);
+    }
+
+    fn mark(
+        &self,
+        ctx: &Context,
+        parent: &mut DynamicObject,
+        (condition, status): (&str, bool),
+        reason: &str,
+        message: &str,
+    ) {
+        let mut conditions = self.conditions.manage(parent, ctx.now());
+        let marked = match status {
+            true => conditions.mark_true(condition, reason, message),
+            false => conditions.mark_false(condition, reason, message),
+        };
         if let Err(err) = marked {
             tracing::warn!(%err, condition, "cannot set a condition");
         }

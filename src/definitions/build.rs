@@ -331,7 +331,7 @@ fn child_set_reconciler(plan: Arc<ChildSetPlan>, shared: Arc<Shared>) -> ChildSe
         })
         .our_child(ours(&shared, &plan.child.id))
         .reflect_children_status_on_parent(reflect)
-        .child_object_manager(SharedManager(object_manager(&plan.child, &shared)))
+        .child_object_manager(object_manager(&plan.child, &shared))
 }
 
 async fn desired_children(
@@ -517,34 +517,6 @@ impl<M: ObjectManager> ObjectManager for Renaming<M> {
             self.0.manage(ctx, resource, actual, None).await?;
             return Ok(created);
         }
-        self.0.manage(ctx, resource, actual, desired).await
-    }
-}
-
-/// An object manager shared by reference (the child set takes one by value).
-struct SharedManager(Arc<dyn ObjectManager>);
-
-#[async_trait]
-impl ObjectManager for SharedManager {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-
-    fn setup(&self, setup: &mut Setup) -> Result<(), ValidationError> {
-        self.0.setup(setup)
-    }
-
-    fn validate(&self) -> Result<(), ValidationError> {
-        self.0.validate()
-    }
-
-    async fn manage(
-        &self,
-        ctx: &Context,
-        resource: &mut DynamicObject,
-        actual: Option<&DynamicObject>,
-        desired: Option<&DynamicObject>,
-    ) -> Result<Option<DynamicObject>, ReconcileError> {
         self.0.manage(ctx, resource, actual, desired).await
     }
 }

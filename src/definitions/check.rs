@@ -336,7 +336,7 @@ struct Checker<'a> {
 }
 
 /// Names that are CEL types or constants, not bindings.
-const TYPE_NAMES: [&str; 11] = [
+pub const TYPE_NAMES: [&str; 11] = [
     "int",
     "uint",
     "double",

@@ -201,25 +201,8 @@ impl CompiledDefinition {
     }
 }
 
-/// Names that cannot be step ids: they are bound by dynrec or are CEL words.
-const RESERVED: [&str; 16] = [
-    "self",
-    "each",
-    "child",
-    "now",
-    "int",
-    "uint",
-    "double",
-    "bool",
-    "string",
-    "bytes",
-    "list",
-    "map",
-    "null_type",
-    "type",
-    "dyn",
-    "null",
-];
+/// Names dynrec binds, which cannot be step ids (nor can CEL's type names).
+const BOUND_BY_DYNREC: [&str; 5] = ["self", "each", "child", "now", "null"];
 
 /// The kinds whose schemas compiling `definition` would use (for [`Schemas::fetch`]).
 pub fn kinds_to_check(definition: &ReconcilerDefinition) -> Vec<Gvk> {
@@ -372,6 +355,16 @@ pub fn upper_camel(id: &str) -> String {
         .unwrap_or_default()
 }
 
+/// What child and child-set steps share, as written.
+struct ChildParts<'a> {
+    id: &'a str,
+    template: &'a Value,
+    include_when: &'a [String],
+    ready_when: &'a [String],
+    condition: &'a Option<String>,
+    manager: ManagerKind,
+}
+
 struct Compiler {
     schemas: Schemas,
     errors: Vec<DefinitionError>,
@@ -476,7 +469,7 @@ impl Compiler {
                     "{id:?} is not an identifier (letters, digits and _, not starting with a digit)"
                 ),
             );
-        } else if RESERVED.contains(&id) {
+        } else if BOUND_BY_DYNREC.contains(&id) || super::check::TYPE_NAMES.contains(&id) {
             self.error(path, format!("{id:?} is reserved"));
         } else if !self.ids.insert(id.to_owned()) {
             self.error(path, format!("the id {id:?} is used by another step"));
@@ -537,25 +530,45 @@ impl Compiler {
     }
 
     fn child(&mut self, step: &ChildStep, path: &str, scope: &Scope) -> Option<ChildPlan> {
+        let parts = ChildParts {
+            id: &step.id,
+            template: &step.template,
+            include_when: &step.include_when,
+            ready_when: &step.ready_when,
+            condition: &step.condition,
+            manager: step.manager,
+        };
+        self.child_plan(parts, path, scope, scope)
+    }
+
+    /// The plan of one child: `includeWhen` is checked in `scope`, the template in
+    /// `template_scope` (which binds `each` in a child set).
+    fn child_plan(
+        &mut self,
+        parts: ChildParts<'_>,
+        path: &str,
+        scope: &Scope,
+        template_scope: &Scope,
+    ) -> Option<ChildPlan> {
         let include_when =
-            self.conditions(&step.include_when, &format!("{path}.includeWhen"), scope);
-        let (gvk, template) = self.child_template(&step.template, path, scope)?;
+            self.conditions(parts.include_when, &format!("{path}.includeWhen"), scope);
+        let (gvk, template) = self.child_template(parts.template, path, template_scope)?;
         let child = Ty::of_optional(self.schemas.get(&gvk));
-        let ready_scope = scope.with("child", child.clone()).with(&step.id, child);
+        let ready_scope = scope.with("child", child.clone()).with(parts.id, child);
         let ready_when =
-            self.conditions(&step.ready_when, &format!("{path}.readyWhen"), &ready_scope);
+            self.conditions(parts.ready_when, &format!("{path}.readyWhen"), &ready_scope);
         Some(ChildPlan {
-            id: step.id.clone(),
+            id: parts.id.to_owned(),
             path: path.to_owned(),
             gvk,
             template,
             include_when,
             ready_when,
-            condition: step
+            condition: parts
                 .condition
                 .clone()
-                .unwrap_or_else(|| format!("{}Ready", upper_camel(&step.id))),
-            manager: step.manager,
+                .unwrap_or_else(|| format!("{}Ready", upper_camel(parts.id))),
+            manager: parts.manager,
         })
     }
 
@@ -565,8 +578,6 @@ impl Compiler {
         path: &str,
         scope: &Scope,
     ) -> Option<ChildSetPlan> {
-        let include_when =
-            self.conditions(&step.include_when, &format!("{path}.includeWhen"), scope);
         let for_each = self.keep(condition(&step.for_each, &format!("{path}.forEach")))?;
         let item = self.keep(check_list(&for_each, scope))?;
         let item_scope = scope.with("each", item);
@@ -575,25 +586,17 @@ impl Compiler {
             let checked = super::check::check(e, &item_scope);
             self.keep(checked);
         }
-        let (gvk, template) = self.child_template(&step.template, path, &item_scope)?;
-        let child = Ty::of_optional(self.schemas.get(&gvk));
-        let ready_scope = scope.with("child", child);
-        let ready_when =
-            self.conditions(&step.ready_when, &format!("{path}.readyWhen"), &ready_scope);
+        let parts = ChildParts {
+            id: &step.id,
+            template: &step.template,
+            include_when: &step.include_when,
+            ready_when: &step.ready_when,
+            condition: &step.condition,
+            manager: step.manager,
+        };
+        let child = self.child_plan(parts, path, scope, &item_scope)?;
         Some(ChildSetPlan {
-            child: ChildPlan {
-                id: step.id.clone(),
-                path: path.to_owned(),
-                gvk,
-                template,
-                include_when,
-                ready_when,
-                condition: step
-                    .condition
-                    .clone()
-                    .unwrap_or_else(|| format!("{}Ready", upper_camel(&step.id))),
-                manager: step.manager,
-            },
+            child,
             for_each,
             item_id,
         })

@@ -33,3 +33,29 @@ pub trait ObjectManager: Send + Sync {
         desired: Option<&DynamicObject>,
     ) -> Result<Option<DynamicObject>, ReconcileError>;
 }
+
+/// A shared manager manages as the manager it shares.
+#[async_trait]
+impl ObjectManager for std::sync::Arc<dyn ObjectManager> {
+    fn name(&self) -> &str {
+        self.as_ref().name()
+    }
+
+    fn setup(&self, setup: &mut Setup) -> Result<(), ValidationError> {
+        self.as_ref().setup(setup)
+    }
+
+    fn validate(&self) -> Result<(), ValidationError> {
+        self.as_ref().validate()
+    }
+
+    async fn manage(
+        &self,
+        ctx: &Context,
+        resource: &mut DynamicObject,
+        actual: Option<&DynamicObject>,
+        desired: Option<&DynamicObject>,
+    ) -> Result<Option<DynamicObject>, ReconcileError> {
+        self.as_ref().manage(ctx, resource, actual, desired).await
+    }
+}
