@@ -158,7 +158,7 @@ impl ApiError {
         .with_details(Self::object_details(info, name))
     }
 
-    /// 422: `Kind "name" is invalid: cause, cause`.
+    /// 422: `Kind.group "name" is invalid: cause, cause` (`Kind` alone in the core group).
     pub fn invalid(info: &ResourceInfo, name: &str, causes: Vec<Cause>) -> Self {
         let joined = causes.iter().map(Cause::full_message).collect::<Vec<_>>();
         let message = if joined.len() == 1 {
@@ -170,10 +170,15 @@ impl ApiError {
             .iter()
             .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
             .collect();
+        let qualified = if info.group.is_empty() {
+            info.kind.clone()
+        } else {
+            format!("{}.{}", info.kind, info.group)
+        };
         Self::new(
             422,
             "Invalid",
-            format!("{} \"{name}\" is invalid: {message}", info.kind),
+            format!("{qualified} \"{name}\" is invalid: {message}"),
         )
         .with_details(
             json!({"name": name, "group": info.group, "kind": info.kind, "causes": causes_json}),

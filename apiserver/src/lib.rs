@@ -26,6 +26,7 @@ mod apply;
 mod error;
 mod faults;
 mod http;
+mod k8s_cel;
 mod meta;
 mod resources;
 mod schema;

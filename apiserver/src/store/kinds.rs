@@ -82,10 +82,6 @@ impl State {
             self.registry
                 .set_custom(&custom_key(object), infos_from_crd(object));
             self.register_schemas(object);
-            if crd_has_cel_rules(object) {
-                self.warnings
-                    .push(super::schemas::CEL_RULES_WARNING.to_string());
-            }
         }
     }
 
@@ -332,21 +328,12 @@ fn validate_crd(info: &ResourceInfo, crd: &Value) -> ApiResult<()> {
             }
         }
     }
-    if let Err(cause) = super::schemas::compile_versions(crd) {
-        causes.push(cause);
+    if let Err(schema_causes) = super::schemas::compile_versions(crd) {
+        causes.extend(schema_causes);
     }
     if causes.is_empty() {
         Ok(())
     } else {
         Err(ApiError::invalid(info, meta::name(crd), causes))
     }
-}
-
-/// Whether any version's schema has `x-kubernetes-validations`.
-fn crd_has_cel_rules(crd: &Value) -> bool {
-    crd["spec"]["versions"].as_array().is_some_and(|versions| {
-        versions
-            .iter()
-            .any(|v| v["schema"].to_string().contains("x-kubernetes-validations"))
-    })
 }

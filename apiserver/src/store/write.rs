@@ -129,7 +129,7 @@ impl State {
             remove_field(&mut object, "status");
         }
         self.prepare_create_of_kind(info, &mut object)?;
-        self.enforce_schema(info, &mut object, options.field_validation)?;
+        self.enforce_schema(info, &mut object, None, options.field_validation)?;
         if record {
             object = self.record_managed_fields(info, None, &object, Target::Main, options);
         }
@@ -324,7 +324,7 @@ impl State {
         };
         check_finalizers_while_deleting(info, old, &result)?;
         self.prepare_update_of_kind(info, old, &mut result)?;
-        self.enforce_schema(info, &mut result, options.field_validation)?;
+        self.enforce_schema(info, &mut result, Some(old), options.field_validation)?;
         if record {
             result = self.record_managed_fields(info, Some(old), &result, target, options);
         }
