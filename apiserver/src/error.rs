@@ -160,6 +160,11 @@ impl ApiError {
 
     /// 422: `Kind.group "name" is invalid: cause, cause` (`Kind` alone in the core group).
     pub fn invalid(info: &ResourceInfo, name: &str, causes: Vec<Cause>) -> Self {
+        Self::invalid_kind(&info.group, &info.kind, name, causes)
+    }
+
+    /// 422 for an object of `kind` in `group` (e.g. a `Scale.autoscaling`).
+    pub fn invalid_kind(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
         let joined = causes.iter().map(Cause::full_message).collect::<Vec<_>>();
         let message = if joined.len() == 1 {
             joined[0].clone()
@@ -170,19 +175,17 @@ impl ApiError {
             .iter()
             .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
             .collect();
-        let qualified = if info.group.is_empty() {
-            info.kind.clone()
+        let qualified = if group.is_empty() {
+            kind.to_string()
         } else {
-            format!("{}.{}", info.kind, info.group)
+            format!("{kind}.{group}")
         };
         Self::new(
             422,
             "Invalid",
             format!("{qualified} \"{name}\" is invalid: {message}"),
         )
-        .with_details(
-            json!({"name": name, "group": info.group, "kind": info.kind, "causes": causes_json}),
-        )
+        .with_details(json!({"name": name, "group": group, "kind": kind, "causes": causes_json}))
     }
 
     /// 400 with a message.

@@ -29,6 +29,7 @@ mod http;
 mod k8s_cel;
 mod meta;
 mod resources;
+mod scale;
 mod schema;
 mod selector;
 mod server;

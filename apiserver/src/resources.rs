@@ -52,6 +52,8 @@ pub struct ResourceInfo {
     pub categories: Vec<String>,
     /// Whether the kind has a `status` subresource.
     pub status_subresource: bool,
+    /// The kind's `scale` subresource, if it has one.
+    pub scale: Option<ScalePaths>,
     /// Whether the kind is defined by a CustomResourceDefinition.
     pub custom: bool,
     /// Field paths accepted in field selectors besides metadata.name and metadata.namespace.
@@ -96,6 +98,63 @@ impl ResourceInfo {
     pub fn allows_unconditional_update(&self) -> bool {
         !self.custom
     }
+}
+
+/// Where a kind keeps what its `scale` subresource (`autoscaling/v1` Scale) shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScalePaths {
+    /// The desired replicas, e.g. `spec.replicas` (a CRD's `specReplicasPath` without the dot).
+    pub spec_replicas: String,
+    /// The observed replicas, e.g. `status.replicas`.
+    pub status_replicas: String,
+    /// Where `status.selector` of the Scale comes from.
+    pub selector: ScaleSelector,
+}
+
+/// The source of a Scale's `status.selector`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScaleSelector {
+    /// None: the Scale has no selector.
+    None,
+    /// A string field of the object (a CRD's `labelSelectorPath`).
+    Path(String),
+    /// The object's `spec.selector`, a `LabelSelector` written as a string (built-in kinds).
+    SpecSelector,
+}
+
+/// The built-in kinds with a `scale` subresource.
+const SCALABLE: &[(&str, &str)] = &[
+    ("apps", "Deployment"),
+    ("apps", "StatefulSet"),
+    ("apps", "ReplicaSet"),
+];
+
+/// The scale subresource of a built-in kind.
+fn builtin_scale(group: &str, kind: &str) -> Option<ScalePaths> {
+    SCALABLE
+        .iter()
+        .any(|(g, k)| *g == group && *k == kind)
+        .then(|| ScalePaths {
+            spec_replicas: "spec.replicas".into(),
+            status_replicas: "status.replicas".into(),
+            selector: ScaleSelector::SpecSelector,
+        })
+}
+
+/// The scale subresource a CRD version declares (`subresources.scale`).
+fn crd_scale(version: &Value) -> Option<ScalePaths> {
+    let scale = version["subresources"]["scale"].as_object()?;
+    let path = |key: &str| {
+        scale
+            .get(key)
+            .and_then(Value::as_str)
+            .map(|p| p.trim_start_matches('.').to_string())
+    };
+    Some(ScalePaths {
+        spec_replicas: path("specReplicasPath")?,
+        status_replicas: path("statusReplicasPath")?,
+        selector: path("labelSelectorPath").map_or(ScaleSelector::None, ScaleSelector::Path),
+    })
 }
 
 /// A built-in kind, described compactly.
@@ -363,6 +422,7 @@ impl From<&Builtin> for ResourceInfo {
             short_names: strings(b.short_names),
             categories: strings(b.categories),
             status_subresource: b.status,
+            scale: builtin_scale(b.group, b.kind),
             custom: false,
             extra_selectable_fields: strings(b.selectable),
         }
@@ -548,6 +608,7 @@ pub fn infos_from_crd(crd: &Value) -> Vec<ResourceInfo> {
             short_names: string_list(&names["shortNames"]),
             categories: string_list(&names["categories"]),
             status_subresource: v["subresources"]["status"].is_object(),
+            scale: crd_scale(v),
             custom: true,
             extra_selectable_fields: v["selectableFields"]
                 .as_array()

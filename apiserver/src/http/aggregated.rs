@@ -94,12 +94,23 @@ fn resource(info: &ResourceInfo) -> Value {
     if !info.categories.is_empty() {
         doc["categories"] = json!(info.categories);
     }
+    let mut subresources = Vec::new();
     if info.status_subresource {
-        doc["subresources"] = json!([{
+        subresources.push(json!({
             "subresource": "status",
             "responseKind": kind,
             "verbs": STATUS_VERBS,
-        }]);
+        }));
+    }
+    if info.scale.is_some() {
+        subresources.push(json!({
+            "subresource": "scale",
+            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            "verbs": STATUS_VERBS,
+        }));
+    }
+    if !subresources.is_empty() {
+        doc["subresources"] = Value::Array(subresources);
     }
     doc
 }

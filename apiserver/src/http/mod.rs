@@ -11,6 +11,7 @@ mod query;
 mod resource;
 mod respond;
 mod route;
+mod scale;
 mod table;
 mod watch;
 

@@ -20,18 +20,18 @@ use crate::store::{
 };
 
 /// One request on a resource path, decoded.
-struct Call {
-    info: Arc<ResourceInfo>,
+pub(super) struct Call {
+    pub(super) info: Arc<ResourceInfo>,
     namespace: Option<String>,
     query: Query,
     representation: Representation,
-    content_type: Option<String>,
+    pub(super) content_type: Option<String>,
     user_agent: Option<String>,
 }
 
 impl Call {
     /// The namespace of an object request ("" for cluster-scoped kinds).
-    fn object_namespace(&self) -> ApiResult<&str> {
+    pub(super) fn object_namespace(&self) -> ApiResult<&str> {
         match (&self.namespace, self.info.namespaced) {
             (_, false) => Ok(""),
             (Some(ns), true) => Ok(ns),
@@ -43,7 +43,7 @@ impl Call {
     }
 
     /// The options of a create, update or patch, from the query.
-    fn write_options(&self) -> ApiResult<WriteOptions> {
+    pub(super) fn write_options(&self) -> ApiResult<WriteOptions> {
         Ok(WriteOptions {
             dry_run: self.query.dry_run()?,
             field_validation: FieldValidation::parse(self.query.get("fieldValidation"))?,
@@ -77,6 +77,7 @@ pub async fn serve(
     let target = match path.subresource.as_deref() {
         None => Target::Main,
         Some("status") if info.status_subresource && path.name.is_some() => Target::Status,
+        Some("scale") if info.scale.is_some() && path.name.is_some() => Target::Main,
         Some(_) => return Err(ApiError::no_such_path(parts.uri.path())),
     };
     let header = |name: header::HeaderName| {
@@ -110,6 +111,9 @@ pub async fn serve(
         Verdict::Serve => {}
         Verdict::Stall(delay) => tokio::time::sleep(delay).await,
         Verdict::Fail(error) => return Err(error),
+    }
+    if let (Some("scale"), Some(name)) = (path.subresource.as_deref(), &path.name) {
+        return super::scale::serve(shared, &call, parts.method, name, body).await;
     }
     match (parts.method, path.name) {
         (Method::GET, None) if call.query.flag("watch")? => watch::serve(
@@ -248,7 +252,7 @@ fn delete_collection(
     ))
 }
 
-fn patch_body(call: &Call, body: Value) -> ApiResult<PatchBody> {
+pub(super) fn patch_body(call: &Call, body: Value) -> ApiResult<PatchBody> {
     match negotiate::body_type(call.content_type.as_deref())? {
         BodyType::MergePatch => Ok(PatchBody::Merge(body)),
         BodyType::JsonPatch => Ok(PatchBody::Json(body)),
@@ -319,7 +323,7 @@ async fn read_object(call: &Call, body: Body, limit: usize) -> ApiResult<Value> 
 }
 
 /// Reads a JSON body, with a clear error for malformed JSON.
-async fn read_json(body: Body, limit: usize) -> ApiResult<Value> {
+pub(super) async fn read_json(body: Body, limit: usize) -> ApiResult<Value> {
     let bytes = read_bytes(body, limit).await?;
     if bytes.is_empty() {
         return Err(ApiError::bad_request("the request body is empty"));
@@ -336,7 +340,7 @@ async fn read_optional_json(body: Body, limit: usize) -> ApiResult<Option<Value>
 }
 
 /// Reads a patch body; an apply configuration may be YAML.
-async fn read_patch(call: &Call, body: Body, limit: usize) -> ApiResult<Value> {
+pub(super) async fn read_patch(call: &Call, body: Body, limit: usize) -> ApiResult<Value> {
     let apply = negotiate::body_type(call.content_type.as_deref())? == BodyType::ApplyPatch;
     let bytes = read_bytes(body, limit).await?;
     if !apply {

@@ -1,0 +1,75 @@
+//! `{plural}/{name}/scale`: get, update and patch (merge, JSON, strategic merge as merge)
+//! of an object's `autoscaling/v1` Scale.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use http::{Method, Response};
+use serde_json::Value;
+
+use super::resource::{Call, read_json, read_patch};
+use super::{Shared, respond};
+use crate::error::{ApiError, ApiResult};
+use crate::scale::{scale_of, with_replicas};
+use crate::store::{PatchBody, Target, apply_patch};
+
+/// Serves a request on an object's scale subresource.
+pub(super) async fn serve(
+    shared: &Arc<Shared>,
+    call: &Call,
+    method: Method,
+    name: &str,
+    body: Body,
+) -> ApiResult<Response<Body>> {
+    let namespace = call.object_namespace()?.to_string();
+    let info = &call.info;
+    let limit = shared.config.max_body_bytes;
+    let change: Box<dyn FnOnce(&Value) -> ApiResult<Value> + Send> = match method {
+        Method::GET => {
+            let state = shared.state.read();
+            let object = state
+                .get(&info.key(), &namespace, name)
+                .ok_or_else(|| ApiError::not_found(info, name))?;
+            return Ok(respond::json(200, &scale_of(info, &object)?));
+        }
+        Method::PUT => {
+            let scale = read_json(body, limit).await?;
+            Box::new(move |_current: &Value| Ok(scale))
+        }
+        Method::PATCH => {
+            let patch =
+                match super::resource::patch_body(call, read_patch(call, body, limit).await?)? {
+                    PatchBody::Strategic(patch) => PatchBody::Merge(patch),
+                    PatchBody::Apply(_) => {
+                        return Err(ApiError::unsupported_media_type(
+                            call.content_type.as_deref().unwrap_or_default(),
+                        ));
+                    }
+                    other => other,
+                };
+            Box::new(move |current: &Value| {
+                let mut scale = current.clone();
+                apply_patch(&mut scale, &patch)?;
+                Ok(scale)
+            })
+        }
+        other => {
+            return Err(ApiError::method_not_allowed(format!(
+                "{other} is not supported on the scale subresource"
+            )));
+        }
+    };
+    let options = call.write_options()?;
+    let (stored, warnings) = shared.write(|state| {
+        let object = state
+            .get(&info.key(), &namespace, name)
+            .ok_or_else(|| ApiError::not_found(info, name))?;
+        let scale = change(&scale_of(info, &object)?)?;
+        let updated = with_replicas(info, &object, &scale)?;
+        state.update(info, &namespace, name, updated, Target::Main, &options)
+    })?;
+    Ok(respond::warn(
+        respond::json(200, &scale_of(info, &stored)?),
+        &warnings,
+    ))
+}
