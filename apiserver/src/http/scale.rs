@@ -24,7 +24,7 @@ pub(super) async fn serve(
     let namespace = call.object_namespace()?.to_string();
     let info = &call.info;
     let limit = shared.config.max_body_bytes;
-    let change: Box<dyn FnOnce(&Value) -> ApiResult<Value> + Send> = match method {
+    let change = match method {
         Method::GET => {
             let state = shared.state.read();
             let object = state
@@ -32,10 +32,7 @@ pub(super) async fn serve(
                 .ok_or_else(|| ApiError::not_found(info, name))?;
             return Ok(respond::json(200, &scale_of(info, &object)?));
         }
-        Method::PUT => {
-            let scale = read_json(body, limit).await?;
-            Box::new(move |_current: &Value| Ok(scale))
-        }
+        Method::PUT => Change::Replace(read_json(body, limit).await?),
         Method::PATCH => {
             let patch =
                 match super::resource::patch_body(call, read_patch(call, body, limit).await?)? {
@@ -47,11 +44,7 @@ pub(super) async fn serve(
                     }
                     other => other,
                 };
-            Box::new(move |current: &Value| {
-                let mut scale = current.clone();
-                apply_patch(&mut scale, &patch)?;
-                Ok(scale)
-            })
+            Change::Patch(patch)
         }
         other => {
             return Err(ApiError::method_not_allowed(format!(
@@ -64,7 +57,7 @@ pub(super) async fn serve(
         let object = state
             .get(&info.key(), &namespace, name)
             .ok_or_else(|| ApiError::not_found(info, name))?;
-        let scale = change(&scale_of(info, &object)?)?;
+        let scale = change.apply(scale_of(info, &object)?)?;
         let updated = with_replicas(info, &object, &scale)?;
         state.update(info, &namespace, name, updated, Target::Main, &options)
     })?;
@@ -72,4 +65,25 @@ pub(super) async fn serve(
         respond::json(200, &scale_of(info, &stored)?),
         &warnings,
     ))
+}
+
+/// What a write does to the current Scale.
+enum Change {
+    /// An update: the body replaces it.
+    Replace(Value),
+    /// A merge or JSON patch of it.
+    Patch(PatchBody),
+}
+
+impl Change {
+    /// The Scale to write, from the current one.
+    fn apply(self, mut current: Value) -> ApiResult<Value> {
+        match self {
+            Change::Replace(scale) => Ok(scale),
+            Change::Patch(patch) => {
+                apply_patch(&mut current, &patch)?;
+                Ok(current)
+            }
+        }
+    }
 }
