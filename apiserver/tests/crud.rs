@@ -2,7 +2,7 @@
 
 mod support;
 
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use support::*;
 
@@ -587,4 +587,44 @@ async fn events_recorded_through_events_k8s_io_are_listed_as_core_events() {
         .await
         .unwrap();
     assert!(core_events.get_opt("w1.abc").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_crd_is_defaulted_as_kube_defaults_it() {
+    let (_server, client) = server();
+    let crds = Api::<DynamicObject>::all_with(client.clone(), &crd_resource());
+    let bare = object(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gizmos.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"kind": "Gizmo", "plural": "gizmos"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object"}}}]}
+    }));
+    crds.create(&PostParams::default(), &bare).await.unwrap();
+    let stored = crds.get("gizmos.example.com").await.unwrap();
+    let spec = &stored.data["spec"];
+    assert_eq!(spec["names"]["singular"], "gizmo");
+    assert_eq!(spec["names"]["listKind"], "GizmoList");
+    assert_eq!(spec["conversion"], json!({"strategy": "None"}));
+    assert_eq!(stored.data["status"]["storedVersions"], json!(["v1"]));
+    assert_eq!(
+        stored.data["status"]["acceptedNames"]["listKind"],
+        "GizmoList"
+    );
+
+    // An update that drops a defaulted field gets it back.
+    let mut changed = stored.clone();
+    changed.data["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("conversion");
+    let updated = crds
+        .replace("gizmos.example.com", &PostParams::default(), &changed)
+        .await
+        .unwrap();
+    assert_eq!(
+        updated.data["spec"]["conversion"],
+        json!({"strategy": "None"})
+    );
 }

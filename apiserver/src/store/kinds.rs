@@ -37,6 +37,7 @@ impl State {
             object["spec"] = json!({"finalizers": [NAMESPACE_FINALIZER]});
             object["status"] = json!({"phase": "Active"});
         } else if key == crd_resource_key() {
+            super::crd_defaults::apply(object);
             validate_crd(info, object)?;
             let mut finalizers = meta::finalizers(object);
             if !finalizers.iter().any(|f| f == CRD_CLEANUP_FINALIZER) {
@@ -59,6 +60,7 @@ impl State {
         if key == namespace_resource_key() {
             new["spec"]["finalizers"] = old["spec"]["finalizers"].clone();
         } else if key == crd_resource_key() {
+            super::crd_defaults::apply(new);
             validate_crd(info, new)?;
             new["status"] = self.crd_status(new, &old["status"]);
             if meta::is_deleting(old) {

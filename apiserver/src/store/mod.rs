@@ -2,6 +2,7 @@
 //! that watches replay, and the watchers themselves. All writes happen under one lock, so
 //! every operation is linearizable and changes are seen in resourceVersion order.
 
+mod crd_defaults;
 mod delete;
 mod events;
 mod gc;
