@@ -35,7 +35,9 @@ mod selector;
 mod server;
 mod store;
 mod tls;
+mod typecheck;
 mod validation;
+mod workloads;
 
 pub use error::{ApiError, Cause};
 pub use faults::{Fault, FaultAction, FaultMatch};

@@ -628,3 +628,135 @@ async fn a_crd_is_defaulted_as_kube_defaults_it() {
         json!({"strategy": "None"})
     );
 }
+
+#[tokio::test]
+async fn a_builtin_body_of_the_wrong_type_is_a_bad_request_in_gos_words() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    let status = status_of(
+        cms.create(
+            &PostParams::default(),
+            &configmap("c", json!({}), json!({"a": 1})),
+        )
+        .await,
+    );
+    assert_eq!((status.code, status.reason.as_str()), (400, "BadRequest"));
+    assert_eq!(
+        status.message,
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
+    );
+    cms.create(
+        &PostParams::default(),
+        &configmap("c", json!({}), json!({"a": "1"})),
+    )
+    .await
+    .unwrap();
+    let status = status_of(
+        cms.patch(
+            "c",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"b": true}})),
+        )
+        .await,
+    );
+    assert_eq!(status.code, 400);
+    assert!(
+        status
+            .message
+            .ends_with("cannot unmarshal bool into Go struct field ConfigMap.data of type string"),
+        "{}",
+        status.message
+    );
+    let deployments = api(
+        &client,
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        "default",
+    );
+    let mut body = web_deployment();
+    body.data["spec"]["replicas"] = json!("three");
+    let status = status_of(deployments.create(&PostParams::default(), &body).await);
+    assert_eq!(
+        status.message,
+        "Deployment in version \"v1\" cannot be handled as a Deployment: json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32"
+    );
+}
+
+fn web_deployment() -> DynamicObject {
+    object(
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}}),
+    )
+}
+
+#[tokio::test]
+async fn workloads_need_a_matching_selector_and_unique_container_names() {
+    let (_server, client) = server();
+    let deployments = api(
+        &client,
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        "default",
+    );
+    let mut body = web_deployment();
+    body.data["spec"]["template"]["metadata"]["labels"] = json!({"app": "other"});
+    let status = status_of(deployments.create(&PostParams::default(), &body).await);
+    assert_eq!(status.code, 422);
+    assert_eq!(
+        status.message,
+        "Deployment.apps \"web\" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"other\"}: `selector` does not match template `labels`"
+    );
+    let mut body = web_deployment();
+    body.data["spec"]["template"]["spec"]["containers"] =
+        json!([{"name": "app", "image": "a"}, {"name": "app", "image": "b"}]);
+    let status = status_of(deployments.create(&PostParams::default(), &body).await);
+    assert_eq!(
+        status.message,
+        "Deployment.apps \"web\" is invalid: spec.template.spec.containers[1].name: Duplicate value: \"app\""
+    );
+    assert_eq!(
+        status.details.unwrap().causes[0].reason,
+        "FieldValueDuplicate"
+    );
+    let mut body = web_deployment();
+    body.data["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("selector");
+    let status = status_of(deployments.create(&PostParams::default(), &body).await);
+    assert_eq!(
+        status.message,
+        "Deployment.apps \"web\" is invalid: spec.selector: Required value"
+    );
+    deployments
+        .create(&PostParams::default(), &web_deployment())
+        .await
+        .unwrap();
+    // An update is checked too.
+    let status = status_of(
+        deployments
+            .patch(
+                "web",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"selector": {"matchLabels": {"app": "db"}}}})),
+            )
+            .await,
+    );
+    assert_eq!(status.code, 422, "{}", status.message);
+    let pods = api(&client, "", "v1", "Pod", "pods", "default");
+    let pod = object(
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "", "image": "x"}]}}),
+    );
+    let status = status_of(pods.create(&PostParams::default(), &pod).await);
+    assert_eq!(
+        status.message,
+        "Pod \"p\" is invalid: spec.containers[0].name: Required value"
+    );
+}

@@ -1,7 +1,7 @@
 //! The REST front end: routes Kubernetes API requests to the store.
 
 mod aggregated;
-mod builtin;
+pub(crate) mod builtin;
 mod discovery;
 mod list;
 mod negotiate;

@@ -102,6 +102,8 @@ impl State {
         record: bool,
     ) -> ApiResult<Arc<Value>> {
         let mut object = check_body(info, body)?;
+        crate::typecheck::check(info, &object)?;
+        crate::workloads::validate(info, &object)?;
         let namespace = self.resolve_namespace(info, namespace, &object)?;
         let name = self.choose_name(info, &object)?;
         self.check_can_create_in(info, &namespace, &name)?;
@@ -323,6 +325,10 @@ impl State {
             Target::Main => keep_server_fields(info, old, new),
         };
         check_finalizers_while_deleting(info, old, &result)?;
+        crate::typecheck::check(info, &result)?;
+        if target == Target::Main {
+            crate::workloads::validate(info, &result)?;
+        }
         self.prepare_update_of_kind(info, old, &mut result)?;
         self.enforce_schema(info, &mut result, Some(old), options.field_validation)?;
         if record {
