@@ -54,6 +54,8 @@ pub struct ResourceInfo {
     pub status_subresource: bool,
     /// The kind's `scale` subresource, if it has one.
     pub scale: Option<ScalePaths>,
+    /// The `Warning` every request at this version gets, for a deprecated CRD version.
+    pub deprecation_warning: Option<String>,
     /// Whether the kind is defined by a CustomResourceDefinition.
     pub custom: bool,
     /// Field paths accepted in field selectors besides metadata.name and metadata.namespace.
@@ -423,6 +425,7 @@ impl From<&Builtin> for ResourceInfo {
             categories: strings(b.categories),
             status_subresource: b.status,
             scale: builtin_scale(b.group, b.kind),
+            deprecation_warning: None,
             custom: false,
             extra_selectable_fields: strings(b.selectable),
         }
@@ -570,6 +573,36 @@ fn version_rank(v: &str) -> (u8, u64, u64) {
     }
 }
 
+/// The warning of a deprecated CRD version: its `deprecationWarning`, or kube's
+/// `<group>/<version> <Kind> is deprecated; use <group>/<version> <Kind>`, naming the
+/// preferred served version that is not deprecated and ranks above it.
+fn deprecation_warning(spec: &Value, version: &Value) -> Option<String> {
+    if version["deprecated"].as_bool() != Some(true) {
+        return None;
+    }
+    if let Some(warning) = version["deprecationWarning"].as_str() {
+        return Some(warning.to_string());
+    }
+    let group = spec["group"].as_str().unwrap_or_default();
+    let kind = spec["names"]["kind"].as_str().unwrap_or_default();
+    let name = version["name"].as_str().unwrap_or_default();
+    let mut message = format!("{group}/{name} {kind} is deprecated");
+    let versions = spec["versions"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let replacement = versions
+        .iter()
+        .filter(|v| v["served"].as_bool() == Some(true) && v["deprecated"].as_bool() != Some(true))
+        .filter_map(|v| v["name"].as_str())
+        .filter(|v| compare_versions(name, v).is_lt())
+        .max_by(|a, b| compare_versions(a, b));
+    if let Some(replacement) = replacement {
+        message.push_str(&format!("; use {group}/{replacement} {kind}"));
+    }
+    Some(message)
+}
+
 /// The kinds a CustomResourceDefinition object defines, one per served version.
 pub fn infos_from_crd(crd: &Value) -> Vec<ResourceInfo> {
     let spec = &crd["spec"];
@@ -609,6 +642,7 @@ pub fn infos_from_crd(crd: &Value) -> Vec<ResourceInfo> {
             categories: string_list(&names["categories"]),
             status_subresource: v["subresources"]["status"].is_object(),
             scale: crd_scale(v),
+            deprecation_warning: deprecation_warning(spec, v),
             custom: true,
             extra_selectable_fields: v["selectableFields"]
                 .as_array()

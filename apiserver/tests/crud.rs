@@ -760,3 +760,76 @@ async fn workloads_need_a_matching_selector_and_unique_container_names() {
         "Pod \"p\" is invalid: spec.containers[0].name: Required value"
     );
 }
+
+/// The `Warning` headers of a GET.
+async fn warnings_of_get(client: &kube::Client, uri: &str) -> (u16, Vec<String>) {
+    let request = http::Request::builder()
+        .uri(uri)
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let response = client.send(request).await.unwrap();
+    let warnings = response
+        .headers()
+        .get_all("warning")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_string))
+        .collect();
+    (response.status().as_u16(), warnings)
+}
+
+#[tokio::test]
+async fn requests_at_a_deprecated_crd_version_carry_kubes_warning() {
+    let (_server, client) = server();
+    let version = |name: &str, storage: bool, extra: serde_json::Value| {
+        let mut v = json!({"name": name, "served": true, "storage": storage,
+            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}});
+        v.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        v
+    };
+    let crd = object(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"kind": "Gadget", "plural": "gadgets"},
+            "versions": [
+                version("v1alpha1", false, json!({"deprecated": true})),
+                version("v1beta1", false, json!({"deprecated": true})),
+                version("v1", true, json!({})),
+                version("v2alpha1", false, json!({"deprecated": true,
+                    "deprecationWarning": "v2alpha1 goes away in 2027"})),
+            ]}
+    }));
+    Api::<DynamicObject>::all_with(client.clone(), &crd_resource())
+        .create(&PostParams::default(), &crd)
+        .await
+        .unwrap();
+    let base = "/apis/example.com";
+    let (code, warnings) = warnings_of_get(
+        &client,
+        &format!("{base}/v1beta1/namespaces/default/gadgets"),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        warnings,
+        ["299 - \"example.com/v1beta1 Gadget is deprecated; use example.com/v1 Gadget\""]
+    );
+    let (code, warnings) = warnings_of_get(
+        &client,
+        &format!("{base}/v1beta1/namespaces/default/gadgets/nope"),
+    )
+    .await;
+    assert_eq!(code, 404);
+    assert_eq!(warnings.len(), 1, "a failed request is warned too");
+    let (_, warnings) = warnings_of_get(
+        &client,
+        &format!("{base}/v2alpha1/namespaces/default/gadgets"),
+    )
+    .await;
+    assert_eq!(warnings, ["299 - \"v2alpha1 goes away in 2027\""]);
+    let (_, warnings) =
+        warnings_of_get(&client, &format!("{base}/v1/namespaces/default/gadgets")).await;
+    assert!(warnings.is_empty(), "{warnings:?}");
+}

@@ -58,19 +58,36 @@ impl Call {
     }
 }
 
-/// Serves a request on a collection, object or subresource.
+/// Serves a request on a collection, object or subresource; a request at a deprecated
+/// CRD version gets its deprecation `Warning`, whatever the answer.
 pub async fn serve(
     shared: &Arc<Shared>,
     path: ResourcePath,
     request: Request<Body>,
 ) -> ApiResult<Response<Body>> {
-    let (parts, body) = request.into_parts();
     let info = shared
         .state
         .read()
         .registry
         .get(&path.group, &path.version, &path.plural)
-        .ok_or_else(|| ApiError::no_such_path(parts.uri.path()))?;
+        .ok_or_else(|| ApiError::no_such_path(request.uri().path()))?;
+    let Some(warning) = info.deprecation_warning.clone() else {
+        return serve_kind(shared, path, info, request).await;
+    };
+    let response = serve_kind(shared, path, info, request)
+        .await
+        .unwrap_or_else(|error| respond::error(&error));
+    Ok(respond::warn(response, &[warning]))
+}
+
+/// Serves a request on a collection, object or subresource of the kind `info`.
+async fn serve_kind(
+    shared: &Arc<Shared>,
+    path: ResourcePath,
+    info: Arc<ResourceInfo>,
+    request: Request<Body>,
+) -> ApiResult<Response<Body>> {
+    let (parts, body) = request.into_parts();
     if path.namespace.is_some() && !info.namespaced {
         return Err(ApiError::no_such_path(parts.uri.path()));
     }
