@@ -1111,6 +1111,54 @@ fn kubectl_scale_changes_a_custom_objects_spec_replicas_path() {
 }
 
 #[test]
+fn kubectl_get_prints_a_list_valued_printer_column_as_json() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let server = Server::start(kubectl, None);
+    let crd = WIDGET_CRD
+        .replace(
+            "      subresources:\n        status: {}\n",
+            "      subresources:\n        status: {}\n      additionalPrinterColumns:\n        - {name: Hosts, type: string, jsonPath: .spec.hosts}\n",
+        )
+        .replace(
+            "                size:\n",
+            "                hosts:\n                  type: array\n                  items: {type: string}\n                size:\n",
+        );
+    let crd = server.write("crd.yaml", &crd);
+    server
+        .apply(&crd)
+        .expect_ok("kubectl apply of the Widget CRD with a list column");
+    server
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.example.com",
+            "--timeout=10s",
+        ])
+        .expect_ok("kubectl wait for the CRD");
+    let w1 = server.write(
+        "w1.yaml",
+        &WIDGET_W1.replace("spec:\n", "spec:\n  hosts: [reviews]\n"),
+    );
+    server.apply(&w1).expect_ok("kubectl apply of widget w1");
+    let table = server
+        .kubectl(&["get", "widgets"])
+        .expect_ok("kubectl get widgets");
+    let lines: Vec<Vec<&str>> = table
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines,
+        vec![vec!["NAME", "HOSTS"], vec!["w1", "[\"reviews\"]"]],
+        "{}",
+        table.stdout
+    );
+}
+
+#[test]
 fn kubectl_with_a_wrong_token_is_unauthorized_by_a_server_started_with_a_token() {
     let Some(kubectl) = kubectl_on_path() else {
         return;
