@@ -435,10 +435,28 @@ async fn a_failure_on_an_unchanged_value_is_a_warning_not_an_error() {
     crds.replace("gateways.example.com", &PostParams::default(), &stored)
         .await
         .unwrap();
-    // A change elsewhere in the object is allowed; a change to spec is checked.
-    merge(&api, "gw", json!({"metadata": {"labels": {"a": "b"}}}))
-        .await
-        .expect("spec did not change");
+    // A change elsewhere in the object is allowed, with the failure as a warning; a change
+    // to spec is checked.
+    let request = http::Request::builder()
+        .method("PATCH")
+        .uri("/apis/example.com/v1/namespaces/default/gateways/gw")
+        .header("content-type", "application/merge-patch+json")
+        .body(kube::client::Body::from(
+            br#"{"metadata":{"labels":{"a":"b"}}}"#.to_vec(),
+        ))
+        .unwrap();
+    let response = client.send(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let warnings: Vec<&str> = response
+        .headers()
+        .get_all("warning")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    assert_eq!(
+        warnings,
+        ["299 - \"spec: Invalid value: \\\"object\\\": minReplicas must not exceed maxReplicas\""]
+    );
     let status = status_of(merge(&api, "gw", json!({"spec": {"maxReplicas": 4}})).await);
     assert_eq!(causes(&status)[0].1, "spec");
 }
