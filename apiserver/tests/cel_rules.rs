@@ -460,3 +460,67 @@ async fn a_failure_on_an_unchanged_value_is_a_warning_not_an_error() {
     let status = status_of(merge(&api, "gw", json!({"spec": {"maxReplicas": 4}})).await);
     assert_eq!(causes(&status)[0].1, "spec");
 }
+
+#[tokio::test]
+async fn formatted_strings_are_timestamps_durations_and_bytes_in_rules() {
+    let (_server, client) = server();
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "windows.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"kind": "Window", "plural": "windows"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object",
+                        "x-kubernetes-validations": [
+                            {"rule": "self.end > self.start && self.start.getFullYear() >= 2020", "message": "end must follow start"},
+                            {"rule": "self.timeout <= duration('1h')", "message": "timeout at most 1h"},
+                            {"rule": "size(self.key) == 3", "message": "key must be 3 bytes"},
+                            {"rule": "self.ratio < 2.5", "message": "ratio"}
+                        ],
+                        "properties": {
+                            "start": {"type": "string", "format": "date-time"},
+                            "end": {"type": "string", "format": "date-time"},
+                            "timeout": {"type": "string", "format": "duration"},
+                            "key": {"type": "string", "format": "byte"},
+                            "ratio": {"type": "number"}
+                        }}
+                }}}}]}
+    });
+    install(&client, crd).await;
+    let api = api(&client, "example.com", "v1", "Window", "windows", "default");
+    let window = |name: &str, spec: Value| {
+        object(
+            json!({"apiVersion": "example.com/v1", "kind": "Window", "metadata": {"name": name}, "spec": spec}),
+        )
+    };
+    let good = json!({"start": "2024-01-01T00:00:00Z", "end": "2024-01-01T01:00:00+00:00",
+        "timeout": "30m", "key": "YWJj", "ratio": 2});
+    api.create(&PostParams::default(), &window("ok", good.clone()))
+        .await
+        .expect("every rule holds");
+    for (field, value, message) in [
+        (
+            "end",
+            json!("2023-12-31T23:00:00Z"),
+            "end must follow start",
+        ),
+        ("timeout", json!("1h30m"), "timeout at most 1h"),
+        ("key", json!("YWJjZA=="), "key must be 3 bytes"),
+        ("ratio", json!(3), "ratio"),
+    ] {
+        let mut spec = good.clone();
+        spec[field] = value;
+        let status = status_of(
+            api.create(&PostParams::default(), &window("bad", spec))
+                .await,
+        );
+        let found = causes(&status);
+        assert_eq!(found.len(), 1, "{field}: {found:?}");
+        assert_eq!(
+            found[0].2,
+            format!("Invalid value: \"object\": {message}"),
+            "{field}"
+        );
+    }
+}

@@ -10,6 +10,7 @@
 
 use serde_json::Value;
 
+use super::cel_value::typed_val;
 use super::node::Node;
 use super::render::{field_of, go_quote};
 use super::rules::{Reason, Rule};
@@ -140,8 +141,9 @@ fn type_name(node: &Node) -> &'static str {
     }
 }
 
-/// Evaluates one program over `self` and `oldSelf`.
+/// Evaluates one program over `self` and `oldSelf` (both described by `node`).
 fn evaluate(
+    node: &Node,
     compiled: &Compiled,
     value: &Value,
     old: Option<&Value>,
@@ -149,11 +151,11 @@ fn evaluate(
 ) -> Result<cel::Value, String> {
     let env = k8s_cel::env()?;
     let mut ctx = cel::Context::with_env(env);
-    ctx.add_variable_as_val("self", k8s_cel::to_val(value));
+    ctx.add_variable_as_val("self", typed_val(node, value));
     match (old, optional_old_self) {
-        (Some(old), false) => ctx.add_variable_as_val("oldSelf", k8s_cel::to_val(old)),
+        (Some(old), false) => ctx.add_variable_as_val("oldSelf", typed_val(node, old)),
         (Some(old), true) => {
-            ctx.add_variable_as_val("oldSelf", Box::new(CelOptional::of(k8s_cel::to_val(old))))
+            ctx.add_variable_as_val("oldSelf", Box::new(CelOptional::of(typed_val(node, old))))
         }
         (None, true) => ctx.add_variable_as_val("oldSelf", Box::new(CelOptional::none())),
         (None, false) => {}
@@ -218,7 +220,7 @@ fn run(
     }
     out.remaining -= estimate;
     let old_self = if compiled.uses_old_self { old } else { None };
-    match evaluate(compiled, value, old_self, rule.optional_old_self) {
+    match evaluate(node, compiled, value, old_self, rule.optional_old_self) {
         Ok(cel::Value::Bool(true)) => {}
         Ok(cel::Value::Bool(false)) => fail(node, rule, value, old, path, out),
         Ok(other) => {
@@ -253,7 +255,7 @@ fn fail(
     let detail = rule
         .message_expression
         .as_ref()
-        .and_then(|expression| message(expression, value, old, out))
+        .and_then(|expression| message(node, expression, value, old, out))
         .unwrap_or_else(|| default_message(rule));
     let field = field_of(&path);
     let cause = match rule.reason {
@@ -277,6 +279,7 @@ fn fail(
 
 /// The message a `messageExpression` yields, or `None` (the rule's message is used).
 fn message(
+    node: &Node,
     expression: &Compiled,
     value: &Value,
     old: Option<&Value>,
@@ -288,7 +291,7 @@ fn message(
     }
     out.remaining -= estimate;
     let old_self = if expression.uses_old_self { old } else { None };
-    match evaluate(expression, value, old_self, false) {
+    match evaluate(node, expression, value, old_self, false) {
         Ok(cel::Value::String(s)) => {
             let trimmed = s.trim();
             let usable = !trimmed.is_empty()

@@ -7,6 +7,7 @@
 //! [`StructuralSchema::validate`].
 
 mod cel_validate;
+mod cel_value;
 mod compile;
 mod default;
 mod embedded;
