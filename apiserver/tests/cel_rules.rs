@@ -524,3 +524,50 @@ async fn formatted_strings_are_timestamps_durations_and_bytes_in_rules() {
         );
     }
 }
+
+#[tokio::test]
+async fn properties_are_named_with_kubes_escaping() {
+    let (_server, client) = server();
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "refs.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"kind": "Ref", "plural": "refs"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object",
+                        "x-kubernetes-validations": [
+                            {"rule": "!has(self.__namespace__) || self.__namespace__ != self.x__dash__default",
+                             "message": "namespace must differ from x-default"}
+                        ],
+                        "properties": {
+                            "namespace": {"type": "string"},
+                            "x-default": {"type": "string"}
+                        }}
+                }}}}]}
+    });
+    install(&client, crd).await;
+    let api = api(&client, "example.com", "v1", "Ref", "refs", "default");
+    let reference = |spec: Value| {
+        object(
+            json!({"apiVersion": "example.com/v1", "kind": "Ref", "metadata": {"name": "r"}, "spec": spec}),
+        )
+    };
+    let status = status_of(
+        api.create(
+            &PostParams::default(),
+            &reference(json!({"namespace": "a", "x-default": "a"})),
+        )
+        .await,
+    );
+    assert_eq!(
+        causes(&status)[0].2,
+        "Invalid value: \"object\": namespace must differ from x-default"
+    );
+    api.create(
+        &PostParams::default(),
+        &reference(json!({"namespace": "a", "x-default": "b"})),
+    )
+    .await
+    .expect("different values pass");
+}

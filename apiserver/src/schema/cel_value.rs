@@ -1,6 +1,8 @@
 //! A value as a CEL value typed by its schema, as kube-apiserver converts one: strings of
 //! `format: date-time` (and `date`) are timestamps, `duration` durations, `byte` bytes,
-//! integers in a `number` field are doubles; the rest is as [`crate::k8s_cel::to_val`].
+//! integers in a `number` field are doubles, and properties are named as kube's escaping
+//! names them (`namespace` is `__namespace__`, `x-y` is `x__dash__y`); the rest is as
+//! [`crate::k8s_cel::to_val`].
 
 use std::collections::HashMap;
 
@@ -41,18 +43,70 @@ pub(super) fn typed_val<'a>(node: &Node, value: &'a Value) -> Box<dyn Val + 'a> 
         Value::Object(fields) => Box::new(CelMap::from(
             fields
                 .iter()
-                .map(|(k, v)| {
-                    let child = node.properties.get(k).or(node.additional.as_deref());
-                    let val = match child {
-                        Some(child) => typed_val(child, v),
-                        None => to_val(v),
-                    };
-                    (CelMapKey::from(k.as_str()), val)
+                .map(|(k, v)| match node.properties.get(k) {
+                    Some(property) => (CelMapKey::from(escape(k)), typed_val(property, v)),
+                    None => {
+                        let val = match node.additional.as_deref() {
+                            Some(values) => typed_val(values, v),
+                            None => to_val(v),
+                        };
+                        (CelMapKey::from(k.as_str()), val)
+                    }
                 })
                 .collect::<HashMap<_, _>>(),
         )),
         _ => to_val(value),
     }
+}
+
+/// CEL's reserved words, which kube escapes as `__word__` when they name a property.
+const RESERVED: &[&str] = &[
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// A property name as a CEL field name, escaped as kube escapes it (`__` → `__underscores__`,
+/// `.` → `__dot__`, `-` → `__dash__`, `/` → `__slash__`, reserved words → `__word__`).
+fn escape(name: &str) -> String {
+    if RESERVED.contains(&name) {
+        return format!("__{name}__");
+    }
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(c) = rest.chars().next() {
+        if let Some(after) = rest.strip_prefix("__") {
+            out.push_str("__underscores__");
+            rest = after;
+            continue;
+        }
+        match c {
+            '.' => out.push_str("__dot__"),
+            '-' => out.push_str("__dash__"),
+            '/' => out.push_str("__slash__"),
+            c => out.push(c),
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    out
 }
 
 /// A Go duration (`1h30m`, `1.5s`, `-300ms`), as `time.ParseDuration` reads one.
@@ -100,6 +154,14 @@ pub(super) fn parse_go_duration(text: &str) -> Option<chrono::Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn property_names_are_escaped_as_kube_escapes_them() {
+        assert_eq!(escape("namespace"), "__namespace__");
+        assert_eq!(escape("x-y.z/w"), "x__dash__y__dot__z__slash__w");
+        assert_eq!(escape("a__b"), "a__underscores__b");
+        assert_eq!(escape("plain_name"), "plain_name");
+    }
 
     #[test]
     fn go_durations_parse() {
