@@ -43,6 +43,8 @@ fn gateway_crd() -> Value {
                                  "optionalOldSelf": true}]},
                             "listeners": {
                                 "type": "array",
+                                "x-kubernetes-validations": [
+                                    {"rule": "size(self) <= 3", "message": "at most 3 listeners"}],
                                 "x-kubernetes-list-type": "map",
                                 "x-kubernetes-list-map-keys": ["name"],
                                 "items": {"type": "object", "required": ["name"],
@@ -570,4 +572,23 @@ async fn properties_are_named_with_kubes_escaping() {
     )
     .await
     .expect("different values pass");
+}
+
+#[tokio::test]
+async fn a_list_level_rule_reports_the_list_and_its_type() {
+    let (_server, client) = setup().await;
+    let api = gateways(&client);
+    let mut spec = good_spec();
+    spec["listeners"] = json!([
+        {"name": "a", "port": 1}, {"name": "b", "port": 2},
+        {"name": "c", "port": 3}, {"name": "d", "port": 4}
+    ]);
+    let status = status_of(
+        api.create(&PostParams::default(), &gateway("gw", spec))
+            .await,
+    );
+    assert_eq!(
+        status.message,
+        "Gateway.example.com \"gw\" is invalid: spec.listeners: Invalid value: \"array\": at most 3 listeners"
+    );
 }
