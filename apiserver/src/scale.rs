@@ -5,13 +5,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, ApiResult, Cause};
+use crate::meta::{self, at_path};
 use crate::resources::{ResourceInfo, ScalePaths, ScaleSelector};
-
-/// The value at a dotted `path` of `object`.
-fn at<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.')
-        .try_fold(object, |value, key| value.get(key))
-}
 
 /// Sets the value at a dotted `path` of `object`, creating objects on the way.
 fn set(object: &mut Value, path: &str, value: Value) {
@@ -27,7 +22,7 @@ fn set(object: &mut Value, path: &str, value: Value) {
 }
 
 /// A `LabelSelector` as `metav1.FormatLabelSelector` writes it: `app=web,tier in (a,b)`.
-fn format_selector(selector: &Value) -> String {
+pub fn format_selector(selector: &Value) -> String {
     let mut parts: Vec<String> = selector["matchLabels"]
         .as_object()
         .map(|labels| {
@@ -70,9 +65,9 @@ fn paths<'a>(info: &'a ResourceInfo, name: &str) -> ApiResult<&'a ScalePaths> {
 
 /// `object` as an `autoscaling/v1` Scale.
 pub fn scale_of(info: &ResourceInfo, object: &Value) -> ApiResult<Value> {
-    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let name = meta::name(object);
     let paths = paths(info, name)?;
-    let replicas = |path: &str| at(object, path).and_then(Value::as_i64).unwrap_or(0);
+    let replicas = |path: &str| at_path(object, path).and_then(Value::as_i64).unwrap_or(0);
     let mut metadata = Map::new();
     for key in [
         "name",
@@ -88,7 +83,7 @@ pub fn scale_of(info: &ResourceInfo, object: &Value) -> ApiResult<Value> {
     let mut status = json!({"replicas": replicas(&paths.status_replicas)});
     let selector = match &paths.selector {
         ScaleSelector::None => None,
-        ScaleSelector::Path(path) => at(object, path.as_str())
+        ScaleSelector::Path(path) => at_path(object, path.as_str())
             .and_then(Value::as_str)
             .map(str::to_string),
         ScaleSelector::SpecSelector => Some(format_selector(&object["spec"]["selector"])),
@@ -108,7 +103,7 @@ pub fn scale_of(info: &ResourceInfo, object: &Value) -> ApiResult<Value> {
 /// `object` with the replicas of `scale` (an `autoscaling/v1` Scale body) written into it;
 /// the Scale's resourceVersion, if any, becomes the update's precondition.
 pub fn with_replicas(info: &ResourceInfo, object: &Value, scale: &Value) -> ApiResult<Value> {
-    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let name = meta::name(object);
     let paths = paths(info, name)?;
     if let Some(kind) = scale["kind"].as_str().filter(|k| *k != "Scale") {
         return Err(ApiError::bad_request(format!(

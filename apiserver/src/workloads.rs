@@ -7,7 +7,10 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult, Cause};
+use crate::meta::{self, at_path};
 use crate::resources::ResourceInfo;
+use crate::scale::format_selector;
+use crate::selector::LabelSelector;
 
 /// Where a kind keeps its pod spec, and whether it has a selector to check.
 fn pod_spec_path(info: &ResourceInfo) -> Option<(&'static str, bool)> {
@@ -22,10 +25,6 @@ fn pod_spec_path(info: &ResourceInfo) -> Option<(&'static str, bool)> {
     }
 }
 
-fn at<'a>(object: &'a Value, path: &str) -> &'a Value {
-    path.split('.').fold(object, |value, key| &value[key])
-}
-
 /// Refuses (422) a workload whose selector or containers kube-apiserver would refuse.
 pub fn validate(info: &ResourceInfo, object: &Value) -> ApiResult<()> {
     let Some((pod_spec, has_selector)) = pod_spec_path(info) else {
@@ -35,12 +34,12 @@ pub fn validate(info: &ResourceInfo, object: &Value) -> ApiResult<()> {
     if has_selector {
         check_selector(info, object, &mut causes);
     }
-    check_containers(at(object, pod_spec), pod_spec, &mut causes);
+    let spec = at_path(object, pod_spec).unwrap_or(&Value::Null);
+    check_containers(spec, pod_spec, &mut causes);
     if causes.is_empty() {
         return Ok(());
     }
-    let name = object["metadata"]["name"].as_str().unwrap_or_default();
-    Err(ApiError::invalid(info, name, causes))
+    Err(ApiError::invalid(info, meta::name(object), causes))
 }
 
 /// `spec.selector` is required and must select `spec.template.metadata.labels`.
@@ -77,35 +76,10 @@ fn check_selector(info: &ResourceInfo, object: &Value, causes: &mut Vec<Cause>) 
     }
 }
 
-/// Whether a `LabelSelector` selects `labels`.
+/// Whether a `LabelSelector` selects `labels` (a selector that does not parse selects nothing).
 fn selects(selector: &Value, labels: &Value) -> bool {
-    let label = |key: &str| labels.get(key).and_then(Value::as_str);
-    let match_labels = selector["matchLabels"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .all(|(k, v)| label(k) == v.as_str());
-    let expressions = selector["matchExpressions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .all(|e| {
-            let key = e["key"].as_str().unwrap_or_default();
-            let values: Vec<&str> = e["values"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            match e["operator"].as_str().unwrap_or_default() {
-                "In" => label(key).is_some_and(|v| values.contains(&v)),
-                "NotIn" => label(key).is_none_or(|v| !values.contains(&v)),
-                "Exists" => label(key).is_some(),
-                "DoesNotExist" => label(key).is_none(),
-                _ => false,
-            }
-        });
-    match_labels && expressions
+    LabelSelector::parse(&format_selector(selector))
+        .is_ok_and(|parsed| parsed.matches(labels.as_object()))
 }
 
 /// Labels as Go's `%#v` prints a `map[string]string`.
