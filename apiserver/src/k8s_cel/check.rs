@@ -368,6 +368,7 @@ mod tests {
             "optional.none().orValue(1) == 1 && ip.isCanonical('10.0.0.1')",
             "has(self.x) && self.x.matches('^a') && 'abc'.find('b') == 'b'",
             "duration('1h30m') > duration('90s') && oldSelf == self",
+            "cel.bind(n, self.size(), n > 0 && n < 10)",
         ] {
             if let Err(err) = compile(source, &["self", "oldSelf"]) {
                 panic!("{source}: {err}");

@@ -1,8 +1,9 @@
 //! CEL as kube-apiserver runs it for CRD validation rules: the standard library and the
-//! strings extension of the `cel` crate, plus Kubernetes' own libraries (lists, regex, URL,
-//! IP/CIDR, quantity), JSON values with integers as `int`, and a compile step that refuses
+//! strings extension of the `cel` crate, `cel.bind`, plus Kubernetes' own libraries (lists,
+//! regex, URL, IP/CIDR, quantity), JSON values with integers as `int`, and a compile step that refuses
 //! functions and variables the environment does not have, as kube's type checker does.
 
+mod bind;
 mod check;
 mod lists;
 mod net;
@@ -22,6 +23,7 @@ static ENV: LazyLock<Result<Arc<cel::Env>, String>> = LazyLock::new(|| {
     let mut env = cel::Env::stdlib();
     let extensions = [
         cel::extensions::strings,
+        bind::extension,
         lists::extension,
         regex::extension,
         url::extension,
