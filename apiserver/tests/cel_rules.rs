@@ -295,6 +295,7 @@ fn library_crd() -> Value {
         {"rule": "self.tags.indexOf('a') <= self.tags.lastIndexOf('a') && self.tags.map(t, t.upperAscii()).join(',').lowerAscii() == self.tags.join(',')", "message": "tags"},
         {"rule": "self.name.matches('^[a-z]+$') && self.name.find('[0-9]+') == '' && self.name.substring(0, 1).charAt(0) != 'x'", "message": "name"},
         {"rule": "duration(self.timeout) <= duration('1h30m') && self.tags.exists_one(t, t == 'a') && self.tags.filter(t, t != 'a').all(t, t.size() < 5)", "message": "timeout"},
+        {"rule": "sets.contains(self.tags, ['a']) && sets.equivalent(self.tags, ['b', 'a', 'a']) && !sets.intersects(self.tags, ['z'])", "message": "sets"},
         {"rule": "cel.bind(total, self.weights.sum(), total == 100 && total > self.weights.max())", "message": "bound"},
         {"rule": "'a-b-c'.split('-').size() == 3 && ' x '.trim() == 'x' && 'aXa'.replace('X', 'a') == 'aaa' && 'abc'.indexOf('c') == 2", "message": "strings"}
     ]);

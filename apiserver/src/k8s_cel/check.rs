@@ -67,6 +67,10 @@ const FUNCTIONS: &[&str] = &[
     "max",
     "find",
     "findAll",
+    // cel-go sets
+    "sets.contains",
+    "sets.equivalent",
+    "sets.intersects",
     // Kubernetes URLs
     "url",
     "isURL",
@@ -260,7 +264,7 @@ impl Walk<'_> {
                     Some(IdedExpr {
                         expr: Expr::Ident(ns),
                         ..
-                    }) if matches!(ns.as_str(), "optional" | "strings" | "ip")
+                    }) if matches!(ns.as_str(), "optional" | "strings" | "ip" | "sets")
                         && !self.variables.contains(&ns.as_str())
                         && FUNCTIONS.contains(&format!("{ns}.{}", call.func_name).as_str()) =>
                     {
@@ -369,6 +373,7 @@ mod tests {
             "has(self.x) && self.x.matches('^a') && 'abc'.find('b') == 'b'",
             "duration('1h30m') > duration('90s') && oldSelf == self",
             "cel.bind(n, self.size(), n > 0 && n < 10)",
+            "sets.contains([1, 2], [2]) && sets.equivalent([1], [1, 1]) && !sets.intersects([1], [2])",
         ] {
             if let Err(err) = compile(source, &["self", "oldSelf"]) {
                 panic!("{source}: {err}");

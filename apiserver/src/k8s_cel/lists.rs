@@ -1,4 +1,5 @@
-//! Kubernetes' CEL list library: `isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf`.
+//! Kubernetes' CEL list library (`isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf`)
+//! and cel-go's sets extension (`sets.contains`, `sets.equivalent`, `sets.intersects`).
 
 use std::cmp::Ordering;
 
@@ -26,6 +27,17 @@ pub(super) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
         vec![DYN_TYPE],
         last_index_of,
     )?;
+    for (name, function) in [
+        (
+            "sets.contains",
+            sets_contains as cel::common::functions::Function,
+        ),
+        ("sets.equivalent", sets_equivalent),
+        ("sets.intersects", sets_intersects),
+    ] {
+        let id = format!("{name}(list,list)");
+        env.add_overload(name, &id, vec![LIST_TYPE, LIST_TYPE], function)?;
+    }
     Ok(())
 }
 
@@ -150,4 +162,42 @@ fn index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Executi
 
 fn last_index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     position("lastIndexOf", args, true)
+}
+
+/// The two list arguments of a `sets.*` function.
+fn two_lists<'a, 'b, 'v>(
+    function: &str,
+    args: &'a [CowVal<'b, 'v>],
+) -> Result<(Vec<&'a (dyn Val + 'v)>, Vec<&'a (dyn Val + 'v)>), ExecutionError> {
+    match args {
+        [a, b] => Ok((items(function, &**a)?, items(function, &**b)?)),
+        _ => Err(ExecutionError::function_error(
+            function,
+            "expects two lists",
+        )),
+    }
+}
+
+/// Whether every element of `b` is in `a`.
+fn contains_all(a: &[&dyn Val], b: &[&dyn Val]) -> bool {
+    b.iter().all(|x| a.iter().any(|y| y.equals(*x)))
+}
+
+fn boolean<'b, 'v>(value: bool) -> CowVal<'b, 'v> {
+    CowVal::owned(cel::common::types::CelBool::from(value))
+}
+
+fn sets_contains<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let (a, b) = two_lists("sets.contains", &args)?;
+    Ok(boolean(contains_all(&a, &b)))
+}
+
+fn sets_equivalent<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let (a, b) = two_lists("sets.equivalent", &args)?;
+    Ok(boolean(contains_all(&a, &b) && contains_all(&b, &a)))
+}
+
+fn sets_intersects<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let (a, b) = two_lists("sets.intersects", &args)?;
+    Ok(boolean(b.iter().any(|x| a.iter().any(|y| y.equals(*x)))))
 }
