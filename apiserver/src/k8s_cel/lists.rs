@@ -164,11 +164,14 @@ fn last_index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Ex
     position("lastIndexOf", args, true)
 }
 
+/// The elements of a list argument.
+type Items<'a, 'v> = Vec<&'a (dyn Val + 'v)>;
+
 /// The two list arguments of a `sets.*` function.
 fn two_lists<'a, 'b, 'v>(
     function: &str,
     args: &'a [CowVal<'b, 'v>],
-) -> Result<(Vec<&'a (dyn Val + 'v)>, Vec<&'a (dyn Val + 'v)>), ExecutionError> {
+) -> Result<(Items<'a, 'v>, Items<'a, 'v>), ExecutionError> {
     match args {
         [a, b] => Ok((items(function, &**a)?, items(function, &**b)?)),
         _ => Err(ExecutionError::function_error(
