@@ -833,3 +833,29 @@ async fn requests_at_a_deprecated_crd_version_carry_kubes_warning() {
         warnings_of_get(&client, &format!("{base}/v1/namespaces/default/gadgets")).await;
     assert!(warnings.is_empty(), "{warnings:?}");
 }
+
+#[tokio::test]
+async fn crd_schemas_with_free_form_keywords_pass_the_type_check() {
+    let (_server, client) = server();
+    let crds = Api::<DynamicObject>::all_with(client.clone(), &crd_resource());
+    let crd = object(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"kind": "Thing", "plural": "things"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object",
+                        "default": {"mode": "a"},
+                        "properties": {
+                            "extra": {"type": "object", "additionalProperties": true},
+                            "port": {"x-kubernetes-int-or-string": true, "default": 80},
+                            "mode": {"type": "string", "enum": ["a", "b"]},
+                            "items": {"type": "array", "items": {"type": "integer"}}
+                        }}
+                }}}}]}
+    }));
+    crds.create(&PostParams::default(), &crd)
+        .await
+        .expect("JSONSchemaPropsOrBool, JSON defaults and int-or-string are not type errors");
+}
