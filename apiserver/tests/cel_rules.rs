@@ -594,3 +594,26 @@ async fn a_list_level_rule_reports_the_list_and_its_type() {
         "Gateway.example.com \"gw\" is invalid: spec.listeners: Invalid value: \"array\": at most 3 listeners"
     );
 }
+
+#[tokio::test]
+async fn an_update_that_adds_a_rule_that_does_not_compile_is_refused() {
+    let (_server, client) = setup().await;
+    let crds = Api::<DynamicObject>::all_with(client.clone(), &crd_resource());
+    let mut crd = crds.get("gateways.example.com").await.unwrap();
+    crd.data["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["tls"]["x-kubernetes-validations"] = json!([{"rule": "self &&& true"}]);
+    let status = status_of(
+        crds.replace("gateways.example.com", &PostParams::default(), &crd)
+            .await,
+    );
+    assert_eq!(status.code, 422);
+    let found = causes(&status);
+    assert_eq!(
+        found[0].1,
+        "spec.validation.openAPIV3Schema.properties[spec].properties[tls].x-kubernetes-validations[0].rule"
+    );
+    assert!(
+        found[0].2.contains("compilation failed: ERROR: <input>:1:"),
+        "{found:?}"
+    );
+}
