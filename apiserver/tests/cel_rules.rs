@@ -381,11 +381,9 @@ async fn kubernetes_cel_libraries_are_available_to_rules() {
             .await,
     );
     let found = causes(&status);
-    assert!(
-        found[0]
-            .2
-            .ends_with("evaluating rule: memory must be below 2Gi"),
-        "{found:?}"
+    assert_eq!(
+        found[0].2,
+        "Invalid value: \"object\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' evaluating rule: memory must be below 2Gi",
     );
 }
 
@@ -615,5 +613,26 @@ async fn an_update_that_adds_a_rule_that_does_not_compile_is_refused() {
     assert!(
         found[0].2.contains("compilation failed: ERROR: <input>:1:"),
         "{found:?}"
+    );
+}
+
+#[tokio::test]
+async fn rules_that_fail_to_evaluate_are_reported_in_kubes_words() {
+    let (_server, client) = server();
+    let mut crd = library_crd();
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = json!([{"rule": "self.name == 'x' || self.missing == 'y'"}, {"rule": "self.weights[0] + self.name == 'y'"}, {"rule": "self.weights[0] / self.weights[1] == 0"}]);
+    install(&client, crd).await;
+    let api = api(&client, "example.com", "v1", "Probe", "probes", "default");
+    let body = object(json!({"apiVersion": "example.com/v1", "kind": "Probe",
+        "metadata": {"name": "p"}, "spec": {"name": "web", "weights": [1, 0]}}));
+    let status = status_of(api.create(&PostParams::default(), &body).await);
+    let found: Vec<String> = causes(&status).into_iter().map(|c| c.2).collect();
+    assert_eq!(
+        found,
+        [
+            "Invalid value: \"object\": no such key: missing evaluating rule: self.name == 'x' || self.missing == 'y'",
+            "Invalid value: \"object\": 'no such overload': call arguments did not match a supported operator, function or macro signature for rule: self.weights[0] + self.name == 'y'",
+            "Invalid value: \"object\": division by zero evaluating rule: self.weights[0] / self.weights[1] == 0",
+        ]
     );
 }

@@ -141,6 +141,33 @@ fn type_name(node: &Node) -> &'static str {
     }
 }
 
+/// Why a rule could not be evaluated, in cel-go's words where they differ.
+enum Failure {
+    /// No overload of a function or operator takes the arguments.
+    NoOverload,
+    /// Any other error: `no such key: x`, `division by zero`, a function's own message...
+    Other(String),
+}
+
+impl From<cel::ExecutionError> for Failure {
+    fn from(err: cel::ExecutionError) -> Self {
+        use cel::ExecutionError as E;
+        Failure::Other(match err {
+            E::NoSuchOverload(_)
+            | E::UnsupportedBinaryOperator(..)
+            | E::ValuesNotComparable(..) => {
+                return Failure::NoOverload;
+            }
+            E::NoSuchKey(key) => format!("no such key: {key}"),
+            E::DivisionByZero(_) => "division by zero".into(),
+            E::RemainderByZero(_) => "modulus by zero".into(),
+            E::Overflow(..) => "integer overflow".into(),
+            E::FunctionError { message, .. } => message,
+            other => other.to_string(),
+        })
+    }
+}
+
 /// Evaluates one program over `self` and `oldSelf` (both described by `node`).
 fn evaluate(
     node: &Node,
@@ -148,8 +175,8 @@ fn evaluate(
     value: &Value,
     old: Option<&Value>,
     optional_old_self: bool,
-) -> Result<cel::Value, String> {
-    let env = k8s_cel::env()?;
+) -> Result<cel::Value, Failure> {
+    let env = k8s_cel::env().map_err(Failure::Other)?;
     let mut ctx = cel::Context::with_env(env);
     ctx.add_variable_as_val("self", typed_val(node, value));
     match (old, optional_old_self) {
@@ -160,7 +187,7 @@ fn evaluate(
         (None, true) => ctx.add_variable_as_val("oldSelf", Box::new(CelOptional::none())),
         (None, false) => {}
     }
-    compiled.program.execute(&ctx).map_err(|e| e.to_string())
+    Ok(compiled.program.execute(&ctx)?)
 }
 
 fn stop(out: &mut Outcome, path: &str, node: &Node, detail: String) {
@@ -231,7 +258,14 @@ fn run(
             );
             out.causes.push(invalid(path, node, &detail));
         }
-        Err(err) => {
+        Err(Failure::NoOverload) => {
+            let detail = format!(
+                "'no such overload': call arguments did not match a supported operator, function or macro signature for rule: {}",
+                rule_name(rule)
+            );
+            out.causes.push(invalid(path, node, &detail));
+        }
+        Err(Failure::Other(err)) => {
             let detail = format!("{err} evaluating rule: {}", rule_name(rule));
             out.causes.push(invalid(path, node, &detail));
         }
