@@ -1063,6 +1063,20 @@ fn kubectl_scale_changes_a_deployments_replicas_through_the_scale_subresource() 
     assert_eq!(run.stdout.trim(), "deployment.apps/web scaled");
     let deployment = server.get_json(&["deployment", "web"]);
     assert_eq!(deployment["spec"]["replicas"], 3, "{deployment}");
+    let table = server
+        .kubectl(&["get", "deployment", "web", "--subresource=scale"])
+        .expect_ok("kubectl get deployment --subresource=scale");
+    let lines: Vec<Vec<&str>> = table
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines,
+        vec![vec!["NAME", "DESIRED", "AVAILABLE"], vec!["web", "3", "0"]],
+        "{}",
+        table.stdout
+    );
     let run = server
         .kubectl(&[
             "scale",

@@ -24,7 +24,7 @@ pub(super) struct Call {
     pub(super) info: Arc<ResourceInfo>,
     namespace: Option<String>,
     query: Query,
-    representation: Representation,
+    pub(super) representation: Representation,
     pub(super) content_type: Option<String>,
     user_agent: Option<String>,
 }

@@ -7,8 +7,9 @@ use axum::body::Body;
 use http::{Method, Response};
 use serde_json::Value;
 
+use super::negotiate::Representation;
 use super::resource::{Call, read_json, read_patch};
-use super::{Shared, respond};
+use super::{Shared, respond, table};
 use crate::error::{ApiError, ApiResult};
 use crate::scale::{scale_of, with_replicas};
 use crate::store::{PatchBody, Target, apply_patch};
@@ -30,7 +31,11 @@ pub(super) async fn serve(
             let object = state
                 .get(&info.key(), &namespace, name)
                 .ok_or_else(|| ApiError::not_found(info, name))?;
-            return Ok(respond::json(200, &scale_of(info, &object)?));
+            let scale = scale_of(info, &object)?;
+            if call.representation == Representation::Table {
+                return Ok(respond::json(200, &scale_table(&scale)));
+            }
+            return Ok(respond::json(200, &scale));
         }
         Method::PUT => Change::Replace(read_json(body, limit).await?),
         Method::PATCH => {
@@ -65,6 +70,19 @@ pub(super) async fn serve(
         respond::json(200, &scale_of(info, &stored)?),
         &warnings,
     ))
+}
+
+/// A Scale as kube's printer shows it: NAME, DESIRED and AVAILABLE.
+fn scale_table(scale: &Value) -> Value {
+    let printer = vec![
+        serde_json::json!({"name": "Desired", "type": "integer", "jsonPath": ".spec.replicas"}),
+        serde_json::json!({"name": "Available", "type": "integer", "jsonPath": ".status.replicas"}),
+    ];
+    let columns = table::columns(Some(&printer));
+    let rv = scale["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default();
+    table::table(&columns, &[scale], rv)
 }
 
 /// What a write does to the current Scale.
