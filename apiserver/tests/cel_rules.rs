@@ -297,7 +297,7 @@ fn library_crd() -> Value {
         {"rule": "duration(self.timeout) <= duration('1h30m') && self.tags.exists_one(t, t == 'a') && self.tags.filter(t, t != 'a').all(t, t.size() < 5)", "message": "timeout"},
         {"rule": "sets.contains(self.tags, ['a']) && sets.equivalent(self.tags, ['b', 'a', 'a']) && !sets.intersects(self.tags, ['z'])", "message": "sets"},
         {"rule": "cel.bind(total, self.weights.sum(), total == 100 && total > self.weights.max())", "message": "bound"},
-        {"rule": "'a-b-c'.split('-').size() == 3 && ' x '.trim() == 'x' && 'aXa'.replace('X', 'a') == 'aaa' && 'abc'.indexOf('c') == 2", "message": "strings"}
+        {"rule": "'a-b-c'.split('-').size() == 3 && ' x '.trim() == 'x' && 'aXa'.replace('X', 'a') == 'aaa' && 'abc'.indexOf('c') == 2 && '%s-%d'.format(['a', 1]) == 'a-1' && 'abc'.lastIndexOf('c') == 2 && 'abc'.upperAscii() == 'ABC'", "message": "strings"}
     ]);
     json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
