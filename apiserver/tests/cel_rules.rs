@@ -296,6 +296,8 @@ fn library_crd() -> Value {
         {"rule": "self.name.matches('^[a-z]+$') && self.name.find('[0-9]+') == '' && self.name.substring(0, 1).charAt(0) != 'x'", "message": "name"},
         {"rule": "duration(self.timeout) <= duration('1h30m') && self.tags.exists_one(t, t == 'a') && self.tags.filter(t, t != 'a').all(t, t.size() < 5)", "message": "timeout"},
         {"rule": "sets.contains(self.tags, ['a']) && sets.equivalent(self.tags, ['b', 'a', 'a']) && !sets.intersects(self.tags, ['z'])", "message": "sets"},
+        {"rule": "url('https://a.io/v1?x=1').getQuery()['x'][0] == '1' && url('https://a.io/v1?x=1').getEscapedPath() == '/v1' && ip('127.0.0.1').isLoopback() && !ip('10.1.2.3').isLoopback() && ip('fe80::1').isLinkLocalUnicast() && cidr('10.0.0.0/8').prefixLength() == 8 && string(cidr('10.1.0.0/8').masked()) == '10.0.0.0/8' && string(ip('10.0.0.1')) == '10.0.0.1' && cidr('10.0.0.0/8').containsCIDR('10.1.0.0/16')", "message": "network"},
+        {"rule": "quantity('1Gi').compareTo(quantity('1024Mi')) == 0 && quantity('1.5').asApproximateFloat() == 1.5 && quantity('2').add(3).asInteger() == 5 && quantity('500m').sub(quantity('1')).sign() == -1 && !quantity('500m').isInteger()", "message": "quantities"},
         {"rule": "cel.bind(total, self.weights.sum(), total == 100 && total > self.weights.max())", "message": "bound"},
         {"rule": "'a-b-c'.split('-').size() == 3 && ' x '.trim() == 'x' && 'aXa'.replace('X', 'a') == 'aaa' && 'abc'.indexOf('c') == 2 && '%s-%d'.format(['a', 1]) == 'a-1' && 'abc'.lastIndexOf('c') == 2 && 'abc'.upperAscii() == 'ABC'", "message": "strings"}
     ]);
