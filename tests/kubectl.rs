@@ -1204,6 +1204,130 @@ fn kubectl_get_prints_a_crds_printer_columns() {
 }
 
 #[test]
+fn kubectl_scale_changes_a_deployments_replicas_through_the_scale_subresource() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let server = Server::start(kubectl, None);
+    server
+        .kubectl(&["create", "deployment", "web", "--image=nginx"])
+        .expect_ok("kubectl create deployment");
+    let run = server
+        .kubectl(&["scale", "deployment", "web", "--replicas=3"])
+        .expect_ok("kubectl scale deployment");
+    assert_eq!(run.stdout.trim(), "deployment.apps/web scaled");
+    let deployment = server.get_json(&["deployment", "web"]);
+    assert_eq!(deployment["spec"]["replicas"], 3, "{deployment}");
+    let table = server
+        .kubectl(&["get", "deployment", "web", "--subresource=scale"])
+        .expect_ok("kubectl get deployment --subresource=scale");
+    let lines: Vec<Vec<&str>> = table
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines,
+        vec![vec!["NAME", "DESIRED", "AVAILABLE"], vec!["web", "3", "0"]],
+        "{}",
+        table.stdout
+    );
+    let run = server
+        .kubectl(&[
+            "scale",
+            "deployment",
+            "web",
+            "--replicas=5",
+            "--current-replicas=2",
+        ])
+        .expect_failure("kubectl scale with a wrong --current-replicas");
+    assert!(
+        run.stderr.contains("Expected replicas to be 2, was 3"),
+        "{}",
+        run.describe()
+    );
+}
+
+#[test]
+fn kubectl_scale_changes_a_custom_objects_spec_replicas_path() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let server = Server::start(kubectl, None);
+    let crd = WIDGET_CRD.replace(
+        "      subresources:\n        status: {}\n",
+        "      subresources:\n        status: {}\n        scale:\n          specReplicasPath: .spec.size\n          statusReplicasPath: .status.size\n",
+    );
+    let crd = server.write("crd.yaml", &crd);
+    server
+        .apply(&crd)
+        .expect_ok("kubectl apply of the scalable Widget CRD");
+    server
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.example.com",
+            "--timeout=10s",
+        ])
+        .expect_ok("kubectl wait for the CRD");
+    let w1 = server.write("w1.yaml", WIDGET_W1);
+    server.apply(&w1).expect_ok("kubectl apply of widget w1");
+    let run = server
+        .kubectl(&["scale", "widget", "w1", "--replicas=7"])
+        .expect_ok("kubectl scale widget");
+    assert_eq!(run.stdout.trim(), "widget.example.com/w1 scaled");
+    assert_eq!(server.widget("w1")["spec"]["size"], 7);
+}
+
+#[test]
+fn kubectl_get_prints_a_list_valued_printer_column_as_json() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let server = Server::start(kubectl, None);
+    let crd = WIDGET_CRD
+        .replace(
+            "      subresources:\n        status: {}\n",
+            "      subresources:\n        status: {}\n      additionalPrinterColumns:\n        - {name: Hosts, type: string, jsonPath: .spec.hosts}\n",
+        )
+        .replace(
+            "                size:\n",
+            "                hosts:\n                  type: array\n                  items: {type: string}\n                size:\n",
+        );
+    let crd = server.write("crd.yaml", &crd);
+    server
+        .apply(&crd)
+        .expect_ok("kubectl apply of the Widget CRD with a list column");
+    server
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.example.com",
+            "--timeout=10s",
+        ])
+        .expect_ok("kubectl wait for the CRD");
+    let w1 = server.write(
+        "w1.yaml",
+        &WIDGET_W1.replace("spec:\n", "spec:\n  hosts: [reviews]\n"),
+    );
+    server.apply(&w1).expect_ok("kubectl apply of widget w1");
+    let table = server
+        .kubectl(&["get", "widgets"])
+        .expect_ok("kubectl get widgets");
+    let lines: Vec<Vec<&str>> = table
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines,
+        vec![vec!["NAME", "HOSTS"], vec!["w1", "[\"reviews\"]"]],
+        "{}",
+        table.stdout
+    );
+}
+
+#[test]
 fn kubectl_with_a_wrong_token_is_unauthorized_by_a_server_started_with_a_token() {
     let Some(kubectl) = kubectl_on_path() else {
         return;

@@ -158,8 +158,13 @@ impl ApiError {
         .with_details(Self::object_details(info, name))
     }
 
-    /// 422: `Kind "name" is invalid: cause, cause`.
+    /// 422: `Kind.group "name" is invalid: cause, cause` (`Kind` alone in the core group).
     pub fn invalid(info: &ResourceInfo, name: &str, causes: Vec<Cause>) -> Self {
+        Self::invalid_kind(&info.group, &info.kind, name, causes)
+    }
+
+    /// 422 for an object of `kind` in `group` (e.g. a `Scale.autoscaling`).
+    pub fn invalid_kind(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
         let joined = causes.iter().map(Cause::full_message).collect::<Vec<_>>();
         let message = if joined.len() == 1 {
             joined[0].clone()
@@ -170,14 +175,17 @@ impl ApiError {
             .iter()
             .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
             .collect();
+        let qualified = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{group}")
+        };
         Self::new(
             422,
             "Invalid",
-            format!("{} \"{name}\" is invalid: {message}", info.kind),
+            format!("{qualified} \"{name}\" is invalid: {message}"),
         )
-        .with_details(
-            json!({"name": name, "group": info.group, "kind": info.kind, "causes": causes_json}),
-        )
+        .with_details(json!({"name": name, "group": group, "kind": kind, "causes": causes_json}))
     }
 
     /// 400 with a message.

@@ -28,14 +28,18 @@ mod catalog;
 mod error;
 mod faults;
 mod http;
+mod k8s_cel;
 mod meta;
 mod resources;
+mod scale;
 mod schema;
 mod selector;
 mod server;
 mod store;
 mod tls;
+mod typecheck;
 mod validation;
+mod workloads;
 
 pub use error::{ApiError, Cause};
 pub use faults::{Fault, FaultAction, FaultMatch};

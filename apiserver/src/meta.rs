@@ -1,6 +1,12 @@
-//! Reading and writing `metadata` fields of objects held as JSON.
+//! Reading and writing `metadata` fields (and reading dotted paths) of objects held as JSON.
 
 use serde_json::{Map, Value};
+
+/// The value at a dotted `path` (`spec.replicas`) of `object`, if there is one.
+pub fn at_path<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.')
+        .try_fold(object, |value, key| value.get(key))
+}
 
 /// A string field of `metadata`, or "" when absent.
 pub fn meta_str<'a>(object: &'a Value, field: &str) -> &'a str {

@@ -40,6 +40,10 @@ pub struct ResourceInfo {
     pub categories: Vec<String>,
     /// Whether the kind has a `status` subresource.
     pub status_subresource: bool,
+    /// The kind's `scale` subresource, if it has one.
+    pub scale: Option<ScalePaths>,
+    /// The `Warning` every request at this version gets, for a deprecated CRD version.
+    pub deprecation_warning: Option<String>,
     /// Whether the kind is defined by a CustomResourceDefinition.
     pub custom: bool,
     /// Field paths accepted in field selectors besides metadata.name and metadata.namespace.
@@ -107,6 +111,63 @@ impl ResourceInfo {
     }
 }
 
+/// Where a kind keeps what its `scale` subresource (`autoscaling/v1` Scale) shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScalePaths {
+    /// The desired replicas, e.g. `spec.replicas` (a CRD's `specReplicasPath` without the dot).
+    pub spec_replicas: String,
+    /// The observed replicas, e.g. `status.replicas`.
+    pub status_replicas: String,
+    /// Where `status.selector` of the Scale comes from.
+    pub selector: ScaleSelector,
+}
+
+/// The source of a Scale's `status.selector`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScaleSelector {
+    /// None: the Scale has no selector.
+    None,
+    /// A string field of the object (a CRD's `labelSelectorPath`).
+    Path(String),
+    /// The object's `spec.selector`, a `LabelSelector` written as a string (built-in kinds).
+    SpecSelector,
+}
+
+/// The built-in kinds with a `scale` subresource.
+const SCALABLE: &[(&str, &str)] = &[
+    ("apps", "Deployment"),
+    ("apps", "StatefulSet"),
+    ("apps", "ReplicaSet"),
+];
+
+/// The scale subresource of a built-in kind.
+fn builtin_scale(group: &str, kind: &str) -> Option<ScalePaths> {
+    SCALABLE
+        .iter()
+        .any(|(g, k)| *g == group && *k == kind)
+        .then(|| ScalePaths {
+            spec_replicas: "spec.replicas".into(),
+            status_replicas: "status.replicas".into(),
+            selector: ScaleSelector::SpecSelector,
+        })
+}
+
+/// The scale subresource a CRD version declares (`subresources.scale`).
+fn crd_scale(version: &Value) -> Option<ScalePaths> {
+    let scale = version["subresources"]["scale"].as_object()?;
+    let path = |key: &str| {
+        scale
+            .get(key)
+            .and_then(Value::as_str)
+            .map(|p| p.trim_start_matches('.').to_string())
+    };
+    Some(ScalePaths {
+        spec_replicas: path("specReplicasPath")?,
+        status_replicas: path("statusReplicasPath")?,
+        selector: path("labelSelectorPath").map_or(ScaleSelector::None, ScaleSelector::Path),
+    })
+}
+
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
@@ -124,6 +185,8 @@ impl From<&BuiltinKind> for ResourceInfo {
             short_names: strings(b.short_names),
             categories: strings(b.categories),
             status_subresource: b.status,
+            scale: builtin_scale(b.group, b.kind),
+            deprecation_warning: None,
             custom: false,
             extra_selectable_fields: strings(b.selectable),
             verbs: b.verbs,
@@ -274,6 +337,36 @@ fn version_rank(v: &str) -> (u8, u64, u64) {
     }
 }
 
+/// The warning of a deprecated CRD version: its `deprecationWarning`, or kube's
+/// `<group>/<version> <Kind> is deprecated; use <group>/<version> <Kind>`, naming the
+/// preferred served version that is not deprecated and ranks above it.
+fn deprecation_warning(spec: &Value, version: &Value) -> Option<String> {
+    if version["deprecated"].as_bool() != Some(true) {
+        return None;
+    }
+    if let Some(warning) = version["deprecationWarning"].as_str() {
+        return Some(warning.to_string());
+    }
+    let group = spec["group"].as_str().unwrap_or_default();
+    let kind = spec["names"]["kind"].as_str().unwrap_or_default();
+    let name = version["name"].as_str().unwrap_or_default();
+    let mut message = format!("{group}/{name} {kind} is deprecated");
+    let versions = spec["versions"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let replacement = versions
+        .iter()
+        .filter(|v| v["served"].as_bool() == Some(true) && v["deprecated"].as_bool() != Some(true))
+        .filter_map(|v| v["name"].as_str())
+        .filter(|v| compare_versions(name, v).is_lt())
+        .max_by(|a, b| compare_versions(a, b));
+    if let Some(replacement) = replacement {
+        message.push_str(&format!("; use {group}/{replacement} {kind}"));
+    }
+    Some(message)
+}
+
 /// The kinds a CustomResourceDefinition object defines, one per served version.
 pub fn infos_from_crd(crd: &Value) -> Vec<ResourceInfo> {
     let spec = &crd["spec"];
@@ -312,6 +405,8 @@ pub fn infos_from_crd(crd: &Value) -> Vec<ResourceInfo> {
             short_names: string_list(&names["shortNames"]),
             categories: string_list(&names["categories"]),
             status_subresource: v["subresources"]["status"].is_object(),
+            scale: crd_scale(v),
+            deprecation_warning: deprecation_warning(spec, v),
             custom: true,
             extra_selectable_fields: v["selectableFields"]
                 .as_array()

@@ -2,7 +2,7 @@
 
 mod support;
 
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use support::*;
 
@@ -645,4 +645,275 @@ async fn objects_are_written_with_kind_and_api_version_first_as_go_writes_them()
         list.starts_with(r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"#),
         "{list}"
     );
+}
+
+#[tokio::test]
+async fn a_crd_is_defaulted_as_kube_defaults_it() {
+    let (_server, client) = server();
+    let crds = Api::<DynamicObject>::all_with(client.clone(), &crd_resource());
+    let bare = object(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gizmos.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"kind": "Gizmo", "plural": "gizmos"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object"}}}]}
+    }));
+    crds.create(&PostParams::default(), &bare).await.unwrap();
+    let stored = crds.get("gizmos.example.com").await.unwrap();
+    let spec = &stored.data["spec"];
+    assert_eq!(spec["names"]["singular"], "gizmo");
+    assert_eq!(spec["names"]["listKind"], "GizmoList");
+    assert_eq!(spec["conversion"], json!({"strategy": "None"}));
+    assert_eq!(stored.data["status"]["storedVersions"], json!(["v1"]));
+    assert_eq!(
+        stored.data["status"]["acceptedNames"]["listKind"],
+        "GizmoList"
+    );
+
+    // An update that drops a defaulted field gets it back.
+    let mut changed = stored.clone();
+    changed.data["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("conversion");
+    let updated = crds
+        .replace("gizmos.example.com", &PostParams::default(), &changed)
+        .await
+        .unwrap();
+    assert_eq!(
+        updated.data["spec"]["conversion"],
+        json!({"strategy": "None"})
+    );
+}
+
+#[tokio::test]
+async fn a_builtin_body_of_the_wrong_type_is_a_bad_request_in_gos_words() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    let status = status_of(
+        cms.create(
+            &PostParams::default(),
+            &configmap("c", json!({}), json!({"a": 1})),
+        )
+        .await,
+    );
+    assert_eq!((status.code, status.reason.as_str()), (400, "BadRequest"));
+    assert_eq!(
+        status.message,
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
+    );
+    cms.create(
+        &PostParams::default(),
+        &configmap("c", json!({}), json!({"a": "1"})),
+    )
+    .await
+    .unwrap();
+    let status = status_of(
+        cms.patch(
+            "c",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"b": true}})),
+        )
+        .await,
+    );
+    assert_eq!(status.code, 400);
+    assert!(
+        status
+            .message
+            .ends_with("cannot unmarshal bool into Go struct field ConfigMap.data of type string"),
+        "{}",
+        status.message
+    );
+    let deployments = api(
+        &client,
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        "default",
+    );
+    let mut body = web_deployment();
+    body.data["spec"]["replicas"] = json!("three");
+    let status = status_of(deployments.create(&PostParams::default(), &body).await);
+    assert_eq!(
+        status.message,
+        "Deployment in version \"v1\" cannot be handled as a Deployment: json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32"
+    );
+}
+
+fn web_deployment() -> DynamicObject {
+    object(
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}}),
+    )
+}
+
+#[tokio::test]
+async fn workloads_need_a_matching_selector_and_unique_container_names() {
+    let (_server, client) = server();
+    let deployments = api(
+        &client,
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        "default",
+    );
+    let mut body = web_deployment();
+    body.data["spec"]["template"]["metadata"]["labels"] = json!({"app": "other"});
+    let status = status_of(deployments.create(&PostParams::default(), &body).await);
+    assert_eq!(status.code, 422);
+    assert_eq!(
+        status.message,
+        "Deployment.apps \"web\" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"other\"}: `selector` does not match template `labels`"
+    );
+    let mut body = web_deployment();
+    body.data["spec"]["template"]["spec"]["containers"] =
+        json!([{"name": "app", "image": "a"}, {"name": "app", "image": "b"}]);
+    let status = status_of(deployments.create(&PostParams::default(), &body).await);
+    assert_eq!(
+        status.message,
+        "Deployment.apps \"web\" is invalid: spec.template.spec.containers[1].name: Duplicate value: \"app\""
+    );
+    assert_eq!(
+        status.details.unwrap().causes[0].reason,
+        "FieldValueDuplicate"
+    );
+    let mut body = web_deployment();
+    body.data["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("selector");
+    let status = status_of(deployments.create(&PostParams::default(), &body).await);
+    assert_eq!(
+        status.message,
+        "Deployment.apps \"web\" is invalid: spec.selector: Required value"
+    );
+    deployments
+        .create(&PostParams::default(), &web_deployment())
+        .await
+        .unwrap();
+    // An update is checked too.
+    let status = status_of(
+        deployments
+            .patch(
+                "web",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"selector": {"matchLabels": {"app": "db"}}}})),
+            )
+            .await,
+    );
+    assert_eq!(status.code, 422, "{}", status.message);
+    let pods = api(&client, "", "v1", "Pod", "pods", "default");
+    let pod = object(
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "", "image": "x"}]}}),
+    );
+    let status = status_of(pods.create(&PostParams::default(), &pod).await);
+    assert_eq!(
+        status.message,
+        "Pod \"p\" is invalid: spec.containers[0].name: Required value"
+    );
+}
+
+/// The `Warning` headers of a GET.
+async fn warnings_of_get(client: &kube::Client, uri: &str) -> (u16, Vec<String>) {
+    let request = http::Request::builder()
+        .uri(uri)
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let response = client.send(request).await.unwrap();
+    let warnings = response
+        .headers()
+        .get_all("warning")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_string))
+        .collect();
+    (response.status().as_u16(), warnings)
+}
+
+#[tokio::test]
+async fn requests_at_a_deprecated_crd_version_carry_kubes_warning() {
+    let (_server, client) = server();
+    let version = |name: &str, storage: bool, extra: serde_json::Value| {
+        let mut v = json!({"name": name, "served": true, "storage": storage,
+            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}});
+        v.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        v
+    };
+    let crd = object(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"kind": "Gadget", "plural": "gadgets"},
+            "versions": [
+                version("v1alpha1", false, json!({"deprecated": true})),
+                version("v1beta1", false, json!({"deprecated": true})),
+                version("v1", true, json!({})),
+                version("v2alpha1", false, json!({"deprecated": true,
+                    "deprecationWarning": "v2alpha1 goes away in 2027"})),
+            ]}
+    }));
+    Api::<DynamicObject>::all_with(client.clone(), &crd_resource())
+        .create(&PostParams::default(), &crd)
+        .await
+        .unwrap();
+    let base = "/apis/example.com";
+    let (code, warnings) = warnings_of_get(
+        &client,
+        &format!("{base}/v1beta1/namespaces/default/gadgets"),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        warnings,
+        ["299 - \"example.com/v1beta1 Gadget is deprecated; use example.com/v1 Gadget\""]
+    );
+    let (code, warnings) = warnings_of_get(
+        &client,
+        &format!("{base}/v1beta1/namespaces/default/gadgets/nope"),
+    )
+    .await;
+    assert_eq!(code, 404);
+    assert_eq!(warnings.len(), 1, "a failed request is warned too");
+    let (_, warnings) = warnings_of_get(
+        &client,
+        &format!("{base}/v2alpha1/namespaces/default/gadgets"),
+    )
+    .await;
+    assert_eq!(warnings, ["299 - \"v2alpha1 goes away in 2027\""]);
+    let (_, warnings) =
+        warnings_of_get(&client, &format!("{base}/v1/namespaces/default/gadgets")).await;
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
+
+#[tokio::test]
+async fn crd_schemas_with_free_form_keywords_pass_the_type_check() {
+    let (_server, client) = server();
+    let crds = Api::<DynamicObject>::all_with(client.clone(), &crd_resource());
+    let crd = object(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"kind": "Thing", "plural": "things"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object",
+                        "default": {"mode": "a"},
+                        "properties": {
+                            "extra": {"type": "object", "additionalProperties": true},
+                            "port": {"x-kubernetes-int-or-string": true, "default": 80},
+                            "mode": {"type": "string", "enum": ["a", "b"]},
+                            "items": {"type": "array", "items": {"type": "integer"}}
+                        }}
+                }}}}]}
+    }));
+    crds.create(&PostParams::default(), &crd)
+        .await
+        .expect("JSONSchemaPropsOrBool, JSON defaults and int-or-string are not type errors");
 }

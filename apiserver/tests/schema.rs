@@ -174,26 +174,83 @@ async fn a_crd_with_a_bad_schema_is_refused() {
     );
 }
 
+/// A kind with a list-map of listeners (keyed by name, or by name and port) and a set of
+/// hostnames.
+fn router_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "routers.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"kind": "Router", "plural": "routers"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "listeners": {"type": "array", "x-kubernetes-list-type": "map",
+                            "x-kubernetes-list-map-keys": ["name"],
+                            "items": {"type": "object", "properties": {
+                                "name": {"type": "string"}, "port": {"type": "integer"}}}},
+                        "routes": {"type": "array", "x-kubernetes-list-type": "map",
+                            "x-kubernetes-list-map-keys": ["host", "port"],
+                            "items": {"type": "object", "properties": {
+                                "host": {"type": "string"}, "port": {"type": "integer"}}}},
+                        "hostnames": {"type": "array", "x-kubernetes-list-type": "set",
+                            "items": {"type": "string"}},
+                        "ports": {"type": "array", "x-kubernetes-list-type": "set",
+                            "items": {"type": "integer"}}
+                    }}
+                }}}}]}
+    })
+}
+
 #[tokio::test]
-async fn cel_rules_are_not_silently_accepted() {
+async fn list_maps_and_sets_refuse_duplicates_in_kubes_words() {
     let (_server, client) = server();
-    let mut crd = gadget_crd();
-    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
-        json!([{"rule": "self.replicas < 10"}]);
-    let body = serde_json::to_vec(&crd).unwrap();
-    let request = http::Request::builder()
-        .method("POST")
-        .uri("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
-        .header("content-type", "application/json")
-        .body(kube::client::Body::from(body))
+    kube::Api::<DynamicObject>::all_with(client.clone(), &crd_resource())
+        .create(&PostParams::default(), &object(router_crd()))
+        .await
         .unwrap();
-    let response = client.send(request).await.unwrap();
-    assert_eq!(response.status(), 201);
-    let warning = response
-        .headers()
-        .get("warning")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    assert!(warning.contains("x-kubernetes-validations"), "{warning:?}");
+    let routers = api(&client, "example.com", "v1", "Router", "routers", "default");
+    let router = |spec: Value| {
+        object(json!({"apiVersion": "example.com/v1", "kind": "Router",
+            "metadata": {"name": "r"}, "spec": spec}))
+    };
+    let cases = [
+        (
+            json!({"listeners": [{"name": "http", "port": 80}, {"name": "http", "port": 8080}]}),
+            r#"spec.listeners[1]: Duplicate value: map[string]interface {}{"name":"http"}"#,
+        ),
+        (
+            json!({"routes": [{"host": "a", "port": 1}, {"host": "a", "port": 2}, {"host": "a", "port": 1}]}),
+            r#"spec.routes[2]: Duplicate value: map[string]interface {}{"host":"a", "port":1}"#,
+        ),
+        (
+            json!({"hostnames": ["a.io", "b.io", "a.io", "a.io"]}),
+            r#"spec.hostnames[2]: Duplicate value: "a.io""#,
+        ),
+        (
+            json!({"ports": [80, 443, 80]}),
+            "spec.ports[2]: Duplicate value: 80",
+        ),
+    ];
+    for (spec, expected) in cases {
+        let status = status_of(
+            routers
+                .create(&PostParams::default(), &router(spec.clone()))
+                .await,
+        );
+        assert_eq!(status.code, 422, "{spec}");
+        assert_eq!(
+            status.message,
+            format!("Router.example.com \"r\" is invalid: {expected}"),
+            "{spec}"
+        );
+        let cause = &status.details.as_ref().unwrap().causes[0];
+        assert_eq!(cause.reason, "FieldValueDuplicate");
+    }
+    let unique = json!({"listeners": [{"name": "http"}, {"name": "https"}],
+        "hostnames": ["a.io", "b.io"], "ports": [80, 443]});
+    routers
+        .create(&PostParams::default(), &router(unique))
+        .await
+        .expect("unique elements are accepted");
 }

@@ -115,6 +115,13 @@ fn resource(info: &ResourceInfo) -> Value {
             "verbs": sub.verbs,
         }));
     }
+    if info.scale.is_some() {
+        subresources.push(json!({
+            "subresource": "scale",
+            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            "verbs": STATUS_VERBS,
+        }));
+    }
     if !subresources.is_empty() {
         doc["subresources"] = Value::from(subresources);
     }

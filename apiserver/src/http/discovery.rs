@@ -103,6 +103,17 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
             }
             resources.push(doc);
         }
+        if info.scale.is_some() {
+            resources.push(json!({
+                "name": format!("{}/scale", info.plural),
+                "singularName": "",
+                "namespaced": info.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": STATUS_VERBS,
+            }));
+        }
     }
     let group_version = if group.is_empty() {
         version.to_string()

@@ -1,7 +1,7 @@
 //! The REST front end: routes Kubernetes API requests to the store.
 
 mod aggregated;
-mod builtin;
+pub(crate) mod builtin;
 mod deleted;
 mod discovery;
 mod list;
@@ -14,6 +14,7 @@ mod respond;
 mod reviews;
 mod route;
 mod subresource;
+mod scale;
 mod table;
 mod tokens;
 mod watch;

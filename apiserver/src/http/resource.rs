@@ -20,18 +20,18 @@ use crate::store::{
 };
 
 /// One request on a resource path, decoded.
-struct Call {
-    info: Arc<ResourceInfo>,
+pub(super) struct Call {
+    pub(super) info: Arc<ResourceInfo>,
     namespace: Option<String>,
     query: Query,
-    representation: Representation,
-    content_type: Option<String>,
+    pub(super) representation: Representation,
+    pub(super) content_type: Option<String>,
     user_agent: Option<String>,
 }
 
 impl Call {
     /// The namespace of an object request ("" for cluster-scoped kinds).
-    fn object_namespace(&self) -> ApiResult<&str> {
+    pub(super) fn object_namespace(&self) -> ApiResult<&str> {
         match (&self.namespace, self.info.namespaced) {
             (_, false) => Ok(""),
             (Some(ns), true) => Ok(ns),
@@ -43,7 +43,7 @@ impl Call {
     }
 
     /// The options of a create, update or patch, from the query.
-    fn write_options(&self) -> ApiResult<WriteOptions> {
+    pub(super) fn write_options(&self) -> ApiResult<WriteOptions> {
         Ok(WriteOptions {
             dry_run: self.query.dry_run()?,
             field_validation: FieldValidation::parse(self.query.get("fieldValidation"))?,
@@ -58,25 +58,43 @@ impl Call {
     }
 }
 
-/// Serves a request on a collection, object or subresource.
+/// Serves a request on a collection, object or subresource; a request at a deprecated
+/// CRD version gets its deprecation `Warning`, whatever the answer.
 pub async fn serve(
     shared: &Arc<Shared>,
     path: ResourcePath,
     request: Request<Body>,
 ) -> ApiResult<Response<Body>> {
-    let (parts, body) = request.into_parts();
     let info = shared
         .state
         .read()
         .registry
         .get(&path.group, &path.version, &path.plural)
-        .ok_or_else(|| ApiError::no_such_path(parts.uri.path()))?;
+        .ok_or_else(|| ApiError::no_such_path(request.uri().path()))?;
+    let Some(warning) = info.deprecation_warning.clone() else {
+        return serve_kind(shared, path, info, request).await;
+    };
+    let response = serve_kind(shared, path, info, request)
+        .await
+        .unwrap_or_else(|error| respond::error(&error));
+    Ok(respond::warn(response, &[warning]))
+}
+
+/// Serves a request on a collection, object or subresource of the kind `info`.
+async fn serve_kind(
+    shared: &Arc<Shared>,
+    path: ResourcePath,
+    info: Arc<ResourceInfo>,
+    request: Request<Body>,
+) -> ApiResult<Response<Body>> {
+    let (parts, body) = request.into_parts();
     if path.namespace.is_some() && !info.namespaced {
         return Err(ApiError::no_such_path(parts.uri.path()));
     }
     let target = match path.subresource.as_deref() {
         None => Target::Main,
         Some("status") if info.status_subresource && path.name.is_some() => Target::Status,
+        Some("scale") if info.scale.is_some() && path.name.is_some() => Target::Main,
         Some(sub) if path.name.is_some() && info.subresource(sub).is_some() => {
             subresource::part(&info, sub).map_or(Target::Main, Target::Part)
         }
@@ -113,6 +131,9 @@ pub async fn serve(
         Verdict::Serve => {}
         Verdict::Stall(delay) => tokio::time::sleep(delay).await,
         Verdict::Fail(error) => return Err(error),
+    }
+    if let (Some("scale"), Some(name)) = (path.subresource.as_deref(), &path.name) {
+        return super::scale::serve(shared, &call, parts.method, name, body).await;
     }
     let allowed = match path.subresource.as_deref() {
         Some(sub) => call
@@ -298,7 +319,7 @@ fn delete_collection(
     ))
 }
 
-fn patch_body(call: &Call, body: Value) -> ApiResult<PatchBody> {
+pub(super) fn patch_body(call: &Call, body: Value) -> ApiResult<PatchBody> {
     match negotiate::body_type(call.content_type.as_deref())? {
         BodyType::MergePatch => Ok(PatchBody::Merge(body)),
         BodyType::JsonPatch => Ok(PatchBody::Json(body)),
@@ -378,7 +399,7 @@ async fn read_optional_body(call: &Call, body: Body, limit: usize) -> ApiResult<
 }
 
 /// Reads a JSON body, with a clear error for malformed JSON.
-async fn read_json(body: Body, limit: usize) -> ApiResult<Value> {
+pub(super) async fn read_json(body: Body, limit: usize) -> ApiResult<Value> {
     let bytes = read_bytes(body, limit).await?;
     if bytes.is_empty() {
         return Err(ApiError::bad_request("the request body is empty"));
@@ -395,7 +416,7 @@ async fn read_optional_json(body: Body, limit: usize) -> ApiResult<Option<Value>
 }
 
 /// Reads a patch body; an apply configuration may be YAML.
-async fn read_patch(call: &Call, body: Body, limit: usize) -> ApiResult<Value> {
+pub(super) async fn read_patch(call: &Call, body: Body, limit: usize) -> ApiResult<Value> {
     let apply = negotiate::body_type(call.content_type.as_deref())? == BodyType::ApplyPatch;
     let bytes = read_bytes(body, limit).await?;
     if !apply {

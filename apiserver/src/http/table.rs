@@ -72,35 +72,47 @@ impl Column {
             "description": self.description, "priority": self.priority})
     }
 
+    /// A cell as kube's `tableconvertor` makes it from the first JSONPath result: a
+    /// `string` column prints it (a list or map as JSON, so kubectl shows `["reviews"]`),
+    /// other columns keep a value of their type (or none).
     fn cell(&self, object: &Value, now: Timestamp) -> Value {
         let value = match &self.source {
             Source::Name => return Value::from(meta::name(object)),
             Source::Age => object["metadata"]["creationTimestamp"].clone(),
             Source::Invalid => return Value::Null,
             Source::Path(query) => match js_path_process(query, object) {
-                Ok(found) if found.len() == 1 => found[0].val.clone(),
-                Ok(found) if found.is_empty() => Value::Null,
-                Ok(found) => Value::from(
-                    found
-                        .iter()
-                        .map(|r| text_of(r.val))
-                        .collect::<Vec<_>>()
-                        .join(","),
-                ),
-                Err(_) => Value::Null,
+                Ok(found) => match found.first().map(|r| r.val) {
+                    None | Some(Value::Null) => return Value::Null,
+                    Some(value) => value.clone(),
+                },
+                Err(_) => return Value::Null,
             },
         };
-        if self.kind == "date" {
-            return value
-                .as_str()
-                .and_then(|t| t.parse::<Timestamp>().ok())
-                .map_or(Value::Null, |t| Value::from(human_duration(now, t)));
+        match self.kind.as_str() {
+            "string" => Value::from(print_result(&value)),
+            "date" => value.as_str().map_or(Value::Null, |text| {
+                text.parse::<Timestamp>()
+                    .map_or(Value::from("<invalid>"), |t| {
+                        Value::from(human_duration(now, t))
+                    })
+            }),
+            "integer" => match &value {
+                Value::Number(n) => n
+                    .as_i64()
+                    .or_else(|| n.as_f64().map(|f| f as i64))
+                    .map_or(Value::Null, Value::from),
+                _ => Value::Null,
+            },
+            "number" => value.as_f64().map_or(Value::Null, Value::from),
+            "boolean" => value.as_bool().map_or(Value::Null, Value::from),
+            _ => Value::Null,
         }
-        value
     }
 }
 
-fn text_of(value: &Value) -> String {
+/// One JSONPath result as kube's JSONPath printer writes it: strings as they are, lists and
+/// maps as JSON, numbers and booleans as text.
+fn print_result(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -216,13 +228,30 @@ mod tests {
             json!({"name": "Ports", "type": "string", "jsonPath": ".spec.ports[*].port"}),
             json!({"name": "Missing", "type": "string", "jsonPath": ".spec.nothing"}),
             json!({"name": "Bad", "type": "string", "jsonPath": ".spec[["}),
+            json!({"name": "Hosts", "type": "string", "jsonPath": ".spec.hosts"}),
+            json!({"name": "Labels", "type": "string", "jsonPath": ".spec.labels"}),
+            json!({"name": "SizeText", "type": "string", "jsonPath": ".spec.size"}),
+            json!({"name": "HostsCount", "type": "integer", "jsonPath": ".spec.hosts"}),
+            json!({"name": "When", "type": "date", "jsonPath": ".spec.hosts[0]"}),
         ];
         let object = json!({"metadata": {"name": "w1", "creationTimestamp": "2026-01-01T00:00:00Z"},
-            "spec": {"size": 3, "ports": [{"port": 80}, {"port": 443}]}});
+            "spec": {"size": 3, "ports": [{"port": 80}, {"port": 443}],
+                "hosts": ["reviews", "ratings"], "labels": {"b": "2", "a": "1"}}});
         let doc = table(&columns(Some(&printer)), &[&object], "7");
         assert_eq!(
             doc["rows"][0]["cells"],
-            json!(["w1", 3, "80,443", null, null])
+            json!([
+                "w1",
+                3,
+                "80",
+                null,
+                null,
+                r#"["reviews","ratings"]"#,
+                r#"{"a":"1","b":"2"}"#,
+                "3",
+                null,
+                "<invalid>"
+            ])
         );
         assert_eq!(doc["columnDefinitions"][1]["name"], "Size");
         let default = table(&columns(None), &[&object], "7");

@@ -4,21 +4,25 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::node::Node;
+use super::rules::{self, RuleError};
 use super::{SchemaError, format, prune};
 
 /// How deep sub-schemas may nest.
 const MAX_DEPTH: usize = 100;
 
-/// Compiles the root schema; sets `cel_rules` when any node has `x-kubernetes-validations`.
-pub(super) fn compile(schema: &Value, cel_rules: &mut bool) -> Result<Node, SchemaError> {
-    compile_node(schema, "openAPIV3Schema", 0, cel_rules)
+/// Compiles the root schema; rules that do not compile are appended to `rule_errors`.
+pub(super) fn compile(
+    schema: &Value,
+    rule_errors: &mut Vec<RuleError>,
+) -> Result<Node, SchemaError> {
+    compile_node(schema, "openAPIV3Schema", 0, rule_errors)
 }
 
 fn compile_node(
     schema: &Value,
     path: &str,
     depth: usize,
-    cel: &mut bool,
+    rule_errors: &mut Vec<RuleError>,
 ) -> Result<Node, SchemaError> {
     if depth > MAX_DEPTH {
         return Err(SchemaError::TooDeep {
@@ -52,8 +56,10 @@ fn compile_node(
     node.types = types(&keys)?;
     node.pattern = pattern(&keys)?;
     if let Some(rules) = map.get("x-kubernetes-validations") {
-        *cel |= rules.as_array().is_none_or(|r| !r.is_empty());
+        node.rules = rules::compile(rules, path, rule_errors);
     }
+    node.list_type = keys.string("x-kubernetes-list-type")?;
+    node.list_map_keys = keys.strings("x-kubernetes-list-map-keys")?;
     let next = depth + 1;
     if let Some(props) = map.get("properties") {
         let Value::Object(props) = props else {
@@ -61,7 +67,7 @@ fn compile_node(
         };
         for (name, sub) in props {
             let sub_path = format!("{path}.properties[{name}]");
-            let child = compile_node(sub, &sub_path, next, cel)?;
+            let child = compile_node(sub, &sub_path, next, rule_errors)?;
             node.properties.insert(name.clone(), child);
         }
     }
@@ -70,7 +76,7 @@ fn compile_node(
         Some(Value::Bool(true)) => Some(Box::default()),
         Some(sub) => {
             let sub_path = format!("{path}.additionalProperties");
-            Some(Box::new(compile_node(sub, &sub_path, next, cel)?))
+            Some(Box::new(compile_node(sub, &sub_path, next, rule_errors)?))
         }
     };
     if let Some(items) = map.get("items") {
@@ -78,15 +84,20 @@ fn compile_node(
             return Err(keys.bad("items", "a schema"));
         }
         let sub_path = format!("{path}.items");
-        node.items = Some(Box::new(compile_node(items, &sub_path, next, cel)?));
+        node.items = Some(Box::new(compile_node(items, &sub_path, next, rule_errors)?));
     }
-    node.all_of = junctor(&keys, "allOf", next, cel)?;
-    node.any_of = junctor(&keys, "anyOf", next, cel)?;
-    node.one_of = junctor(&keys, "oneOf", next, cel)?;
+    node.all_of = junctor(&keys, "allOf", next, rule_errors)?;
+    node.any_of = junctor(&keys, "anyOf", next, rule_errors)?;
+    node.one_of = junctor(&keys, "oneOf", next, rule_errors)?;
     if let Some(not) = map.get("not") {
         let sub_path = format!("{path}.not");
-        node.not = Some(Box::new(compile_node(not, &sub_path, next, cel)?));
+        node.not = Some(Box::new(compile_node(not, &sub_path, next, rule_errors)?));
     }
+    node.has_rules = !node.rules.is_empty()
+        || node.properties.values().any(|n| n.has_rules)
+        || node.additional.as_ref().is_some_and(|n| n.has_rules)
+        || node.items.as_ref().is_some_and(|n| n.has_rules)
+        || node.all_of.iter().any(|n| n.has_rules);
     if let Some(mut default) = node.default.take() {
         prune::prune_default(&mut default, &node);
         node.default = Some(default);
@@ -139,7 +150,7 @@ fn junctor(
     keys: &Keys,
     name: &str,
     depth: usize,
-    cel: &mut bool,
+    rule_errors: &mut Vec<RuleError>,
 ) -> Result<Vec<Node>, SchemaError> {
     let Some(list) = keys.array(name)? else {
         return Ok(Vec::new());
@@ -147,7 +158,7 @@ fn junctor(
     let mut nodes = Vec::with_capacity(list.len());
     for (i, sub) in list.iter().enumerate() {
         let sub_path = format!("{}.{name}[{i}]", keys.path);
-        nodes.push(compile_node(sub, &sub_path, depth, cel)?);
+        nodes.push(compile_node(sub, &sub_path, depth, rule_errors)?);
     }
     Ok(nodes)
 }

@@ -6,15 +6,21 @@
 //! same: [`StructuralSchema::prune`], [`StructuralSchema::apply_defaults`], then
 //! [`StructuralSchema::validate`].
 
+mod cel_validate;
+mod cel_value;
 mod compile;
 mod default;
 mod embedded;
 mod format;
 mod junctors;
+mod listtype;
 mod node;
 mod prune;
 mod render;
+mod rules;
 mod validate;
+
+pub use rules::RuleError;
 
 #[cfg(test)]
 mod tests;
@@ -28,7 +34,15 @@ use node::Node;
 #[derive(Debug)]
 pub struct StructuralSchema {
     root: Node,
-    cel_rules: bool,
+}
+
+/// What validating one write found: causes (422) and warnings (ratcheted rule failures).
+#[derive(Debug, Default)]
+pub struct Validation {
+    /// Every violation, in kube-apiserver's order: schema, list-type, then CEL rules.
+    pub causes: Vec<Cause>,
+    /// Rules that failed on values the write did not change.
+    pub warnings: Vec<String>,
 }
 
 /// Why a schema cannot be compiled; `path` is written as kube-apiserver writes schema
@@ -65,22 +79,60 @@ pub enum SchemaError {
         /// The nesting limit.
         limit: usize,
     },
+    /// `x-kubernetes-validations` rules that cannot be used (do not compile, ...).
+    #[error("{}", .0.iter().map(|e| format!("{}: {}", e.path, e.message)).collect::<Vec<_>>().join(", "))]
+    Rules(Vec<RuleError>),
 }
 
 impl StructuralSchema {
     /// Compiles a schema; a bad `pattern` is an error naming its path.
     pub fn compile(schema: &Value) -> Result<StructuralSchema, SchemaError> {
-        let mut cel_rules = false;
-        let root = compile::compile(schema, &mut cel_rules)?;
-        Ok(StructuralSchema { root, cel_rules })
+        let mut rule_errors = Vec::new();
+        let root = compile::compile(schema, &mut rule_errors)?;
+        if !rule_errors.is_empty() {
+            return Err(SchemaError::Rules(rule_errors));
+        }
+        Ok(StructuralSchema { root })
     }
 
-    /// Every violation, one cause per problem, in kube-apiserver's words and field paths.
+    /// Every violation of the schema and of its list types, one cause per problem, in
+    /// kube-apiserver's words and field paths.
     pub fn validate(&self, object: &Value) -> Vec<Cause> {
         let mut causes = Vec::new();
         validate::validate(&self.root, object, "", &mut causes);
         embedded::validate(&self.root, object, &mut causes);
+        listtype::validate(&self.root, object, "", &mut causes);
         causes
+    }
+
+    /// [`StructuralSchema::validate`], then the `x-kubernetes-validations` rules over the
+    /// object and the `old` one it replaces (skipped, as kube does, when a value has the
+    /// wrong type).
+    pub fn validate_write(&self, object: &Value, old: Option<&Value>) -> Validation {
+        let mut causes = self.validate(object);
+        if !self.root.has_rules {
+            return Validation {
+                causes,
+                warnings: Vec::new(),
+            };
+        }
+        if causes.iter().any(|c| c.reason == "FieldValueTypeInvalid") {
+            causes.push(Cause {
+                reason: "FieldValueInvalid",
+                field: "<nil>".into(),
+                message: "Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
+            });
+            return Validation {
+                causes,
+                warnings: Vec::new(),
+            };
+        }
+        let outcome = cel_validate::validate(&self.root, object, old);
+        causes.extend(outcome.causes);
+        Validation {
+            causes,
+            warnings: outcome.warnings,
+        }
     }
 
     /// Removes fields the schema does not know (keeping `x-kubernetes-preserve-unknown-fields`
@@ -95,10 +147,5 @@ impl StructuralSchema {
     pub fn apply_defaults(&self, object: &mut Value) {
         default::drop_disallowed_nulls(object, &self.root);
         default::apply(object, &self.root);
-    }
-
-    /// Whether the schema has `x-kubernetes-validations` (CEL rules, not checked by this server).
-    pub fn has_cel_rules(&self) -> bool {
-        self.cel_rules
     }
 }

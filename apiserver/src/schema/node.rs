@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use regex::Regex;
 use serde_json::Value;
 
+use super::rules::Rule;
+
 /// A compiled (sub-)schema: only what validation, pruning and defaulting read.
 #[derive(Debug, Default)]
 pub(super) struct Node {
@@ -58,4 +60,12 @@ pub(super) struct Node {
     pub one_of: Vec<Node>,
     /// `not`.
     pub not: Option<Box<Node>>,
+    /// `x-kubernetes-list-type` (`atomic`, `set`, `map`).
+    pub list_type: Option<String>,
+    /// `x-kubernetes-list-map-keys`.
+    pub list_map_keys: Vec<String>,
+    /// `x-kubernetes-validations`, compiled.
+    pub rules: Vec<Rule>,
+    /// Whether this node or one below it has rules.
+    pub has_rules: bool,
 }

@@ -43,6 +43,7 @@ impl State {
             object["spec"] = json!({"finalizers": [NAMESPACE_FINALIZER]});
             object["status"] = json!({"phase": "Active"});
         } else if key == crd_resource_key() {
+            super::crd_defaults::apply(object);
             validate_crd(info, object)?;
             let mut finalizers = meta::finalizers(object);
             if !finalizers.iter().any(|f| f == CRD_CLEANUP_FINALIZER) {
@@ -69,6 +70,7 @@ impl State {
         if key == namespace_resource_key() && target == super::Target::Main {
             new["spec"]["finalizers"] = old["spec"]["finalizers"].clone();
         } else if key == crd_resource_key() {
+            super::crd_defaults::apply(new);
             validate_crd(info, new)?;
             new["status"] = self.crd_status(new, &old["status"]);
             if meta::is_deleting(old) {
@@ -95,10 +97,6 @@ impl State {
             self.registry
                 .set_custom(&custom_key(object), infos_from_crd(object));
             self.register_schemas(object);
-            if crd_has_cel_rules(object) {
-                self.warnings
-                    .push(super::schemas::CEL_RULES_WARNING.to_string());
-            }
         }
     }
 
@@ -345,21 +343,12 @@ fn validate_crd(info: &ResourceInfo, crd: &Value) -> ApiResult<()> {
             }
         }
     }
-    if let Err(cause) = super::schemas::compile_versions(crd) {
-        causes.push(cause);
+    if let Err(schema_causes) = super::schemas::compile_versions(crd) {
+        causes.extend(schema_causes);
     }
     if causes.is_empty() {
         Ok(())
     } else {
         Err(ApiError::invalid(info, meta::name(crd), causes))
     }
-}
-
-/// Whether any version's schema has `x-kubernetes-validations`.
-fn crd_has_cel_rules(crd: &Value) -> bool {
-    crd["spec"]["versions"].as_array().is_some_and(|versions| {
-        versions
-            .iter()
-            .any(|v| v["schema"].to_string().contains("x-kubernetes-validations"))
-    })
 }

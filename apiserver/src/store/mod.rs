@@ -4,6 +4,7 @@
 
 mod builtin_defaults;
 mod cluster;
+mod crd_defaults;
 mod delete;
 mod events;
 mod eviction;
@@ -29,7 +30,7 @@ pub use delete::DeleteOutcome;
 pub use delete::{DeleteOptions, Propagation};
 pub use persist::StorageError;
 pub use schemas::FieldValidation;
-pub use write::{PatchBody, Target, WriteOptions};
+pub use write::{PatchBody, Target, WriteOptions, apply_patch};
 
 /// (namespace, name) of an object within its kind; namespace is "" for cluster-scoped kinds.
 pub type ObjectKey = (String, String);

@@ -10,7 +10,7 @@ use super::State;
 use super::gc::custom_key;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::resources::ResourceInfo;
-use crate::schema::StructuralSchema;
+use crate::schema::{SchemaError, StructuralSchema};
 
 /// What to do about fields the schema does not know (`fieldValidation`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -38,17 +38,19 @@ impl FieldValidation {
     }
 }
 
-/// The note sent when a CRD carries CEL rules this server does not evaluate.
-pub const CEL_RULES_WARNING: &str =
-    "x-kubernetes-validations rules are not evaluated by dynrec-apiserver; they were ignored";
-
-/// Compiles the schema of every served version of a CRD; a bad schema names its version.
-pub fn compile_versions(crd: &Value) -> Result<Vec<(String, StructuralSchema)>, Cause> {
+/// Compiles the schema of every served version of a CRD; a bad schema names its version,
+/// and rules that do not compile are one cause each, at kube-apiserver's path
+/// (`spec.validation.openAPIV3Schema...` when every version has the same schema).
+pub fn compile_versions(crd: &Value) -> Result<Vec<(String, StructuralSchema)>, Vec<Cause>> {
     let versions = crd["spec"]["versions"]
         .as_array()
         .cloned()
         .unwrap_or_default();
+    let identical = versions
+        .windows(2)
+        .all(|pair| pair[0]["schema"] == pair[1]["schema"]);
     let mut compiled = Vec::new();
+    let mut causes = Vec::new();
     for (index, version) in versions.iter().enumerate() {
         let schema = &version["schema"]["openAPIV3Schema"];
         if schema.is_null() {
@@ -57,17 +59,37 @@ pub fn compile_versions(crd: &Value) -> Result<Vec<(String, StructuralSchema)>, 
         let name = version["name"].as_str().unwrap_or_default().to_string();
         match StructuralSchema::compile(schema) {
             Ok(structural) => compiled.push((name, structural)),
+            Err(SchemaError::Rules(errors)) => {
+                if identical && index > 0 {
+                    continue;
+                }
+                let prefix = if identical {
+                    "spec.validation".to_string()
+                } else {
+                    format!("spec.versions[{index}].schema")
+                };
+                causes.extend(errors.into_iter().map(|e| Cause {
+                    reason: e.reason,
+                    field: format!("{prefix}.{}", e.path),
+                    message: e.message,
+                }));
+            }
             Err(err) => {
                 let field = format!("spec.versions[{index}].schema.openAPIV3Schema");
-                return Err(Cause::invalid(
+                causes.push(Cause::invalid(
                     &field,
                     &Value::from("schema"),
                     &err.to_string(),
                 ));
+                return Err(causes);
             }
         }
     }
-    Ok(compiled)
+    if causes.is_empty() {
+        Ok(compiled)
+    } else {
+        Err(causes)
+    }
 }
 
 impl State {
@@ -83,8 +105,10 @@ impl State {
                     self.schemas.insert(id, Arc::new(schema));
                 }
             }
-            Err(cause) => {
-                tracing::warn!(crd = %key.plural, error = %cause.message, "schema not compiled")
+            Err(causes) => {
+                for cause in causes {
+                    tracing::warn!(crd = %key.plural, field = %cause.field, error = %cause.message, "schema not compiled");
+                }
             }
         }
     }
@@ -96,12 +120,14 @@ impl State {
             .retain(|(group, plural, _), _| !(*group == key.group && *plural == key.plural));
     }
 
-    /// Prunes, defaults and validates an object of a custom kind, as kube-apiserver decodes
-    /// one. Unknown fields are refused, warned about or dropped as `validation` says.
+    /// Prunes, defaults and validates an object of a custom kind (replacing `old`, if it is
+    /// an update), as kube-apiserver decodes and validates one. Unknown fields are refused,
+    /// warned about or dropped as `validation` says.
     pub(super) fn enforce_schema(
         &mut self,
         info: &ResourceInfo,
         object: &mut Value,
+        old: Option<&Value>,
         validation: FieldValidation,
     ) -> ApiResult<()> {
         let id = (
@@ -130,17 +156,15 @@ impl State {
             }
         }
         schema.apply_defaults(object);
-        let causes = schema.validate(object);
-        if !causes.is_empty() {
+        let checked = schema.validate_write(object, old);
+        if !checked.causes.is_empty() {
             let name = object["metadata"]["name"]
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
-            return Err(ApiError::invalid(info, &name, causes));
+            return Err(ApiError::invalid(info, &name, checked.causes));
         }
-        if schema.has_cel_rules() {
-            self.warnings.push(CEL_RULES_WARNING.to_string());
-        }
+        self.warnings.extend(checked.warnings);
         Ok(())
     }
 

@@ -107,6 +107,8 @@ impl State {
         record: bool,
     ) -> ApiResult<Arc<Value>> {
         let mut object = check_body(info, body)?;
+        crate::typecheck::check(info, &object)?;
+        crate::workloads::validate(info, &object)?;
         let namespace = self.resolve_namespace(info, namespace, &object)?;
         let name = self.choose_name(info, &object)?;
         self.check_can_create_in(info, &namespace, &name)?;
@@ -137,7 +139,7 @@ impl State {
         }
         super::builtin_defaults::apply(info, &mut object);
         self.prepare_create_of_kind(info, &mut object)?;
-        self.enforce_schema(info, &mut object, options.field_validation)?;
+        self.enforce_schema(info, &mut object, None, options.field_validation)?;
         if record {
             object = self.record_managed_fields(info, None, &object, Target::Main, options);
         }
@@ -335,8 +337,12 @@ impl State {
             super::builtin_defaults::apply(info, &mut result);
         }
         check_finalizers_while_deleting(info, old, &result)?;
+        crate::typecheck::check(info, &result)?;
+        if target == Target::Main {
+            crate::workloads::validate(info, &result)?;
+        }
         self.prepare_update_of_kind(info, old, &mut result, target)?;
-        self.enforce_schema(info, &mut result, options.field_validation)?;
+        self.enforce_schema(info, &mut result, Some(old), options.field_validation)?;
         if record {
             result = self.record_managed_fields(info, Some(old), &result, target, options);
         }

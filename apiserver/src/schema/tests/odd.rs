@@ -131,11 +131,23 @@ fn huge_numbers_do_not_panic() {
 }
 
 #[test]
-fn cel_rules_are_detected_anywhere() {
-    assert!(!field_schema(json!({"type": "string"})).has_cel_rules());
-    let rules = json!([{"rule": "self.size() > 0"}]);
+fn cel_rules_run_on_fields_and_their_failures_name_the_field() {
+    let rules = json!([{"rule": "self.size() > 0", "message": "must not be empty"}]);
+    let s = field_schema(json!({"type": "string", "x-kubernetes-validations": rules}));
+    let validation = s.validate_write(&json!({"field": ""}), None);
+    let causes: Vec<String> = validation
+        .causes
+        .iter()
+        .map(|c| format!("{}: {}", c.field, c.message))
+        .collect();
+    assert_eq!(
+        causes,
+        ["field: Invalid value: \"string\": must not be empty"]
+    );
     assert!(
-        field_schema(json!({"type": "string", "x-kubernetes-validations": rules})).has_cel_rules()
+        s.validate_write(&json!({"field": "x"}), None)
+            .causes
+            .is_empty()
     );
 }
 
