@@ -396,17 +396,17 @@ impl Checker<'_> {
                 Ok(if select.test { Ty::Bool } else { ty })
             }
             Expr::Call(call) => {
-                let target = match &call.target {
-                    Some(target) => Some(self.infer(target)?),
-                    None => None,
-                };
+                // A method's target is checked (its fields must exist); the result type
+                // depends only on the function.
+                if let Some(target) = &call.target {
+                    self.infer(target)?;
+                }
                 let args = call
                     .args
                     .iter()
                     .map(|a| self.infer(a))
                     .collect::<Result<Vec<_>, _>>()?;
-                self.call(&call.func_name, target, &args, &call.args)
-                    .map_err(fail)
+                self.call(&call.func_name, &args, &call.args).map_err(fail)
             }
             Expr::List(list) => {
                 let mut item = None;
@@ -488,13 +488,7 @@ impl Checker<'_> {
         }
     }
 
-    fn call(
-        &self,
-        function: &str,
-        target: Option<Ty>,
-        args: &[Ty],
-        arg_exprs: &[IdedExpr],
-    ) -> Result<Ty, String> {
+    fn call(&self, function: &str, args: &[Ty], arg_exprs: &[IdedExpr]) -> Result<Ty, String> {
         let pair = || {
             (
                 args.first().cloned().unwrap_or(Ty::Dyn),
@@ -556,10 +550,7 @@ impl Checker<'_> {
             "split" => Ty::List(Box::new(Ty::String)),
             "timestamp" => Ty::Timestamp,
             "duration" => Ty::Duration,
-            _ => {
-                let _ = target;
-                Ty::Dyn
-            }
+            _ => Ty::Dyn,
         })
     }
 }
