@@ -64,7 +64,7 @@ pub enum StartError {
         /// The parent kind.
         kind: Gvk,
         /// The API error.
-        error: crate::client::Error,
+        error: Box<crate::client::Error>,
     },
     /// The manager refused the reconciler tree.
     #[error(transparent)]
@@ -119,7 +119,7 @@ impl Definitions {
                 .await
                 .map_err(|error| StartError::Crd {
                     kind: compiled.for_kind.clone(),
-                    error,
+                    error: Box::new(error),
                 })?;
         }
         let inventory = self.inventory(&compiled.name);
