@@ -149,6 +149,8 @@ impl State {
         meta::set_meta(&mut object, "resourceVersion", Value::from(rv.to_string()));
         let stored = self.commit_put(&info.key(), object, ChangeKind::Added);
         self.after_write_of_kind(info, &stored);
+        self.check_new_owners(None, &stored);
+        self.run_pending();
         Ok(stored)
     }
 
@@ -359,6 +361,7 @@ impl State {
         meta::set_meta(&mut result, "resourceVersion", Value::from(rv.to_string()));
         let stored = self.commit_put(&info.key(), result, ChangeKind::Modified);
         self.after_write_of_kind(info, &stored);
+        self.check_new_owners(Some(old), &stored);
         self.run_pending();
         Ok(stored)
     }
