@@ -1,88 +1,30 @@
 //! What `dynrec run` writes to its log when it is not a terminal: no colour codes, and one
 //! line per failed reconcile carrying the cause, not one per layer that saw the error.
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+mod process_common;
+
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, ApiResource, DynamicObject, PostParams};
-use kube::core::GroupVersionKind;
+use kube::api::{DynamicObject, PostParams};
+use process_common::*;
 use serde_json::json;
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
-/// Starts `dynrec apiserver` with `faults`; returns it and its URL.
-fn start_apiserver(dir: &Path, faults: serde_json::Value) -> (Child, String) {
-    let faults_file = dir.join("faults.json");
-    std::fs::write(&faults_file, faults.to_string()).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dynrec"))
-        .args(["apiserver", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
-        .arg(dir.join("kubeconfig"))
-        .arg("--faults")
-        .arg(&faults_file)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout);
-    let mut first = String::new();
-    lines.read_line(&mut first).unwrap();
-    // Keep reading: the server writes more, and a closed pipe would end it.
-    std::thread::spawn(move || std::io::copy(&mut lines, &mut std::io::sink()));
-    let url = first
-        .trim()
-        .strip_prefix("dynrec apiserver listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-        .to_string();
-    (child, url)
-}
-
-fn terminate(child: &mut Child) {
-    let pid = child.id().to_string();
-    let _ = Command::new("kill").args(["-TERM", &pid]).status();
-    let deadline = Instant::now() + DEADLINE;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn api(client: &kube::Client, group: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural);
-    Api::namespaced_with(client.clone(), "default", &ar)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_child_write_is_one_uncoloured_log_line() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut server, url) = start_apiserver(
-        dir.path(),
-        json!([{"match": {"verb": "update", "kind": "ConfigMap", "name": "w1-config"},
-            "action": {"fail": {"code": 500, "reason": "InternalError",
-                "message": "injected storage failure"}}, "times": 1}]),
-    );
+    let faults = json!([{"match": {"verb": "update", "kind": "ConfigMap", "name": "w1-config"},
+        "action": {"fail": {"code": 500, "reason": "InternalError",
+            "message": "injected storage failure"}}, "times": 1}]);
+    let faults_file = dir.path().join("faults.json");
+    std::fs::write(&faults_file, faults.to_string()).unwrap();
+    let faults_arg = faults_file.to_str().unwrap();
+    let (mut server, url) = start_apiserver(dir.path(), "127.0.0.1:0", &["--faults", faults_arg]);
     let log_path = dir.path().join("run.log");
-    let definition =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/definitions/widgets.yaml");
-    let mut run = Command::new(env!("CARGO_BIN_EXE_dynrec"))
-        .arg("run")
-        .arg("--kubeconfig")
-        .arg(dir.path().join("kubeconfig"))
-        .arg("-f")
-        .arg(&definition)
-        .args(["--leader-elect", "false"])
-        .env_remove("RUST_LOG")
-        .env_remove("NO_COLOR")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log_path).unwrap())
-        .spawn()
-        .unwrap();
+    let mut run = start_widgets_controller(dir.path(), &log_path, None);
 
-    let kube = kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
+    let kube = client(&url);
     let widget: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1",
         "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"greeting": "hi"}}))
     .unwrap();
@@ -128,8 +70,8 @@ async fn a_failed_child_write_is_one_uncoloured_log_line() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    terminate(&mut run);
-    terminate(&mut server);
+    stop(&mut run, "TERM");
+    stop(&mut server, "TERM");
 
     let log = std::fs::read_to_string(&log_path).unwrap();
     assert!(

@@ -1,5 +1,6 @@
 //! The one log line a failed reconcile gets: the error with its cause chain, at a level that
-//! says whether anyone needs to look (a lost optimistic-concurrency race is routine).
+//! says whether anyone needs to look (a lost optimistic-concurrency race, or a create that
+//! found its name taken because a cache was behind, is routine).
 
 use std::error::Error as _;
 
@@ -15,9 +16,10 @@ pub(crate) fn log_failed_reconcile(err: &ReconcileError) {
         return;
     }
     let chain = cause_chain(err);
+    // A conflict or a create that found the name taken (a cache behind the server): 409.
     let conflict = err
         .find_cause::<client::Error>()
-        .is_some_and(|e| e.is_conflict());
+        .is_some_and(|e| e.is_conflict() || e.is_already_exists());
     if conflict {
         info!(error = %chain, "reconcile conflicted; it will run again");
     } else {
