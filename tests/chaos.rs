@@ -240,7 +240,9 @@ async fn the_widgets_controller_converges_through_faults_kills_and_restarts() {
     .await;
 
     // The server restarts on its data dir (every watch is cut).
+    let restarting = Instant::now();
     cluster.restart_server();
+    let t_server_restart = restarting.elapsed();
     let third = |i: usize| format!("third {i}");
     set_greetings(&cluster, &third).await;
     let t_restart = until("every change lands after a server restart", || {
@@ -292,7 +294,7 @@ async fn the_widgets_controller_converges_through_faults_kills_and_restarts() {
         "chaos: {WIDGETS} Widgets, 3 greetings each, {injected} faults injected (500s on child \
          and status writes, failed watches, stalled reads), 1 controller SIGKILL, 1 server \
          restart; converged in {t_create:?} after create, {t_kill:?} after the kill, \
-         {t_restart:?} after the server restart, {t_edit:?} to undo a hand edit; children gone {t_delete:?} after delete; \
+         {t_restart:?} after the server restart (which took {t_server_restart:?}), {t_edit:?} to undo a hand edit; children gone {t_delete:?} after delete; \
          {:?} in all",
         started.elapsed()
     );
