@@ -17,8 +17,10 @@ use process_common::*;
 use serde_json::json;
 
 const WIDGETS: usize = 30;
-/// How long each phase may take to converge.
-const PHASE: Duration = Duration::from_secs(20);
+/// How long each phase may take to converge. A run takes seconds, but a cache whose watch
+/// failed several times waits as kube's default watcher backoff says (up to 30 s, reset
+/// only after 120 s without a failure), so a phase gets more than that.
+const PHASE: Duration = Duration::from_secs(40);
 
 /// The faults: probabilities drawn from the server's fixed seed, so a run repeats.
 fn faults() -> serde_json::Value {
