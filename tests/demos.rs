@@ -341,3 +341,79 @@ async fn the_singleton_keeps_a_summary_of_the_namespaces() {
         .unwrap()
         .unwrap();
 }
+
+/// The ConfigMaps in `default` that name an owner (a Widget's children).
+async fn owned_config_maps(kube: &kube::Client) -> Vec<String> {
+    configmaps_api(kube)
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|c| {
+            !c.metadata
+                .owner_references
+                .clone()
+                .unwrap_or_default()
+                .is_empty()
+        })
+        .filter_map(|c| c.metadata.name)
+        .collect()
+}
+
+/// The race of issue 15: a reconcile working from a cache that has not yet seen its Widget's
+/// deletion re-creates the ConfigMap the garbage collector has just deleted, owned by a uid
+/// that no longer exists. As kube's collector, the server deletes such a dependent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_widgets_mid_reconcile_leaves_no_config_map_behind() {
+    const WIDGETS: usize = 100;
+    let (kube, stop, running) =
+        start_demo(|manager, config| widgets::register(manager, config).unwrap()).await;
+    widgets::install_crd(&kube).await.unwrap();
+    let names: Vec<String> = (0..WIDGETS).map(|i| format!("w{i}")).collect();
+    let deadline = Instant::now() + DEADLINE;
+    while widgets_api(&kube)
+        .create(&PostParams::default(), &widget(&names[0], "hi"))
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "the Widget kind is served");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    for name in &names[1..] {
+        widgets_api(&kube)
+            .create(&PostParams::default(), &widget(name, "hi"))
+            .await
+            .unwrap();
+    }
+    for name in &names {
+        wait_converged(&kube, name, "hi").await;
+    }
+    for name in &names {
+        let mut changed = widgets_api(&kube).get(name).await.unwrap();
+        changed.data["spec"]["greeting"] = json!("hello again");
+        widgets_api(&kube)
+            .replace(name, &PostParams::default(), &changed)
+            .await
+            .unwrap();
+    }
+    for name in &names {
+        widgets_api(&kube)
+            .delete(name, &Default::default())
+            .await
+            .unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut left = owned_config_maps(&kube).await;
+    while !left.is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left = owned_config_maps(&kube).await;
+    }
+    assert_eq!(left, Vec::<String>::new(), "ConfigMaps left behind");
+    let _ = stop.send(());
+    tokio::time::timeout(DEADLINE, running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}

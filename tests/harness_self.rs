@@ -1,7 +1,9 @@
 //! The harness tests itself: matching expectations pass; an extra create, another patch
 //! body, events in another order or a missing track fail with a message naming them; an
 //! induced failure reaches the reconciler as the server's error; additional reconciles run
-//! on the same reconciler instance, and fail, skip or refuse focus with a labelled message.
+//! on the same reconciler instance, and fail, skip or refuse focus with a labelled message;
+//! an unexpected error, `should_err` without one, another result, a missing stashed value
+//! or status update, an unexpected panic and a missing expected panic each fail a table.
 
 mod harness_common;
 
@@ -10,10 +12,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dynrec::client::{Error, reasons};
 use dynrec::object::{Gvk, ObjectKey};
-use dynrec::reconcilers::{Config, ReconcileError, SubReconciler, SyncReconciler};
+use dynrec::reconcilers::{
+    Config, Outcome, ReconcileError, ReconcileResult, SubReconciler, SyncReconciler,
+};
 use dynrec::testing::{
-    ApiStatus, Event, PatchRef, SubReconcilerTestCase, SubReconcilerTestSuite, SubReconcilerTests,
-    TrackRequest, induce_failure,
+    ApiStatus, Event, PatchRef, StashedValue, SubReconcilerTestCase, SubReconcilerTestSuite,
+    SubReconcilerTests, TrackRequest, induce_failure,
 };
 use harness_common::*;
 use kube::api::{DynamicObject, Patch, PatchParams};
@@ -397,4 +401,125 @@ async fn a_focused_additional_reconcile_is_a_failure() {
     );
     // The focused one does not run: the next one sees the counter at 2.
     assert!(failures.starts_with("1 failure(s):"), "{failures}");
+}
+
+/// What `outcome_reconciler` does: fail, succeed with a result, or panic.
+#[derive(Clone, Copy)]
+enum Act {
+    Fail,
+    Requeue,
+    Panic,
+}
+
+/// A reconciler that does nothing but `act`.
+fn outcome_reconciler(
+    act: Act,
+) -> impl Fn(&SubReconcilerTestCase, &Config) -> Box<dyn SubReconciler> {
+    move |_, _| {
+        Box::new(SyncReconciler::with_result(
+            move |_ctx, _resource: &mut DynamicObject| {
+                Box::pin(async move {
+                    match act {
+                        Act::Fail => Outcome::err(ReconcileError::msg("boom")),
+                        Act::Requeue => Outcome::ok(ReconcileResult::requeue()),
+                        Act::Panic => panic!("the reconciler panics"),
+                    }
+                })
+            },
+        ))
+    }
+}
+
+/// A case expecting nothing to happen and a requeue.
+fn quiet_case() -> SubReconcilerTestCase {
+    SubReconcilerTestCase {
+        resource: resource().build(),
+        config: config(),
+        expected_result: ReconcileResult::requeue(),
+        ..Default::default()
+    }
+}
+
+/// The failures of `case` against a reconciler that does `act`.
+async fn failures_acting(case: SubReconcilerTestCase, act: Act) -> String {
+    match SubReconcilerTestSuite::from(vec![case])
+        .try_run(outcome_reconciler(act))
+        .await
+    {
+        Ok(()) => panic!("the case should have failed"),
+        Err(failures) => failures.to_string(),
+    }
+}
+
+#[tokio::test]
+async fn the_matching_quiet_case_passes() {
+    SubReconcilerTestSuite::from(vec![quiet_case()])
+        .try_run(outcome_reconciler(Act::Requeue))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_unexpected_error_fails() {
+    let failures = failures_acting(quiet_case(), Act::Fail).await;
+    assert!(failures.contains("unexpected error: boom"), "{failures}");
+}
+
+#[tokio::test]
+async fn should_err_without_an_error_fails() {
+    let case = SubReconcilerTestCase {
+        should_err: true,
+        ..quiet_case()
+    };
+    let failures = failures_acting(case, Act::Requeue).await;
+    assert!(
+        failures.contains("expected an error, got none"),
+        "{failures}"
+    );
+}
+
+#[tokio::test]
+async fn another_result_fails() {
+    let case = SubReconcilerTestCase {
+        expected_result: ReconcileResult::done(),
+        ..quiet_case()
+    };
+    let failures = failures_acting(case, Act::Requeue).await;
+    assert!(failures.contains("ExpectedResult differs"), "{failures}");
+}
+
+#[tokio::test]
+async fn a_missing_stashed_value_fails() {
+    let case = SubReconcilerTestCase {
+        expect_stashed_values: vec![StashedValue::new("answer", 42)],
+        ..quiet_case()
+    };
+    let failures = failures_acting(case, Act::Requeue).await;
+    assert!(failures.contains("answer"), "{failures}");
+}
+
+#[tokio::test]
+async fn a_missing_status_update_fails() {
+    let mut case = quiet_case();
+    case.config.expect_status_updates = vec![resource().build()];
+    let failures = failures_acting(case, Act::Requeue).await;
+    assert!(failures.contains("StatusUpdates"), "{failures}");
+}
+
+#[tokio::test]
+async fn an_unexpected_panic_fails_and_an_expected_one_is_required() {
+    let failures = failures_acting(quiet_case(), Act::Panic).await;
+    assert!(
+        failures.contains("unexpected panic: the reconciler panics"),
+        "{failures}"
+    );
+    let case = SubReconcilerTestCase {
+        should_panic: true,
+        ..quiet_case()
+    };
+    let failures = failures_acting(case, Act::Requeue).await;
+    assert!(
+        failures.contains("expected a panic, got none"),
+        "{failures}"
+    );
 }

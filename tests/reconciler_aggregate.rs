@@ -204,6 +204,7 @@ async fn aggregate_reconciler() {
             "reconcile error",
             ReconcilerTestCase {
                 should_err: true,
+                verify: failed_with("test error"),
                 ..case(vec![])
             },
             reconciling(|| returning(|| Outcome::err(ReconcileError::msg("test error")))),
@@ -303,6 +304,7 @@ async fn aggregate_reconciler() {
             "before reconcile errors shortcut execution",
             ReconcilerTestCase {
                 should_err: true,
+                verify: failed_with("test"),
                 ..case(vec![existing().build()])
             },
             before(|| Outcome::err(ReconcileError::msg("test"))),
@@ -396,4 +398,14 @@ fn validation_names_what_is_missing() {
         ),
     ];
     check_validation_with(cases, |r| r.validate());
+}
+
+/// Checks that the reconcile failed with exactly `expected`.
+fn failed_with(expected: &'static str) -> Option<dynrec::testing::VerifyOutcome> {
+    Some(Box::new(move |outcome| {
+        let error = outcome.error.as_ref().map(ToString::to_string);
+        (error.as_deref() == Some(expected))
+            .then_some(())
+            .ok_or(format!("expected the error {expected:?}, got {error:?}"))
+    }))
 }

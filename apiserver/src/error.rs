@@ -242,12 +242,12 @@ impl ApiError {
         Self::new(401, "Unauthorized", "Unauthorized")
     }
 
-    /// 413: the body is larger than the server accepts.
+    /// 413: the body is larger than the server accepts (worded as kube's limitedReadBody).
     pub fn too_large(limit: usize) -> Self {
         Self::new(
             413,
             "RequestEntityTooLarge",
-            format!("the request body is larger than {limit} bytes"),
+            format!("Request entity too large: limit is {limit}"),
         )
     }
 

@@ -215,6 +215,13 @@ impl Faults {
         if used_up {
             entries.remove(index);
         }
+        tracing::info!(
+            verb = %request.verb,
+            resource = request.plural,
+            namespace = request.namespace,
+            name = request.name,
+            "injected fault"
+        );
         match action {
             FaultAction::Stall { millis } => Verdict::Stall(Duration::from_millis(millis)),
             FaultAction::Fail {

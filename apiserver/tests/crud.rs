@@ -917,3 +917,91 @@ async fn crd_schemas_with_free_form_keywords_pass_the_type_check() {
         .await
         .expect("JSONSchemaPropsOrBool, JSON defaults and int-or-string are not type errors");
 }
+
+#[tokio::test]
+async fn limits_are_kubes_a_body_over_3_mib_and_an_object_over_etcds_1_5_mib() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    let sized =
+        |name: &str, bytes: usize| configmap(name, json!({}), json!({"blob": "x".repeat(bytes)}));
+
+    let status = status_of(
+        cms.create(&PostParams::default(), &sized("huge", 3_200_000))
+            .await,
+    );
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (413, "RequestEntityTooLarge")
+    );
+    assert_eq!(status.message, "Request entity too large: limit is 3145728");
+
+    let status = status_of(
+        cms.create(&PostParams::default(), &sized("big", 2_000_000))
+            .await,
+    );
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (500, "InternalError")
+    );
+    assert_eq!(status.message, "etcdserver: request is too large");
+    assert!(cms.get_opt("big").await.unwrap().is_none(), "never stored");
+
+    let fits = cms
+        .create(&PostParams::default(), &sized("fits", 1_000_000))
+        .await
+        .unwrap();
+    let mut grown = fits.clone();
+    grown.data["data"]["blob"] = json!("y".repeat(1_600_000));
+    let status = status_of(cms.replace("fits", &PostParams::default(), &grown).await);
+    assert_eq!(status.code, 500);
+    let kept = cms.get("fits").await.unwrap();
+    assert_eq!(
+        kept.metadata.resource_version,
+        fits.metadata.resource_version
+    );
+}
+
+#[tokio::test]
+async fn deeply_nested_bodies_are_refused_with_400_and_the_server_keeps_answering() {
+    let (_server, client) = server();
+    let deep = format!(
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"deep"}},"x":{}{}}}"#,
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let uri = "/api/v1/namespaces/default/configmaps";
+    let (code, status) = raw(&client, "POST", uri, "application/json", &deep).await;
+    assert_eq!(
+        (code, &status["reason"]),
+        (400, &json!("BadRequest")),
+        "{status}"
+    );
+    let patch_uri = "/api/v1/namespaces/default/configmaps/deep?fieldManager=t";
+    for content_type in [
+        "application/merge-patch+json",
+        "application/apply-patch+yaml",
+        "application/strategic-merge-patch+json",
+    ] {
+        let (code, status) = raw(&client, "PATCH", patch_uri, content_type, &deep).await;
+        assert_eq!(code, 400, "{content_type}: {status}");
+        assert_eq!(status["kind"], "Status", "{content_type}");
+    }
+    let yaml = format!(
+        "metadata:\n  name: deep\nx: {}1{}\n",
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    let (code, status) = raw(
+        &client,
+        "PATCH",
+        patch_uri,
+        "application/apply-patch+yaml",
+        &yaml,
+    )
+    .await;
+    assert_eq!(code, 400, "{status}");
+    configmaps(&client, "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+}

@@ -145,6 +145,97 @@ async fn background_deletion_collects_dependents() {
     assert_eq!(refs[0].uid, other.metadata.uid.unwrap());
 }
 
+/// A reference to `owner` with its uid replaced by `uid`.
+fn reference_with_uid(owner: &DynamicObject, uid: &str) -> DynamicObject {
+    let mut gone = owner.clone();
+    gone.metadata.uid = Some(uid.to_string());
+    gone
+}
+
+#[tokio::test]
+async fn a_dependent_written_for_an_owner_that_is_gone_is_collected() {
+    let (_server, client) = server();
+    let cms = configmaps(&client, "default");
+    let owner = cms
+        .create(
+            &PostParams::default(),
+            &configmap("owner", json!({}), json!({})),
+        )
+        .await
+        .unwrap();
+
+    let never = reference_with_uid(&owner, "00000000-0000-0000-0000-000000000000");
+    let created = cms
+        .create(
+            &PostParams::default(),
+            &owned_configmap("orphan", &never, false),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        created.metadata.name.as_deref(),
+        Some("orphan"),
+        "the create is answered"
+    );
+    assert!(
+        cms.get_opt("orphan").await.unwrap().is_none(),
+        "an owner uid that never existed: collected"
+    );
+
+    // The owner's name exists, but with another uid: the owner named is gone.
+    let recreated = reference_with_uid(&owner, "11111111-1111-1111-1111-111111111111");
+    cms.create(
+        &PostParams::default(),
+        &owned_configmap("stale", &recreated, true),
+    )
+    .await
+    .unwrap();
+    assert!(
+        cms.get_opt("stale").await.unwrap().is_none(),
+        "an owner of the same name with another uid: collected"
+    );
+
+    // One live owner and one gone: the dependent stays, without the dangling reference.
+    let mut shared = owned_configmap("shared", &owner, false);
+    let mut refs = shared.metadata.owner_references.clone().unwrap();
+    refs.push(
+        owned_configmap("x", &never, false)
+            .metadata
+            .owner_references
+            .unwrap()[0]
+            .clone(),
+    );
+    shared.metadata.owner_references = Some(refs);
+    cms.create(&PostParams::default(), &shared).await.unwrap();
+    let shared = cms.get("shared").await.unwrap();
+    let refs = shared.metadata.owner_references.unwrap();
+    assert_eq!(refs.len(), 1, "the dangling reference is dropped");
+    assert_eq!(refs[0].uid, owner.metadata.uid.clone().unwrap());
+
+    // An update that names an owner that is gone collects the dependent too.
+    cms.create(
+        &PostParams::default(),
+        &configmap("plain", json!({}), json!({})),
+    )
+    .await
+    .unwrap();
+    let refs = owned_configmap("x", &never, false)
+        .metadata
+        .owner_references;
+    cms.patch(
+        "plain",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"ownerReferences": refs}})),
+    )
+    .await
+    .unwrap();
+    assert!(
+        cms.get_opt("plain").await.unwrap().is_none(),
+        "a dependent changed to name a missing owner: collected"
+    );
+    assert!(cms.get_opt("owner").await.unwrap().is_some());
+}
+
 #[tokio::test]
 async fn foreground_deletion_waits_for_blocking_dependents() {
     let (_server, client) = server();

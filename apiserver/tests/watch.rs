@@ -221,7 +221,13 @@ async fn bookmarks_carry_the_current_resource_version() {
         .await
         .unwrap();
     let expected = server.resource_version().to_string();
+    // Bookmarks keep coming every 50 ms: the loop needs its own deadline to fail, not hang.
+    let deadline = std::time::Instant::now() + DEADLINE;
     loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a bookmark at resourceVersion {expected} before the deadline"
+        );
         if let WatchEvent::Bookmark(bookmark) = next(&mut stream).await
             && bookmark.metadata.resource_version == expected
         {

@@ -6,6 +6,8 @@ mod plan;
 mod run;
 mod test;
 
+use std::io::IsTerminal;
+
 use clap::{Parser, Subcommand};
 
 /// dynrec: a dynamic, schema-free reconciler engine for Kubernetes.
@@ -38,12 +40,16 @@ pub fn main() -> std::process::ExitCode {
         Command::Plan(_) | Command::Test(_) => "warn",
         _ => "info",
     };
+    // kube-client logs every 5xx answer as an ERROR of its own; the failed reconcile's
+    // line already carries the cause, so that line is left out unless RUST_LOG asks for it.
+    let default_filter = format!("{default_level},kube_client::client::builder=off");
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use kube::api::{DynamicObject, ObjectMeta, TypeMeta};
-use tracing::{Instrument, debug, error, info_span};
+use tracing::{Instrument, debug, info_span};
 
 use super::resource::{RootHooks, request_context};
 use super::{
@@ -118,7 +118,7 @@ impl AggregateReconciler {
             Ok(found) => found,
             Err(err) if err.is_not_found() => self.blank(),
             Err(err) => {
-                error!(%err, "unable to fetch resource");
+                debug!(%err, "unable to fetch resource");
                 return Outcome::err(err);
             }
         };

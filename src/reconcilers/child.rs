@@ -21,7 +21,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::DynamicObject;
 use serde::Serialize;
-use tracing::{Instrument, debug_span, error, info, warn};
+use tracing::{Instrument, debug, debug_span, info, warn};
 
 use super::child_set::known_children;
 use super::updating_object_manager::track;
@@ -514,7 +514,7 @@ impl SubReconciler<DynamicObject> for ChildReconciler {
                 }
                 Err(err) => {
                     if !err.is_quiet() {
-                        error!(%err, "unable to reconcile child");
+                        debug!(%err, "unable to reconcile child");
                     }
                     Outcome::err(err)
                 }

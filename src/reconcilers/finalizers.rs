@@ -3,7 +3,7 @@
 
 use kube::api::{DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
-use tracing::{error, info};
+use tracing::{debug, info};
 
 use super::{Context, ReconcileError};
 use crate::client::reasons;
@@ -64,7 +64,7 @@ async fn patch_finalizer(
         .await;
     match patched {
         Err(err) => {
-            error!(%gvk, object = %key, finalizer, %err, "unable to patch finalizer");
+            debug!(%gvk, object = %key, finalizer, %err, "unable to patch finalizer");
             let message = format!(
                 "Failed to patch finalizer {finalizer:?}: {}",
                 super::resource::api_message(&err)

@@ -16,6 +16,7 @@ mod child_set;
 mod config;
 mod context;
 mod error;
+pub(crate) mod failure;
 mod finalizers;
 mod flow;
 mod for_each;

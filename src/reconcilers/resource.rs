@@ -15,7 +15,7 @@ use futures::future::BoxFuture;
 use jiff::Timestamp;
 use kube::api::DynamicObject;
 use serde_json::Value;
-use tracing::{Instrument, debug, error, info, info_span};
+use tracing::{Instrument, debug, info, info_span};
 
 use super::{
     Config, Context, Outcome, Predicate, ReconcileError, ReconcileResult, Setup, SubReconciler,
@@ -175,7 +175,7 @@ impl ResourceReconciler {
             Ok(found) => found,
             Err(err) if err.is_not_found() => return Outcome::done(),
             Err(err) => {
-                error!(%err, "unable to fetch resource");
+                debug!(%err, "unable to fetch resource");
                 return Outcome::err(err);
             }
         };
@@ -248,14 +248,16 @@ impl ResourceReconciler {
                     .normal(resource, reasons::STATUS_UPDATED, "Updated status")
                     .await;
                 log_unrecorded(recorded);
+                log_replaced(&outcome);
                 Outcome::done()
             }
             Err(err) if err.is_conflict() => {
                 info!(%err, "status update conflicted, the change will requeue");
+                log_replaced(&outcome);
                 Outcome::done()
             }
             Err(err) => {
-                error!(%err, "unable to update status");
+                debug!(%err, "unable to update status");
                 let message = format!("Failed to update status: {}", api_message(&err));
                 let recorded = config
                     .recorder
@@ -346,15 +348,19 @@ impl RootHooks {
     }
 }
 
+/// Logs the error of an outcome a status write replaces (the manager never sees it).
+fn log_replaced(outcome: &Outcome) {
+    if let Some(err) = &outcome.error {
+        super::failure::log_failed_reconcile(err);
+    }
+}
+
 /// A quiet error ends as a requeue without error; anything else is kept.
 fn requeue_if_quiet(outcome: Outcome) -> Outcome {
     match &outcome.error {
         Some(err) if err.is_quiet() => Outcome::ok(ReconcileResult::requeue()),
-        Some(err) => {
-            error!(%err, "reconcile failed");
-            outcome
-        }
-        None => outcome,
+        // Not logged here: the manager logs each failed reconcile once.
+        _ => outcome,
     }
 }
 

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use kube::api::{DynamicObject, ObjectMeta};
-use tracing::error;
+use tracing::debug;
 
 use super::nested::SetupHook;
 use super::{
@@ -148,7 +148,7 @@ impl<R: HasMetadata + Send + Sync + 'static> SubReconciler<R> for SyncReconciler
             result = synced.result;
             if let Some(err) = synced.error {
                 if !err.is_quiet() {
-                    error!(reconciler = %self.name, %err, "unable to sync");
+                    debug!(reconciler = %self.name, %err, "unable to sync");
                 }
                 return Outcome::with(result, Some(err));
             }
@@ -159,7 +159,7 @@ impl<R: HasMetadata + Send + Sync + 'static> SubReconciler<R> for SyncReconciler
             if let Some(err) = &finalized.error
                 && !err.is_quiet()
             {
-                error!(reconciler = %self.name, %err, "unable to finalize");
+                debug!(reconciler = %self.name, %err, "unable to finalize");
             }
             return Outcome::with(result, finalized.error);
         }

@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use kube::api::{DeleteParams, DynamicObject};
 use parking_lot::Mutex;
 use serde_json::Value;
-use tracing::{debug, error, info};
+use tracing::{debug, info};
 
 use super::resource::{api_message, log_unrecorded};
 use super::{
@@ -360,7 +360,7 @@ async fn failed(
     err: &client::Error,
 ) {
     let (kind, name) = describe(object);
-    error!(%kind, %name, %err, "unable to {verb} child");
+    debug!(%kind, %name, %err, "unable to {verb} child");
     let message = format!("Failed to {verb} {kind} {name:?}: {}", api_message(err));
     let recorded = ctx
         .original_config()

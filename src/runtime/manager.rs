@@ -507,8 +507,8 @@ impl ControllerRun {
                 let outcome = reconciler.reconcile(&key).await;
                 let (queued, label) = queue_outcome(&outcome);
                 metrics.record_reconcile(&name, label, started.elapsed());
-                if let Some(err) = outcome.error.filter(|e| !e.is_quiet()) {
-                    warn!(error = %err, "reconcile failed");
+                if let Some(err) = &outcome.error {
+                    crate::reconcilers::failure::log_failed_reconcile(err);
                 }
                 if matches!(queued, Outcome::Success) {
                     forget_gone.forget_if_gone(&key);

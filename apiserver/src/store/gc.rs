@@ -1,4 +1,5 @@
-//! What follows a deletion: garbage collection of dependents, foreground deletion,
+//! What follows a deletion: garbage collection of dependents (also of a dependent written
+//! with an owner that is already gone), foreground deletion,
 //! namespace termination and CRD clean-up. It runs synchronously, inside the write that
 //! triggered it, so its effects are visible as soon as that write is answered.
 
@@ -57,6 +58,26 @@ impl State {
         }
         if *key == super::events::events_v1_key() {
             self.remove_event_mirror(last);
+        }
+    }
+
+    /// Queues the collection of a written dependent when an owner it newly names does not
+    /// exist (by uid: an owner of that name with another uid is gone too), as kube's
+    /// collector checks every owner a dependent gains, not only owners being deleted. The
+    /// references `previous` (the dependent before the write) already had were checked then.
+    pub(super) fn check_new_owners(&mut self, previous: Option<&Value>, written: &Value) {
+        let known: Vec<String> = previous
+            .map(|p| {
+                meta::owner_refs(p)
+                    .into_iter()
+                    .map(|(uid, _)| uid)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (owner, _) in meta::owner_refs(written) {
+            if !known.contains(&owner) && !self.by_uid.contains_key(&owner) {
+                self.enqueue(Work::OwnerGone(owner));
+            }
         }
     }
 

@@ -82,7 +82,8 @@ impl Default for StoreConfig {
     }
 }
 
-/// Deferred work that deletion triggers: garbage collection, namespace and CRD clean-up.
+/// Deferred work that deletion (or a dependent of a missing owner) triggers: garbage
+/// collection, namespace and CRD clean-up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Work {
     /// An object with this uid is gone: its dependents may need collecting.

@@ -147,10 +147,13 @@ impl State {
             meta::set_meta(&mut object, "resourceVersion", Value::from(""));
             return Ok(Arc::new(object));
         }
+        check_stored_size(&object)?;
         let rv = self.next_rv();
         meta::set_meta(&mut object, "resourceVersion", Value::from(rv.to_string()));
         let stored = self.commit_put(&info.key(), object, ChangeKind::Added);
         self.after_write_of_kind(info, &stored);
+        self.check_new_owners(None, &stored);
+        self.run_pending();
         Ok(stored)
     }
 
@@ -361,10 +364,12 @@ impl State {
             self.run_pending();
             return Ok(removed);
         }
+        check_stored_size(&result)?;
         let rv = self.next_rv();
         meta::set_meta(&mut result, "resourceVersion", Value::from(rv.to_string()));
         let stored = self.commit_put(&info.key(), result, ChangeKind::Modified);
         self.after_write_of_kind(info, &stored);
+        self.check_new_owners(Some(old), &stored);
         self.run_pending();
         Ok(stored)
     }
@@ -470,6 +475,35 @@ impl State {
                 ),
             ));
         }
+        Ok(())
+    }
+}
+
+/// etcd's default `--max-request-bytes` (1.5 MiB): a larger object is never stored.
+pub const MAX_STORED_BYTES: usize = 1536 * 1024;
+
+/// Refuses an object too large to store, as kube-apiserver relays etcd's refusal (500,
+/// `etcdserver: request is too large`); the stored form is measured as JSON.
+fn check_stored_size(object: &Value) -> ApiResult<()> {
+    let mut counter = ByteCounter(0);
+    // Writing into a counter cannot fail; a failure would only under-count.
+    let _ = serde_json::to_writer(&mut counter, object);
+    if counter.0 > MAX_STORED_BYTES {
+        return Err(ApiError::internal("etcdserver: request is too large"));
+    }
+    Ok(())
+}
+
+/// An `io::Write` that only counts bytes.
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
 }

@@ -1,0 +1,91 @@
+//! What `dynrec run` writes to its log when it is not a terminal: no colour codes, and one
+//! line per failed reconcile carrying the cause, not one per layer that saw the error.
+
+mod process_common;
+
+use std::time::{Duration, Instant};
+
+use kube::api::{DynamicObject, PostParams};
+use process_common::*;
+use serde_json::json;
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_child_write_is_one_uncoloured_log_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = json!([{"match": {"verb": "update", "kind": "ConfigMap", "name": "w1-config"},
+        "action": {"fail": {"code": 500, "reason": "InternalError",
+            "message": "injected storage failure"}}, "times": 1}]);
+    let faults_file = dir.path().join("faults.json");
+    std::fs::write(&faults_file, faults.to_string()).unwrap();
+    let faults_arg = faults_file.to_str().unwrap();
+    let (mut server, url) = start_apiserver(dir.path(), "127.0.0.1:0", &["--faults", faults_arg]);
+    let log_path = dir.path().join("run.log");
+    let mut run = start_widgets_controller(dir.path(), &log_path, None);
+
+    let kube = client(&url);
+    let widget: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1",
+        "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"greeting": "hi"}}))
+    .unwrap();
+    let widgets = api(&kube, "example.com", "Widget", "widgets");
+    let deadline = Instant::now() + DEADLINE;
+    while widgets
+        .create(&PostParams::default(), &widget)
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "the Widget kind is served");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let configmaps = api(&kube, "", "ConfigMap", "configmaps");
+    let greeting_is = |greeting: &'static str| {
+        let configmaps = configmaps.clone();
+        async move {
+            configmaps
+                .get_opt("w1-config")
+                .await
+                .unwrap()
+                .is_some_and(|c| c.data["data"]["greeting"] == greeting)
+        }
+    };
+    while !greeting_is("hi").await {
+        assert!(Instant::now() < deadline, "the ConfigMap is created");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The first update of the child fails (500); the retry lands it.
+    widgets
+        .patch(
+            "w1",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"greeting": "hello"}})),
+        )
+        .await
+        .unwrap();
+    while !greeting_is("hello").await {
+        assert!(
+            Instant::now() < deadline,
+            "the ConfigMap is updated on a retry"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop(&mut run, "TERM");
+    stop(&mut server, "TERM");
+
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(
+        !log.contains('\u{1b}'),
+        "no escape codes in a log file:\n{log}"
+    );
+    let loud: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+        .collect();
+    assert_eq!(loud.len(), 1, "one warning or error line:\n{log}");
+    assert!(
+        loud[0].contains("ERROR") && loud[0].contains("injected storage failure"),
+        "the line is an error carrying the cause: {}",
+        loud[0]
+    );
+}

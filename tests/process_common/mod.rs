@@ -1,0 +1,102 @@
+//! The `dynrec` binary as processes over loopback: `dynrec apiserver` and `dynrec run`,
+//! with their logs in files, for tests that need real processes (signals, restarts).
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::core::GroupVersionKind;
+
+/// How long a process may take to start or stop.
+pub const PROCESS_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The widgets definition `dynrec run -f` runs.
+pub fn widgets_definition() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/definitions/widgets.yaml")
+}
+
+/// A log file opened for appending (a restarted process adds to it).
+fn log_file(path: &Path) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap()
+}
+
+/// Starts `dynrec apiserver` in `dir` (kubeconfig `dir/kubeconfig`, log `dir/server.log`)
+/// with `extra` arguments; returns it and its URL once it listens.
+pub fn start_apiserver(dir: &Path, listen: &str, extra: &[&str]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dynrec"))
+        .args(["apiserver", "--listen", listen, "--kubeconfig-out"])
+        .arg(dir.join("kubeconfig"))
+        .args(extra)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(log_file(&dir.join("server.log")))
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout);
+    let mut first = String::new();
+    lines.read_line(&mut first).unwrap();
+    // Keep reading: the server writes more, and a closed pipe would end it.
+    std::thread::spawn(move || std::io::copy(&mut lines, &mut std::io::sink()));
+    let url = first
+        .trim()
+        .strip_prefix("dynrec apiserver listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+        .to_string();
+    (child, url)
+}
+
+/// Starts `dynrec run` on `dir/kubeconfig` with the widgets definition, without leader
+/// election, its log going to `log` (appended).
+pub fn start_widgets_controller(dir: &Path, log: &Path, rust_log: Option<&str>) -> Child {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dynrec"));
+    command
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(dir.join("kubeconfig"))
+        .arg("-f")
+        .arg(widgets_definition())
+        .args(["--leader-elect", "false"])
+        .env_remove("NO_COLOR")
+        .stdout(Stdio::null())
+        .stderr(log_file(log));
+    match rust_log {
+        Some(filter) => command.env("RUST_LOG", filter),
+        None => command.env_remove("RUST_LOG"),
+    };
+    command.spawn().unwrap()
+}
+
+/// Sends `signal` (`TERM`, `KILL`) and waits for the process to end.
+pub fn stop(child: &mut Child, signal: &str) {
+    let pid = child.id().to_string();
+    let _ = Command::new("kill")
+        .args([&format!("-{signal}"), &pid])
+        .status();
+    let deadline = Instant::now() + PROCESS_DEADLINE;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A client of the server at `url` (plain http on loopback).
+pub fn client(url: &str) -> kube::Client {
+    kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap()
+}
+
+/// The `kind`s (plural `plural`, version v1) in namespace `default`.
+pub fn api(client: &kube::Client, group: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural);
+    Api::namespaced_with(client.clone(), "default", &ar)
+}
