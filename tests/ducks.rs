@@ -356,6 +356,55 @@ async fn podspecable_kinds_appear_are_reconciled_and_their_controllers_stop_when
     })
     .await;
 
+    // An object that does not fit the duck (its schema is open): a Warning Event names the
+    // path, and the other objects of the kind are still reconciled.
+    let gadgets = namespaced(&kube, ("example.com", "v1", "Gadget"), "gadgets");
+    let gadget = |name: &str, containers: Value| -> DynamicObject {
+        serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Gadget",
+            "metadata": {"name": name}, "spec": {"template": {"spec": {"containers": containers}}}}))
+        .unwrap()
+    };
+    gadgets
+        .create(&PostParams::default(), &gadget("bad", json!("not a list")))
+        .await
+        .unwrap();
+    gadgets
+        .create(
+            &PostParams::default(),
+            &gadget("good", json!([{"name": "app", "image": "nginx"}])),
+        )
+        .await
+        .unwrap();
+    eventually("the good Gadget gets the env", || async {
+        gadgets
+            .get("good")
+            .await
+            .is_ok_and(|g| env_of(&g) == json!([{"name": "GREETING", "value": "hi"}]))
+    })
+    .await;
+    let events = namespaced(&kube, ("events.k8s.io", "v1", "Event"), "events");
+    eventually(
+        "the bad Gadget has a Warning Event naming the path",
+        || async {
+            events.list(&Default::default()).await.is_ok_and(|list| {
+                list.items.iter().any(|e| {
+                    e.data["regarding"]["name"] == "bad"
+                        && e.data["type"] == "Warning"
+                        && e.data["reason"] == podspecable::NOT_PODSPECABLE
+                        && e.data["note"]
+                            .as_str()
+                            .is_some_and(|n| n.contains("at spec.template.spec.containers"))
+                })
+            })
+        },
+    )
+    .await;
+    assert!(
+        handle
+            .names()
+            .contains(&"PodSpecable/Gadget.v1.example.com".to_string())
+    );
+
     // Deleting the CRD stops its controller.
     crds_api(&kube)
         .delete("workloads.example.com", &DeleteParams::default())

@@ -17,6 +17,10 @@ use crate::reconcilers::{
 };
 use crate::runtime::{LaunchError, Manager, RunArgs, run_controllers};
 use tokio::task::JoinHandle;
+use tracing::{debug, error};
+
+/// The reason of the Warning Event on a workload whose fields do not fit the duck.
+pub const NOT_PODSPECABLE: &str = "NotPodSpecable";
 
 /// The ConfigMap (in each workload's namespace) whose entries are injected.
 pub const ENV_CONFIG_MAP: &str = "injected-env";
@@ -51,7 +55,22 @@ async fn inject(ctx: &Context, gvk: &Gvk, workload: &DynamicObject) -> Result<()
         Err(err) if err.is_not_found() => return Ok(()),
         Err(err) => return Err(err.into()),
     };
-    let mut ducked = Ducked::<PodSpecable>::project(gvk, workload)?;
+    let mut ducked = match Ducked::<PodSpecable>::project(gvk, workload) {
+        Ok(ducked) => ducked,
+        // Only this object is skipped, until it is edited: the others are reconciled.
+        Err(err) => {
+            error!(%err, "workload is not a PodSpecable; skipped");
+            let note = format!("Not injected: {err}");
+            let recorded = ctx
+                .config()
+                .recorder
+                .warning(workload, NOT_PODSPECABLE, note);
+            if let Err(err) = recorded.await {
+                debug!(%err, "event not recorded");
+            }
+            return Ok(());
+        }
+    };
     let Some(pod) = ducked.duck.spec.template.spec.as_mut() else {
         return Ok(());
     };
