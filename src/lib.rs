@@ -11,6 +11,7 @@
 pub mod client;
 pub mod definitions;
 pub mod demo;
+pub mod ducks;
 pub mod object;
 pub mod reconcilers;
 pub mod runtime;

@@ -231,9 +231,10 @@ fn env_of(deployment: &DynamicObject) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_podspecable_duck_reconciler_injects_env_from_the_tracked_configmap() {
     use dynrec::demo::podspecable;
-    let kinds = vec!["apps/v1/Deployment".parse().unwrap()];
-    let (kube, stop, running) =
-        start_demo(|manager, config| podspecable::register(manager, config, &kinds).unwrap()).await;
+    let (kube, stop, running) = start_demo(|manager, config| {
+        podspecable::register(manager, config);
+    })
+    .await;
     let deployments = api(&kube, "apps", "Deployment", "deployments");
     let web: DynamicObject = serde_json::from_value(json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "web"}, "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
@@ -241,6 +242,15 @@ async fn the_podspecable_duck_reconciler_injects_env_from_the_tracked_configmap(
     .unwrap();
     deployments
         .create(&PostParams::default(), &web)
+        .await
+        .unwrap();
+    // The status kube's deployment controller would have written: the duck reconciler
+    // must leave it alone (no observedGeneration for a generation it did not roll out).
+    let mut observed = deployments.get("web").await.unwrap();
+    observed.data["status"] =
+        json!({"observedGeneration": 1, "replicas": 3, "availableReplicas": 3});
+    let observed = deployments
+        .replace_status("web", &PostParams::default(), &observed)
         .await
         .unwrap();
 
@@ -285,6 +295,18 @@ async fn the_podspecable_duck_reconciler_injects_env_from_the_tracked_configmap(
         },
     )
     .await;
+    // Two env patches later (each reconciled again once it landed), the status is untouched.
+    let web = deployments.get("web").await.unwrap();
+    assert_eq!(
+        web.metadata.generation,
+        Some(3),
+        "each env patch is a spec change"
+    );
+    assert_eq!(
+        serde_json::to_string(&web.data["status"]).unwrap(),
+        serde_json::to_string(&observed.data["status"]).unwrap(),
+        "the Deployment's status is byte-for-byte what its own controller wrote"
+    );
     let _ = stop.send(());
     tokio::time::timeout(DEADLINE, running)
         .await

@@ -2,6 +2,7 @@
 
 mod apiserver;
 mod definitions;
+mod ducks;
 mod plan;
 mod run;
 mod test;
@@ -30,6 +31,8 @@ enum Command {
     Plan(plan::Args),
     /// Run YAML table tests of definitions on the embedded API server.
     Test(test::Args),
+    /// Print the kinds of the cluster that implement each known duck, and why.
+    Ducks(ducks::Args),
 }
 
 /// Parses the command line, runs the command, and reports errors.
@@ -37,7 +40,7 @@ pub fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // plan and test print their results; their logs are only warnings unless asked for.
     let default_level = match cli.command {
-        Command::Plan(_) | Command::Test(_) => "warn",
+        Command::Plan(_) | Command::Test(_) | Command::Ducks(_) => "warn",
         _ => "info",
     };
     // kube-client logs every 5xx answer as an ERROR of its own; the failed reconcile's
@@ -66,6 +69,7 @@ pub fn main() -> std::process::ExitCode {
             Command::Run(args) => run::run(args).await,
             Command::Plan(args) => plan::run(args).await,
             Command::Test(args) => test::run(args).await,
+            Command::Ducks(args) => ducks::run(args).await,
         }
     });
     match result {

@@ -6,7 +6,7 @@ use super::Resolved;
 use crate::object::{Fields, Gvk};
 
 /// The served kinds of an established CRD; none while it is not established.
-pub(super) fn served_kinds(crd: &DynamicObject) -> Vec<Resolved> {
+pub(crate) fn served_kinds(crd: &DynamicObject) -> Vec<Resolved> {
     if !is_established(crd) || crd.metadata.deletion_timestamp.is_some() {
         return Vec::new();
     }

@@ -13,6 +13,7 @@ mod resolver;
 mod store;
 
 pub use cache::{Cache, CacheEvent, CacheStatus};
+pub(crate) use crd::served_kinds;
 pub use duck::{DuckClient, DuckEvent, DuckWatch, Ducked};
 pub use dynamic::{ApiReader, Client};
 pub use error::{ApiError, Error, ProjectionFailure, ResolveError};

@@ -1,5 +1,5 @@
-//! The `podspecable` demo: one cross-kind duck reconciler over `PodSpecable`, registered for
-//! every kind named at run time (a Deployment, a StatefulSet, a CRD kind with
+//! The `podspecable` demo: one cross-kind duck reconciler over `PodSpecable`, run for every
+//! kind found at run time to implement it (a Deployment, a StatefulSet, a CRD kind with
 //! `spec.template`...). It injects the entries of a ConfigMap it tracks as environment
 //! variables into every container, so editing the ConfigMap re-reconciles every workload.
 //! It writes only by merge patch of what the duck changed, never by update.
@@ -9,12 +9,18 @@ use kube::api::DynamicObject;
 
 use crate::client::Ducked;
 use crate::duck::PodSpecable;
+use crate::ducks::{DuckControllers, DuckType};
 use crate::object::{Gvk, ObjectKey};
 use crate::reconcilers::{
     Config, Context, OverrideSetup, ReconcileError, ResourceReconciler, SubReconciler,
     SyncReconciler,
 };
-use crate::runtime::{LaunchError, Manager, ManagerError, RunArgs, run_controllers};
+use crate::runtime::{LaunchError, Manager, RunArgs, run_controllers};
+use tokio::task::JoinHandle;
+use tracing::{debug, error};
+
+/// The reason of the Warning Event on a workload whose fields do not fit the duck.
+pub const NOT_PODSPECABLE: &str = "NotPodSpecable";
 
 /// The ConfigMap (in each workload's namespace) whose entries are injected.
 pub const ENV_CONFIG_MAP: &str = "injected-env";
@@ -49,7 +55,22 @@ async fn inject(ctx: &Context, gvk: &Gvk, workload: &DynamicObject) -> Result<()
         Err(err) if err.is_not_found() => return Ok(()),
         Err(err) => return Err(err.into()),
     };
-    let mut ducked = Ducked::<PodSpecable>::project(gvk, workload)?;
+    let mut ducked = match Ducked::<PodSpecable>::project(gvk, workload) {
+        Ok(ducked) => ducked,
+        // Only this object is skipped, until it is edited: the others are reconciled.
+        Err(err) => {
+            error!(%err, "workload is not a PodSpecable; skipped");
+            let note = format!("Not injected: {err}");
+            let recorded = ctx
+                .config()
+                .recorder
+                .warning(workload, NOT_PODSPECABLE, note);
+            if let Err(err) = recorded.await {
+                debug!(%err, "event not recorded");
+            }
+            return Ok(());
+        }
+    };
     let Some(pod) = ducked.duck.spec.template.spec.as_mut() else {
         return Ok(());
     };
@@ -91,23 +112,27 @@ fn reconciler(gvk: Gvk, config: &Config) -> ResourceReconciler {
             })
             .reconciler(sync),
     );
+    // `DuckControllers` marks it `status_owned(false)`: the kinds' status belongs to their
+    // own controllers (kube's deployment controller...).
     ResourceReconciler::new(gvk, tracked, config.clone())
 }
 
-/// Registers the duck reconciler for each kind.
-pub fn register(manager: &mut Manager, config: &Config, kinds: &[Gvk]) -> Result<(), ManagerError> {
-    for gvk in kinds {
-        let named =
-            reconciler(gvk.clone(), config).named(format!("{}PodSpecableReconciler", gvk.kind));
-        manager.register(gvk.clone(), named, config)?;
-    }
-    Ok(())
+/// Runs the duck reconciler for every kind that implements `PodSpecable` (built-ins, CRDs
+/// labelled `duck.knative.dev/podspecable=true` or of that shape), as such kinds come and go.
+pub fn register(manager: &Manager, config: &Config) -> JoinHandle<()> {
+    DuckControllers::new(manager, config)
+        .register(DuckType::podspecable(), |gvk, config| {
+            reconciler(gvk.clone(), config)
+        })
+        .start()
 }
 
-/// Runs the duck reconciler for `kinds` until SIGINT or SIGTERM.
-pub async fn run(args: RunArgs, kinds: Vec<Gvk>) -> Result<(), LaunchError> {
+/// Runs the duck reconciler until SIGINT or SIGTERM.
+pub async fn run(args: RunArgs) -> Result<(), LaunchError> {
     run_controllers(args, "podspecable", |manager, config, _| {
-        register(manager, config, &kinds)
+        // The follower lives as long as the process.
+        drop(register(manager, config));
+        Ok(())
     })
     .await
 }

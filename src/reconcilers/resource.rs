@@ -3,7 +3,8 @@
 //!
 //! Deliberate departures from reconciler.io (issue 5): a quiet `before_reconcile` error
 //! requeues (quirk 3 fixed), and dynamic objects get `status.observedGeneration` (for kinds
-//! with a status subresource) and kept condition `lastTransitionTime`s (quirk 13 fixed).
+//! with a status subresource, unless the root does not own the status: see
+//! [`ResourceReconciler::status_owned`]) and kept condition `lastTransitionTime`s (quirk 13 fixed).
 //! Every status is written with an update of the status subresource: Go merge-patches the
 //! status of duck types, which dynamic objects do not distinguish. There is no defaulting
 //! step (Go calls the resource's `Default` method).
@@ -77,6 +78,7 @@ pub struct ResourceReconciler {
     reconciler: Box<dyn SubReconciler>,
     config: Config,
     skip_status_update: bool,
+    status_owned: bool,
     sync_status_during_finalization: bool,
     hooks: RootHooks,
     skip_request: Option<Predicate<ObjectKey>>,
@@ -104,6 +106,7 @@ impl ResourceReconciler {
             reconciler: Box::new(reconciler),
             config,
             skip_status_update: false,
+            status_owned: true,
             sync_status_during_finalization: false,
             hooks: RootHooks::default(),
             skip_request: None,
@@ -121,6 +124,15 @@ impl ResourceReconciler {
     /// Never writes status (for secondary controllers of a kind).
     pub fn skip_status_update(mut self, skip: bool) -> Self {
         self.skip_status_update = skip;
+        self
+    }
+
+    /// Whether this reconciler owns the kind's status (default true). A reconciler over a
+    /// kind another controller owns (a duck reconciler over Deployments, say) passes false:
+    /// it then sets no `observedGeneration` and initializes no conditions, so it writes the
+    /// status only when its own steps changed status fields.
+    pub fn status_owned(mut self, owned: bool) -> Self {
+        self.status_owned = owned;
         self
     }
 
@@ -187,6 +199,7 @@ impl ResourceReconciler {
             return Outcome::done();
         }
         if let Some(conditions) = &self.conditions
+            && self.status_owned
             && let Err(err) = conditions.manage(&mut resource, ctx.now()).initialize()
         {
             return Outcome::err(ReconcileError::from_error(err));
@@ -217,7 +230,7 @@ impl ResourceReconciler {
             return Outcome::done();
         }
         let outcome = self.reconciler.reconcile(ctx, resource).await;
-        if outcome.error.as_ref().is_some_and(|e| !e.is_halt()) {
+        if !self.status_owned || outcome.error.as_ref().is_some_and(|e| !e.is_halt()) {
             return outcome;
         }
         let client = &ctx.original_config().client;

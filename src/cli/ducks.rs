@@ -1,0 +1,24 @@
+//! `dynrec ducks`: the kinds of the cluster that implement each known duck, and why.
+
+use std::process::ExitCode;
+
+use dynrec::client::Client;
+use dynrec::ducks::{DuckType, cluster_matches, table};
+use dynrec::runtime::{RunArgs, connect};
+
+/// Arguments of `dynrec ducks`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// Prints one line per duck and kind that implements it.
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let cluster = connect(&args.run).await?;
+    let client = Client::new(cluster.client.clone());
+    let matches = cluster_matches(&client, &DuckType::known()).await?;
+    print!("{}", table(&matches));
+    cluster.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
