@@ -2,7 +2,14 @@
 //! - a CEL condition (`Predicate::cel`, compiled once) vs the same condition as a Rust
 //!   closure, both evaluated on a Widget `DynamicObject`;
 //! - projecting a Deployment into the `PodSpecable` duck vs deserializing it into
-//!   k8s_openapi's typed `Deployment`.
+//!   k8s_openapi's typed `Deployment`;
+//! - the CEL of one reconcile of the widgets definition (`examples/definitions/widgets.yaml`):
+//!   its compiled child template evaluated for one Widget as the definition's `desired_child`
+//!   does it (the Widget as JSON bound as `self`, the template's four expressions evaluated,
+//!   the namespace defaulted, the result read as a `DynamicObject`), vs the Rust
+//!   `desired_child` of the converge bench (the same ConfigMap built with `json!` from the
+//!   Widget and read as a `DynamicObject`). `template_only` times `Template::evaluate` alone
+//!   over bindings made once.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -10,6 +17,7 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
+use dynrec::definitions::{Bindings, Plan, Schemas, Template, compile, load_file};
 use dynrec::duck::{Duck, PodSpecable};
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{Config, Context, Predicate};
@@ -105,5 +113,103 @@ fn projection(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, conditions, projection);
+/// A converged Widget of the converge bench, as the controller's cache holds it.
+fn converged_widget() -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "widget-1", "namespace": "ns-0", "uid": "u-1",
+            "resourceVersion": "1042", "generation": 1,
+            "creationTimestamp": "2026-11-22T00:00:00Z"},
+        "spec": {"message": "hello from widget 1", "greeting": "hello from widget 1"},
+        "status": {"conditions": [
+            {"type": "ConfigMapReady", "status": "True", "reason": "ConfigMapReady",
+             "message": "ConfigMap widget-1-config is in place",
+             "lastTransitionTime": "2026-11-22T00:00:00Z"},
+            {"type": "Ready", "status": "True", "reason": "Ready", "message": "",
+             "lastTransitionTime": "2026-11-22T00:00:00Z"}]}
+    }))
+    .expect("a widget")
+}
+
+/// The compiled child template of `examples/definitions/widgets.yaml`.
+fn widgets_template() -> Template {
+    let path = format!(
+        "{}/examples/definitions/widgets.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let loaded = load_file(std::path::Path::new(&path)).expect("the definition");
+    let compiled = compile(&loaded[0].definition, &Schemas::default()).expect("it compiles");
+    match compiled.steps.first() {
+        Some(Plan::Child(child)) => child.template.clone(),
+        other => panic!("expected a child step first, found {other:?}"),
+    }
+}
+
+/// What the definition's `desired_child` does with CEL: bind the Widget as `self` (as JSON),
+/// evaluate the template, default the namespace, read the result as an object.
+fn definition_child(template: &Template, widget: &DynamicObject) -> DynamicObject {
+    let mut bindings = Bindings::new();
+    let json = serde_json::to_value(widget).expect("a JSON widget");
+    bindings.insert("self".into(), std::sync::Arc::new(json));
+    let mut value = template
+        .evaluate(&bindings, jiff::Timestamp::now())
+        .expect("the template evaluates");
+    if value
+        .pointer("/metadata/namespace")
+        .is_none_or(Value::is_null)
+    {
+        value["metadata"]["namespace"] = json!(widget.metadata.namespace);
+    }
+    serde_json::from_value(value).expect("a ConfigMap")
+}
+
+/// The Rust equivalent: the same ConfigMap, built with `json!` from the Widget.
+fn rust_child(widget: &DynamicObject) -> DynamicObject {
+    let greeting = match widget.data["spec"]["greeting"].as_str() {
+        Some("") | None => "hello",
+        Some(greeting) => greeting,
+    };
+    let size = widget.data["spec"]["size"].as_i64().unwrap_or(1);
+    let name = widget.metadata.name.as_deref().unwrap_or_default();
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": format!("{name}-config"), "namespace": widget.metadata.namespace,
+            "labels": {"example.com/widget": name}},
+        "data": {"greeting": greeting, "size": size.to_string()}
+    }))
+    .expect("a ConfigMap")
+}
+
+fn child_template(c: &mut Criterion) {
+    let template = widgets_template();
+    let widget = converged_widget();
+    let by_definition = definition_child(&template, &widget);
+    assert_eq!(
+        serde_json::to_value(&by_definition).expect("JSON"),
+        serde_json::to_value(rust_child(&widget)).expect("JSON"),
+        "the definition and the Rust closure build the same ConfigMap"
+    );
+    let mut bindings = Bindings::new();
+    let json = serde_json::to_value(&widget).expect("a JSON widget");
+    bindings.insert("self".into(), std::sync::Arc::new(json));
+    let now = jiff::Timestamp::now();
+
+    let mut group = c.benchmark_group("widgets_child_template");
+    group.bench_function("definition_cel", |b| {
+        b.iter(|| definition_child(black_box(&template), black_box(&widget)))
+    });
+    group.bench_function("rust_serde_json", |b| {
+        b.iter(|| rust_child(black_box(&widget)))
+    });
+    group.bench_function("template_only", |b| {
+        b.iter(|| {
+            black_box(&template)
+                .evaluate(black_box(&bindings), now)
+                .expect("the template evaluates")
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, conditions, projection, child_template);
 criterion_main!(benches);

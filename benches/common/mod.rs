@@ -4,7 +4,19 @@
 //! - [`Engine::Dynrec`]: a `ResourceReconciler` + `ChildReconciler` on `DynamicObject`s,
 //!   run by the dynrec `Manager` (2 workers);
 //! - [`Engine::Typed`]: a hand-written kube-runtime `Controller` over a derived `Widget`
-//!   and k8s_openapi's `ConfigMap` (concurrency 2), reading children from a reflector.
+//!   and k8s_openapi's `ConfigMap` (concurrency 2), reading children from a reflector;
+//! - [`Engine::Definition`]: `examples/definitions/widgets.yaml` (the same controller as a
+//!   `ReconcilerDefinition`, its child template in CEL) started by `Definitions` under the
+//!   same `Manager` setup as [`Engine::Dynrec`]. Its child is `<widget>-config` with
+//!   `data.greeting` (from `spec.greeting`) and `data.size`; Ready=True comes through its
+//!   `ConfigMapReady` condition.
+//!
+//! Every engine starts from the same state: [`server`] installs the Widget CRD before any
+//! controller starts. The definition applies its own Widget CRD (from its `schema:`) over it
+//! when it starts, also before timing; the embedded server neither prunes nor validates
+//! against CRD schemas, so the Widgets are stored the same either way. Widgets carry both
+//! `spec.message` (read by the Rust controllers) and `spec.greeting` (read by the definition),
+//! with the same text.
 //!
 //! Widgets live in namespaces of [`PER_NAMESPACE`] each (see the README's Benchmarks).
 #![allow(dead_code)] // each bench uses part of this module
@@ -135,7 +147,8 @@ pub async fn create_widgets(server: &ApiServer, n: usize) {
             let widget = from_json::<DynamicObject>(json!({
                 "apiVersion": "example.com/v1", "kind": "Widget",
                 "metadata": {"name": key.name},
-                "spec": {"message": format!("hello from widget {i}")}
+                "spec": {"message": format!("hello from widget {i}"),
+                         "greeting": format!("hello from widget {i}")}
             }));
             async move { api.create(&PostParams::default(), &widget).await }
         })
@@ -221,6 +234,7 @@ pub fn writes(server: &ApiServer) -> u64 {
 pub enum Engine {
     Dynrec,
     Typed,
+    Definition,
 }
 
 impl Engine {
@@ -228,6 +242,7 @@ impl Engine {
         match self {
             Engine::Dynrec => "dynrec",
             Engine::Typed => "typed_kube_runtime",
+            Engine::Definition => "definition",
         }
     }
 
@@ -236,6 +251,7 @@ impl Engine {
         match self {
             Engine::Dynrec => start_dynrec(server).await,
             Engine::Typed => start_typed(server).await,
+            Engine::Definition => start_definition(server).await,
         }
     }
 }
@@ -350,6 +366,59 @@ async fn start_dynrec(server: &ApiServer) -> Running {
         tasks: vec![task],
         stop: Some(stop),
         direct: Direct::Dynrec(Box::new(dynrec_reconciler(&config))),
+    }
+}
+
+// ---- the widgets definition -----------------------------------------------------------
+
+/// `examples/definitions/widgets.yaml`, read from the file.
+pub fn widgets_definition() -> dynrec::definitions::Loaded {
+    let path = format!(
+        "{}/examples/definitions/widgets.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut loaded =
+        dynrec::definitions::load_file(std::path::Path::new(&path)).expect("the definition");
+    assert_eq!(loaded.len(), 1, "one definition in {path}");
+    loaded.remove(0)
+}
+
+/// The widgets definition under a `Manager` set up as [`start_dynrec`]'s: `Definitions`
+/// compiles it, applies its Widget CRD and registers its root reconciler (no controller of
+/// in-cluster definitions).
+async fn start_definition(server: &ApiServer) -> Running {
+    use dynrec::definitions::{Definitions, Inventory, root_reconciler};
+    let client = Client::new(server.client());
+    let config = Config::new(client.clone(), "widgets", Duration::from_secs(600));
+    let options = ManagerOptions {
+        workers: WORKERS,
+        ..Default::default()
+    };
+    let manager = Manager::new(client.clone(), options);
+    let definitions = Definitions::new(&manager, &config);
+    let compiled = within(
+        "the definition starts",
+        definitions.start(&widgets_definition()),
+    )
+    .await
+    .expect("the widgets definition starts");
+    assert_eq!(compiled.for_kind, widget_gvk());
+    let readiness = manager.readiness();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let _ = manager.run(async move { drop(stopped.await) }).await;
+    });
+    let caches_ready = async {
+        while !readiness.is_ready() || client.cached_object_count(&config_map_gvk()).is_none() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    within("the definition's controller is ready", caches_ready).await;
+    let direct = root_reconciler(&compiled, &config, &Inventory::default());
+    Running {
+        tasks: vec![task],
+        stop: Some(stop),
+        direct: Direct::Dynrec(Box::new(direct)),
     }
 }
 
@@ -487,8 +556,9 @@ impl Timings {
         timings.entry(engine.name()).or_default().push(elapsed);
     }
 
-    /// Prints each engine's median (the first run, criterion's warm-up, left out) and the
-    /// ratio dynrec / typed.
+    /// Prints each engine's median (the first run, criterion's warm-up, left out), its
+    /// number of runs, and the ratios dynrec / typed, definition / dynrec and
+    /// definition / typed (of medians measured in the same group, so the same run).
     pub fn print_ratio(&self, what: &str) {
         let timings = self.0.lock().expect("timings");
         let median = |engine: Engine| {
@@ -499,12 +569,26 @@ impl Timings {
                 .copied()
                 .collect::<Vec<_>>();
             runs.sort();
-            runs.get(runs.len() / 2).copied()
+            let median = runs.get(runs.len() / 2).copied()?;
+            println!(
+                "{what}: {} median {median:.3?} of {} runs",
+                engine.name(),
+                runs.len()
+            );
+            Some(median)
         };
-        if let (Some(dynrec), Some(typed)) = (median(Engine::Dynrec), median(Engine::Typed)) {
-            let ratio = dynrec.as_secs_f64() / typed.as_secs_f64();
-            println!("{what}: dynrec {dynrec:.3?}, typed {typed:.3?}, dynrec / typed = {ratio:.2}");
-        }
+        let dynrec = median(Engine::Dynrec);
+        let typed = median(Engine::Typed);
+        let definition = median(Engine::Definition);
+        let ratio = |a: Option<Duration>, b: Option<Duration>, label: &str| {
+            if let (Some(a), Some(b)) = (a, b) {
+                let ratio = a.as_secs_f64() / b.as_secs_f64();
+                println!("{what}: {label} = {ratio:.2}");
+            }
+        };
+        ratio(dynrec, typed, "dynrec / typed");
+        ratio(definition, dynrec, "definition / dynrec");
+        ratio(definition, typed, "definition / typed");
     }
 }
 
