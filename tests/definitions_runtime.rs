@@ -675,3 +675,40 @@ async fn if_else_runs_one_branch_and_marks_the_other_branch_skipped() {
     assert_eq!(condition(&g1, "UpReady").unwrap()["status"], "True");
     running.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_definition_for_a_kind_it_does_not_define_never_writes_its_status() {
+    let running = Running::start().await;
+    let definition = "apiVersion: dynrec.dev/v1alpha1\nkind: ReconcilerDefinition\nmetadata: {name: deployment-notes}\nspec:\n  for: {apiVersion: apps/v1, kind: Deployment}\n  steps:\n  - child:\n      id: note\n      template:\n        apiVersion: v1\n        kind: ConfigMap\n        metadata: {name: \"${self.metadata.name}-note\"}\n        data: {image: \"${self.spec.template.spec.containers[0].image}\"}\n";
+    let loaded = parse_documents(definition, "notes.yaml").unwrap();
+    running.definitions.start(&loaded[0]).await.unwrap();
+    let deployments = running.api("apps/v1", "Deployment", "deployments");
+    running
+        .apply(&deployments, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: default}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: app, image: \"nginx:1.27\"}]}\n")
+        .await;
+    let cms = running.config_maps();
+    eventually("the note exists", || async {
+        (data_of(&cms, "web-note").await? == json!({"image": "nginx:1.27"})).then_some(())
+    })
+    .await;
+    // The status as kube's deployment controller writes it (not yet observed this generation);
+    // the patch is an event that reconciles the Deployment again.
+    let status =
+        json!({"observedGeneration": 0, "replicas": 1, "availableReplicas": 1, "conditions": null});
+    deployments
+        .patch_status(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": status})),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let after = deployments.get("web").await.unwrap().data["status"].clone();
+    assert_eq!(
+        after,
+        json!({"observedGeneration": 0, "replicas": 1, "availableReplicas": 1}),
+        "the Deployment's status is the deployment controller's"
+    );
+    running.stop().await;
+}

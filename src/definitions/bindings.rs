@@ -20,6 +20,8 @@ pub struct Shared {
     pub definition: String,
     /// The conditions `Ready` summarizes.
     pub conditions: ConditionSet,
+    /// Whether conditions are written at all (not on a kind another controller owns).
+    pub owns_status: bool,
 }
 
 /// Binds `value` as `id` for the later steps of this request.
@@ -104,6 +106,9 @@ impl Shared {
         reason: &str,
         message: &str,
     ) {
+        if !self.owns_status {
+            return;
+        }
         let mut conditions = self.conditions.manage(parent, ctx.now());
         let marked = match status {
             true => conditions.mark_true(condition, reason, message),

@@ -55,6 +55,7 @@ pub fn root_reconciler(
     let shared = Arc::new(Shared {
         definition: definition.name.clone(),
         conditions: conditions.clone(),
+        owns_status: definition.owns_status,
     });
     let current: Vec<(String, Gvk)> = definition.child_steps();
     inventory
@@ -66,13 +67,17 @@ pub fn root_reconciler(
         current: current.into_iter().map(|(id, _)| id).collect(),
         inventory: inventory.clone(),
     }));
-    ResourceReconciler::new(
+    let root = ResourceReconciler::new(
         definition.for_kind.clone(),
         Sequence::new(steps),
         config.clone(),
     )
-    .named(controller_name(&definition.name))
-    .conditions(conditions)
+    .named(controller_name(&definition.name));
+    // On a kind another controller owns, no conditions and no observedGeneration.
+    match definition.owns_status {
+        true => root.conditions(conditions),
+        false => root.status_owned(false),
+    }
 }
 
 fn build_steps(plans: &[Plan], shared: &Arc<Shared>) -> Vec<Box<dyn SubReconciler>> {

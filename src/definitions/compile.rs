@@ -184,6 +184,8 @@ pub struct CompiledDefinition {
     pub steps: Vec<Plan>,
     /// The condition types `Ready` summarizes.
     pub conditions: Vec<String>,
+    /// Whether the definition writes conditions and `observedGeneration` on the parent.
+    pub owns_status: bool,
 }
 
 impl CompiledDefinition {
@@ -312,10 +314,12 @@ pub fn compile(
     if !compiler.errors.is_empty() {
         return Err(DefinitionErrors(compiler.errors));
     }
+    let owns_status = definition.spec.owns_status.unwrap_or(crd.is_some());
     Ok(CompiledDefinition {
         name,
         generation: definition.metadata.generation,
         for_kind,
+        owns_status,
         crd,
         steps,
         conditions,

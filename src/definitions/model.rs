@@ -55,6 +55,11 @@ pub struct DefinitionSpec {
     /// When set, dynrec creates and keeps the parent's CRD.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<ParentSchema>,
+    /// Whether dynrec writes conditions and `observedGeneration` on the parent. Default:
+    /// true when `schema:` defines the kind, false otherwise (the kind's own controller owns
+    /// its status; `sync` steps still write the fields they name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owns_status: Option<bool>,
     /// Further condition types `Ready` waits for (set by no step of this definition).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<String>,

@@ -189,6 +189,11 @@ async fn planned_write(kube: &kube::Client, write: Recorded) -> PlannedWrite {
         Method::POST => None,
         _ => get(kube, object_path).await,
     };
+    // A server-side apply of an object that does not exist creates it.
+    let verb = match (&write.method, &before) {
+        (&Method::PATCH, None) => "create",
+        _ => verb,
+    };
     let refused = (write.status >= 400).then(|| {
         write.response["message"]
             .as_str()
