@@ -1159,28 +1159,13 @@ fn server_side_apply_twice_with_a_changed_manifest_takes_ownership_and_removes_f
 
 #[test]
 fn kubectl_get_prints_a_crds_printer_columns() {
-    let Some(kubectl) = kubectl_on_path() else {
-        return;
-    };
-    let server = Server::start(kubectl, None);
     let crd = WIDGET_CRD.replace(
         "      subresources:\n        status: {}\n",
         "      subresources:\n        status: {}\n      additionalPrinterColumns:\n        - {name: Size, type: integer, jsonPath: .spec.size}\n        - {name: Color, type: string, jsonPath: .spec.color}\n",
     );
-    let crd = server.write("crd.yaml", &crd);
-    server
-        .apply(&crd)
-        .expect_ok("kubectl apply of the Widget CRD with printer columns");
-    server
-        .kubectl(&[
-            "wait",
-            "--for=condition=Established",
-            "crd/widgets.example.com",
-            "--timeout=10s",
-        ])
-        .expect_ok("kubectl wait for the CRD");
-    let w1 = server.write("w1.yaml", WIDGET_W1);
-    server.apply(&w1).expect_ok("kubectl apply of widget w1");
+    let Some(server) = Server::with_widget_crd(&crd) else {
+        return;
+    };
     let table = server
         .kubectl(&["get", "widgets"])
         .expect_ok("kubectl get widgets");
@@ -1250,28 +1235,13 @@ fn kubectl_scale_changes_a_deployments_replicas_through_the_scale_subresource() 
 
 #[test]
 fn kubectl_scale_changes_a_custom_objects_spec_replicas_path() {
-    let Some(kubectl) = kubectl_on_path() else {
-        return;
-    };
-    let server = Server::start(kubectl, None);
     let crd = WIDGET_CRD.replace(
         "      subresources:\n        status: {}\n",
         "      subresources:\n        status: {}\n        scale:\n          specReplicasPath: .spec.size\n          statusReplicasPath: .status.size\n",
     );
-    let crd = server.write("crd.yaml", &crd);
-    server
-        .apply(&crd)
-        .expect_ok("kubectl apply of the scalable Widget CRD");
-    server
-        .kubectl(&[
-            "wait",
-            "--for=condition=Established",
-            "crd/widgets.example.com",
-            "--timeout=10s",
-        ])
-        .expect_ok("kubectl wait for the CRD");
-    let w1 = server.write("w1.yaml", WIDGET_W1);
-    server.apply(&w1).expect_ok("kubectl apply of widget w1");
+    let Some(server) = Server::with_widget_crd(&crd) else {
+        return;
+    };
     let run = server
         .kubectl(&["scale", "widget", "w1", "--replicas=7"])
         .expect_ok("kubectl scale widget");
@@ -1668,8 +1638,13 @@ impl Server {
     /// A server with the Widget CRD established and widget `w1` created, all through kubectl;
     /// `None` when kubectl is missing and the test is skipped.
     fn with_widgets() -> Option<Server> {
+        Self::with_widget_crd(WIDGET_CRD)
+    }
+
+    /// As [`Server::with_widgets`], with the Widget CRD given as `crd` (a variant of it).
+    fn with_widget_crd(crd: &str) -> Option<Server> {
         let server = Server::start(kubectl_on_path()?, None);
-        let crd = server.write("crd.yaml", WIDGET_CRD);
+        let crd = server.write("crd.yaml", crd);
         server
             .apply(&crd)
             .expect_ok("kubectl apply of the Widget CRD");
