@@ -169,7 +169,8 @@ impl<T: Duck> DuckClient<T> {
 
     /// One object as the duck (from the cache if one runs for the kind).
     pub async fn get(&self, gvk: &Gvk, key: &ObjectKey) -> Result<Ducked<T>, Error> {
-        Ducked::project(gvk, &self.client.get(gvk, key).await?)
+        let object = self.client.get(gvk, key).await?;
+        Ducked::project(gvk, &object)
     }
 
     /// The objects the options cover, as the duck.

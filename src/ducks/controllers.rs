@@ -182,8 +182,11 @@ fn survey(ducks: &[DuckType], crds: &[DynamicObject], builtins: &HashSet<Gvk>) -
 /// The kinds of the cluster that implement each duck, and why (for `dynrec ducks`).
 pub async fn cluster_matches(client: &Client, ducks: &[DuckType]) -> Result<Vec<KindMatch>, Error> {
     let builtins = served_builtins(client, ducks).await;
-    let crds = client
+    let crds: Vec<_> = (client
         .list(&Resolved::crd().gvk, &Default::default())
-        .await?;
+        .await?)
+        .into_iter()
+        .map(std::sync::Arc::unwrap_or_clone)
+        .collect();
     Ok(survey(ducks, &crds, &builtins).matches)
 }

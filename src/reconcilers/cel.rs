@@ -193,7 +193,10 @@ fn typed_fields(
         }
     }
     if fields.contains_key("metadata") {
-        typed.insert("metadata".to_owned(), serde_json::to_value(&object.metadata)?);
+        typed.insert(
+            "metadata".to_owned(),
+            serde_json::to_value(&object.metadata)?,
+        );
     }
     Ok(typed)
 }

@@ -224,7 +224,10 @@ mod tests {
                 "self.metadata.labels['a'] == 'b'",
                 fields(&[("metadata", fields(&[("labels", Reads::Whole)]))]),
             ),
-            ("self.spec.?size.orValue(1) == 1", fields(&[("spec", Reads::Whole)])),
+            (
+                "self.spec.?size.orValue(1) == 1",
+                fields(&[("spec", Reads::Whole)]),
+            ),
             ("self == self", Reads::Whole),
             (
                 "self.spec.items.all(i, i.size > 1)",
