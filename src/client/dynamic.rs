@@ -97,9 +97,11 @@ impl Client {
         DuckClient::new(self.clone())
     }
 
-    /// The ready cache of a kind, if one runs.
+    /// The ready cache of a kind, if one runs and the kind is still served (a cache stops
+    /// soon after its kind goes; until then its kind is checked here, without a copy).
     fn ready_cache(&self, gvk: &Gvk) -> Option<Cache> {
-        self.inner.caches.running(gvk).filter(Cache::is_ready)
+        let cache = self.inner.caches.running(gvk).filter(Cache::is_ready)?;
+        self.inner.resolver.serves(gvk).then_some(cache)
     }
 
     /// One object, from the cache if one is ready, else from the API server.
@@ -108,13 +110,10 @@ impl Client {
     /// to change it.
     pub async fn get(&self, gvk: &Gvk, key: &ObjectKey) -> Result<Arc<DynamicObject>, Error> {
         match self.ready_cache(gvk) {
-            Some(cache) => {
-                self.resolve(gvk).await?;
-                cache.get(key).ok_or_else(|| Error::NotFound {
-                    gvk: gvk.clone(),
-                    key: key.clone(),
-                })
-            }
+            Some(cache) => cache.get(key).ok_or_else(|| Error::NotFound {
+                gvk: gvk.clone(),
+                key: key.clone(),
+            }),
             None => self.api_reader().get(gvk, key).await.map(Arc::new),
         }
     }
@@ -130,10 +129,7 @@ impl Client {
         options: &ListOptions,
     ) -> Result<Vec<Arc<DynamicObject>>, Error> {
         match self.ready_cache(gvk) {
-            Some(cache) => {
-                self.resolve(gvk).await?;
-                Ok(cache.list(options))
-            }
+            Some(cache) => Ok(cache.list(options)),
             None => {
                 let listed = self.api_reader().list(gvk, options).await?;
                 Ok(listed.into_iter().map(Arc::new).collect())

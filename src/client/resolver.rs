@@ -99,6 +99,11 @@ impl Resolver {
         })
     }
 
+    /// Whether the kind is known to be served (no request is made, nothing is copied).
+    pub fn serves(&self, gvk: &Gvk) -> bool {
+        self.inner.kinds.borrow().contains_key(gvk)
+    }
+
     /// The kind, if already known (no request is made).
     pub fn known(&self, gvk: &Gvk) -> Option<Resolved> {
         self.inner.kinds.borrow().get(gvk).cloned()
