@@ -67,6 +67,15 @@ impl Client {
         Ok(self.inner.resolver.resolve(gvk).await?)
     }
 
+    /// Whether the kind has the subresource (e.g. `status`): from what discovery already
+    /// knows, without copying the kind, else after resolving it.
+    pub async fn has_subresource(&self, gvk: &Gvk, name: &str) -> Result<bool, Error> {
+        match self.inner.resolver.known_subresource(gvk, name) {
+            Some(has) => Ok(has),
+            None => Ok(self.resolve(gvk).await?.has_subresource(name)),
+        }
+    }
+
     /// A handle on the kind's shared cache, starting its watch unless one runs.
     ///
     /// The watch stops when the last handle is dropped, or when the kind is removed.

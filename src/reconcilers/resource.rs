@@ -234,13 +234,13 @@ impl ResourceReconciler {
             return outcome;
         }
         let client = &ctx.original_config().client;
-        match client.resolve(&self.resource_type).await {
-            Ok(resolved) if resolved.has_subresource("status") => {
+        match client.has_subresource(&self.resource_type, "status").await {
+            Ok(true) => {
                 if let Err(err) = resource.observe_generation() {
                     return Outcome::with(outcome.result, Some(ReconcileError::from_error(err)));
                 }
             }
-            Ok(_) => {}
+            Ok(false) => {}
             Err(err) => debug!(%err, "kind not resolved, observedGeneration not set"),
         }
         outcome
