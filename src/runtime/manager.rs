@@ -21,7 +21,12 @@ use super::{
 };
 use crate::client::{CacheEvent, Client};
 use crate::object::{Gvk, ObjectKey};
-use crate::reconcilers::{self, Config, RootReconciler, ScopedWatch, ValidationError, Watch};
+use crate::reconcilers::{
+    self, Config, Permission, RootReconciler, ScopedWatch, ValidationError, Watch,
+};
+
+/// The readiness component of the Manager's own permissions.
+const MANAGER: &str = "manager";
 
 /// Why the manager could not run.
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +78,8 @@ struct Controller {
     reconciler: Arc<dyn RootReconciler>,
     /// Every declared watch but the kind's own, each with the config it is opened through.
     watches: Vec<ScopedWatch>,
+    /// What the tree needs on the API server, checked before it starts.
+    permissions: Vec<Permission>,
 }
 
 /// The controllers a manager runs, by name; changed while it runs through a
@@ -154,6 +161,15 @@ impl ControllerHandle {
     pub fn names(&self) -> Vec<String> {
         self.registry.controllers.lock().keys().cloned().collect()
     }
+
+    /// What the registered controllers need on the API server, each naming its reconciler.
+    pub fn permissions(&self) -> Vec<reconcilers::Permission> {
+        let controllers = self.registry.snapshot();
+        controllers
+            .values()
+            .flat_map(|c| c.permissions.iter().cloned())
+            .collect()
+    }
 }
 
 impl Controller {
@@ -181,6 +197,7 @@ impl Controller {
             .chain(setup.scoped_watches().iter().cloned())
             .collect();
         Ok(Self {
+            permissions: setup.permissions(&name),
             name,
             gvk,
             reconciler,
@@ -254,6 +271,14 @@ impl Manager {
                 }
             });
         }
+        let needs = super::manager_permissions(self.options.leader_election.is_some());
+        let (client, readiness) = (self.client.kube().clone(), self.readiness.clone());
+        let stopped = stop_rx.clone();
+        background.spawn(async move {
+            if super::wait_until_allowed(&client, &needs, &readiness, MANAGER, stopped).await {
+                readiness.remove(MANAGER);
+            }
+        });
         // Without leader election this replica always leads: the sender lives as long as `run`.
         let (_always_leading, mut leading) = watch::channel(true);
         if let Some(config) = self.options.leader_election.clone() {
@@ -436,6 +461,16 @@ impl ControllerRun {
                     continue;
                 }
             };
+            let permitted = super::wait_until_allowed(
+                self.client.kube(),
+                &self.controller.permissions,
+                &self.readiness,
+                &name,
+                stop.clone(),
+            );
+            if !permitted.await {
+                return;
+            }
             self.readiness.set_ready(&name);
             info!(%gvk, "kind resolved: controller started");
             let ended_by_stop = self.serve(resolved.namespaced, stop.clone()).await;
