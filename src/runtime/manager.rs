@@ -25,9 +25,6 @@ use crate::reconcilers::{
     self, Config, Permission, RootReconciler, ScopedWatch, ValidationError, Watch,
 };
 
-/// The readiness component of the Manager's own permissions.
-const MANAGER: &str = "manager";
-
 /// Why the manager could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ManagerError {
@@ -275,8 +272,16 @@ impl Manager {
         let (client, readiness) = (self.client.kube().clone(), self.readiness.clone());
         let stopped = stop_rx.clone();
         background.spawn(async move {
-            if super::wait_until_allowed(&client, &needs, &readiness, MANAGER, stopped).await {
-                readiness.remove(MANAGER);
+            if super::wait_until_allowed(
+                &client,
+                &needs,
+                &readiness,
+                super::health::MANAGER_COMPONENT,
+                stopped,
+            )
+            .await
+            {
+                readiness.remove(super::health::MANAGER_COMPONENT);
             }
         });
         // Without leader election this replica always leads: the sender lives as long as `run`.
@@ -308,11 +313,14 @@ impl Manager {
         mut leading: watch::Receiver<bool>,
         stop: watch::Receiver<bool>,
     ) {
+        let elects = self.options.leader_election.is_some();
         loop {
+            self.readiness.set_standby(elects);
             tokio::select! {
                 leads = leading.wait_for(|l| *l) => if leads.is_err() { return },
                 () = wait_stopped(stop.clone()) => return,
             }
+            self.readiness.set_standby(false);
             self.metrics.set_leader(true);
             info!("leading: starting controllers");
             let (lost_tx, lost_rx) = watch::channel(false);
