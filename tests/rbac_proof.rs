@@ -3,6 +3,7 @@
 //! embedded server with RBAC on, and converge with no 403; without any one rule, the
 //! Manager's preflight names what is missing and the controller waits.
 
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use dynrec::apiserver::{ApiServer, Authorization};
 use dynrec::client::Client;
+use dynrec::definitions::{Definitions, parse_documents};
 use dynrec::demo::{podspecable, widgets};
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{LeaderConfig, Manager, ManagerOptions, Readiness};
@@ -22,8 +24,14 @@ const NAMESPACE: &str = "dynrec-system";
 
 /// The ClusterRole `dynrec rbac` prints for the two example controllers.
 fn printed_role() -> Value {
+    printed(&["--example", "widgets", "--example", "podspecable"])
+}
+
+/// The ClusterRole `dynrec rbac ARGS` prints.
+fn printed(args: &[&str]) -> Value {
     let output = Command::new(env!("CARGO_BIN_EXE_dynrec"))
-        .args(["rbac", "--example", "widgets", "--example", "podspecable"])
+        .arg("rbac")
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -63,13 +71,21 @@ async fn create(server: &ApiServer, object: Value) {
     .unwrap_or_else(|err| panic!("creating {object}: {err}"));
 }
 
-/// A server with RBAC on, the Widget CRD, and the ServiceAccount `dynrec` bound to `role`;
-/// returns the server and a client of the account that counts the 403s it gets.
+/// A server with RBAC on, the Widget CRD, and the ServiceAccount `dynrec` bound to `role`.
 async fn cluster_with_role(role: Value) -> (ApiServer, kube::Client, Arc<AtomicUsize>) {
     let server = ApiServer::builder()
         .authorization(Authorization::Rbac)
         .build();
     widgets::install_crd(&server.client()).await.unwrap();
+    bind_account(server, role).await
+}
+
+/// Binds the ServiceAccount `dynrec` to `role` on `server`; returns the server and a client
+/// of the account that counts the 403s it gets.
+async fn bind_account(
+    server: ApiServer,
+    role: Value,
+) -> (ApiServer, kube::Client, Arc<AtomicUsize>) {
     for object in [
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}}),
@@ -156,24 +172,15 @@ where
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_printed_role_is_enough_the_controllers_converge_with_no_403() {
-    let (server, account, forbidden) = cluster_with_role(printed_role()).await;
-    let (readiness, stop, running) = start_controllers(account);
-    let admin = server.client();
+/// Creates the Widget `w1` and waits until it is Ready and its ConfigMap holds "hi".
+async fn widget_converges(server: &ApiServer) {
     create(
-        &server,
+        server,
         json!({"apiVersion": "example.com/v1", "kind": "Widget",
         "metadata": {"name": "w1", "namespace": "apps"}, "spec": {"greeting": "hi", "size": 2}}),
     )
     .await;
-    create(&server, json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": podspecable::ENV_CONFIG_MAP, "namespace": "apps"}, "data": {"GREETING": "hi"}}))
-    .await;
-    create(&server, json!({"apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "apps"}, "spec": {"selector": {"matchLabels": {"app": "web"}},
-        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}}))
-    .await;
+    let admin = server.client();
     let widgets = api(&admin, ("example.com/v1", "Widget"), Some("apps"));
     eventually("the widget is Ready", || async {
         widgets.get("w1").await.is_ok_and(|w| {
@@ -189,6 +196,63 @@ async fn the_printed_role_is_enough_the_controllers_converge_with_no_403() {
         config_maps.get("w1-config").await.unwrap().data["data"]["greeting"],
         "hi"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_role_printed_for_a_definition_runs_it_with_no_403() {
+    let definition =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/definitions/widgets.yaml");
+    let role = printed(&["-f", definition.to_str().unwrap()]);
+    let server = ApiServer::builder()
+        .authorization(Authorization::Rbac)
+        .build();
+    let (server, account, forbidden) = bind_account(server, role).await;
+    let client = Client::new(account);
+    let config = Config::new(client.clone(), "dynrec", Duration::from_secs(600));
+    let options = ManagerOptions {
+        leader_election: Some(LeaderConfig::new(NAMESPACE, "dynrec-leader", "proof")),
+        ..ManagerOptions::default()
+    };
+    let mut manager = Manager::new(client, options);
+    let definitions = Definitions::new(&manager, &config);
+    definitions.install_crd().await.unwrap();
+    definitions.register(&mut manager).unwrap();
+    let text = std::fs::read_to_string(&definition).unwrap();
+    for loaded in parse_documents(&text, "widgets.yaml").unwrap() {
+        definitions.start(&loaded).await.unwrap();
+    }
+    let readiness = manager.readiness();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(manager.run(async move {
+        let _ = stopped.await;
+    }));
+    widget_converges(&server).await;
+    eventually("every controller is ready", || async {
+        readiness.is_ready()
+    })
+    .await;
+    assert_eq!(
+        forbidden.load(Ordering::SeqCst),
+        0,
+        "the definition's controller got a 403"
+    );
+    let _ = stop.send(());
+    running.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_printed_role_is_enough_the_controllers_converge_with_no_403() {
+    let (server, account, forbidden) = cluster_with_role(printed_role()).await;
+    let (readiness, stop, running) = start_controllers(account);
+    let admin = server.client();
+    create(&server, json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": podspecable::ENV_CONFIG_MAP, "namespace": "apps"}, "data": {"GREETING": "hi"}}))
+    .await;
+    create(&server, json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "apps"}, "spec": {"selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}}))
+    .await;
+    widget_converges(&server).await;
     let deployments = api(&admin, ("apps/v1", "Deployment"), Some("apps"));
     eventually("the env is injected into the Deployment", || async {
         deployments.get("web").await.is_ok_and(|d| {

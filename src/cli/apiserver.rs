@@ -204,6 +204,8 @@ mod tests {
             tls_sans: Vec::new(),
             faults: None,
             data_dir: None,
+            authorization: AuthorizationMode::AlwaysAllow,
+            token_auth_file: None,
         }
     }
 

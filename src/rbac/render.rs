@@ -5,6 +5,9 @@ use std::fmt::Write;
 
 use super::Rule;
 
+/// What the roles leave out, and why.
+const DEFAULTS: &str = "Discovery and SelfSubjectAccessReview (the preflight) are granted to every authenticated user by Kubernetes' default bindings.";
+
 /// What kind of role to print.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RoleKind {
@@ -23,7 +26,7 @@ pub fn render(
     namespaced: impl Fn(&Rule) -> bool,
     header: &str,
 ) -> String {
-    let mut out = format!("# {header}\n");
+    let mut out = format!("# {header}\n# {DEFAULTS}\n");
     match kind {
         RoleKind::Cluster => out.push_str(&role("ClusterRole", name, None, rules.iter())),
         RoleKind::Namespaced(namespace) => {

@@ -55,7 +55,7 @@ impl Setup {
     }
 
     /// Everything the tree of `controller` needs: reads of every kind it watches (through
-    /// the root's config) and what its reconcilers declared.
+    /// the root's config) and what its reconcilers declared (each named "X in controller").
     pub fn permissions(&self, controller: &str) -> Vec<Permission> {
         let reads = self.watches().iter().map(|watch| {
             let (gvk, why) = match watch {
@@ -65,7 +65,14 @@ impl Setup {
             };
             Permission::new(gvk, "", READ, format!("{controller} ({why})"))
         });
-        let mut all: Vec<Permission> = reads.chain(self.required.iter().cloned()).collect();
+        let declared = self.required.iter().map(|p| match p.by == controller {
+            true => p.clone(),
+            false => Permission {
+                by: format!("{} in {controller}", p.by),
+                ..p.clone()
+            },
+        });
+        let mut all: Vec<Permission> = reads.chain(declared).collect();
         all.sort();
         all.dedup();
         all
