@@ -3,11 +3,15 @@
 //! embedded server with RBAC on, and converge with no 403; without any one rule, the
 //! Manager's preflight names what is missing and the controller waits.
 
+mod client_common;
+
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use client_common::eventually;
 
 use dynrec::apiserver::{ApiServer, Authorization};
 use dynrec::client::Client;
@@ -159,19 +163,6 @@ fn start_controllers(
     (readiness, stop, running)
 }
 
-/// Polls `check` until it holds.
-async fn eventually<F, Fut>(what: &str, check: F)
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + DEADLINE;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
 /// Creates the Widget `w1` and waits until it is Ready and its ConfigMap holds "hi".
 async fn widget_converges(server: &ApiServer) {
     create(
@@ -182,8 +173,8 @@ async fn widget_converges(server: &ApiServer) {
     .await;
     let admin = server.client();
     let widgets = api(&admin, ("example.com/v1", "Widget"), Some("apps"));
-    eventually("the widget is Ready", || async {
-        widgets.get("w1").await.is_ok_and(|w| {
+    eventually(DEADLINE, "the widget is Ready", || async {
+        widgets.get("w1").await.ok().filter(|w| {
             w.data["status"]["conditions"].as_array().is_some_and(|c| {
                 c.iter()
                     .any(|c| c["type"] == "Ready" && c["status"] == "True")
@@ -195,6 +186,19 @@ async fn widget_converges(server: &ApiServer) {
     assert_eq!(
         config_maps.get("w1-config").await.unwrap().data["data"]["greeting"],
         "hi"
+    );
+}
+
+/// Waits until every controller is ready, then checks that no request was refused.
+async fn ready_without_403(readiness: &Readiness, forbidden: &AtomicUsize) {
+    eventually(DEADLINE, "every controller is ready", || async {
+        readiness.is_ready().then_some(())
+    })
+    .await;
+    assert_eq!(
+        forbidden.load(Ordering::SeqCst),
+        0,
+        "a controller got a 403"
     );
 }
 
@@ -227,15 +231,7 @@ async fn the_role_printed_for_a_definition_runs_it_with_no_403() {
         let _ = stopped.await;
     }));
     widget_converges(&server).await;
-    eventually("every controller is ready", || async {
-        readiness.is_ready()
-    })
-    .await;
-    assert_eq!(
-        forbidden.load(Ordering::SeqCst),
-        0,
-        "the definition's controller got a 403"
-    );
+    ready_without_403(&readiness, &forbidden).await;
     let _ = stop.send(());
     running.await.unwrap().unwrap();
 }
@@ -254,22 +250,18 @@ async fn the_printed_role_is_enough_the_controllers_converge_with_no_403() {
     .await;
     widget_converges(&server).await;
     let deployments = api(&admin, ("apps/v1", "Deployment"), Some("apps"));
-    eventually("the env is injected into the Deployment", || async {
-        deployments.get("web").await.is_ok_and(|d| {
-            d.data["spec"]["template"]["spec"]["containers"][0]["env"]
-                == json!([{"name": "GREETING", "value": "hi"}])
-        })
-    })
+    eventually(
+        DEADLINE,
+        "the env is injected into the Deployment",
+        || async {
+            deployments.get("web").await.ok().filter(|d| {
+                d.data["spec"]["template"]["spec"]["containers"][0]["env"]
+                    == json!([{"name": "GREETING", "value": "hi"}])
+            })
+        },
+    )
     .await;
-    eventually("every controller is ready", || async {
-        readiness.is_ready()
-    })
-    .await;
-    assert_eq!(
-        forbidden.load(Ordering::SeqCst),
-        0,
-        "the controllers got a 403"
-    );
+    ready_without_403(&readiness, &forbidden).await;
     let _ = stop.send(());
     running.await.unwrap();
 }
