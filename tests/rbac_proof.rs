@@ -133,6 +133,17 @@ async fn bind_account(
     (server, kube::Client::new(service, "default"), forbidden)
 }
 
+/// A Manager (with leader election, as in a cluster) and a config acting as `account`.
+fn manager_as(account: kube::Client) -> (Manager, Config) {
+    let client = Client::new(account);
+    let config = Config::new(client.clone(), "dynrec", Duration::from_secs(600));
+    let options = ManagerOptions {
+        leader_election: Some(LeaderConfig::new(NAMESPACE, "dynrec-leader", "proof")),
+        ..ManagerOptions::default()
+    };
+    (Manager::new(client, options), config)
+}
+
 /// Starts the widgets and podspecable controllers as the account, with leader election.
 fn start_controllers(
     account: kube::Client,
@@ -141,13 +152,7 @@ fn start_controllers(
     tokio::sync::oneshot::Sender<()>,
     tokio::task::JoinHandle<()>,
 ) {
-    let client = Client::new(account);
-    let config = Config::new(client.clone(), "dynrec", Duration::from_secs(600));
-    let options = ManagerOptions {
-        leader_election: Some(LeaderConfig::new(NAMESPACE, "dynrec-leader", "proof")),
-        ..ManagerOptions::default()
-    };
-    let mut manager = Manager::new(client, options);
+    let (mut manager, config) = manager_as(account);
     widgets::register(&mut manager, &config).unwrap();
     let follower = podspecable::register(&manager, &config);
     let readiness = manager.readiness();
@@ -211,13 +216,7 @@ async fn the_role_printed_for_a_definition_runs_it_with_no_403() {
         .authorization(Authorization::Rbac)
         .build();
     let (server, account, forbidden) = bind_account(server, role).await;
-    let client = Client::new(account);
-    let config = Config::new(client.clone(), "dynrec", Duration::from_secs(600));
-    let options = ManagerOptions {
-        leader_election: Some(LeaderConfig::new(NAMESPACE, "dynrec-leader", "proof")),
-        ..ManagerOptions::default()
-    };
-    let mut manager = Manager::new(client, options);
+    let (mut manager, config) = manager_as(account);
     let definitions = Definitions::new(&manager, &config);
     definitions.install_crd().await.unwrap();
     definitions.register(&mut manager).unwrap();
