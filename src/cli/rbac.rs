@@ -2,6 +2,7 @@
 //! definitions of `-f`), or of the examples, need — derived from their reconciler trees,
 //! built against an in-process embedded API server that nothing else talks to.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -64,17 +65,18 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(namespace) => RoleKind::Namespaced(namespace.clone()),
         None => RoleKind::Cluster,
     };
-    let mut namespaced = Vec::new();
+    let mut namespaced = BTreeSet::new();
     for rule in &rules {
-        let resolved = client.resolver().resolve(&rule.gvk).await;
-        namespaced.push(resolved.is_ok_and(|r| r.namespaced));
+        if client
+            .resolver()
+            .resolve(&rule.gvk)
+            .await
+            .is_ok_and(|r| r.namespaced)
+        {
+            namespaced.insert(rule.gvk.clone());
+        }
     }
-    let is_namespaced = |rule: &Rule| {
-        rules
-            .iter()
-            .position(|r| r == rule)
-            .is_some_and(|i| namespaced[i])
-    };
+    let is_namespaced = |rule: &Rule| namespaced.contains(&rule.gvk);
     print!(
         "{}",
         rbac::render(&args.name, &rules, &kind, is_namespaced, &header(&args))

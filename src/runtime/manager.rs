@@ -160,7 +160,7 @@ impl ControllerHandle {
     }
 
     /// What the registered controllers need on the API server, each naming its reconciler.
-    pub fn permissions(&self) -> Vec<reconcilers::Permission> {
+    pub fn permissions(&self) -> Vec<Permission> {
         let controllers = self.registry.snapshot();
         controllers
             .values()
@@ -268,22 +268,12 @@ impl Manager {
                 }
             });
         }
-        let needs = super::manager_permissions(self.options.leader_election.is_some());
-        let (client, readiness) = (self.client.kube().clone(), self.readiness.clone());
-        let stopped = stop_rx.clone();
-        background.spawn(async move {
-            if super::wait_until_allowed(
-                &client,
-                &needs,
-                &readiness,
-                super::health::MANAGER_COMPONENT,
-                stopped,
-            )
-            .await
-            {
-                readiness.remove(super::health::MANAGER_COMPONENT);
-            }
-        });
+        background.spawn(super::preflight::check_manager(
+            self.client.kube().clone(),
+            self.options.leader_election.is_some(),
+            self.readiness.clone(),
+            stop_rx.clone(),
+        ));
         // Without leader election this replica always leads: the sender lives as long as `run`.
         let (_always_leading, mut leading) = watch::channel(true);
         if let Some(config) = self.options.leader_election.clone() {

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use tracing::warn;
 
 use super::Readiness;
+use super::health::MANAGER_COMPONENT;
 use crate::object::Gvk;
 use crate::reconcilers::{Permission, READ};
 
@@ -98,6 +99,20 @@ pub fn manager_permissions(leader_election: bool) -> Vec<Permission> {
         ));
     }
     needs
+}
+
+/// Checks what the Manager itself needs (see [`manager_permissions`]) until it is allowed,
+/// naming what is missing in `readiness` under the `manager` component meanwhile.
+pub(super) async fn check_manager(
+    client: kube::Client,
+    leader_election: bool,
+    readiness: Readiness,
+    stop: watch::Receiver<bool>,
+) {
+    let needs = manager_permissions(leader_election);
+    if wait_until_allowed(&client, &needs, &readiness, MANAGER_COMPONENT, stop).await {
+        readiness.remove(MANAGER_COMPONENT);
+    }
 }
 
 /// Waits until the API server allows every permission: each missing one is logged once
