@@ -277,3 +277,129 @@ fn kubectl_apply_k_deploy_is_accepted_as_written_with_strict_validation() {
             .contains(&Value::from("--leader-elect=true"))
     );
 }
+
+/// `GET path` on a loopback port: the status code and the body.
+fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).ok()?;
+    let code = reply.split(' ').nth(1)?.parse().ok()?;
+    let body = reply.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
+    Some((code, body))
+}
+
+/// Polls `/readyz` until `check` holds for its answer; fails with the last answer.
+fn wait_readyz(port: u16, what: &str, check: impl Fn(u16, &str) -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut last = None;
+    while std::time::Instant::now() < deadline {
+        last = http_get(port, "/readyz");
+        if last.as_ref().is_some_and(|(code, body)| check(*code, body)) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("timed out waiting until {what}; last /readyz: {last:?}");
+}
+
+#[test]
+fn dynrec_run_as_the_deployed_account_waits_for_a_definition_s_permissions_and_names_them() {
+    if !kubectl_present() {
+        return;
+    }
+    let cluster = Cluster::start(&["--authorization", "rbac"]);
+    cluster.ok(&["apply", "-k", deploy_dir().to_str().unwrap()]);
+    // The Deployment's account, as its pod would use it.
+    let token = cluster.ok(&["create", "token", "dynrec", "-n", "dynrec-system"]);
+    let mut config: Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(cluster.dir.path().join("kubeconfig")).unwrap(),
+    )
+    .unwrap();
+    config["users"][0]["user"]["token"] = Value::from(token.trim());
+    let account_config = cluster.dir.path().join("account.kubeconfig");
+    std::fs::write(&account_config, config.to_string()).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let log = std::fs::File::create(cluster.dir.path().join("run.log")).unwrap();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_dynrec"))
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(&account_config)
+        .args([
+            "--leader-elect",
+            "true",
+            "--lease-namespace",
+            "dynrec-system",
+        ])
+        .arg(format!("--metrics-address=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let _guard = KillOnDrop(&mut run);
+    wait_readyz(
+        port,
+        "dynrec run is ready with the deployed role",
+        |code, _| code == 200,
+    );
+
+    let definition =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/definitions/widgets.yaml");
+    cluster.ok(&["apply", "-f", definition.to_str().unwrap()]);
+    wait_readyz(
+        port,
+        "the definition's missing permissions are named",
+        |code, body| {
+            code == 503
+            && body.contains("cannot create configmaps in API group \"\" (needed by ConfigMapUpdatingObjectManager in definition/widgets)")
+        },
+    );
+    let printed = Command::new(env!("CARGO_BIN_EXE_dynrec"))
+        .args(["rbac", "-f"])
+        .arg(&definition)
+        .output()
+        .unwrap();
+    let role = cluster.dir.path().join("role.yaml");
+    std::fs::write(&role, &printed.stdout).unwrap();
+    cluster.ok(&["apply", "-f", role.to_str().unwrap()]);
+    wait_readyz(
+        port,
+        "the definition's controller starts once granted",
+        |code, _| code == 200,
+    );
+    let widget = cluster.dir.path().join("widget.yaml");
+    std::fs::write(
+        &widget,
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {greeting: hi}\n",
+    )
+    .unwrap();
+    cluster.ok(&["apply", "-f", widget.to_str().unwrap()]);
+    cluster.ok(&[
+        "wait",
+        "--for=condition=Ready",
+        "widget/w1",
+        "--timeout=20s",
+    ]);
+    let data = cluster.ok(&[
+        "get",
+        "configmap",
+        "w1-config",
+        "-o",
+        "jsonpath={.data.greeting}",
+    ]);
+    assert_eq!(data, "hi");
+}
+
+/// Kills the process when the test ends, however it ends.
+struct KillOnDrop<'a>(&'a mut Child);
+
+impl Drop for KillOnDrop<'_> {
+    fn drop(&mut self) {
+        process_common::stop(self.0, "KILL");
+    }
+}
