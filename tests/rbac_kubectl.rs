@@ -337,6 +337,7 @@ fn dynrec_run_as_the_deployed_account_waits_for_a_definition_s_permissions_and_n
             "dynrec-system",
         ])
         .arg(format!("--metrics-address=127.0.0.1:{port}"))
+        .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::null())
         .stderr(log)
         .spawn()
@@ -359,6 +360,14 @@ fn dynrec_run_as_the_deployed_account_waits_for_a_definition_s_permissions_and_n
             && body.contains("cannot create configmaps in API group \"\" (needed by ConfigMapUpdatingObjectManager in definition/widgets)")
         },
     );
+    // It keeps checking, and says what is missing once.
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    let logged = std::fs::read_to_string(cluster.dir.path().join("run.log")).unwrap();
+    let said = logged
+        .lines()
+        .filter(|l| l.contains("missing permission") && l.contains("cannot create configmaps"))
+        .count();
+    assert_eq!(said, 1, "{logged}");
     let printed = Command::new(env!("CARGO_BIN_EXE_dynrec"))
         .args(["rbac", "-f"])
         .arg(&definition)
