@@ -4,8 +4,8 @@
 # Stage 1 builds the binary; stage 2 is distroless (glibc, libgcc and CA certificates; no
 # shell, no package manager) and runs as its non-root user. TLS is rustls: no OpenSSL.
 
-# The workspace's rust-version.
-FROM rust:1.89-bookworm AS build
+# The toolchain the workspace is built and tested with (its rust-version is 1.89).
+FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY . .
 # Cache mounts keep the registry and the compiled dependencies between builds.
