@@ -36,7 +36,7 @@ pub struct Args {
     #[arg(short = 'f', long = "filename")]
     files: Vec<PathBuf>,
     /// The role of an example controller instead of `dynrec run`'s; may be repeated.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, conflicts_with = "files")]
     example: Vec<Example>,
     /// Print a Role in this namespace, plus a ClusterRole for the cluster-scoped kinds.
     #[arg(long)]
