@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use dynrec::apiserver::ApiServer;
-use dynrec::client::Client;
+use dynrec::client::{Client, Resolved};
 use dynrec::definitions::Definitions;
 use dynrec::demo;
 use dynrec::rbac::{self, RoleKind, Rule};
 use dynrec::reconcilers::{Config, Permission};
-use dynrec::runtime::{Manager, ManagerOptions};
+use dynrec::runtime::{Manager, ManagerOptions, manager_permissions};
 
 use super::definitions::load;
 
@@ -52,7 +52,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let client = Client::new(server.client());
     let config = Config::new(client.clone(), "dynrec", Duration::from_secs(60 * 60));
     let mut manager = Manager::new(client.clone(), ManagerOptions::default());
-    let mut permissions = rbac::runtime_permissions();
+    // What the Manager itself needs, with leader election on as in a cluster.
+    let mut permissions = manager_permissions(true);
     if args.example.is_empty() {
         permissions.extend(run_controllers(&args, &mut manager, &config).await?);
     }
@@ -123,7 +124,7 @@ async fn run_controllers(
             .with_context(|| format!("in {}", definition.source))?;
     }
     Ok(vec![Permission::new(
-        &rbac::crd_gvk(),
+        &Resolved::crd().gvk,
         "",
         &["create", "patch"],
         "dynrec run (applies the ReconcilerDefinition CRD and the CRDs definitions define)",
@@ -141,7 +142,7 @@ async fn example_controllers(
             demo::widgets::install_crd(config.client.kube()).await?;
             demo::widgets::register(manager, config)?;
             Ok(vec![Permission::new(
-                &rbac::crd_gvk(),
+                &Resolved::crd().gvk,
                 "",
                 &["create", "patch"],
                 "the widgets example (applies the Widget CRD)",

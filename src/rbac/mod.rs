@@ -12,17 +12,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::object::Gvk;
 use crate::reconcilers::Permission;
 
-/// What every dynrec process needs besides its controllers (the Manager's own needs, with
-/// leader election on, as in a cluster).
-pub fn runtime_permissions() -> Vec<Permission> {
-    crate::runtime::manager_permissions(true)
-}
-
-/// The CustomResourceDefinition kind.
-pub fn crd_gvk() -> Gvk {
-    Gvk::new("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
-}
-
 /// One RBAC rule: verbs on one resource of one API group, with who needs which verbs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rule {

@@ -13,6 +13,7 @@ use tracing::warn;
 
 use super::Readiness;
 use super::health::MANAGER_COMPONENT;
+use crate::client::Resolved;
 use crate::object::Gvk;
 use crate::reconcilers::{Permission, READ};
 
@@ -85,7 +86,7 @@ pub async fn missing(
 /// SelfSubjectAccessReview by `system:basic-user`), and leader election keeps a Lease.
 pub fn manager_permissions(leader_election: bool) -> Vec<Permission> {
     let mut needs = vec![Permission::new(
-        &Gvk::new("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+        &Resolved::crd().gvk,
         "",
         READ,
         "the kind resolver (CRDs that come and go)",
