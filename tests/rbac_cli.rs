@@ -93,3 +93,21 @@ fn a_definition_path_that_cannot_be_read_is_named() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_kind_is_named_by_the_plural_its_crd_serves_it_under() {
+    let widgets = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/definitions/widgets.yaml"),
+    )
+    .unwrap();
+    let people = widgets
+        .replace("kind: Widget", "kind: Person")
+        .replace("  schema:\n", "  schema:\n    plural: people\n");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("people.yaml");
+    std::fs::write(&file, people).unwrap();
+    let role = printed(&["-f", file.to_str().unwrap()]);
+    assert!(role.contains("resources: [\"people\"]"), "{role}");
+    assert!(role.contains("resources: [\"people/status\"]"), "{role}");
+    assert!(!role.contains("persons"), "{role}");
+}

@@ -2,7 +2,7 @@
 //! definitions of `-f`), or of the examples, need — derived from their reconciler trees,
 //! built against an in-process embedded API server that nothing else talks to.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -61,22 +61,21 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         permissions.extend(example_controllers(*example, &mut manager, &config).await?);
     }
     permissions.extend(manager.handle().permissions());
-    let rules = rbac::rules(&permissions);
+    let mut plurals = BTreeMap::new();
+    let mut namespaced = BTreeSet::new();
+    for permission in &permissions {
+        if let Ok(resolved) = client.resolver().resolve(&permission.gvk).await {
+            plurals.insert(permission.gvk.clone(), resolved.resource.plural.clone());
+            if resolved.namespaced {
+                namespaced.insert(permission.gvk.clone());
+            }
+        }
+    }
+    let rules = rbac::rules(&permissions, &plurals);
     let kind = match &args.namespace {
         Some(namespace) => RoleKind::Namespaced(namespace.clone()),
         None => RoleKind::Cluster,
     };
-    let mut namespaced = BTreeSet::new();
-    for rule in &rules {
-        if client
-            .resolver()
-            .resolve(&rule.gvk)
-            .await
-            .is_ok_and(|r| r.namespaced)
-        {
-            namespaced.insert(rule.gvk.clone());
-        }
-    }
     let is_namespaced = |rule: &Rule| namespaced.contains(&rule.gvk);
     print!(
         "{}",

@@ -27,11 +27,12 @@ pub struct Rule {
     pub gvk: Gvk,
 }
 
-/// Merges permissions into one rule per (group, resource), sorted by group then resource.
-pub fn rules(permissions: &[Permission]) -> Vec<Rule> {
+/// Merges permissions into one rule per (group, resource), sorted by group then resource;
+/// `plurals` holds the plurals the server serves kinds under (others are guessed).
+pub fn rules(permissions: &[Permission], plurals: &BTreeMap<Gvk, String>) -> Vec<Rule> {
     let mut rules: BTreeMap<(String, String), Rule> = BTreeMap::new();
     for permission in permissions {
-        let resource = permission.resource();
+        let resource = permission.resource(plurals.get(&permission.gvk).map(String::as_str));
         let rule = rules
             .entry((permission.gvk.group.clone(), resource.clone()))
             .or_insert_with(|| Rule {

@@ -34,6 +34,24 @@ impl Permission {
             by: by.into(),
         }
     }
+
+    /// The resource as RBAC names it: the kind's plural (`plural`, the one the server
+    /// serves it under, when known; else kube's guess from the kind, e.g. `configmaps`),
+    /// then `/subresource` when there is one.
+    pub fn resource(&self, plural: Option<&str>) -> String {
+        let plural = plural.map_or_else(
+            || {
+                let gvk = &self.gvk;
+                let gvk = kube::core::GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
+                kube::api::ApiResource::from_gvk(&gvk).plural
+            },
+            str::to_string,
+        );
+        match self.subresource.as_str() {
+            "" => plural,
+            sub => format!("{plural}/{sub}"),
+        }
+    }
 }
 
 impl Setup {
@@ -82,18 +100,4 @@ impl Setup {
 /// The kind the event recorder writes.
 pub(super) fn events_gvk() -> Gvk {
     Gvk::new("events.k8s.io", "v1", "Event")
-}
-
-impl Permission {
-    /// The resource as RBAC names it: the kind's plural, then `/subresource` when there is
-    /// one (plurals as kube guesses them from the kind, e.g. `configmaps`, `policies`).
-    pub fn resource(&self) -> String {
-        let gvk =
-            kube::core::GroupVersionKind::gvk(&self.gvk.group, &self.gvk.version, &self.gvk.kind);
-        let plural = kube::api::ApiResource::from_gvk(&gvk).plural;
-        match self.subresource.as_str() {
-            "" => plural,
-            sub => format!("{plural}/{sub}"),
-        }
-    }
 }

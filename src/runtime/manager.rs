@@ -269,7 +269,7 @@ impl Manager {
             });
         }
         background.spawn(super::preflight::check_manager(
-            self.client.kube().clone(),
+            self.client.clone(),
             self.options.leader_election.is_some(),
             self.readiness.clone(),
             stop_rx.clone(),
@@ -460,7 +460,7 @@ impl ControllerRun {
                 }
             };
             let permitted = super::wait_until_allowed(
-                self.client.kube(),
+                &self.client,
                 &self.controller.permissions,
                 &self.readiness,
                 &name,

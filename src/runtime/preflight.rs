@@ -13,7 +13,7 @@ use tracing::warn;
 
 use super::Readiness;
 use super::health::MANAGER_COMPONENT;
-use crate::client::Resolved;
+use crate::client::{Client, Resolved};
 use crate::object::Gvk;
 use crate::reconcilers::{Permission, READ};
 
@@ -25,6 +25,8 @@ pub const RECHECK: Duration = Duration::from_secs(5);
 pub struct Missing {
     /// The verb refused.
     pub verb: String,
+    /// The resource as RBAC names it, e.g. `widgets/status`.
+    pub resource: String,
     /// The permission it belongs to.
     pub permission: Permission,
 }
@@ -34,33 +36,32 @@ impl std::fmt::Display for Missing {
         write!(
             f,
             "cannot {} {} in API group {:?} (needed by {})",
-            self.verb,
-            self.permission.resource(),
-            self.permission.gvk.group,
-            self.permission.by
+            self.verb, self.resource, self.permission.gvk.group, self.permission.by
         )
     }
 }
 
-/// The verbs of `permissions` the client's user may not use, cluster-wide.
+/// The verbs of `permissions` the client's user may not use, cluster-wide (kinds named by
+/// the plural the resolver knows them under, else by kube's guess).
 pub async fn missing(
-    client: &kube::Client,
+    client: &Client,
     permissions: &[Permission],
 ) -> Result<Vec<Missing>, kube::Error> {
-    let reviews: Api<SelfSubjectAccessReview> = Api::all(client.clone());
+    let reviews: Api<SelfSubjectAccessReview> = Api::all(client.kube().clone());
     let mut refused = Vec::new();
     for permission in permissions {
-        let resource = permission.resource();
+        let known = client.resolver().known(&permission.gvk);
+        let resource = permission.resource(known.as_ref().map(|r| r.resource.plural.as_str()));
         let (plural, subresource) = match resource.split_once('/') {
-            Some((plural, sub)) => (plural.to_string(), Some(sub.to_string())),
-            None => (resource, None),
+            Some((plural, sub)) => (plural, Some(sub.to_string())),
+            None => (resource.as_str(), None),
         };
         for verb in &permission.verbs {
             let review = SelfSubjectAccessReview {
                 spec: SelfSubjectAccessReviewSpec {
                     resource_attributes: Some(ResourceAttributes {
                         group: Some(permission.gvk.group.clone()),
-                        resource: Some(plural.clone()),
+                        resource: Some(plural.to_string()),
                         subresource: subresource.clone(),
                         verb: Some(verb.clone()),
                         ..ResourceAttributes::default()
@@ -73,6 +74,7 @@ pub async fn missing(
             if !answer.status.is_some_and(|s| s.allowed) {
                 refused.push(Missing {
                     verb: verb.clone(),
+                    resource: resource.clone(),
                     permission: permission.clone(),
                 });
             }
@@ -105,7 +107,7 @@ pub fn manager_permissions(leader_election: bool) -> Vec<Permission> {
 /// Checks what the Manager itself needs (see [`manager_permissions`]) until it is allowed,
 /// naming what is missing in `readiness` under the `manager` component meanwhile.
 pub(super) async fn check_manager(
-    client: kube::Client,
+    client: Client,
     leader_election: bool,
     readiness: Readiness,
     stop: watch::Receiver<bool>,
@@ -120,7 +122,7 @@ pub(super) async fn check_manager(
 /// and named in `readiness` under `component`; false when `stop` fires first. When the
 /// server cannot be asked, it does not wait.
 pub async fn wait_until_allowed(
-    client: &kube::Client,
+    client: &Client,
     permissions: &[Permission],
     readiness: &Readiness,
     component: &str,
