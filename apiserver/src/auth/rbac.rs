@@ -174,3 +174,73 @@ pub fn rules_review(state: &State, user: &User, namespace: &str) -> Value {
     }
     json!({"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": false})
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::ResourceAttributes;
+
+    fn request(verb: &str, resource: &str, subresource: &str, name: &str) -> Attributes {
+        Attributes {
+            verb: verb.into(),
+            resource: Some(ResourceAttributes {
+                group: "apps".into(),
+                resource: resource.into(),
+                subresource: subresource.into(),
+                namespace: "ns".into(),
+                name: name.into(),
+            }),
+            path: String::new(),
+        }
+    }
+
+    fn path(verb: &str, path: &str) -> Attributes {
+        Attributes {
+            verb: verb.into(),
+            resource: None,
+            path: path.into(),
+        }
+    }
+
+    #[test]
+    fn rules_match_as_kube_s_rule_allows() {
+        let status_of_all =
+            json!({"apiGroups": ["apps"], "resources": ["*/status"], "verbs": ["update"]});
+        assert!(allows(
+            &status_of_all,
+            &request("update", "deployments", "status", "web")
+        ));
+        assert!(!allows(
+            &status_of_all,
+            &request("update", "deployments", "", "web")
+        ));
+        assert!(!allows(
+            &status_of_all,
+            &request("update", "deployments", "scale", "web")
+        ));
+        let main_only =
+            json!({"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["*"]});
+        assert!(allows(
+            &main_only,
+            &request("delete", "deployments", "", "web")
+        ));
+        assert!(!allows(
+            &main_only,
+            &request("get", "deployments", "status", "web")
+        ));
+        let other_group = json!({"apiGroups": [""], "resources": ["*"], "verbs": ["*"]});
+        assert!(!allows(
+            &other_group,
+            &request("get", "deployments", "", "web")
+        ));
+        let named = json!({"apiGroups": ["*"], "resources": ["deployments"], "verbs": ["get", "list"], "resourceNames": ["web"]});
+        assert!(allows(&named, &request("get", "deployments", "", "web")));
+        assert!(!allows(&named, &request("list", "deployments", "", "")));
+        let urls = json!({"nonResourceURLs": ["/apis/*", "/version"], "verbs": ["get"]});
+        assert!(allows(&urls, &path("get", "/apis/apps/v1")));
+        assert!(allows(&urls, &path("get", "/version")));
+        assert!(!allows(&urls, &path("get", "/versions")));
+        assert!(!allows(&urls, &path("post", "/version")));
+        assert!(!allows(&urls, &request("get", "deployments", "", "web")));
+    }
+}
