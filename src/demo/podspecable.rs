@@ -103,11 +103,13 @@ fn reconciler(gvk: Gvk, config: &Config) -> ResourceReconciler {
         let (ctx, gvk, workload) = (ctx.clone(), kind.clone(), workload.clone());
         Box::pin(async move { inject(&ctx, &gvk, &workload).await })
     });
+    let patched = gvk.clone();
     let tracked: Box<dyn SubReconciler> = Box::new(
         OverrideSetup::new()
             .named("PodSpecableEnv")
-            .with_setup(|setup| {
+            .with_setup(move |setup| {
                 setup.watch_tracked(config_map_gvk());
+                setup.require("PodSpecableEnv", &patched, "", &["patch"]);
                 Ok(())
             })
             .reconciler(sync),

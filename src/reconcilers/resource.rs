@@ -293,6 +293,10 @@ impl RootReconciler for ResourceReconciler {
         self.validate()?;
         let mut setup = Setup::for_config(self.config.clone());
         setup.watch(Watch::For(self.resource_type.clone()));
+        if self.status_owned {
+            setup.require(&self.name, &self.resource_type, "status", &["update"]);
+        }
+        setup.require(&self.name, &super::events_gvk(), "", &["create", "patch"]);
         self.reconciler.setup(&mut setup)?;
         Ok(setup)
     }
