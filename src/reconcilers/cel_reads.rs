@@ -8,10 +8,10 @@
 //! function, compared, iterated, indexed with `[...]` or `.?`) is converted whole, and a
 //! field read but absent stays absent, so `has()` and missing-field errors are unchanged.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
-use cel::common::types::{CelMap, CelMapKey};
+use cel::common::types::{CelMap, CelMapKey, CelNull};
 use cel::common::value::Val;
 use serde_json::Value as Json;
 
@@ -59,6 +59,9 @@ struct Chain {
     path: Vec<String>,
     /// `variable.path...`, the name it is bound under (`variable` for an empty path).
     name: String,
+    /// The fields `has()` tests on it, if that is all the expression does with it: then
+    /// only their presence is bound, not their values.
+    tested: Option<BTreeSet<String>>,
 }
 
 /// What is read of a value read whole.
@@ -138,15 +141,25 @@ impl VariableReads {
                 value = Some(next);
                 depth += 1;
             }
-            match value {
-                Some(value) if depth == chain.path.len() => {
+            let complete = depth == chain.path.len();
+            match (value, &chain.tested) {
+                (Some(Json::Object(object)), Some(tested)) if complete => {
+                    let present = presence(tested, |f| {
+                        object.get_key_value(f).map(|(k, v)| (k.as_str(), v))
+                    });
+                    ctx.add_variable_as_val(chain.name.as_str(), present);
+                }
+                (None, Some(tested)) if complete => {
+                    ctx.add_variable_as_val(variable, presence(tested, &lookup));
+                }
+                (Some(value), _) if complete => {
                     ctx.add_variable_as_val(chain.name.as_str(), project(value, reads));
                 }
-                Some(value) => {
+                (Some(value), _) => {
                     let name = format!("{variable}.{}", chain.path[..depth].join("."));
                     ctx.add_variable_as_val(name, project(value, reads));
                 }
-                None => ctx.add_variable_as_val(variable, project_fields(fields, &lookup)),
+                (None, _) => ctx.add_variable_as_val(variable, project_fields(fields, &lookup)),
             }
         }
     }
@@ -163,16 +176,25 @@ impl VariableReads {
         // A bare variable is read whole; `has(x.a)` resolves `x` itself: bound as its map.
         let known = self
             .chains
-            .iter()
-            .any(|c| c.variable == name && c.path == path);
-        if !known {
-            let segments = std::iter::once(name).chain(path.iter().map(String::as_str));
-            let name_of_chain = segments.collect::<Vec<_>>().join(".");
-            self.chains.push(Chain {
-                variable: name.to_owned(),
-                path,
-                name: name_of_chain,
-            });
+            .iter_mut()
+            .find(|c| c.variable == name && c.path == path);
+        match (known, tested) {
+            (Some(chain), Some(field)) => {
+                if let Some(fields) = &mut chain.tested {
+                    fields.insert(field.to_owned());
+                }
+            }
+            (Some(chain), None) => chain.tested = None,
+            (None, tested) => {
+                let segments = std::iter::once(name).chain(path.iter().map(String::as_str));
+                let name_of_chain = segments.collect::<Vec<_>>().join(".");
+                self.chains.push(Chain {
+                    variable: name.to_owned(),
+                    path,
+                    name: name_of_chain,
+                    tested: tested.map(|field| BTreeSet::from([field.to_owned()])),
+                });
+            }
         }
     }
 
@@ -242,6 +264,19 @@ fn field_chain(expr: &IdedExpr) -> Option<(&str, Vec<String>)> {
         }
         _ => None,
     }
+}
+
+/// A CEL map of those of `tested` that `lookup` finds, each as `null`: what `has()` needs.
+fn presence<'a>(
+    tested: &BTreeSet<String>,
+    lookup: impl Fn(&str) -> Option<(&'a str, &'a Json)>,
+) -> Box<dyn Val + 'a> {
+    let map: HashMap<CelMapKey, Box<dyn Val + 'a>> = tested
+        .iter()
+        .filter_map(|field| lookup(field))
+        .map(|(key, _)| (CelMapKey::from(key), Box::new(CelNull) as Box<dyn Val + 'a>))
+        .collect();
+    Box::new(CelMap::from(map))
 }
 
 /// `json` as a CEL value holding only what `reads` says is read: fields of a map that are
@@ -360,6 +395,10 @@ mod tests {
             "self.spec.items.exists(self, self.size == 2) && self.spec.size == 3",
             "self.nothing.here",
             "has(self.status) && !has(self.nothing)",
+            "has(self.status.ready) && self.status.ready",
+            "has(self.spec.size) && size(self.spec) == 3",
+            "has(self.spec.tags.x)",
+            "has(self.spec.missing) || self.spec.size == 3",
         ] {
             let program = env.compile(source).unwrap();
             let reads = VariableReads::of(program.expression());
