@@ -1,22 +1,31 @@
 //! Duck controllers: one per kind that implements a registered duck, started and stopped
-//! through the manager's [`ControllerHandle`] as CRDs appear, change and go.
+//! through the manager's [`ControllerHandle`] as CRDs and `DuckMapping`s appear, change and
+//! go.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use kube::api::DynamicObject;
-use tokio::sync::broadcast::error::RecvError;
-use tokio::task::JoinHandle;
+use tokio::sync::broadcast::{self, error::RecvError};
 use tracing::{info, warn};
 
-use super::{DuckType, KindMatch, Miss, Verdict, match_builtins, match_crd};
-use crate::client::{Client, Error, Resolved};
+use super::survey::Catalog;
+use super::{DuckMapping, DuckType, KindMatch, mapping_crd, mapping_gvk};
+use crate::client::{Cache, CacheEvent, Client, Error, Resolved};
 use crate::object::Gvk;
 use crate::reconcilers::{Config, ResourceReconciler};
-use crate::runtime::{ControllerHandle, Manager};
+use crate::runtime::{ControllerHandle, Manager, Metrics};
 
-/// Builds the root reconciler of a duck for one resolved kind.
-pub type DuckFactory = Arc<dyn Fn(&Gvk, &Config) -> ResourceReconciler + Send + Sync>;
+/// The field manager dynrec installs the `DuckMapping` CRD as.
+const FIELD_MANAGER: &str = "dynrec-ducks";
+
+/// How long start-up waits for the `DuckMapping` kind to be served after installing it.
+const MAPPING_KIND_WAIT: Duration = Duration::from_secs(10);
+
+/// Builds the root reconciler of a duck for one matching kind (its [`KindMatch::projection`]
+/// says where the kind keeps the duck's fields).
+pub type DuckFactory = Arc<dyn Fn(&KindMatch, &Config) -> ResourceReconciler + Send + Sync>;
 
 /// Duck reconcilers registered once each, run for every kind that implements their duck.
 ///
@@ -26,13 +35,8 @@ pub struct DuckControllers {
     client: Client,
     config: Config,
     handle: ControllerHandle,
+    metrics: Metrics,
     ducks: Vec<(DuckType, DuckFactory)>,
-}
-
-/// The kinds matching each duck, and the near-misses, found in one look at the cluster.
-struct Survey {
-    matches: Vec<KindMatch>,
-    near_misses: Vec<(String, Gvk, Miss)>,
 }
 
 impl DuckControllers {
@@ -42,6 +46,7 @@ impl DuckControllers {
             client: manager.client().clone(),
             config: config.clone(),
             handle: manager.handle(),
+            metrics: manager.metrics(),
             ducks: Vec::new(),
         }
     }
@@ -50,73 +55,98 @@ impl DuckControllers {
     pub fn register(
         mut self,
         duck: DuckType,
-        factory: impl Fn(&Gvk, &Config) -> ResourceReconciler + Send + Sync + 'static,
+        factory: impl Fn(&KindMatch, &Config) -> ResourceReconciler + Send + Sync + 'static,
     ) -> Self {
         self.ducks.push((duck, Arc::new(factory)));
         self
     }
 
-    /// Follows the cluster's CRDs (through the shared CRD cache) and keeps one controller
-    /// per matching kind; the task ends when aborted.
-    pub fn start(self) -> JoinHandle<()> {
-        tokio::spawn(async move {
+    /// Installs the `DuckMapping` CRD (when allowed), then follows the cluster's CRDs and
+    /// mappings and keeps one controller per matching kind, for as long as `manager` runs.
+    pub fn start(self, manager: &mut Manager) {
+        manager.run_alongside(async move {
             if let Err(err) = self.follow().await {
                 warn!(%err, "duck controllers stopped following CRDs");
             }
-        })
+        });
     }
 
     async fn follow(self) -> Result<(), Error> {
         let ducks: Vec<DuckType> = self.ducks.iter().map(|(d, _)| d.clone()).collect();
-        let builtins = served_builtins(&self.client, &ducks).await;
-        let cache = self.client.cache(&Resolved::crd().gvk).await?;
-        let mut events = cache.subscribe();
-        let mut running: BTreeMap<String, Gvk> = BTreeMap::new();
-        let mut logged: HashSet<(String, Gvk, Miss)> = HashSet::new();
+        if let Err(err) = install_mapping_crd(&self.client).await {
+            warn!(%err, "cannot install the DuckMapping CRD; only existing mappings apply");
+        }
+        let crds = self.client.cache(&Resolved::crd().gvk).await?;
+        let mut crd_events = crds.subscribe();
+        crds.wait_until_ready().await;
+        let mut catalog = Catalog {
+            crds: cached(&crds),
+            ..Catalog::default()
+        };
+        catalog.read_builtins(&self.client, &ducks).await;
+        let mut mappings = Mappings::open(&self.client, MAPPING_KIND_WAIT).await;
+        let mut running: BTreeMap<String, KindMatch> = BTreeMap::new();
+        let mut logged: HashSet<String> = HashSet::new();
         loop {
-            if cache.is_ready() {
-                let crds: Vec<DynamicObject> = cache
-                    .list(&Default::default())
-                    .iter()
-                    .map(|c| (**c).clone())
-                    .collect();
-                let survey = survey(&ducks, &crds, &builtins);
-                for (duck, gvk, miss) in &survey.near_misses {
-                    if logged.insert((duck.clone(), gvk.clone(), miss.clone())) {
-                        info!(duck, %gvk, %miss, "kind does not implement the duck");
-                    }
-                }
-                self.reconcile(&survey.matches, &mut running);
+            if mappings.is_none() {
+                mappings = Mappings::open(&self.client, Duration::ZERO).await;
             }
-            match events.recv().await {
-                Ok(_) | Err(RecvError::Lagged(_)) => {}
-                Err(RecvError::Closed) => return Ok(()),
+            catalog.crds = cached(&crds);
+            catalog.mappings = match &mappings {
+                Some(m) => m.read(&mut logged),
+                None => Vec::new(),
+            };
+            let survey = catalog.survey(&ducks);
+            for (duck, gvk, miss) in &survey.near_misses {
+                if logged.insert(format!("{duck} {gvk} {miss}")) {
+                    info!(duck, %gvk, %miss, "kind does not implement the duck");
+                }
+            }
+            self.reconcile(&survey.matches, &mut running);
+            let mapping_event = async {
+                match mappings.as_mut() {
+                    Some(m) => m.events.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                event = crd_events.recv() => if matches!(event, Err(RecvError::Closed)) {
+                    return Ok(());
+                },
+                event = mapping_event => if matches!(event, Err(RecvError::Closed)) {
+                    mappings = None;
+                },
             }
         }
     }
 
-    /// Starts a controller for each new match and stops those whose kind no longer matches.
-    fn reconcile(&self, matches: &[KindMatch], running: &mut BTreeMap<String, Gvk>) {
+    /// Starts a controller for each new match, restarts those whose projection changed,
+    /// and stops those whose kind no longer matches.
+    fn reconcile(&self, matches: &[KindMatch], running: &mut BTreeMap<String, KindMatch>) {
         let wanted: BTreeMap<String, &KindMatch> = matches
             .iter()
             .map(|m| (controller_name(&m.duck, &m.gvk), m))
             .collect();
-        running.retain(|name, gvk| {
+        running.retain(|name, found| {
             let keep = wanted.contains_key(name);
             if !keep {
-                info!(controller = name, %gvk, "kind no longer implements the duck; stopping");
+                info!(controller = name, gvk = %found.gvk, "kind no longer implements the duck; stopping");
                 self.handle.remove(name);
+                self.metrics.remove_duck_kind(name);
             }
             keep
         });
         for (name, found) in wanted {
-            if running.contains_key(&name) {
+            if running
+                .get(&name)
+                .is_some_and(|r| r.projection == found.projection)
+            {
                 continue;
             }
             let Some((_, factory)) = self.ducks.iter().find(|(d, _)| d.name() == found.duck) else {
                 continue;
             };
-            let reconciler = factory(&found.gvk, &self.config)
+            let reconciler = factory(found, &self.config)
                 .status_owned(false)
                 .named(name.clone());
             match self
@@ -126,7 +156,13 @@ impl DuckControllers {
                 Ok(()) => {
                     info!(controller = name, duck = found.duck, gvk = %found.gvk, reason = %found.reason,
                         "kind implements the duck; starting");
-                    running.insert(name, found.gvk.clone());
+                    self.metrics.set_duck_kind(
+                        &name,
+                        &found.duck,
+                        &found.gvk.to_string(),
+                        &found.reason.to_string(),
+                    );
+                    running.insert(name, found.clone());
                 }
                 Err(err) => warn!(controller = name, %err, "duck controller not started"),
             }
@@ -134,56 +170,88 @@ impl DuckControllers {
     }
 }
 
+/// The cluster's `DuckMapping`s, through their shared cache.
+struct Mappings {
+    cache: Cache,
+    events: broadcast::Receiver<CacheEvent>,
+}
+
+impl Mappings {
+    /// The mappings' cache, once the kind is served (waiting at most `wait`).
+    async fn open(client: &Client, wait: Duration) -> Option<Self> {
+        let gvk = mapping_gvk();
+        if client.resolver().known(&gvk).is_none() {
+            if wait.is_zero() {
+                return None;
+            }
+            let served = tokio::time::timeout(wait, client.resolver().wait_for(&gvk)).await;
+            if !matches!(served, Ok(Ok(_))) {
+                return None;
+            }
+        }
+        let cache = client.cache(&gvk).await.ok()?;
+        let events = cache.subscribe();
+        cache.wait_until_ready().await;
+        Some(Self { cache, events })
+    }
+
+    /// The valid mappings; each invalid one is logged once per change.
+    fn read(&self, logged: &mut HashSet<String>) -> Vec<DuckMapping> {
+        let mut valid = Vec::new();
+        for object in cached(&self.cache) {
+            match DuckMapping::from_object(&object) {
+                Ok(mapping) => valid.push(mapping),
+                Err(err) => {
+                    if logged.insert(err.to_string()) {
+                        warn!(%err, "DuckMapping ignored");
+                    }
+                }
+            }
+        }
+        valid
+    }
+}
+
+fn cached(cache: &Cache) -> Vec<DynamicObject> {
+    cache
+        .list(&Default::default())
+        .iter()
+        .map(|o| (**o).clone())
+        .collect()
+}
+
+/// Installs (or updates) the `DuckMapping` CRD.
+pub async fn install_mapping_crd(client: &Client) -> Result<(), Error> {
+    let crd: DynamicObject =
+        serde_json::from_value(mapping_crd()).map_err(|source| Error::Serialize {
+            what: "the DuckMapping CRD",
+            source,
+        })?;
+    client.apply(&crd, FIELD_MANAGER, true).await?;
+    Ok(())
+}
+
 /// The controller of `duck` for `gvk`.
 fn controller_name(duck: &str, gvk: &Gvk) -> String {
     format!("{duck}/{}.{}.{}", gvk.kind, gvk.version, gvk.group)
 }
 
-/// The ducks' built-in kinds the cluster serves.
-async fn served_builtins(client: &Client, ducks: &[DuckType]) -> HashSet<Gvk> {
-    let mut served = HashSet::new();
-    for gvk in ducks.iter().flat_map(DuckType::builtins) {
-        if client.resolve(gvk).await.is_ok() {
-            served.insert(gvk.clone());
-        }
-    }
-    served
-}
-
-/// Matches every duck against the built-ins served and the CRDs.
-fn survey(ducks: &[DuckType], crds: &[DynamicObject], builtins: &HashSet<Gvk>) -> Survey {
-    let mut survey = Survey {
-        matches: Vec::new(),
-        near_misses: Vec::new(),
-    };
-    for duck in ducks {
-        survey
-            .matches
-            .extend(match_builtins(duck, |gvk| builtins.contains(gvk)));
-        for crd in crds {
-            match match_crd(duck, crd) {
-                Some((gvk, Verdict::Match(reason))) => survey.matches.push(KindMatch {
-                    duck: duck.name().to_string(),
-                    gvk,
-                    reason,
-                }),
-                Some((gvk, Verdict::Miss(miss))) if miss.is_near() => {
-                    survey
-                        .near_misses
-                        .push((duck.name().to_string(), gvk, miss))
-                }
-                _ => {}
-            }
-        }
-    }
-    survey
-}
-
-/// The kinds of the cluster that implement each duck, and why (for `dynrec ducks`).
+/// The kinds of the cluster that implement each duck, and why (for `dynrec ducks`): reads
+/// the `DuckMapping`s when the kind is served, installs nothing.
 pub async fn cluster_matches(client: &Client, ducks: &[DuckType]) -> Result<Vec<KindMatch>, Error> {
-    let builtins = served_builtins(client, ducks).await;
-    let crds = client
-        .list(&Resolved::crd().gvk, &Default::default())
-        .await?;
-    Ok(survey(ducks, &crds, &builtins).matches)
+    let mut catalog = Catalog {
+        crds: client
+            .list(&Resolved::crd().gvk, &Default::default())
+            .await?,
+        ..Catalog::default()
+    };
+    catalog.read_builtins(client, ducks).await;
+    if client.resolve(&mapping_gvk()).await.is_ok() {
+        let objects = client.list(&mapping_gvk(), &Default::default()).await?;
+        catalog.mappings = objects
+            .iter()
+            .filter_map(|o| DuckMapping::from_object(o).ok())
+            .collect();
+    }
+    Ok(catalog.survey(ducks).matches)
 }

@@ -104,6 +104,9 @@ impl Registry {
     }
 }
 
+/// A task that runs alongside the controllers while the manager runs.
+type Companion = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+
 /// Runs controllers for kinds resolved at run time.
 pub struct Manager {
     client: Client,
@@ -111,6 +114,7 @@ pub struct Manager {
     registry: Arc<Registry>,
     metrics: Metrics,
     readiness: Readiness,
+    companions: Vec<Companion>,
 }
 
 /// Adds, replaces and removes a manager's controllers while it runs (and before). Cheap to
@@ -200,7 +204,15 @@ impl Manager {
             registry: Arc::default(),
             metrics,
             readiness: Readiness::new(),
+            companions: Vec::new(),
         }
+    }
+
+    /// Runs `task` alongside the controllers from the start of [`Manager::run`] until the
+    /// manager stops (it is dropped then if it has not ended), e.g. a follower that adds and
+    /// removes controllers through a [`ControllerHandle`].
+    pub fn run_alongside(&mut self, task: impl Future<Output = ()> + Send + 'static) {
+        self.companions.push(Box::pin(task));
     }
 
     /// A handle that adds, replaces and removes controllers, also while the manager runs.
@@ -241,9 +253,21 @@ impl Manager {
 
     /// Runs every controller until `shutdown` completes; in-flight reconciles finish within
     /// the queue's shutdown bound, and a held Lease is released.
-    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ManagerError> {
+    pub async fn run(
+        mut self,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), ManagerError> {
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut background = JoinSet::new();
+        for task in std::mem::take(&mut self.companions) {
+            let stopped = wait_stopped(stop_rx.clone());
+            background.spawn(async move {
+                tokio::select! {
+                    () = task => {}
+                    () = stopped => {}
+                }
+            });
+        }
         if let Some(address) = self.options.health_address {
             let server =
                 HealthServer::bind(address, self.metrics.clone(), self.readiness.clone()).await?;

@@ -1,0 +1,168 @@
+//! One look at the cluster: what it serves (CRDs, built-in kinds' OpenAPI schemas, the
+//! kinds known to be built in) and the `DuckMapping`s, and which kinds implement each duck.
+
+use std::collections::HashSet;
+
+use kube::api::DynamicObject;
+use serde_json::Value;
+
+use super::openapi::{self, OpenApiKinds};
+use super::{
+    DuckMapping, DuckType, KindMatch, Miss, Verdict, match_builtins, match_crd, match_mapping,
+    match_openapi,
+};
+use crate::client::{Client, served_kinds};
+use crate::object::Gvk;
+
+/// What the matcher reads.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Catalog {
+    /// The cluster's CRDs.
+    pub crds: Vec<DynamicObject>,
+    /// The schemas of the kinds served without a CRD.
+    pub openapi: OpenApiKinds,
+    /// The ducks' known built-in kinds that are served but whose OpenAPI document is not.
+    pub fallback: HashSet<Gvk>,
+    /// The cluster's valid `DuckMapping`s.
+    pub mappings: Vec<DuckMapping>,
+}
+
+/// The kinds matching each duck, and the near-misses, found in one look at the cluster.
+#[derive(Debug, Default)]
+pub(crate) struct Survey {
+    /// The matches, at most one version per duck and kind.
+    pub matches: Vec<KindMatch>,
+    /// Kinds that got as far as the duck's (or a mapping's) path, and why they miss.
+    pub near_misses: Vec<(String, Gvk, Miss)>,
+}
+
+impl Catalog {
+    /// Reads the OpenAPI schemas of the kinds served without a CRD, and which of the
+    /// ducks' known built-ins are served without one.
+    pub async fn read_builtins(&mut self, client: &Client, ducks: &[DuckType]) {
+        let crd_group_versions: HashSet<String> = self
+            .crds
+            .iter()
+            .flat_map(served_kinds)
+            .map(|r| r.gvk.api_version())
+            .collect();
+        self.openapi = openapi::fetch(client.kube(), &crd_group_versions).await;
+        self.fallback.clear();
+        for gvk in ducks.iter().flat_map(DuckType::builtins) {
+            if !self.openapi.read.contains(&gvk.api_version()) && client.resolve(gvk).await.is_ok()
+            {
+                self.fallback.insert(gvk.clone());
+            }
+        }
+    }
+
+    /// Every served kind with its schema and the schema's `$ref` targets, when known.
+    fn served(&self) -> Vec<(Gvk, Option<(&Value, &Value)>)> {
+        let from_crds = self.crds.iter().flat_map(|crd| {
+            let versions = crd.data["spec"]["versions"].as_array();
+            let mut kinds: Vec<(Gvk, Option<(&Value, &Value)>, bool)> = served_kinds(crd)
+                .into_iter()
+                .map(|r| {
+                    let version = versions
+                        .into_iter()
+                        .flatten()
+                        .find(|v| v["name"].as_str() == Some(r.gvk.version.as_str()));
+                    let schema = version.map(|v| (&v["schema"]["openAPIV3Schema"], &Value::Null));
+                    let storage = version.is_some_and(|v| v["storage"] == true);
+                    (r.gvk, schema, storage)
+                })
+                .collect();
+            kinds.sort_by_key(|(_, _, storage)| !storage);
+            kinds.into_iter().map(|(gvk, schema, _)| (gvk, schema))
+        });
+        let from_openapi = self
+            .openapi
+            .kinds
+            .iter()
+            .map(|k| (k.gvk.clone(), Some((k.node(), &*k.defs))));
+        let fallback = self.fallback.iter().map(|gvk| (gvk.clone(), None));
+        from_crds.chain(from_openapi).chain(fallback).collect()
+    }
+
+    /// The mappings of `duck`: the cluster's, then dynrec's own for kinds the cluster's
+    /// do not map.
+    fn mappings_of(&self, duck: &DuckType) -> Vec<DuckMapping> {
+        let mut mappings: Vec<DuckMapping> = self
+            .mappings
+            .iter()
+            .filter(|m| m.duck == duck.name())
+            .cloned()
+            .collect();
+        let shipped: Vec<DuckMapping> = DuckMapping::builtin()
+            .into_iter()
+            .filter(|b| {
+                b.duck == duck.name()
+                    && !mappings
+                        .iter()
+                        .any(|m| m.group == b.group && m.kind == b.kind)
+            })
+            .collect();
+        mappings.extend(shipped);
+        mappings
+    }
+
+    /// Which kinds implement each duck, and the near-misses.
+    pub fn survey(&self, ducks: &[DuckType]) -> Survey {
+        let served = self.served();
+        let mut survey = Survey::default();
+        for duck in ducks {
+            let mut claimed: HashSet<(String, String)> = HashSet::new();
+            // The first verdict on a kind wins; `declared` ones (mappings) are reported
+            // even when the path is missing altogether.
+            let mut found = |gvk: &Gvk, verdict: Verdict, declared: bool, survey: &mut Survey| {
+                if !claimed.insert((gvk.group.clone(), gvk.kind.clone())) {
+                    return;
+                }
+                match verdict {
+                    Verdict::Match(reason) => {
+                        survey
+                            .matches
+                            .push(KindMatch::new(duck, gvk.clone(), reason));
+                    }
+                    Verdict::Miss(miss) if declared || miss.is_near() => {
+                        survey
+                            .near_misses
+                            .push((duck.name().to_string(), gvk.clone(), miss));
+                    }
+                    Verdict::Miss(_) => {
+                        claimed.remove(&(gvk.group.clone(), gvk.kind.clone()));
+                    }
+                }
+            };
+            // A mapping claims its kind (first served version it covers), right or wrong.
+            for mapping in self.mappings_of(duck) {
+                if let Some((gvk, schema)) = served.iter().find(|(gvk, _)| mapping.covers(gvk)) {
+                    found(
+                        gvk,
+                        match_mapping(duck, &mapping, *schema),
+                        true,
+                        &mut survey,
+                    );
+                }
+            }
+            for kind in &self.openapi.kinds {
+                let verdict = match_openapi(duck, &kind.defs, kind.node());
+                found(&kind.gvk, verdict, false, &mut survey);
+            }
+            for matched in match_builtins(duck, |gvk| self.fallback.contains(gvk)) {
+                found(
+                    &matched.gvk,
+                    Verdict::Match(matched.reason),
+                    false,
+                    &mut survey,
+                );
+            }
+            for crd in &self.crds {
+                if let Some((gvk, verdict)) = match_crd(duck, crd) {
+                    found(&gvk, verdict, false, &mut survey);
+                }
+            }
+        }
+        survey
+    }
+}
