@@ -1,20 +1,27 @@
 //! Ducks found at run time: which kinds implement a duck (table of CRD schemas, labels and
 //! built-ins), and duck controllers started and stopped while the manager runs.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
+use dynrec::client::Projection;
 use dynrec::demo::podspecable;
+use dynrec::duck::PodSpecable;
 use dynrec::ducks::{
-    DuckType, KindMatch, Miss, Reason, Verdict, cluster_matches, match_builtins, match_crd, table,
+    DuckControllers, DuckMapping, DuckType, KindMatch, Miss, Reason, Verdict, cluster_matches,
+    install_mapping_crd, match_builtins, match_crd, match_mapping, table,
 };
-use dynrec::object::Gvk;
-use dynrec::reconcilers::Config;
-use dynrec::runtime::{Manager, ManagerOptions};
+use dynrec::object::{Gvk, ObjectKey};
+use dynrec::reconcilers::{Config, ResourceReconciler, SyncReconciler};
+use dynrec::runtime::{ControllerHandle, Manager, ManagerOptions};
+use http_body_util::BodyExt;
+use k8s_openapi::api::core::v1::EnvVar;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
+use tower::ServiceExt;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -228,12 +235,81 @@ fn built_in_kinds_match_when_the_cluster_serves_them() {
     let found: Vec<KindMatch> = match_builtins(&duck, served).collect();
     assert_eq!(
         found,
-        vec![KindMatch {
-            duck: "PodSpecable".into(),
-            gvk: deployment,
-            reason: Reason::Builtin
-        }]
+        vec![KindMatch::new(&duck, deployment, Reason::Builtin)]
     );
+}
+
+fn mapping(path: &str) -> DuckMapping {
+    DuckMapping {
+        name: "runs.example.com".into(),
+        duck: "PodSpecable".into(),
+        group: "example.com".into(),
+        kind: "Run".into(),
+        versions: Vec::new(),
+        path: path.into(),
+    }
+}
+
+#[test]
+fn a_mapping_says_where_the_kind_keeps_the_duck_and_a_wrong_path_is_named() {
+    let duck = DuckType::podspecable();
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "runTemplate": pod_template(),
+        "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+        "count": {"type": "integer"}}}}});
+    let mapped = |path: &str| Reason::Mapping {
+        name: "runs.example.com".into(),
+        path: path.into(),
+    };
+    let cases: Vec<(&str, Option<(&Value, &Value)>, Verdict)> = vec![
+        (
+            "spec.runTemplate",
+            Some((&schema, &Value::Null)),
+            Verdict::Match(mapped("spec.runTemplate")),
+        ),
+        (
+            "spec.runTemplat",
+            Some((&schema, &Value::Null)),
+            Verdict::Miss(Miss::Missing {
+                path: "spec.runTemplat".into(),
+            }),
+        ),
+        (
+            "spec.extra.template",
+            Some((&schema, &Value::Null)),
+            Verdict::Match(mapped("spec.extra.template")),
+        ),
+        (
+            "spec.count",
+            Some((&schema, &Value::Null)),
+            Verdict::Miss(Miss::WrongType {
+                path: "spec.count".into(),
+                expected: "object".into(),
+                found: "integer".into(),
+            }),
+        ),
+        (
+            "spec.anywhere",
+            None,
+            Verdict::Match(mapped("spec.anywhere")),
+        ),
+    ];
+    for (path, schema, expected) in cases {
+        assert_eq!(
+            match_mapping(&duck, &mapping(path), schema),
+            expected,
+            "{path}"
+        );
+    }
+    let other_duck = DuckType::addressable();
+    assert!(matches!(
+        match_mapping(
+            &other_duck,
+            &mapping("status"),
+            Some((&schema, &Value::Null))
+        ),
+        Verdict::Miss(Miss::Missing { .. })
+    ));
 }
 
 fn crds_api(kube: &kube::Client) -> Api<DynamicObject> {
@@ -281,8 +357,9 @@ async fn podspecable_kinds_appear_are_reconciled_and_their_controllers_stop_when
     let client = Client::new(kube.clone());
     let config = Config::new(client.clone(), "demo", Duration::from_secs(600));
     let manager = Manager::new(client, ManagerOptions::default());
+    let mut manager = manager;
     let handle = manager.handle();
-    let follower = podspecable::register(&manager, &config);
+    podspecable::register(&mut manager, &config);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(manager.run(async move {
         let _ = stopped.await;
@@ -415,7 +492,6 @@ async fn podspecable_kinds_appear_are_reconciled_and_their_controllers_stop_when
     })
     .await;
 
-    follower.abort();
     let _ = stop.send(());
     tokio::time::timeout(DEADLINE, running)
         .await
@@ -435,12 +511,27 @@ async fn the_ducks_table_lists_built_ins_and_matching_crds_with_why() {
     )
     .await;
     create_crd(&kube, &crd("Broker", json!({"type": "object"}), label)).await;
-    let client = Client::new(kube);
-    eventually("both CRDs are established", || {
+    create_crd(&kube, &run_crd()).await;
+    let client = Client::new(kube.clone());
+    install_mapping_crd(&client).await.unwrap();
+    create_mapping(&kube, "runs.example.com", "spec.runTemplate").await;
+    // A mapping whose path the kind lacks matches nothing (the follower logs why).
+    create_crd(&kube, &crd("Gadget", json!({"type": "object"}), json!({}))).await;
+    let gadgets = json!({"apiVersion": "dynrec.dev/v1alpha1", "kind": "DuckMapping",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"duck": "PodSpecable", "group": "example.com", "kind": "Gadget", "path": "spec.nothing"}});
+    mappings_api(&kube)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(gadgets).unwrap(),
+        )
+        .await
+        .unwrap();
+    eventually("the CRDs are established", || {
         let client = client.clone();
         async move {
             let matches = cluster_matches(&client, &DuckType::known()).await.unwrap();
-            matches.len() == 7
+            matches.len() == 10
         }
     })
     .await;
@@ -448,14 +539,436 @@ async fn the_ducks_table_lists_built_ins_and_matching_crds_with_why() {
     assert_eq!(
         table(&matches),
         "\
-DUCK          APIVERSION       KIND          WHY
-PodSpecable   apps/v1          Deployment    built-in
-PodSpecable   apps/v1          StatefulSet   built-in
-PodSpecable   apps/v1          DaemonSet     built-in
-PodSpecable   apps/v1          ReplicaSet    built-in
-PodSpecable   batch/v1         Job           built-in
-PodSpecable   example.com/v1   Workload      schema at spec.template
-Addressable   example.com/v1   Broker        label duck.knative.dev/addressable=true
+DUCK          APIVERSION       KIND                    WHY
+PodSpecable   v1               ReplicationController   openapi schema at spec.template
+PodSpecable   apps/v1          DaemonSet               openapi schema at spec.template
+PodSpecable   apps/v1          Deployment              openapi schema at spec.template
+PodSpecable   apps/v1          ReplicaSet              openapi schema at spec.template
+PodSpecable   apps/v1          StatefulSet             openapi schema at spec.template
+PodSpecable   batch/v1         CronJob                 mapping built-in at spec.jobTemplate.spec.template
+PodSpecable   batch/v1         Job                     openapi schema at spec.template
+PodSpecable   example.com/v1   Run                     mapping runs.example.com at spec.runTemplate
+PodSpecable   example.com/v1   Workload                schema at spec.template
+Addressable   example.com/v1   Broker                  label duck.knative.dev/addressable=true
 "
     );
+}
+
+/// A CRD `runs.example.com` keeping pod templates at `spec.runTemplate` and
+/// `spec.otherTemplate` (not where PodSpecable reads them).
+fn run_crd() -> DynamicObject {
+    crd(
+        "Run",
+        json!({"type": "object", "properties": {
+            "runTemplate": pod_template(), "otherTemplate": pod_template()}}),
+        json!({}),
+    )
+}
+
+fn mappings_api(kube: &kube::Client) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("dynrec.dev", "v1alpha1", "DuckMapping"),
+        "duckmappings",
+    );
+    Api::all_with(kube.clone(), &ar)
+}
+
+/// Creates the DuckMapping `name` of the `Run` kind at `path`, once the kind is served.
+async fn create_mapping(kube: &kube::Client, name: &str, path: &str) {
+    let mapping: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "dynrec.dev/v1alpha1", "kind": "DuckMapping", "metadata": {"name": name},
+        "spec": {"duck": "PodSpecable", "group": "example.com", "kind": "Run", "versions": ["v1"], "path": path}}))
+    .unwrap();
+    let api = mappings_api(kube);
+    eventually("the DuckMapping kind is served", || async {
+        api.create(&PostParams::default(), &mapping).await.is_ok()
+    })
+    .await;
+}
+
+async fn set_mapping_path(kube: &kube::Client, name: &str, path: &str) {
+    mappings_api(kube)
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"path": path}})),
+        )
+        .await
+        .unwrap();
+}
+
+fn greeting() -> Value {
+    json!([{"name": "GREETING", "value": "hi"}])
+}
+
+async fn create_env_config_map(kube: &kube::Client) {
+    let env: DynamicObject =
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": podspecable::ENV_CONFIG_MAP}, "data": {"GREETING": "hi"}}))
+        .unwrap();
+    namespaced(kube, ("", "v1", "ConfigMap"), "configmaps")
+        .create(&PostParams::default(), &env)
+        .await
+        .unwrap();
+}
+
+fn has(handle: &ControllerHandle, name: &str) -> bool {
+    handle.names().iter().any(|n| n == name)
+}
+
+/// A GET through the health router, as a scrape or a probe would do it.
+async fn get_text(router: axum::Router, uri: &str) -> String {
+    let request = http::Request::get(uri)
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = router.oneshot(request).await.unwrap();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    String::from_utf8(body.to_vec()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duck_mappings_start_restart_and_stop_controllers_and_cron_jobs_are_written_at_their_mapped_path()
+ {
+    let server = ApiServer::new();
+    let kube = server.client();
+    let client = Client::new(kube.clone());
+    let config = Config::new(client.clone(), "demo", Duration::from_secs(600));
+    let mut manager = Manager::new(client, ManagerOptions::default());
+    let handle = manager.handle();
+    let health = dynrec::runtime::router(manager.metrics(), manager.readiness());
+    podspecable::register(&mut manager, &config);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(manager.run(async move {
+        let _ = stopped.await;
+    }));
+    create_env_config_map(&kube).await;
+
+    // CronJob, through dynrec's built-in mapping: the env lands in the job's pod template.
+    let cron_jobs = namespaced(&kube, ("batch", "v1", "CronJob"), "cronjobs");
+    cron_jobs
+        .create(&PostParams::default(), &cron_job("nightly"))
+        .await
+        .unwrap();
+    eventually("the CronJob's pod template gets the env", || async {
+        cron_jobs.get("nightly").await.is_ok_and(|c| {
+            c.data["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["env"]
+                == greeting()
+        })
+    })
+    .await;
+    let nightly = cron_jobs.get("nightly").await.unwrap();
+    assert_eq!(nightly.data["spec"]["schedule"], "0 3 * * *");
+    assert!(nightly.data["spec"].get("template").is_none());
+
+    // /metrics and /readyz?verbose list the kinds the duck controllers run for, and why.
+    let metrics = get_text(health.clone(), "/metrics").await;
+    assert!(
+        metrics.contains(r#"dynrec_duck_kinds{controller="PodSpecable/CronJob.v1.batch",duck="PodSpecable",gvk="batch/v1/CronJob",reason="mapping built-in at spec.jobTemplate.spec.template"} 1"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"dynrec_duck_kinds{controller="PodSpecable/Deployment.v1.apps",duck="PodSpecable",gvk="apps/v1/Deployment",reason="openapi schema at spec.template"} 1"#),
+        "{metrics}"
+    );
+    let readyz = get_text(health.clone(), "/readyz?verbose").await;
+    assert!(
+        readyz.contains("[+]PodSpecable/CronJob.v1.batch ok\n"),
+        "{readyz}"
+    );
+    assert!(
+        readyz.contains("[+]PodSpecable/Job.v1.batch ok\n"),
+        "{readyz}"
+    );
+
+    // A kind that keeps its templates elsewhere matches only once a mapping says where.
+    create_crd(&kube, &run_crd()).await;
+    let runs = namespaced(&kube, ("example.com", "v1", "Run"), "runs");
+    let container = json!({"spec": {"containers": [{"name": "app", "image": "busybox"}]}});
+    let run: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Run",
+        "metadata": {"name": "r1"}, "spec": {"runTemplate": container, "otherTemplate": container}}))
+    .unwrap();
+    eventually("the Run kind is served", || async {
+        runs.create(&PostParams::default(), &run).await.is_ok()
+    })
+    .await;
+    let controller = "PodSpecable/Run.v1.example.com";
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!has(&handle, controller));
+    let env_at = |template: &'static str| {
+        let runs = runs.clone();
+        async move {
+            runs.get("r1")
+                .await
+                .ok()
+                .map(|r| r.data["spec"][template]["spec"]["containers"][0]["env"].clone())
+        }
+    };
+
+    // A malformed mapping is refused by the API server, naming the field.
+    let malformed: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "dynrec.dev/v1alpha1", "kind": "DuckMapping", "metadata": {"name": "bad"},
+        "spec": {"duck": "PodSpecable", "kind": "Run", "path": "spec..runTemplate"}}))
+    .unwrap();
+    create_mapping(&kube, "runs.example.com", "spec.runTemplate").await;
+    let refused = mappings_api(&kube)
+        .create(&PostParams::default(), &malformed)
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("spec.path"), "{refused}");
+
+    // Added: the controller starts and writes at the mapped path.
+    eventually(
+        "the mapped Run gets the env at spec.runTemplate",
+        || async { env_at("runTemplate").await == Some(greeting()) },
+    )
+    .await;
+    assert!(has(&handle, controller));
+    assert_eq!(env_at("otherTemplate").await, Some(Value::Null));
+
+    // Changed: the controller restarts with the new path.
+    set_mapping_path(&kube, "runs.example.com", "spec.otherTemplate").await;
+    eventually("the Run gets the env at the new path", || async {
+        env_at("otherTemplate").await == Some(greeting())
+    })
+    .await;
+
+    // Changed to a path the kind lacks: the controller stops.
+    set_mapping_path(&kube, "runs.example.com", "spec.nothing").await;
+    eventually(
+        "a mapping to a missing path stops the controller",
+        || async { !has(&handle, controller) },
+    )
+    .await;
+    set_mapping_path(&kube, "runs.example.com", "spec.runTemplate").await;
+    eventually("a fixed mapping starts it again", || async {
+        has(&handle, controller)
+    })
+    .await;
+
+    // Deleted: the controller stops.
+    mappings_api(&kube)
+        .delete("runs.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("deleting the mapping stops the controller", || async {
+        !has(&handle, controller)
+    })
+    .await;
+
+    // The follower is the manager's: once the manager stopped, nothing starts.
+    let _ = stop.send(());
+    tokio::time::timeout(DEADLINE, running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    create_mapping(&kube, "runs-again", "spec.runTemplate").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!has(&handle, controller));
+}
+
+fn cron_job(name: &str) -> DynamicObject {
+    serde_json::from_value(json!({"apiVersion": "batch/v1", "kind": "CronJob",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": {"template": {"spec": {
+            "restartPolicy": "OnFailure",
+            "containers": [{"name": "app", "image": "busybox"}]}}}}}}))
+    .unwrap()
+}
+
+/// A client of `kube` that records the body of every PATCH it sends.
+fn recording_patches(kube: kube::Client, patches: Arc<Mutex<Vec<Value>>>) -> kube::Client {
+    let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+        let (kube, patches) = (kube.clone(), patches.clone());
+        async move {
+            if request.method() != http::Method::PATCH {
+                return kube.send(request).await;
+            }
+            let (parts, body) = request.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            patches
+                .lock()
+                .unwrap()
+                .push(serde_json::from_slice(&body).unwrap());
+            let request = http::Request::from_parts(parts, kube::client::Body::from(body.to_vec()));
+            kube.send(request).await
+        }
+    });
+    kube::Client::new(service, "default")
+}
+
+#[tokio::test]
+async fn a_duck_patch_through_a_mapping_is_sent_at_the_mapped_path() {
+    let server = ApiServer::new();
+    let patches = Arc::new(Mutex::new(Vec::new()));
+    let client = Client::new(recording_patches(server.client(), patches.clone()));
+    let cron_jobs = namespaced(&server.client(), ("batch", "v1", "CronJob"), "cronjobs");
+    let created = cron_jobs
+        .create(&PostParams::default(), &cron_job("nightly"))
+        .await
+        .unwrap();
+    let gvk = Gvk::new("batch", "v1", "CronJob");
+    let ducks = client.duck::<PodSpecable>().through(Projection::mapped(
+        "spec.template",
+        "spec.jobTemplate.spec.template",
+    ));
+    let mut nightly = ducks
+        .get(&gvk, &ObjectKey::namespaced("default", "nightly"))
+        .await
+        .unwrap();
+    let read_at = nightly.metadata.resource_version.clone().unwrap();
+    let pod = nightly.spec.template.spec.as_mut().unwrap();
+    assert_eq!(pod.containers[0].image.as_deref(), Some("busybox"));
+    pod.containers[0].env = Some(vec![EnvVar {
+        name: "GREETING".into(),
+        value: Some("hi".into()),
+        value_from: None,
+    }]);
+    let patched = ducks.patch(&nightly).await.unwrap();
+    // A merge patch replaces a list whole: the containers as stored (with the server's
+    // defaults), plus the env, under the job's pod template and nowhere else.
+    let mut containers =
+        created.data["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"].clone();
+    assert_eq!(containers[0]["imagePullPolicy"], "Always");
+    containers[0]["env"] = greeting();
+    assert_eq!(
+        *patches.lock().unwrap(),
+        vec![json!({"metadata": {"resourceVersion": read_at},
+            "spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": containers}}}}}})]
+    );
+    assert_eq!(
+        patched.spec.template.spec.as_ref().unwrap().containers[0].env,
+        nightly.spec.template.spec.as_ref().unwrap().containers[0].env
+    );
+    let stored = cron_jobs.get("nightly").await.unwrap();
+    assert_eq!(
+        stored.data["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["env"],
+        greeting()
+    );
+    assert_eq!(stored.data["spec"]["schedule"], "0 3 * * *");
+    assert!(stored.data["spec"].get("template").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_duck_reconcilers_on_one_kind_share_one_watch() {
+    let server = ApiServer::new();
+    let kube = server.client();
+    let client = Client::new(kube.clone());
+    let config = Config::new(client.clone(), "demo", Duration::from_secs(600));
+    let mut manager = Manager::new(client, ManagerOptions::default());
+    let handle = manager.handle();
+    podspecable::register(&mut manager, &config);
+    // A second reconciler of the same duck: it records what it reconciled.
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let audit = seen.clone();
+    DuckControllers::new(&manager, &config)
+        .register_as(
+            "PodSpecableAudit",
+            DuckType::podspecable(),
+            move |found, config| {
+                let audit = audit.clone();
+                let sync = SyncReconciler::new(move |_ctx, object: &mut DynamicObject| {
+                    audit
+                        .lock()
+                        .unwrap()
+                        .push(object.metadata.name.clone().unwrap_or_default());
+                    Box::pin(async { Ok(()) })
+                });
+                ResourceReconciler::new(found.gvk.clone(), sync, config.clone())
+            },
+        )
+        .start(&mut manager);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(manager.run(async move {
+        let _ = stopped.await;
+    }));
+    create_env_config_map(&kube).await;
+    let deployments = namespaced(&kube, ("apps", "v1", "Deployment"), "deployments");
+    let web: DynamicObject = serde_json::from_value(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web"}, "spec": {"selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}}))
+    .unwrap();
+    deployments
+        .create(&PostParams::default(), &web)
+        .await
+        .unwrap();
+    eventually("both reconcilers reconciled the Deployment", || async {
+        let injected = deployments
+            .get("web")
+            .await
+            .is_ok_and(|d| env_of(&d) == greeting());
+        injected && seen.lock().unwrap().contains(&"web".to_string())
+    })
+    .await;
+    assert!(has(&handle, "PodSpecable/Deployment.v1.apps"));
+    assert!(has(&handle, "PodSpecableAudit/Deployment.v1.apps"));
+    assert_eq!(server.open_watches().get("apps/deployments"), Some(&1));
+    assert_eq!(server.request_count("watch", "apps", "deployments"), 1);
+    assert_eq!(server.request_count("list", "apps", "deployments"), 1);
+    let _ = stop.send(());
+    tokio::time::timeout(DEADLINE, running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
+
+/// A client of `server` that serves no OpenAPI v3 (as a cluster before it had one).
+fn without_openapi(kube: kube::Client) -> kube::Client {
+    let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+        let kube = kube.clone();
+        async move {
+            if request.uri().path().starts_with("/openapi") {
+                let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                    "reason": "NotFound", "code": 404, "message": "not found"});
+                let mut response =
+                    http::Response::new(kube::client::Body::from(status.to_string().into_bytes()));
+                *response.status_mut() = http::StatusCode::NOT_FOUND;
+                return Ok(response);
+            }
+            kube.send(request).await
+        }
+    });
+    kube::Client::new(service, "default")
+}
+
+#[tokio::test]
+async fn without_openapi_the_known_built_ins_match_by_the_list() {
+    let server = ApiServer::new();
+    let client = Client::new(without_openapi(server.client()));
+    let matches = cluster_matches(&client, &[DuckType::podspecable()])
+        .await
+        .unwrap();
+    assert_eq!(
+        table(&matches),
+        "\
+DUCK          APIVERSION   KIND          WHY
+PodSpecable   apps/v1      DaemonSet     built-in (no openapi schema)
+PodSpecable   apps/v1      Deployment    built-in (no openapi schema)
+PodSpecable   apps/v1      ReplicaSet    built-in (no openapi schema)
+PodSpecable   apps/v1      StatefulSet   built-in (no openapi schema)
+PodSpecable   batch/v1     CronJob       mapping built-in at spec.jobTemplate.spec.template
+PodSpecable   batch/v1     Job           built-in (no openapi schema)
+"
+    );
+}
+
+#[test]
+fn dynrec_ducks_prints_only_the_table_on_stdout() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_dynrec"))
+        .args(["ducks", "--embedded"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let mut lines = stdout.lines();
+    assert!(
+        lines.next().is_some_and(|l| l.starts_with("DUCK ")),
+        "{stdout}"
+    );
+    assert!(
+        lines.all(|l| l.starts_with("PodSpecable ") || l.starts_with("Addressable ")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("CronJob"), "{stdout}");
 }

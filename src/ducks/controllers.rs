@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use kube::api::DynamicObject;
 use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::watch;
 use tracing::{info, warn};
 
 use super::survey::Catalog;
@@ -29,14 +30,24 @@ pub type DuckFactory = Arc<dyn Fn(&KindMatch, &Config) -> ResourceReconciler + S
 
 /// Duck reconcilers registered once each, run for every kind that implements their duck.
 ///
-/// Each controller is named `{Duck}/{Kind}.{version}.{group}` and never owns its kind's
-/// status (see [`ResourceReconciler::status_owned`]).
+/// Each controller is named `{Duck}/{Kind}.{version}.{group}` (or with the prefix given to
+/// [`DuckControllers::register_as`]) and never owns its kind's status (see
+/// [`ResourceReconciler::status_owned`]). Controllers of several duck reconcilers on one
+/// kind share the kind's watch (the client's shared cache).
 pub struct DuckControllers {
     client: Client,
     config: Config,
     handle: ControllerHandle,
     metrics: Metrics,
-    ducks: Vec<(DuckType, DuckFactory)>,
+    registrations: Vec<Registration>,
+    kinds: watch::Sender<Vec<KindMatch>>,
+}
+
+/// One duck reconciler: the prefix of its controllers' names, its duck and its factory.
+struct Registration {
+    prefix: String,
+    duck: DuckType,
+    factory: DuckFactory,
 }
 
 impl DuckControllers {
@@ -47,18 +58,41 @@ impl DuckControllers {
             config: config.clone(),
             handle: manager.handle(),
             metrics: manager.metrics(),
-            ducks: Vec::new(),
+            registrations: Vec::new(),
+            kinds: watch::Sender::new(Vec::new()),
         }
     }
 
-    /// Runs the reconciler `factory` builds for every kind that implements `duck`.
+    /// Runs the reconciler `factory` builds for every kind that implements `duck`, in
+    /// controllers named after the duck.
     pub fn register(
-        mut self,
+        self,
         duck: DuckType,
         factory: impl Fn(&KindMatch, &Config) -> ResourceReconciler + Send + Sync + 'static,
     ) -> Self {
-        self.ducks.push((duck, Arc::new(factory)));
+        let prefix = duck.name().to_string();
+        self.register_as(prefix, duck, factory)
+    }
+
+    /// Like [`DuckControllers::register`], with controllers named `{prefix}/{Kind}...`: for
+    /// a second reconciler of the same duck.
+    pub fn register_as(
+        mut self,
+        prefix: impl Into<String>,
+        duck: DuckType,
+        factory: impl Fn(&KindMatch, &Config) -> ResourceReconciler + Send + Sync + 'static,
+    ) -> Self {
+        self.registrations.push(Registration {
+            prefix: prefix.into(),
+            duck,
+            factory: Arc::new(factory),
+        });
         self
+    }
+
+    /// The kinds the duck controllers run for, updated as they start and stop.
+    pub fn kinds(&self) -> watch::Receiver<Vec<KindMatch>> {
+        self.kinds.subscribe()
     }
 
     /// Installs the `DuckMapping` CRD (when allowed), then follows the cluster's CRDs and
@@ -72,7 +106,12 @@ impl DuckControllers {
     }
 
     async fn follow(self) -> Result<(), Error> {
-        let ducks: Vec<DuckType> = self.ducks.iter().map(|(d, _)| d.clone()).collect();
+        let mut ducks: Vec<DuckType> = Vec::new();
+        for registration in &self.registrations {
+            if !ducks.iter().any(|d| d.name() == registration.duck.name()) {
+                ducks.push(registration.duck.clone());
+            }
+        }
         if let Err(err) = install_mapping_crd(&self.client).await {
             warn!(%err, "cannot install the DuckMapping CRD; only existing mappings apply");
         }
@@ -123,9 +162,13 @@ impl DuckControllers {
     /// Starts a controller for each new match, restarts those whose projection changed,
     /// and stops those whose kind no longer matches.
     fn reconcile(&self, matches: &[KindMatch], running: &mut BTreeMap<String, KindMatch>) {
-        let wanted: BTreeMap<String, &KindMatch> = matches
+        let wanted: BTreeMap<String, (&Registration, &KindMatch)> = self
+            .registrations
             .iter()
-            .map(|m| (controller_name(&m.duck, &m.gvk), m))
+            .flat_map(|r| {
+                let of_duck = matches.iter().filter(|m| m.duck == r.duck.name());
+                of_duck.map(move |m| (controller_name(&r.prefix, &m.gvk), (r, m)))
+            })
             .collect();
         running.retain(|name, found| {
             let keep = wanted.contains_key(name);
@@ -136,17 +179,14 @@ impl DuckControllers {
             }
             keep
         });
-        for (name, found) in wanted {
+        for (name, (registration, found)) in wanted {
             if running
                 .get(&name)
                 .is_some_and(|r| r.projection == found.projection)
             {
                 continue;
             }
-            let Some((_, factory)) = self.ducks.iter().find(|(d, _)| d.name() == found.duck) else {
-                continue;
-            };
-            let reconciler = factory(found, &self.config)
+            let reconciler = (registration.factory)(found, &self.config)
                 .status_owned(false)
                 .named(name.clone());
             match self
@@ -167,6 +207,12 @@ impl DuckControllers {
                 Err(err) => warn!(controller = name, %err, "duck controller not started"),
             }
         }
+        let kinds: Vec<KindMatch> = running.values().cloned().collect();
+        self.kinds.send_if_modified(|current| {
+            let changed = *current != kinds;
+            *current = kinds;
+            changed
+        });
     }
 }
 
@@ -231,9 +277,9 @@ pub async fn install_mapping_crd(client: &Client) -> Result<(), Error> {
     Ok(())
 }
 
-/// The controller of `duck` for `gvk`.
-fn controller_name(duck: &str, gvk: &Gvk) -> String {
-    format!("{duck}/{}.{}.{}", gvk.kind, gvk.version, gvk.group)
+/// The controller named `prefix` (the duck's name by default) for `gvk`.
+fn controller_name(prefix: &str, gvk: &Gvk) -> String {
+    format!("{prefix}/{}.{}.{}", gvk.kind, gvk.version, gvk.group)
 }
 
 /// The kinds of the cluster that implement each duck, and why (for `dynrec ducks`): reads

@@ -184,6 +184,9 @@ pub(crate) fn miss_at(
     if is_open(kind_node) {
         return (!open_matches).then_some(Miss::Open { path });
     }
+    if let Err(miss) = compare(root, duck_node, kind, kind_node, &path) {
+        return Some(miss);
+    }
     let known = duck_node.get("properties").and_then(Value::as_object);
     let declared = kind_node.get("properties").and_then(Value::as_object);
     if let Some(known) = known
@@ -191,7 +194,7 @@ pub(crate) fn miss_at(
     {
         return Some(Miss::NoKnownField { path });
     }
-    compare(root, duck_node, kind, kind_node, &path).err()
+    None
 }
 
 /// Checks that every field `kind` declares and the duck knows has the duck's type, below

@@ -21,7 +21,8 @@ pub(crate) struct Catalog {
     pub crds: Vec<DynamicObject>,
     /// The schemas of the kinds served without a CRD.
     pub openapi: OpenApiKinds,
-    /// The ducks' known built-in kinds that are served but whose OpenAPI document is not.
+    /// The ducks' known built-in kinds, and the kinds of dynrec's own mappings, that are
+    /// served but whose OpenAPI document is not.
     pub fallback: HashSet<Gvk>,
     /// The cluster's valid `DuckMapping`s.
     pub mappings: Vec<DuckMapping>,
@@ -38,7 +39,8 @@ pub(crate) struct Survey {
 
 impl Catalog {
     /// Reads the OpenAPI schemas of the kinds served without a CRD, and which of the
-    /// ducks' known built-ins are served without one.
+    /// ducks' known built-ins (and the kinds dynrec's own mappings map) are served without
+    /// one.
     pub async fn read_builtins(&mut self, client: &Client, ducks: &[DuckType]) {
         let crd_group_versions: HashSet<String> = self
             .crds
@@ -48,10 +50,17 @@ impl Catalog {
             .collect();
         self.openapi = openapi::fetch(client.kube(), &crd_group_versions).await;
         self.fallback.clear();
-        for gvk in ducks.iter().flat_map(DuckType::builtins) {
-            if !self.openapi.read.contains(&gvk.api_version()) && client.resolve(gvk).await.is_ok()
+        let mapped = DuckMapping::builtin().into_iter().flat_map(|m| {
+            let versions = m.versions.clone();
+            versions
+                .into_iter()
+                .map(move |v| Gvk::new(&m.group, &v, &m.kind))
+        });
+        let known = ducks.iter().flat_map(DuckType::builtins).cloned();
+        for gvk in known.chain(mapped) {
+            if !self.openapi.read.contains(&gvk.api_version()) && client.resolve(&gvk).await.is_ok()
             {
-                self.fallback.insert(gvk.clone());
+                self.fallback.insert(gvk);
             }
         }
     }
@@ -163,6 +172,11 @@ impl Catalog {
                 }
             }
         }
+        // By duck (in the order given), then by group and kind, as `kubectl api-resources`.
+        let position = |m: &KindMatch| ducks.iter().position(|d| d.name() == m.duck);
+        survey
+            .matches
+            .sort_by_key(|m| (position(m), m.gvk.group.clone(), m.gvk.kind.clone()));
         survey
     }
 }

@@ -114,7 +114,8 @@ pub struct Manager {
     registry: Arc<Registry>,
     metrics: Metrics,
     readiness: Readiness,
-    companions: Vec<Companion>,
+    /// Taken by `run` (behind a lock only so that the manager stays `Sync`).
+    companions: Mutex<Vec<Companion>>,
 }
 
 /// Adds, replaces and removes a manager's controllers while it runs (and before). Cheap to
@@ -204,7 +205,7 @@ impl Manager {
             registry: Arc::default(),
             metrics,
             readiness: Readiness::new(),
-            companions: Vec::new(),
+            companions: Mutex::default(),
         }
     }
 
@@ -212,7 +213,7 @@ impl Manager {
     /// manager stops (it is dropped then if it has not ended), e.g. a follower that adds and
     /// removes controllers through a [`ControllerHandle`].
     pub fn run_alongside(&mut self, task: impl Future<Output = ()> + Send + 'static) {
-        self.companions.push(Box::pin(task));
+        self.companions.get_mut().push(Box::pin(task));
     }
 
     /// A handle that adds, replaces and removes controllers, also while the manager runs.
@@ -253,13 +254,11 @@ impl Manager {
 
     /// Runs every controller until `shutdown` completes; in-flight reconciles finish within
     /// the queue's shutdown bound, and a held Lease is released.
-    pub async fn run(
-        mut self,
-        shutdown: impl Future<Output = ()> + Send,
-    ) -> Result<(), ManagerError> {
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ManagerError> {
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut background = JoinSet::new();
-        for task in std::mem::take(&mut self.companions) {
+        let companions = std::mem::take(&mut *self.companions.lock());
+        for task in companions {
             let stopped = wait_stopped(stop_rx.clone());
             background.spawn(async move {
                 tokio::select! {
