@@ -972,3 +972,167 @@ fn dynrec_ducks_prints_only_the_table_on_stdout() {
     );
     assert!(stdout.contains("CronJob"), "{stdout}");
 }
+
+/// An addressable CRD: `status.address.url` a string in its schema, or kept open and
+/// labelled.
+fn addressable_crd(kind: &str, labelled: bool) -> DynamicObject {
+    let mut crd = crd(kind, json!({"type": "object"}), json!({}));
+    let status = if labelled {
+        crd.metadata.labels = Some(
+            [(
+                "duck.knative.dev/addressable".to_string(),
+                "true".to_string(),
+            )]
+            .into(),
+        );
+        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+    } else {
+        json!({"type": "object", "properties": {"address": {"type": "object", "properties": {
+            "url": {"type": "string"}}}}})
+    };
+    crd.data["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"] = status;
+    crd
+}
+
+fn addressable_object(kind: &str, name: &str, url: Value) -> DynamicObject {
+    let status = if url.is_null() {
+        json!({})
+    } else {
+        json!({"address": {"url": url}})
+    };
+    serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": kind,
+        "metadata": {"name": name, "namespace": "default"}, "spec": {}, "status": status}))
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_addressable_demo_lists_every_address_of_every_matching_kind_in_a_config_map() {
+    use dynrec::demo::addressable;
+    let server = ApiServer::new();
+    let kube = server.client();
+    let client = Client::new(kube.clone());
+    let config = Config::new(client.clone(), "demo", Duration::from_secs(600));
+    let mut manager = Manager::new(client, ManagerOptions::default());
+    let handle = manager.handle();
+    addressable::register(&mut manager, &config);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(manager.run(async move {
+        let _ = stopped.await;
+    }));
+    let config_maps = namespaced(&kube, ("", "v1", "ConfigMap"), "configmaps");
+    let listed = || async {
+        config_maps
+            .get_opt(addressable::CONFIG_MAP)
+            .await
+            .ok()
+            .flatten()
+            .map(|c| c.data["data"].clone())
+            .unwrap_or(Value::Null)
+    };
+
+    // A kind of the duck's schema appears; its objects are listed once they have an address.
+    create_crd(&kube, &addressable_crd("Broker", false)).await;
+    let brokers = namespaced(&kube, ("example.com", "v1", "Broker"), "brokers");
+    let b1 = addressable_object("Broker", "b1", Value::Null);
+    eventually("the Broker kind is served", || async {
+        brokers.create(&PostParams::default(), &b1).await.is_ok()
+    })
+    .await;
+    brokers
+        .create(
+            &PostParams::default(),
+            &addressable_object("Broker", "b2", json!("http://b2.default.svc")),
+        )
+        .await
+        .unwrap();
+    eventually("b2 is listed", || async {
+        listed().await == json!({"Broker.example.com_default_b2": "http://b2.default.svc"})
+    })
+    .await;
+    brokers
+        .patch(
+            "b1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"address": {"url": "http://b1.default.svc"}}})),
+        )
+        .await
+        .unwrap();
+    eventually("b1 is listed once it has an address", || async {
+        listed().await
+            == json!({"Broker.example.com_default_b1": "http://b1.default.svc",
+                      "Broker.example.com_default_b2": "http://b2.default.svc"})
+    })
+    .await;
+
+    // A second kind, labelled: its objects join the same ConfigMap; one that does not fit
+    // the duck gets a Warning Event naming the path and is left out.
+    create_crd(&kube, &addressable_crd("Channel", true)).await;
+    let channels = namespaced(&kube, ("example.com", "v1", "Channel"), "channels");
+    let c1 = addressable_object("Channel", "c1", json!("http://c1.default.svc"));
+    eventually("the Channel kind is served", || async {
+        channels.create(&PostParams::default(), &c1).await.is_ok()
+    })
+    .await;
+    channels
+        .create(
+            &PostParams::default(),
+            &addressable_object("Channel", "odd", json!(42)),
+        )
+        .await
+        .unwrap();
+    eventually("c1 is listed", || async {
+        listed().await
+            == json!({"Broker.example.com_default_b1": "http://b1.default.svc",
+                      "Broker.example.com_default_b2": "http://b2.default.svc",
+                      "Channel.example.com_default_c1": "http://c1.default.svc"})
+    })
+    .await;
+    let events = namespaced(&kube, ("events.k8s.io", "v1", "Event"), "events");
+    eventually(
+        "the odd Channel has a Warning Event naming the path",
+        || async {
+            events.list(&Default::default()).await.is_ok_and(|list| {
+                list.items.iter().any(|e| {
+                    e.data["regarding"]["name"] == "odd"
+                        && e.data["reason"] == addressable::NOT_ADDRESSABLE
+                        && e.data["note"]
+                            .as_str()
+                            .is_some_and(|n| n.contains("at status.address.url"))
+                })
+            })
+        },
+    )
+    .await;
+
+    // An object deleted drops its entry; a kind going away drops all of its entries.
+    brokers
+        .delete("b1", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("b1's entry is dropped", || async {
+        listed().await
+            == json!({"Broker.example.com_default_b2": "http://b2.default.svc",
+                      "Channel.example.com_default_c1": "http://c1.default.svc"})
+    })
+    .await;
+    crds_api(&kube)
+        .delete("channels.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(
+        "the Channel entries are dropped with their kind",
+        || async {
+            listed().await == json!({"Broker.example.com_default_b2": "http://b2.default.svc"})
+        },
+    )
+    .await;
+    assert!(!has(&handle, "Addressable/Channel.v1.example.com"));
+    assert!(has(&handle, "Addressable/Broker.v1.example.com"));
+
+    let _ = stop.send(());
+    tokio::time::timeout(DEADLINE, running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
