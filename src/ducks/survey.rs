@@ -14,6 +14,9 @@ use super::{
 use crate::client::{Client, served_kinds};
 use crate::object::Gvk;
 
+/// A kind's schema and the named schemas its `$ref`s point to, when known.
+type KnownSchema<'a> = Option<(&'a Value, &'a Value)>;
+
 /// What the matcher reads.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Catalog {
@@ -66,10 +69,10 @@ impl Catalog {
     }
 
     /// Every served kind with its schema and the schema's `$ref` targets, when known.
-    fn served(&self) -> Vec<(Gvk, Option<(&Value, &Value)>)> {
+    fn served(&self) -> Vec<(Gvk, KnownSchema<'_>)> {
         let from_crds = self.crds.iter().flat_map(|crd| {
             let versions = crd.data["spec"]["versions"].as_array();
-            let mut kinds: Vec<(Gvk, Option<(&Value, &Value)>, bool)> = served_kinds(crd)
+            let mut kinds: Vec<(Gvk, KnownSchema<'_>, bool)> = served_kinds(crd)
                 .into_iter()
                 .map(|r| {
                     let version = versions
