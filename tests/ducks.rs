@@ -352,20 +352,57 @@ fn env_of(object: &DynamicObject) -> Value {
     object.data["spec"]["template"]["spec"]["containers"][0]["env"].clone()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn podspecable_kinds_appear_are_reconciled_and_their_controllers_stop_when_they_go() {
+/// A manager running over a fresh embedded server, with what a test looks at.
+struct Running {
+    server: ApiServer,
+    kube: kube::Client,
+    handle: ControllerHandle,
+    /// The manager's `/metrics`, `/healthz` and `/readyz` routes.
+    health: axum::Router,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), dynrec::runtime::ManagerError>>,
+}
+
+/// Starts a manager with what `register` adds.
+fn run_manager(register: impl FnOnce(&mut Manager, &Config)) -> Running {
     let server = ApiServer::new();
     let kube = server.client();
     let client = Client::new(kube.clone());
     let config = Config::new(client.clone(), "demo", Duration::from_secs(600));
-    let manager = Manager::new(client, ManagerOptions::default());
-    let mut manager = manager;
+    let mut manager = Manager::new(client, ManagerOptions::default());
     let handle = manager.handle();
-    podspecable::register(&mut manager, &config);
+    let health = dynrec::runtime::router(manager.metrics(), manager.readiness());
+    register(&mut manager, &config);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(manager.run(async move {
+    let task = tokio::spawn(manager.run(async move {
         let _ = stopped.await;
     }));
+    Running {
+        server,
+        kube,
+        handle,
+        health,
+        stop,
+        task,
+    }
+}
+
+impl Running {
+    /// Stops the manager and waits until it has.
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        tokio::time::timeout(DEADLINE, self.task)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn podspecable_kinds_appear_are_reconciled_and_their_controllers_stop_when_they_go() {
+    let running = run_manager(podspecable::register);
+    let (kube, handle) = (running.kube.clone(), running.handle.clone());
     let controller = "PodSpecable/Workload.v1.example.com";
     eventually("the built-in kinds have controllers", || async {
         handle
@@ -494,12 +531,7 @@ async fn podspecable_kinds_appear_are_reconciled_and_their_controllers_stop_when
     })
     .await;
 
-    let _ = stop.send(());
-    tokio::time::timeout(DEADLINE, running)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    running.stop().await;
 }
 
 #[tokio::test]
@@ -631,18 +663,12 @@ async fn get_text(router: axum::Router, uri: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn duck_mappings_start_restart_and_stop_controllers_and_cron_jobs_are_written_at_their_mapped_path()
  {
-    let server = ApiServer::new();
-    let kube = server.client();
-    let client = Client::new(kube.clone());
-    let config = Config::new(client.clone(), "demo", Duration::from_secs(600));
-    let mut manager = Manager::new(client, ManagerOptions::default());
-    let handle = manager.handle();
-    let health = dynrec::runtime::router(manager.metrics(), manager.readiness());
-    podspecable::register(&mut manager, &config);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(manager.run(async move {
-        let _ = stopped.await;
-    }));
+    let running = run_manager(podspecable::register);
+    let (kube, handle, health) = (
+        running.kube.clone(),
+        running.handle.clone(),
+        running.health.clone(),
+    );
     create_env_config_map(&kube).await;
 
     // CronJob, through dynrec's built-in mapping: the env lands in the job's pod template.
@@ -758,12 +784,7 @@ async fn duck_mappings_start_restart_and_stop_controllers_and_cron_jobs_are_writ
     .await;
 
     // The follower is the manager's: once the manager stopped, nothing starts.
-    let _ = stop.send(());
-    tokio::time::timeout(DEADLINE, running)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    running.stop().await;
     create_mapping(&kube, "runs-again", "spec.runTemplate").await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(!has(&handle, controller));
@@ -853,37 +874,32 @@ async fn a_duck_patch_through_a_mapping_is_sent_at_the_mapped_path() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn several_duck_reconcilers_on_one_kind_share_one_watch() {
-    let server = ApiServer::new();
-    let kube = server.client();
-    let client = Client::new(kube.clone());
-    let config = Config::new(client.clone(), "demo", Duration::from_secs(600));
-    let mut manager = Manager::new(client, ManagerOptions::default());
-    let handle = manager.handle();
-    podspecable::register(&mut manager, &config);
     // A second reconciler of the same duck: it records what it reconciled.
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let audit = seen.clone();
-    DuckControllers::new(&manager, &config)
-        .register_as(
-            "PodSpecableAudit",
-            DuckType::podspecable(),
-            move |found, config| {
-                let audit = audit.clone();
-                let sync = SyncReconciler::new(move |_ctx, object: &mut DynamicObject| {
-                    audit
-                        .lock()
-                        .unwrap()
-                        .push(object.metadata.name.clone().unwrap_or_default());
-                    Box::pin(async { Ok(()) })
-                });
-                ResourceReconciler::new(found.gvk.clone(), sync, config.clone())
-            },
-        )
-        .start(&mut manager);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(manager.run(async move {
-        let _ = stopped.await;
-    }));
+    let running = run_manager(|manager, config| {
+        podspecable::register(manager, config);
+        DuckControllers::new(manager, config)
+            .register_as(
+                "PodSpecableAudit",
+                DuckType::podspecable(),
+                move |found, config| {
+                    let audit = audit.clone();
+                    let sync = SyncReconciler::new(move |_ctx, object: &mut DynamicObject| {
+                        let name = object.metadata.name.clone().unwrap_or_default();
+                        audit.lock().unwrap().push(name);
+                        Box::pin(async { Ok(()) })
+                    });
+                    ResourceReconciler::new(found.gvk.clone(), sync, config.clone())
+                },
+            )
+            .start(manager);
+    });
+    let (kube, handle, server) = (
+        running.kube.clone(),
+        running.handle.clone(),
+        &running.server,
+    );
     create_env_config_map(&kube).await;
     let deployments = namespaced(&kube, ("apps", "v1", "Deployment"), "deployments");
     let web: DynamicObject = serde_json::from_value(json!({"apiVersion": "apps/v1", "kind": "Deployment",
@@ -907,12 +923,7 @@ async fn several_duck_reconcilers_on_one_kind_share_one_watch() {
     assert_eq!(server.open_watches().get("apps/deployments"), Some(&1));
     assert_eq!(server.request_count("watch", "apps", "deployments"), 1);
     assert_eq!(server.request_count("list", "apps", "deployments"), 1);
-    let _ = stop.send(());
-    tokio::time::timeout(DEADLINE, running)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    running.stop().await;
 }
 
 /// A client of `server` that serves no OpenAPI v3 (as a cluster before it had one).
@@ -1010,17 +1021,8 @@ fn addressable_object(kind: &str, name: &str, url: Value) -> DynamicObject {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_addressable_demo_lists_every_address_of_every_matching_kind_in_a_config_map() {
     use dynrec::demo::addressable;
-    let server = ApiServer::new();
-    let kube = server.client();
-    let client = Client::new(kube.clone());
-    let config = Config::new(client.clone(), "demo", Duration::from_secs(600));
-    let mut manager = Manager::new(client, ManagerOptions::default());
-    let handle = manager.handle();
-    addressable::register(&mut manager, &config);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(manager.run(async move {
-        let _ = stopped.await;
-    }));
+    let running = run_manager(addressable::register);
+    let (kube, handle) = (running.kube.clone(), running.handle.clone());
     let config_maps = namespaced(&kube, ("", "v1", "ConfigMap"), "configmaps");
     let listed = || async {
         config_maps
@@ -1131,10 +1133,5 @@ async fn the_addressable_demo_lists_every_address_of_every_matching_kind_in_a_co
     assert!(!has(&handle, "Addressable/Channel.v1.example.com"));
     assert!(has(&handle, "Addressable/Broker.v1.example.com"));
 
-    let _ = stop.send(());
-    tokio::time::timeout(DEADLINE, running)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    running.stop().await;
 }
