@@ -10,7 +10,7 @@ use dynrec::client::Projection;
 use dynrec::demo::podspecable;
 use dynrec::duck::PodSpecable;
 use dynrec::ducks::{
-    DuckControllers, DuckMapping, DuckType, KindMatch, Miss, Reason, Verdict, cluster_matches,
+    DuckControllers, DuckMapping, DuckType, KindMatch, Miss, Reason, Verdict, cluster_survey,
     install_mapping_crd, match_builtins, match_crd, match_mapping, table,
 };
 use dynrec::object::{Gvk, ObjectKey};
@@ -564,14 +564,14 @@ async fn the_ducks_table_lists_built_ins_and_matching_crds_with_why() {
     eventually("the CRDs are established", || {
         let client = client.clone();
         async move {
-            let matches = cluster_matches(&client, &DuckType::known()).await.unwrap();
-            matches.len() == 10
+            let survey = cluster_survey(&client, &DuckType::known()).await.unwrap();
+            survey.matches.len() == 10
         }
     })
     .await;
-    let matches = cluster_matches(&client, &DuckType::known()).await.unwrap();
+    let survey = cluster_survey(&client, &DuckType::known()).await.unwrap();
     assert_eq!(
-        table(&matches),
+        table(&survey.matches),
         "\
 DUCK          APIVERSION       KIND                    WHY
 PodSpecable   v1               ReplicationController   openapi schema at spec.template
@@ -585,6 +585,13 @@ PodSpecable   example.com/v1   Run                     mapping runs.example.com 
 PodSpecable   example.com/v1   Workload                schema at spec.template
 Addressable   example.com/v1   Broker                  label duck.knative.dev/addressable=true
 "
+    );
+    let near: Vec<String> = survey.near_misses.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        near,
+        [
+            "PodSpecable example.com/v1/Gadget: DuckMapping gadgets.example.com: no field at spec.nothing"
+        ]
     );
 }
 
@@ -949,11 +956,11 @@ fn without_openapi(kube: kube::Client) -> kube::Client {
 async fn without_openapi_the_known_built_ins_match_by_the_list() {
     let server = ApiServer::new();
     let client = Client::new(without_openapi(server.client()));
-    let matches = cluster_matches(&client, &[DuckType::podspecable()])
+    let survey = cluster_survey(&client, &[DuckType::podspecable()])
         .await
         .unwrap();
     assert_eq!(
-        table(&matches),
+        table(&survey.matches),
         "\
 DUCK          APIVERSION   KIND          WHY
 PodSpecable   apps/v1      DaemonSet     built-in (no openapi schema)

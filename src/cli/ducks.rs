@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use dynrec::client::Client;
-use dynrec::ducks::{DuckType, cluster_matches, table};
+use dynrec::ducks::{DuckType, cluster_survey, table};
 use dynrec::runtime::{RunArgs, connect_in_process};
 
 /// Arguments of `dynrec ducks`.
@@ -14,12 +14,15 @@ pub struct Args {
 }
 
 /// Prints one line per duck and kind that implements it (only the table on stdout; an
-/// embedded API server runs in-process).
+/// embedded API server runs in-process), and the near-misses on stderr.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cluster = connect_in_process(&args.run).await?;
     let client = Client::new(cluster.client.clone());
-    let matches = cluster_matches(&client, &DuckType::known()).await?;
-    print!("{}", table(&matches));
+    let survey = cluster_survey(&client, &DuckType::known()).await?;
+    print!("{}", table(&survey.matches));
+    for near in &survey.near_misses {
+        eprintln!("not matched: {near}");
+    }
     cluster.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

@@ -11,7 +11,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use super::survey::Catalog;
+use super::survey::{Catalog, Survey};
 use super::{DuckMapping, DuckType, KindMatch, mapping_crd, mapping_gvk};
 use crate::client::{Cache, CacheEvent, Client, Error, Resolved};
 use crate::object::Gvk;
@@ -136,9 +136,17 @@ impl DuckControllers {
                 None => Vec::new(),
             };
             let survey = catalog.survey(&ducks);
-            for (duck, gvk, miss) in &survey.near_misses {
-                if logged.insert(format!("{duck} {gvk} {miss}")) {
-                    info!(duck, %gvk, %miss, "kind does not implement the duck");
+            for near in &survey.near_misses {
+                if !logged.insert(near.to_string()) {
+                    continue;
+                }
+                match &near.mapping {
+                    Some(mapping) => {
+                        warn!(duck = near.duck, gvk = %near.gvk, mapping, miss = %near.miss,
+                        "DuckMapping does not fit its kind; no controller")
+                    }
+                    None => info!(duck = near.duck, gvk = %near.gvk, miss = %near.miss,
+                        "kind does not implement the duck"),
                 }
             }
             self.reconcile(&survey.matches, &mut running);
@@ -282,9 +290,9 @@ fn controller_name(prefix: &str, gvk: &Gvk) -> String {
     format!("{prefix}/{}.{}.{}", gvk.kind, gvk.version, gvk.group)
 }
 
-/// The kinds of the cluster that implement each duck, and why (for `dynrec ducks`): reads
-/// the `DuckMapping`s when the kind is served, installs nothing.
-pub async fn cluster_matches(client: &Client, ducks: &[DuckType]) -> Result<Vec<KindMatch>, Error> {
+/// The kinds of the cluster that implement each duck and why, and the near-misses (for
+/// `dynrec ducks`): reads the `DuckMapping`s when the kind is served, installs nothing.
+pub async fn cluster_survey(client: &Client, ducks: &[DuckType]) -> Result<Survey, Error> {
     let mut catalog = Catalog {
         crds: client
             .list(&Resolved::crd().gvk, &Default::default())
@@ -299,5 +307,5 @@ pub async fn cluster_matches(client: &Client, ducks: &[DuckType]) -> Result<Vec<
             .filter_map(|o| DuckMapping::from_object(o).ok())
             .collect();
     }
-    Ok(catalog.survey(ducks).matches)
+    Ok(catalog.survey(ducks))
 }

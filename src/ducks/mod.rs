@@ -11,7 +11,7 @@ mod shape;
 mod survey;
 mod table;
 
-pub use controllers::{DuckControllers, DuckFactory, cluster_matches, install_mapping_crd};
+pub use controllers::{DuckControllers, DuckFactory, cluster_survey, install_mapping_crd};
 pub use kind::DuckType;
 pub use mapping::{DuckMapping, MappingError, mapping_crd, mapping_gvk};
 pub use matching::{
@@ -19,4 +19,5 @@ pub use matching::{
     match_schema,
 };
 pub use shape::Miss;
+pub use survey::{NearMiss, Survey};
 pub use table::table;

@@ -2,6 +2,7 @@
 //! kinds known to be built in) and the `DuckMapping`s, and which kinds implement each duck.
 
 use std::collections::HashSet;
+use std::fmt;
 
 use kube::api::DynamicObject;
 use serde_json::Value;
@@ -32,12 +33,35 @@ pub(crate) struct Catalog {
 }
 
 /// The kinds matching each duck, and the near-misses, found in one look at the cluster.
-#[derive(Debug, Default)]
-pub(crate) struct Survey {
-    /// The matches, at most one version per duck and kind.
+#[derive(Clone, Debug, Default)]
+pub struct Survey {
+    /// The matches, at most one version per duck and kind, by duck, group and kind.
     pub matches: Vec<KindMatch>,
-    /// Kinds that got as far as the duck's (or a mapping's) path, and why they miss.
-    pub near_misses: Vec<(String, Gvk, Miss)>,
+    /// Kinds that got as far as the duck's path, or that a mapping maps, and why they miss.
+    pub near_misses: Vec<NearMiss>,
+}
+
+/// A kind that does not implement a duck though it came close, or though a mapping says so.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct NearMiss {
+    /// The duck's name.
+    pub duck: String,
+    /// The kind.
+    pub gvk: Gvk,
+    /// The `DuckMapping` that maps the kind, if one does.
+    pub mapping: Option<String>,
+    /// Why it misses.
+    pub miss: Miss,
+}
+
+impl fmt::Display for NearMiss {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}: ", self.duck, self.gvk)?;
+        if let Some(mapping) = &self.mapping {
+            write!(f, "DuckMapping {mapping}: ")?;
+        }
+        write!(f, "{}", self.miss)
+    }
 }
 
 impl Catalog {
@@ -124,54 +148,58 @@ impl Catalog {
         let mut survey = Survey::default();
         for duck in ducks {
             let mut claimed: HashSet<(String, String)> = HashSet::new();
-            // The first verdict on a kind wins; `declared` ones (mappings) are reported
-            // even when the path is missing altogether.
-            let mut found = |gvk: &Gvk, verdict: Verdict, declared: bool, survey: &mut Survey| {
-                if !claimed.insert((gvk.group.clone(), gvk.kind.clone())) {
-                    return;
-                }
-                match verdict {
-                    Verdict::Match(reason) => {
-                        survey
-                            .matches
-                            .push(KindMatch::new(duck, gvk.clone(), reason));
+            // The first verdict on a kind wins; a mapping's is reported even when the path
+            // is missing altogether.
+            let mut found =
+                |gvk: &Gvk, verdict: Verdict, mapping: Option<&str>, survey: &mut Survey| {
+                    if !claimed.insert((gvk.group.clone(), gvk.kind.clone())) {
+                        return;
                     }
-                    Verdict::Miss(miss) if declared || miss.is_near() => {
-                        survey
-                            .near_misses
-                            .push((duck.name().to_string(), gvk.clone(), miss));
+                    match verdict {
+                        Verdict::Match(reason) => {
+                            survey
+                                .matches
+                                .push(KindMatch::new(duck, gvk.clone(), reason));
+                        }
+                        Verdict::Miss(miss) if mapping.is_some() || miss.is_near() => {
+                            survey.near_misses.push(NearMiss {
+                                duck: duck.name().to_string(),
+                                gvk: gvk.clone(),
+                                mapping: mapping.map(str::to_string),
+                                miss,
+                            });
+                        }
+                        Verdict::Miss(_) => {
+                            claimed.remove(&(gvk.group.clone(), gvk.kind.clone()));
+                        }
                     }
-                    Verdict::Miss(_) => {
-                        claimed.remove(&(gvk.group.clone(), gvk.kind.clone()));
-                    }
-                }
-            };
+                };
             // A mapping claims its kind (first served version it covers), right or wrong.
             for mapping in self.mappings_of(duck) {
                 if let Some((gvk, schema)) = served.iter().find(|(gvk, _)| mapping.covers(gvk)) {
                     found(
                         gvk,
                         match_mapping(duck, &mapping, *schema),
-                        true,
+                        Some(&mapping.name),
                         &mut survey,
                     );
                 }
             }
             for kind in &self.openapi.kinds {
                 let verdict = match_openapi(duck, &kind.defs, kind.node());
-                found(&kind.gvk, verdict, false, &mut survey);
+                found(&kind.gvk, verdict, None, &mut survey);
             }
             for matched in match_builtins(duck, |gvk| self.fallback.contains(gvk)) {
                 found(
                     &matched.gvk,
                     Verdict::Match(matched.reason),
-                    false,
+                    None,
                     &mut survey,
                 );
             }
             for crd in &self.crds {
                 if let Some((gvk, verdict)) = match_crd(duck, crd) {
-                    found(&gvk, verdict, false, &mut survey);
+                    found(&gvk, verdict, None, &mut survey);
                 }
             }
         }
