@@ -112,9 +112,14 @@ impl DuckControllers {
                 ducks.push(registration.duck.clone());
             }
         }
-        if let Err(err) = install_mapping_crd(&self.client).await {
-            warn!(%err, "cannot install the DuckMapping CRD; only existing mappings apply");
-        }
+        // Without the right to install the CRD, existing mappings apply (once served).
+        let wait = match install_mapping_crd(&self.client).await {
+            Ok(()) => MAPPING_KIND_WAIT,
+            Err(err) => {
+                warn!(%err, "cannot install the DuckMapping CRD; only existing mappings apply");
+                Duration::ZERO
+            }
+        };
         let crds = self.client.cache(&Resolved::crd().gvk).await?;
         let mut crd_events = crds.subscribe();
         crds.wait_until_ready().await;
@@ -123,11 +128,11 @@ impl DuckControllers {
             ..Catalog::default()
         };
         catalog.read_builtins(&self.client, &ducks).await;
-        let mut mappings = Mappings::open(&self.client, MAPPING_KIND_WAIT).await;
+        let mut mappings = Mappings::open(&self.client, wait).await;
         let mut running: BTreeMap<String, KindMatch> = BTreeMap::new();
         let mut logged: HashSet<String> = HashSet::new();
         loop {
-            if mappings.is_none() {
+            if mappings.is_none() && self.client.resolver().known(&mapping_gvk()).is_some() {
                 mappings = Mappings::open(&self.client, Duration::ZERO).await;
             }
             catalog.crds = cached(&crds);
@@ -231,17 +236,17 @@ struct Mappings {
 }
 
 impl Mappings {
-    /// The mappings' cache, once the kind is served (waiting at most `wait`).
+    /// The mappings' cache, if the kind is served (waiting at most `wait` until it is).
     async fn open(client: &Client, wait: Duration) -> Option<Self> {
         let gvk = mapping_gvk();
-        if client.resolver().known(&gvk).is_none() {
-            if wait.is_zero() {
-                return None;
-            }
-            let served = tokio::time::timeout(wait, client.resolver().wait_for(&gvk)).await;
-            if !matches!(served, Ok(Ok(_))) {
-                return None;
-            }
+        let served = if wait.is_zero() {
+            client.resolve(&gvk).await.is_ok()
+        } else {
+            let waited = tokio::time::timeout(wait, client.resolver().wait_for(&gvk)).await;
+            matches!(waited, Ok(Ok(_)))
+        };
+        if !served {
+            return None;
         }
         let cache = client.cache(&gvk).await.ok()?;
         let events = cache.subscribe();
