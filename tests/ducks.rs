@@ -627,6 +627,18 @@ async fn create_mapping(kube: &kube::Client, name: &str, path: &str) {
     .await;
 }
 
+/// The status, reason and message of a mapping's Ready condition.
+async fn mapping_ready(kube: &kube::Client, name: &str) -> [String; 3] {
+    let mapping = mappings_api(kube).get(name).await.unwrap();
+    let conditions = mapping.data["status"]["conditions"].as_array().cloned();
+    let ready = conditions
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c["type"] == "Ready")
+        .unwrap_or_default();
+    ["status", "reason", "message"].map(|f| ready[f].as_str().unwrap_or_default().to_string())
+}
+
 async fn set_mapping_path(kube: &kube::Client, name: &str, path: &str) {
     mappings_api(kube)
         .patch(
@@ -759,6 +771,18 @@ async fn duck_mappings_start_restart_and_stop_controllers_and_cron_jobs_are_writ
     .await;
     assert!(has(&handle, controller));
     assert_eq!(env_at("otherTemplate").await, Some(Value::Null));
+    let ready = |expected: [&'static str; 3]| {
+        let kube = kube.clone();
+        async move { mapping_ready(&kube, "runs.example.com").await == expected }
+    };
+    eventually("the mapping is Ready", || {
+        ready([
+            "True",
+            "Mapped",
+            "example.com/v1/Run keeps PodSpecable at spec.runTemplate",
+        ])
+    })
+    .await;
 
     // Changed: the controller restarts with the new path.
     set_mapping_path(&kube, "runs.example.com", "spec.otherTemplate").await;
@@ -773,6 +797,14 @@ async fn duck_mappings_start_restart_and_stop_controllers_and_cron_jobs_are_writ
         "a mapping to a missing path stops the controller",
         || async { !has(&handle, controller) },
     )
+    .await;
+    eventually("the mapping's status names the missing path", || {
+        ready([
+            "False",
+            "DoesNotFit",
+            "example.com/v1/Run: no field at spec.nothing",
+        ])
+    })
     .await;
     set_mapping_path(&kube, "runs.example.com", "spec.runTemplate").await;
     eventually("a fixed mapping starts it again", || async {

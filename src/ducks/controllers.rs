@@ -11,6 +11,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use super::mapping_status;
 use super::survey::{Catalog, Survey};
 use super::{DuckMapping, DuckType, KindMatch, mapping_crd, mapping_gvk};
 use crate::client::{Cache, CacheEvent, Client, Error, Resolved};
@@ -136,10 +137,11 @@ impl DuckControllers {
                 mappings = Mappings::open(&self.client, Duration::ZERO).await;
             }
             catalog.crds = cached(&crds);
-            catalog.mappings = match &mappings {
-                Some(m) => m.read(&mut logged),
-                None => Vec::new(),
-            };
+            let mapping_objects = mappings
+                .as_ref()
+                .map(|m| cached(&m.cache))
+                .unwrap_or_default();
+            catalog.mappings = valid_mappings(&mapping_objects, &mut logged);
             let survey = catalog.survey(&ducks);
             for near in &survey.near_misses {
                 if !logged.insert(near.to_string()) {
@@ -155,6 +157,8 @@ impl DuckControllers {
                 }
             }
             self.reconcile(&survey.matches, &mut running);
+            mapping_status::write(&self.client, &mapping_objects, &ducks, &survey, &mut logged)
+                .await;
             let mapping_event = async {
                 match mappings.as_mut() {
                     Some(m) => m.events.recv().await,
@@ -253,22 +257,22 @@ impl Mappings {
         cache.wait_until_ready().await;
         Some(Self { cache, events })
     }
+}
 
-    /// The valid mappings; each invalid one is logged once per change.
-    fn read(&self, logged: &mut HashSet<String>) -> Vec<DuckMapping> {
-        let mut valid = Vec::new();
-        for object in cached(&self.cache) {
-            match DuckMapping::from_object(&object) {
-                Ok(mapping) => valid.push(mapping),
-                Err(err) => {
-                    if logged.insert(err.to_string()) {
-                        warn!(%err, "DuckMapping ignored");
-                    }
+/// The valid mappings among `objects`; each invalid one is logged once per change.
+fn valid_mappings(objects: &[DynamicObject], logged: &mut HashSet<String>) -> Vec<DuckMapping> {
+    let mut valid = Vec::new();
+    for object in objects {
+        match DuckMapping::from_object(object) {
+            Ok(mapping) => valid.push(mapping),
+            Err(err) => {
+                if logged.insert(err.to_string()) {
+                    warn!(%err, "DuckMapping ignored");
                 }
             }
         }
-        valid
     }
+    valid
 }
 
 fn cached(cache: &Cache) -> Vec<DynamicObject> {
@@ -307,10 +311,7 @@ pub async fn cluster_survey(client: &Client, ducks: &[DuckType]) -> Result<Surve
     catalog.read_builtins(client, ducks).await;
     if client.resolve(&mapping_gvk()).await.is_ok() {
         let objects = client.list(&mapping_gvk(), &Default::default()).await?;
-        catalog.mappings = objects
-            .iter()
-            .filter_map(|o| DuckMapping::from_object(o).ok())
-            .collect();
+        catalog.mappings = valid_mappings(&objects, &mut HashSet::new());
     }
     Ok(catalog.survey(ducks))
 }

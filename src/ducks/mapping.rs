@@ -134,7 +134,7 @@ impl DuckMapping {
 }
 
 /// The `DuckMapping` CRD (cluster-scoped; a structural schema, so the API server refuses a
-/// mapping that lacks a field, and dynrec names the field of one it cannot use).
+/// mapping that lacks a field; a status subresource for its `Ready` condition).
 pub fn mapping_crd() -> Value {
     json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -143,12 +143,20 @@ pub fn mapping_crd() -> Value {
             "names": {"kind": KIND, "plural": PLURAL, "singular": "duckmapping",
                       "shortNames": ["dm"], "categories": ["dynrec"]},
             "versions": [{"name": VERSION, "served": true, "storage": true,
+                "subresources": {"status": {}},
                 "additionalPrinterColumns": [
                     {"name": "Duck", "type": "string", "jsonPath": ".spec.duck"},
                     {"name": "Group", "type": "string", "jsonPath": ".spec.group"},
                     {"name": "Kind", "type": "string", "jsonPath": ".spec.kind"},
-                    {"name": "Path", "type": "string", "jsonPath": ".spec.path"}],
+                    {"name": "Path", "type": "string", "jsonPath": ".spec.path"},
+                    {"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"},
+                    {"name": "Reason", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].reason"}],
                 "schema": {"openAPIV3Schema": {"type": "object", "required": ["spec"], "properties": {
+                    "status": {"type": "object", "properties": {
+                        "observedGeneration": {"type": "integer"},
+                        "conditions": {"type": "array", "description":
+                            "Ready: whether the mapping maps a served kind, and why not.",
+                            "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
                     "spec": {"type": "object", "required": ["duck", "kind", "path"], "properties": {
                         "duck": {"type": "string", "minLength": 1,
                                  "description": "The duck the kind implements, e.g. PodSpecable."},

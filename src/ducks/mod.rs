@@ -5,6 +5,7 @@
 mod controllers;
 mod kind;
 mod mapping;
+mod mapping_status;
 mod matching;
 mod openapi;
 mod shape;
