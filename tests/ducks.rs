@@ -1169,8 +1169,132 @@ async fn the_addressable_demo_lists_every_address_of_every_matching_kind_in_a_co
         },
     )
     .await;
-    assert!(!has(&handle, "Addressable/Channel.v1.example.com"));
+    eventually("the Channel controller stops", || async {
+        !has(&handle, "Addressable/Channel.v1.example.com")
+    })
+    .await;
     assert!(has(&handle, "Addressable/Broker.v1.example.com"));
 
+    running.stop().await;
+}
+
+/// Runs kubectl with `kubeconfig`, `stdin` on its standard input; its stdout, or why it failed.
+async fn kubectl(
+    kubeconfig: &std::path::Path,
+    args: &[&str],
+    stdin: &str,
+) -> Result<String, String> {
+    let mut command = tokio::process::Command::new("kubectl");
+    command
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().map_err(|e| e.to_string())?;
+    if let Some(mut input) = child.stdin.take() {
+        use tokio::io::AsyncWriteExt;
+        input
+            .write_all(stdin.as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let output = child.wait_with_output().await.map_err(|e| e.to_string())?;
+    let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+    if output.status.success() {
+        Ok(text(output.stdout))
+    } else {
+        Err(text(output.stderr))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_kubectl_a_podspecable_crd_is_reconciled_a_mapping_reports_ready_and_deleting_the_crd_stops_its_controller()
+ {
+    if std::process::Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .is_err()
+    {
+        eprintln!("kubectl is not installed; skipped");
+        return;
+    }
+    let running = run_manager(podspecable::register);
+    let serving = running
+        .server
+        .serve(([127, 0, 0, 1], 0).into())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        dynrec::apiserver::kubeconfig(&serving.url(), None, None),
+    )
+    .unwrap();
+    let apply = |manifest: Value| {
+        let kubeconfig = kubeconfig.clone();
+        async move { kubectl(&kubeconfig, &["apply", "-f", "-"], &manifest.to_string()).await }
+    };
+    let mut workloads = crd("Workload", spec_with_template(pod_template()), json!({}));
+    workloads.data.as_object_mut().unwrap().remove("status");
+    apply(serde_json::to_value(&workloads).unwrap())
+        .await
+        .unwrap();
+    apply(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": podspecable::ENV_CONFIG_MAP, "namespace": "default"},
+        "data": {"GREETING": "hi"}}))
+    .await
+    .unwrap();
+    let w1 = json!({"apiVersion": "example.com/v1", "kind": "Workload",
+        "metadata": {"name": "w1", "namespace": "default"},
+        "spec": {"template": {"spec": {"containers": [{"name": "app", "image": "nginx"}]}}}});
+    eventually("kubectl can create a Workload", || async {
+        apply(w1.clone()).await.is_ok()
+    })
+    .await;
+    let env = "jsonpath={.spec.template.spec.containers[0].env[0].value}";
+    eventually("kubectl sees the env injected", || async {
+        kubectl(&kubeconfig, &["get", "workload", "w1", "-o", env], "").await == Ok("hi".into())
+    })
+    .await;
+
+    let mut runs = run_crd();
+    runs.data.as_object_mut().unwrap().remove("status");
+    apply(serde_json::to_value(&runs).unwrap()).await.unwrap();
+    let mapping = json!({"apiVersion": "dynrec.dev/v1alpha1", "kind": "DuckMapping",
+        "metadata": {"name": "runs.example.com"},
+        "spec": {"duck": "PodSpecable", "group": "example.com", "kind": "Run", "path": "spec.runTemplate"}});
+    eventually("kubectl can create the DuckMapping", || async {
+        apply(mapping.clone()).await.is_ok()
+    })
+    .await;
+    eventually("kubectl get duckmappings shows it Ready", || async {
+        let table = kubectl(&kubeconfig, &["get", "dm", "runs.example.com"], "").await;
+        table.is_ok_and(|t| {
+            let row = t.lines().nth(1).unwrap_or_default().to_string();
+            row.split_whitespace().collect::<Vec<_>>()
+                == [
+                    "runs.example.com",
+                    "PodSpecable",
+                    "example.com",
+                    "Run",
+                    "spec.runTemplate",
+                    "True",
+                    "Mapped",
+                ]
+        })
+    })
+    .await;
+
+    kubectl(&kubeconfig, &["delete", "crd", "workloads.example.com"], "")
+        .await
+        .unwrap();
+    eventually("deleting the CRD stops its controller", || async {
+        !has(&running.handle, "PodSpecable/Workload.v1.example.com")
+    })
+    .await;
+    serving.shutdown().await;
     running.stop().await;
 }
