@@ -145,6 +145,13 @@ impl Catalog {
     /// Which kinds implement each duck, and the near-misses.
     pub fn survey(&self, ducks: &[DuckType]) -> Survey {
         let served = self.served();
+        // A CRD created while the OpenAPI documents were read is matched as a CRD.
+        let by_crd: HashSet<Gvk> = self
+            .crds
+            .iter()
+            .flat_map(served_kinds)
+            .map(|r| r.gvk)
+            .collect();
         let mut survey = Survey::default();
         for duck in ducks {
             let mut claimed: HashSet<(String, String)> = HashSet::new();
@@ -185,7 +192,12 @@ impl Catalog {
                     );
                 }
             }
-            for kind in &self.openapi.kinds {
+            for kind in self
+                .openapi
+                .kinds
+                .iter()
+                .filter(|k| !by_crd.contains(&k.gvk))
+            {
                 let verdict = match_openapi(duck, &kind.defs, kind.node());
                 found(&kind.gvk, verdict, None, &mut survey);
             }
