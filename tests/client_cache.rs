@@ -24,8 +24,9 @@ fn config_maps() -> Gvk {
 /// The ConfigMap every namespace holds, as in any cluster.
 const ROOT_CA: &str = "kube-root-ca.crt";
 
-fn names(list: &[DynamicObject]) -> Vec<String> {
-    let names = list.iter().map(|o| o.metadata.name.clone());
+/// The names of objects, shared (from the cache) or owned (from the API server).
+fn names<O: std::borrow::Borrow<DynamicObject>>(list: &[O]) -> Vec<String> {
+    let names = list.iter().map(|o| o.borrow().metadata.name.clone());
     names.map(Option::unwrap_or_default).collect()
 }
 

@@ -186,7 +186,7 @@ fn updating_reconciler(_: &SubReconcilerTestCase, _: &Config) -> Box<dyn SubReco
         Box::pin(async move {
             let client = &ctx.config().client;
             let key = ObjectKey::namespaced(NAMESPACE, "existing");
-            let mut existing = client.get(&cm_gvk(), &key).await?;
+            let mut existing = (*client.get(&cm_gvk(), &key).await?).clone();
             existing.data["data"] = json!({"changed": "yes"});
             match client.update(&existing).await {
                 Ok(_) => Ok(()),

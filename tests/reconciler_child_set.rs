@@ -290,12 +290,16 @@ async fn reconciles_the_children() {
         (
             "preserve existing children",
             case(both(), vec![blue(), green()], |ctx, _| {
-                Box::pin(async move { Ok(known_children(ctx, &config_map_gvk()).unwrap_or_default()) })
+                let known = known_children(ctx, &config_map_gvk()).unwrap_or_default();
+                let known = known.into_iter().map(std::sync::Arc::unwrap_or_clone).collect();
+                Box::pin(async move { Ok(known) })
             }),
         ),
         ("garbage collect all but oldest child", {
             let (mut c, d) = case(both(), vec![blue(), green()], |ctx, _| {
-                let mut known = known_children(ctx, &config_map_gvk()).unwrap_or_default();
+                let known = known_children(ctx, &config_map_gvk()).unwrap_or_default();
+                let mut known: Vec<_> =
+                    known.into_iter().map(std::sync::Arc::unwrap_or_clone).collect();
                 known.sort_by_key(|c| c.metadata.creation_timestamp.clone());
                 known.truncate(1);
                 Box::pin(async move { Ok(known) })

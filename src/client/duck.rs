@@ -202,7 +202,8 @@ impl<T: Duck> DuckClient<T> {
 
     /// One object as the duck (from the cache if one runs for the kind).
     pub async fn get(&self, gvk: &Gvk, key: &ObjectKey) -> Result<Ducked<T>, Error> {
-        Ducked::project_through(gvk, &self.client.get(gvk, key).await?, &self.projection)
+        let object = self.client.get(gvk, key).await?;
+        Ducked::project_through(gvk, &object, &self.projection)
     }
 
     /// The objects the options cover, as the duck.

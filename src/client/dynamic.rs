@@ -103,40 +103,41 @@ impl Client {
     }
 
     /// One object, from the cache if one is ready, else from the API server.
-    pub async fn get(&self, gvk: &Gvk, key: &ObjectKey) -> Result<DynamicObject, Error> {
+    ///
+    /// The object is shared with the cache, not copied: copy it (`(*object).clone()`) only
+    /// to change it.
+    pub async fn get(&self, gvk: &Gvk, key: &ObjectKey) -> Result<Arc<DynamicObject>, Error> {
         match self.ready_cache(gvk) {
             Some(cache) => {
                 self.resolve(gvk).await?;
-                let found = cache.get(key).map(|o| o.as_ref().clone());
-                found.ok_or_else(|| Error::NotFound {
+                cache.get(key).ok_or_else(|| Error::NotFound {
                     gvk: gvk.clone(),
                     key: key.clone(),
                 })
             }
-            None => self.api_reader().get(gvk, key).await,
+            None => self.api_reader().get(gvk, key).await.map(Arc::new),
         }
     }
 
     /// The objects the options cover, from the cache if one is ready, else from the API server.
     ///
     /// From the cache, a list with `controlled_by` reads only that controller's objects and
-    /// one with a namespace only that namespace's (see [`ListOptions`]); each object returned
-    /// is a copy.
+    /// one with a namespace only that namespace's (see [`ListOptions`]); the objects are
+    /// shared with the cache, not copied.
     pub async fn list(
         &self,
         gvk: &Gvk,
         options: &ListOptions,
-    ) -> Result<Vec<DynamicObject>, Error> {
+    ) -> Result<Vec<Arc<DynamicObject>>, Error> {
         match self.ready_cache(gvk) {
             Some(cache) => {
                 self.resolve(gvk).await?;
-                Ok(cache
-                    .list(options)
-                    .iter()
-                    .map(|o| o.as_ref().clone())
-                    .collect())
+                Ok(cache.list(options))
             }
-            None => self.api_reader().list(gvk, options).await,
+            None => {
+                let listed = self.api_reader().list(gvk, options).await?;
+                Ok(listed.into_iter().map(Arc::new).collect())
+            }
         }
     }
 

@@ -670,7 +670,7 @@ async fn resolve_ref(
         let objects = ctx.track_and_list(&plan.gvk, &options).await?;
         let message = format!("{} {} selected", objects.len(), plan.gvk.kind);
         return Ok((
-            Value::Array(objects.iter().map(child_json).collect()),
+            Value::Array(objects.iter().map(|o| child_json(o)).collect()),
             message,
         ));
     }
@@ -741,7 +741,7 @@ impl SubReconciler for PruneRemovedSteps {
                 if self.current.contains(&step) {
                     continue;
                 }
-                let Ok(key) = ObjectKey::of(&child) else {
+                let Ok(key) = ObjectKey::of(child.as_ref()) else {
                     continue;
                 };
                 info!(%gvk, child = %key, %step, "deleting a child of a step the definition no longer has");

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use cel::common::ast::{Expr, IdedExpr};
+use cel::common::ast::IdedExpr;
 use cel::common::types::CelTimestamp;
 use cel::{Program, Value as CelValue};
 use jiff::Timestamp;
@@ -17,7 +17,8 @@ use serde_json::{Map, Number, Value};
 
 use super::error::DefinitionError;
 use crate::reconcilers::CelError;
-use crate::reconcilers::cel::{env, invalid, to_chrono, to_val};
+use crate::reconcilers::cel::{env, invalid, to_chrono};
+use crate::reconcilers::cel_reads::{VariableReads, project};
 
 /// The values an expression may read, by name.
 pub type Bindings = BTreeMap<String, Arc<Value>>;
@@ -28,6 +29,7 @@ pub struct Expression {
     source: String,
     path: String,
     program: Arc<Program>,
+    reads: Arc<VariableReads>,
 }
 
 impl fmt::Debug for Expression {
@@ -66,10 +68,12 @@ impl Expression {
             DefinitionError::new(path, format!("${{{source}}}: {message}"))
                 .at(line, column, snippet)
         })?;
+        let reads = Arc::new(VariableReads::of(program.expression()));
         Ok(Self {
             source: source.to_owned(),
             path: path.to_owned(),
             program: Arc::new(program),
+            reads,
         })
     }
 
@@ -99,22 +103,22 @@ impl Expression {
 
     /// The names the expression reads (free identifiers, not comprehension variables).
     pub fn variables(&self) -> Vec<String> {
-        let mut names = Vec::new();
-        collect_free(self.ast(), &mut Vec::new(), &mut names);
-        names.sort();
-        names.dedup();
-        names
+        self.reads.names().map(str::to_owned).collect()
     }
 
-    /// Evaluates over `bindings` and `now`.
+    /// Evaluates over `bindings` and `now`. Only the bindings the expression names are
+    /// bound, each converted only as far as the expression reads it.
     pub fn evaluate(&self, bindings: &Bindings, now: Timestamp) -> Result<Value, EvalError> {
         let env = env().map_err(|e| self.error(e.to_string()))?;
         let mut ctx = cel::Context::with_env(env);
-        for (name, value) in bindings {
-            ctx.add_variable_as_val(name.as_str(), to_val(value));
-        }
-        if let Some(now) = to_chrono(now) {
-            ctx.add_variable_as_val("now", Box::new(CelTimestamp::from(now)));
+        for (name, reads) in self.reads.iter() {
+            if name == "now" {
+                if let Some(now) = to_chrono(now) {
+                    ctx.add_variable_as_val("now", Box::new(CelTimestamp::from(now)));
+                }
+            } else if let Some(value) = bindings.get(name) {
+                ctx.add_variable_as_val(name, project(value, reads));
+            }
         }
         let value = self
             .program
@@ -141,56 +145,6 @@ impl Expression {
             expression: self.source.clone(),
             message: message.into(),
         }
-    }
-}
-
-/// Collects identifiers not bound by an enclosing comprehension.
-fn collect_free(expr: &IdedExpr, bound: &mut Vec<String>, names: &mut Vec<String>) {
-    match &expr.expr {
-        Expr::Ident(name) => {
-            if !bound.contains(name) {
-                names.push(name.clone());
-            }
-        }
-        Expr::Select(select) => collect_free(&select.operand, bound, names),
-        Expr::Call(call) => {
-            if let Some(target) = &call.target {
-                collect_free(target, bound, names);
-            }
-            call.args.iter().for_each(|a| collect_free(a, bound, names));
-        }
-        Expr::List(list) => list
-            .elements
-            .iter()
-            .for_each(|e| collect_free(e, bound, names)),
-        Expr::Map(map) => {
-            for entry in &map.entries {
-                if let cel::common::ast::EntryExpr::MapEntry(e) = &entry.expr {
-                    collect_free(&e.key, bound, names);
-                    collect_free(&e.value, bound, names);
-                }
-            }
-        }
-        Expr::Struct(s) => {
-            for entry in &s.entries {
-                if let cel::common::ast::EntryExpr::StructField(f) = &entry.expr {
-                    collect_free(&f.value, bound, names);
-                }
-            }
-        }
-        Expr::Comprehension(c) => {
-            collect_free(&c.iter_range, bound, names);
-            collect_free(&c.accu_init, bound, names);
-            let depth = bound.len();
-            bound.push(c.iter_var.clone());
-            bound.extend(c.iter_var2.clone());
-            bound.push(c.accu_var.clone());
-            for e in [&c.loop_cond, &c.loop_step, &c.result] {
-                collect_free(e, bound, names);
-            }
-            bound.truncate(depth);
-        }
-        Expr::Literal(_) | Expr::Unspecified => {}
     }
 }
 

@@ -89,12 +89,13 @@ impl Directory {
         let data = Value::Object(self.entries().await?.into_iter().collect());
         let key = ObjectKey::namespaced(NAMESPACE, CONFIG_MAP);
         match self.client.get(&config_map_gvk(), &key).await {
-            Ok(mut config_map) => {
+            Ok(config_map) => {
                 let current = &config_map.data["data"];
                 let empty = data.as_object().is_some_and(|d| d.is_empty());
                 if *current == data || (current.is_null() && empty) {
                     return Ok(());
                 }
+                let mut config_map = (*config_map).clone();
                 config_map.data["data"] = data;
                 self.client.update(&config_map).await.map(drop)
             }

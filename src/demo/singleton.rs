@@ -39,7 +39,7 @@ fn list_namespaces() -> impl SubReconciler {
                 .await?;
             let mut names: Vec<String> = namespaces
                 .into_iter()
-                .filter_map(|n| n.metadata.name)
+                .filter_map(|n| n.metadata.name.clone())
                 .collect();
             names.sort();
             ctx.stash().store(NAMESPACES, names);

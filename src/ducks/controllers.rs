@@ -276,11 +276,12 @@ fn valid_mappings(objects: &[DynamicObject], logged: &mut HashSet<String>) -> Ve
 }
 
 fn cached(cache: &Cache) -> Vec<DynamicObject> {
-    cache
-        .list(&Default::default())
-        .iter()
-        .map(|o| (**o).clone())
-        .collect()
+    owned(cache.list(&Default::default()))
+}
+
+/// Objects shared with a cache, as copies the survey can keep.
+fn owned(objects: Vec<Arc<DynamicObject>>) -> Vec<DynamicObject> {
+    objects.into_iter().map(Arc::unwrap_or_clone).collect()
 }
 
 /// Installs (or updates) the `DuckMapping` CRD.
@@ -303,14 +304,16 @@ fn controller_name(prefix: &str, gvk: &Gvk) -> String {
 /// `dynrec ducks`): reads the `DuckMapping`s when the kind is served, installs nothing.
 pub async fn cluster_survey(client: &Client, ducks: &[DuckType]) -> Result<Survey, Error> {
     let mut catalog = Catalog {
-        crds: client
-            .list(&Resolved::crd().gvk, &Default::default())
-            .await?,
+        crds: owned(
+            client
+                .list(&Resolved::crd().gvk, &Default::default())
+                .await?,
+        ),
         ..Catalog::default()
     };
     catalog.read_builtins(client, ducks).await;
     if client.resolve(&mapping_gvk()).await.is_ok() {
-        let objects = client.list(&mapping_gvk(), &Default::default()).await?;
+        let objects = owned(client.list(&mapping_gvk(), &Default::default()).await?);
         catalog.mappings = valid_mappings(&objects, &mut HashSet::new());
     }
     Ok(catalog.survey(ducks))

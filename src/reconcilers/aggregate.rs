@@ -4,6 +4,7 @@
 //! Departure from reconciler.io: none beyond the shared root hooks (a quiet
 //! `before_reconcile` error requeues, as in the Go original).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -115,7 +116,7 @@ impl AggregateReconciler {
     async fn reconcile_inner(&self, ctx: &Context) -> Outcome {
         let client = &ctx.original_config().client;
         let mut resource = match client.get(&self.resource_type, &self.request).await {
-            Ok(found) => found,
+            Ok(found) => Arc::unwrap_or_clone(found),
             Err(err) if err.is_not_found() => self.blank(),
             Err(err) => {
                 debug!(%err, "unable to fetch resource");

@@ -6,7 +6,8 @@
 //! the strings extension and `has()` are available. An expression that does not yield a
 //! bool, or fails (a missing field read without `has()`), is false and logged.
 
-use std::collections::HashMap;
+use std::any::Any;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::{Arc, LazyLock};
 
@@ -17,9 +18,11 @@ use cel::common::types::{
 use cel::common::value::Val;
 use cel::{ExecutionError, ParseErrors, Program, Value};
 use jiff::Timestamp;
+use kube::api::DynamicObject;
 use serde::Serialize;
 use serde_json::Value as Json;
 
+use super::cel_reads::{Reads, VariableReads, project, project_fields};
 use super::{Context, Predicate};
 
 /// A CEL expression could not be compiled.
@@ -53,8 +56,11 @@ static ENV: LazyLock<Result<Arc<cel::Env>, String>> = LazyLock::new(|| {
     Ok(Arc::new(env))
 });
 
-impl<R: Serialize> Predicate<R> {
+impl<R: Serialize + 'static> Predicate<R> {
     /// A condition written in CEL over `self` (the resource as JSON) and `now`, compiled here.
+    ///
+    /// An evaluation converts only the fields of `self` the expression reads; a
+    /// `DynamicObject` is not even serialized beyond them.
     pub fn cel(expression: &str) -> Result<Self, CelError> {
         let program = CelProgram::compile(expression)?;
         Ok(Predicate::described(expression, move |ctx, resource| {
@@ -75,6 +81,7 @@ struct CelProgram {
     expression: String,
     program: Program,
     env: Arc<cel::Env>,
+    reads: VariableReads,
 }
 
 /// Why an evaluation did not yield a bool.
@@ -101,18 +108,23 @@ impl CelProgram {
         let program = env
             .compile(expression)
             .map_err(|errors| invalid(expression, &errors))?;
+        let reads = VariableReads::of(program.expression());
         Ok(Self {
             expression: expression.to_owned(),
             program,
             env: env.clone(),
+            reads,
         })
     }
 
     /// Evaluates over `resource`; false (and a warning) unless the result is `true`.
-    fn test<R: Serialize>(&self, ctx: &Context, resource: &R) -> bool {
-        let result = serde_json::to_value(resource)
-            .map_err(Failure::Serialize)
-            .and_then(|json| self.evaluate(&json, ctx.now()));
+    fn test<R: Serialize + 'static>(&self, ctx: &Context, resource: &R) -> bool {
+        let result = match (resource as &dyn Any).downcast_ref::<DynamicObject>() {
+            Some(object) => self.evaluate_object(object, ctx.now()),
+            None => serde_json::to_value(resource)
+                .map_err(Failure::Serialize)
+                .and_then(|json| self.evaluate(&json, ctx.now())),
+        };
         result.unwrap_or_else(|failure| {
             tracing::warn!(
                 expression = %self.expression,
@@ -125,9 +137,38 @@ impl CelProgram {
     }
 
     fn evaluate(&self, resource: &Json, now: Timestamp) -> Result<bool, Failure> {
+        let this = self.reads.get("self").map(|reads| project(resource, reads));
+        self.run(this, now)
+    }
+
+    /// Evaluates over an object without serializing the parts the expression does not read.
+    fn evaluate_object(&self, object: &DynamicObject, now: Timestamp) -> Result<bool, Failure> {
+        let Some(reads) = self.reads.get("self") else {
+            return self.run(None, now);
+        };
+        let (Some(fields), Json::Object(data)) = (reads.fields(), &object.data) else {
+            let json = serde_json::to_value(object).map_err(Failure::Serialize)?;
+            return self.run(Some(to_val(&json)), now);
+        };
+        let typed = typed_fields(object, fields).map_err(Failure::Serialize)?;
+        let this = project_fields(fields, |name| {
+            typed
+                .get_key_value(name)
+                .or_else(|| data.get_key_value(name))
+                .map(|(k, v)| (k.as_str(), v))
+        });
+        self.run(Some(this), now)
+    }
+
+    /// Runs the program with `self` (if it is read) and `now` (if it is read) bound.
+    fn run(&self, this: Option<Box<dyn Val + '_>>, now: Timestamp) -> Result<bool, Failure> {
         let mut ctx = cel::Context::with_env(self.env.clone());
-        ctx.add_variable_as_val("self", to_val(resource));
-        if let Some(now) = to_chrono(now) {
+        if let Some(this) = this {
+            ctx.add_variable_as_val("self", this);
+        }
+        if self.reads.reads("now")
+            && let Some(now) = to_chrono(now)
+        {
             ctx.add_variable_as_val("now", Box::new(CelTimestamp::from(now)));
         }
         match self.program.execute(&ctx).map_err(Failure::Execute)? {
@@ -135,6 +176,29 @@ impl CelProgram {
             other => Err(Failure::NotBool(other)),
         }
     }
+}
+
+/// The fields of `object` kept outside its JSON data (`apiVersion`, `kind`, `metadata`) that
+/// `fields` names, as JSON.
+fn typed_fields(
+    object: &DynamicObject,
+    fields: &BTreeMap<String, Reads>,
+) -> Result<serde_json::Map<String, Json>, serde_json::Error> {
+    let mut typed = serde_json::Map::new();
+    if let Some(types) = &object.types {
+        for (name, value) in [("apiVersion", &types.api_version), ("kind", &types.kind)] {
+            if fields.contains_key(name) {
+                typed.insert(name.to_owned(), Json::String(value.clone()));
+            }
+        }
+    }
+    if fields.contains_key("metadata") {
+        typed.insert(
+            "metadata".to_owned(),
+            serde_json::to_value(&object.metadata)?,
+        );
+    }
+    Ok(typed)
 }
 
 /// A CEL value over JSON: integers are `int` (`uint` only beyond `i64`), strings and keys
@@ -232,6 +296,30 @@ mod tests {
             assert!(eval(expression, deployment()).unwrap(), "{expression}");
         }
         assert!(!eval("self.spec.replicas == 4", deployment()).unwrap());
+    }
+
+    #[test]
+    fn an_object_evaluates_as_its_json_does() {
+        let object: DynamicObject = serde_json::from_value(deployment()).unwrap();
+        let now = Timestamp::from_second(1_700_000_000).unwrap();
+        for expression in [
+            "self.kind == 'Deployment' && self.apiVersion == 'apps/v1'",
+            "self.metadata.name == 'web' && self.spec.replicas == 3",
+            "self.metadata.labels['app.kubernetes.io/name'] == 'web'",
+            "has(self.status)",
+            "!has(self.metadata.namespace)",
+            "size(self) == 4",
+            "self.status.ready",
+            "self.spec.replicas",
+        ] {
+            let program = CelProgram::compile(expression).unwrap();
+            let json = serde_json::to_value(&object).unwrap();
+            assert_eq!(
+                format!("{:?}", program.evaluate_object(&object, now)),
+                format!("{:?}", program.evaluate(&json, now)),
+                "{expression}"
+            );
+        }
     }
 
     #[test]

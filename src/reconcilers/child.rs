@@ -340,7 +340,7 @@ impl ChildReconciler {
         &self,
         ctx: &Context,
         parent: &DynamicObject,
-    ) -> Result<Vec<DynamicObject>, ReconcileError> {
+    ) -> Result<Vec<Arc<DynamicObject>>, ReconcileError> {
         let children = match known_children(ctx, &self.child_type) {
             Some(children) => children,
             None => {
@@ -378,7 +378,7 @@ impl ChildReconciler {
             1 => children.pop(),
             _ => {
                 for extra in &children {
-                    info!(child = ?ObjectKey::of(extra).ok(), "extra child detected");
+                    info!(child = ?ObjectKey::of(extra.as_ref()).ok(), "extra child detected");
                     manager.manage(ctx, parent, Some(extra), None).await?;
                 }
                 None
@@ -388,7 +388,9 @@ impl ChildReconciler {
             Some(_) => None,
             None => match desired_child(ctx, parent).await {
                 Ok(desired) => desired,
-                Err(err) if is_only_reconcile_child_status(&err) => return Ok(actual),
+                Err(err) if is_only_reconcile_child_status(&err) => {
+                    return Ok(actual.map(Arc::unwrap_or_clone));
+                }
                 Err(err) => return Err(err),
             },
         };
@@ -406,7 +408,7 @@ impl ChildReconciler {
             None => None,
         };
         manager
-            .manage(ctx, parent, actual.as_ref(), desired.as_ref())
+            .manage(ctx, parent, actual.as_deref(), desired.as_ref())
             .await
     }
 

@@ -64,13 +64,13 @@ impl ChildSetResult {
 #[derive(Clone)]
 struct KnownChildren {
     child_type: Gvk,
-    children: Vec<DynamicObject>,
+    children: Vec<Arc<DynamicObject>>,
 }
 
 const KNOWN_CHILDREN: Stasher<KnownChildren> = Stasher::new("dynrec.io/known-children");
 
 /// The children of `child_type` an enclosing child set listed for this request, if any.
-pub fn known_children(ctx: &Context, child_type: &Gvk) -> Option<Vec<DynamicObject>> {
+pub fn known_children(ctx: &Context, child_type: &Gvk) -> Option<Vec<Arc<DynamicObject>>> {
     KNOWN_CHILDREN
         .retrieve(ctx.stash())
         .filter(|known| known.child_type == *child_type)

@@ -135,8 +135,13 @@ impl Context {
     }
 
     /// Tracks the object for the request (so its changes re-reconcile the request), then
-    /// reads it; a failed read (not found) still leaves the track.
-    pub async fn track_and_get(&self, gvk: &Gvk, key: &ObjectKey) -> Result<DynamicObject, Error> {
+    /// reads it (shared with the cache, not copied); a failed read (not found) still leaves
+    /// the track.
+    pub async fn track_and_get(
+        &self,
+        gvk: &Gvk,
+        key: &ObjectKey,
+    ) -> Result<Arc<DynamicObject>, Error> {
         let config = &self.config;
         config
             .tracker
@@ -149,7 +154,7 @@ impl Context {
         &self,
         gvk: &Gvk,
         options: &ListOptions,
-    ) -> Result<Vec<DynamicObject>, Error> {
+    ) -> Result<Vec<Arc<DynamicObject>>, Error> {
         let config = &self.config;
         config
             .tracker

@@ -11,6 +11,7 @@ mod always;
 mod applying_object_manager;
 mod cast;
 pub(crate) mod cel;
+pub(crate) mod cel_reads;
 mod child;
 mod child_set;
 mod config;

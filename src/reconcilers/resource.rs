@@ -191,7 +191,7 @@ impl ResourceReconciler {
                 return Outcome::err(err);
             }
         };
-        let mut resource = original.clone();
+        let mut resource = (*original).clone();
         if let Some(skip) = &self.skip_resource
             && skip.test(ctx, &resource)
         {

@@ -123,7 +123,7 @@ impl SuppressTransientErrors {
         };
         let live: HashSet<String> = objects
             .into_iter()
-            .filter_map(|object| object.metadata.uid)
+            .filter_map(|object| object.metadata.uid.clone())
             .collect();
         self.counters.lock().retain(|uid, _| {
             let keep = live.contains(uid);

@@ -1,5 +1,6 @@
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
+    sync::Arc,
     time::Duration,
 };
 
@@ -210,7 +211,7 @@ impl Tracker {
         observer: &ObjectKey,
         gvk: &Gvk,
         key: &ObjectKey,
-    ) -> Result<DynamicObject, Error> {
+    ) -> Result<Arc<DynamicObject>, Error> {
         self.track_or_warn(&Reference::named(&gvk.group_kind(), key), observer);
         client.get(gvk, key).await
     }
@@ -223,7 +224,7 @@ impl Tracker {
         observer: &ObjectKey,
         gvk: &Gvk,
         options: &ListOptions,
-    ) -> Result<Vec<DynamicObject>, Error> {
+    ) -> Result<Vec<Arc<DynamicObject>>, Error> {
         let selector = options.selector.clone().unwrap_or_default();
         let reference =
             Reference::selected(&gvk.group_kind(), options.namespace.as_deref(), selector);
