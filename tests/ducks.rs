@@ -446,6 +446,23 @@ async fn podspecable_kinds_appear_are_reconciled_and_their_controllers_stop_when
     })
     .await;
     assert!(handle.names().contains(&controller.to_string()));
+    // Labelled as well, it matches by label now: /metrics says so, the controller runs on.
+    let label = json!({"metadata": {"labels": {"duck.knative.dev/podspecable": "true"}}});
+    crds_api(&kube)
+        .patch(
+            "workloads.example.com",
+            &PatchParams::default(),
+            &Patch::Merge(&label),
+        )
+        .await
+        .unwrap();
+    let by_label = r#"dynrec_duck_kinds{controller="PodSpecable/Workload.v1.example.com",duck="PodSpecable",gvk="example.com/v1/Workload",reason="label duck.knative.dev/podspecable=true"} 1"#;
+    eventually("/metrics gives the new reason", || async {
+        get_text(running.health.clone(), "/metrics")
+            .await
+            .contains(by_label)
+    })
+    .await;
 
     // A CRD that keeps its template open matches once it is labelled.
     let open = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});

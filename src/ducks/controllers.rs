@@ -197,10 +197,14 @@ impl DuckControllers {
             keep
         });
         for (name, (registration, found)) in wanted {
-            if running
-                .get(&name)
-                .is_some_and(|r| r.projection == found.projection)
+            if let Some(current) = running.get_mut(&name)
+                && current.projection == found.projection
             {
+                // Still matching, maybe for another reason (a label added): no restart.
+                if current.reason != found.reason {
+                    self.set_metric(&name, found);
+                    *current = found.clone();
+                }
                 continue;
             }
             let reconciler = (registration.factory)(found, &self.config)
@@ -213,12 +217,7 @@ impl DuckControllers {
                 Ok(()) => {
                     info!(controller = name, duck = found.duck, gvk = %found.gvk, reason = %found.reason,
                         "kind implements the duck; starting");
-                    self.metrics.set_duck_kind(
-                        &name,
-                        &found.duck,
-                        &found.gvk.to_string(),
-                        &found.reason.to_string(),
-                    );
+                    self.set_metric(&name, found);
                     running.insert(name, found.clone());
                 }
                 Err(err) => warn!(controller = name, %err, "duck controller not started"),
@@ -230,6 +229,12 @@ impl DuckControllers {
             *current = kinds;
             changed
         });
+    }
+
+    /// Reports in `/metrics` that the controller `name` runs for `found`, and why.
+    fn set_metric(&self, name: &str, found: &KindMatch) {
+        let (gvk, reason) = (found.gvk.to_string(), found.reason.to_string());
+        self.metrics.set_duck_kind(name, &found.duck, &gvk, &reason);
     }
 }
 
