@@ -62,7 +62,9 @@ pub(crate) async fn fetch(client: &kube::Client, skip: &HashSet<String>) -> Open
         let Some(mut document) = get_json(client, &url).await else {
             continue;
         };
-        let defs = Arc::new(document["components"]["schemas"].take());
+        let mut defs = document["components"]["schemas"].take();
+        strip_descriptions(&mut defs);
+        let defs = Arc::new(defs);
         for (name, schema) in defs.as_object().into_iter().flatten() {
             for gvk in schema["x-kubernetes-group-version-kind"]
                 .as_array()
@@ -88,6 +90,21 @@ pub(crate) async fn fetch(client: &kube::Client, skip: &HashSet<String>) -> Open
     found
 }
 
+/// Drops the prose (`description` texts, most of a document's bytes) from schemas kept for
+/// the follower's life; a field named `description` (a schema, not a text) stays.
+fn strip_descriptions(node: &mut Value) {
+    match node {
+        Value::Object(map) => {
+            if map.get("description").is_some_and(Value::is_string) {
+                map.remove("description");
+            }
+            map.values_mut().for_each(strip_descriptions);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_descriptions),
+        _ => {}
+    }
+}
+
 async fn get_json(client: &kube::Client, url: &str) -> Option<Value> {
     let request = http::Request::get(url).body(Vec::new()).ok()?;
     match client.request::<Value>(request).await {
@@ -96,5 +113,23 @@ async fn get_json(client: &kube::Client, url: &str) -> Option<Value> {
             debug!(%url, %err, "no OpenAPI document; built-in kinds there match by the known list");
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn descriptions_go_and_a_field_named_description_stays() {
+        let mut schema = json!({"description": "A class.", "properties": {
+            "description": {"type": "string", "description": "What it is for."},
+            "value": {"type": "integer", "description": "Its value."}}});
+        strip_descriptions(&mut schema);
+        assert_eq!(
+            schema,
+            json!({"properties": {"description": {"type": "string"}, "value": {"type": "integer"}}})
+        );
     }
 }
