@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
-use dynrec::client::Projection;
+use dynrec::client::{DuckEvent, Projection};
 use dynrec::demo::podspecable;
 use dynrec::duck::PodSpecable;
 use dynrec::ducks::{
@@ -16,6 +16,7 @@ use dynrec::ducks::{
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{Config, ResourceReconciler, SyncReconciler};
 use dynrec::runtime::{ControllerHandle, Manager, ManagerOptions};
+use futures::StreamExt;
 use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::EnvVar;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
@@ -891,6 +892,7 @@ async fn a_duck_patch_through_a_mapping_is_sent_at_the_mapped_path() {
         "spec.template",
         "spec.jobTemplate.spec.template",
     ));
+    let mut watch = ducks.watch(&gvk).await.unwrap();
     let mut nightly = ducks
         .get(&gvk, &ObjectKey::namespaced("default", "nightly"))
         .await
@@ -926,6 +928,23 @@ async fn a_duck_patch_through_a_mapping_is_sent_at_the_mapped_path() {
     );
     assert_eq!(stored.data["spec"]["schedule"], "0 3 * * *");
     assert!(stored.data["spec"].get("template").is_none());
+    // A watch through the mapping sees the change as the duck.
+    let env_seen = async {
+        while let Some(event) = watch.next().await {
+            if let Ok(DuckEvent::Applied(seen)) = event
+                && seen.spec.template.spec.as_ref().unwrap().containers[0]
+                    .env
+                    .is_some()
+            {
+                return seen.projection().kind_path();
+            }
+        }
+        String::new()
+    };
+    assert_eq!(
+        tokio::time::timeout(DEADLINE, env_seen).await.unwrap(),
+        "spec.jobTemplate.spec.template"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
