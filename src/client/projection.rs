@@ -63,7 +63,11 @@ impl Projection {
     pub fn to_kind_path(&self, duck_path: &str) -> String {
         let prefix = self.duck.join(".");
         match duck_path.strip_prefix(&prefix) {
-            Some(rest) if !self.is_identity() && !prefix.is_empty() => {
+            Some(rest)
+                if !self.is_identity()
+                    && !prefix.is_empty()
+                    && (rest.is_empty() || rest.starts_with(['.', '['])) =>
+            {
                 format!("{}{rest}", self.kind_path())
             }
             _ => duck_path.to_string(),
@@ -150,6 +154,7 @@ mod tests {
             cron().to_kind_path("spec.template.spec.containers[0].env"),
             "spec.jobTemplate.spec.template.spec.containers[0].env"
         );
+        assert_eq!(cron().to_kind_path("spec.templates"), "spec.templates");
         assert_eq!(Projection::default().to_kind_path("spec.x"), "spec.x");
     }
 }
