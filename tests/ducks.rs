@@ -735,15 +735,16 @@ async fn duck_mappings_start_restart_and_stop_controllers_and_cron_jobs_are_writ
         metrics.contains(r#"dynrec_duck_kinds{controller="PodSpecable/Deployment.v1.apps",duck="PodSpecable",gvk="apps/v1/Deployment",reason="openapi schema at spec.template"} 1"#),
         "{metrics}"
     );
-    let readyz = get_text(health.clone(), "/readyz?verbose").await;
-    assert!(
-        readyz.contains("[+]PodSpecable/CronJob.v1.batch ok\n"),
-        "{readyz}"
-    );
-    assert!(
-        readyz.contains("[+]PodSpecable/Job.v1.batch ok\n"),
-        "{readyz}"
-    );
+    eventually(
+        "/readyz?verbose lists the duck controllers, ready",
+        || async {
+            let readyz = get_text(health.clone(), "/readyz?verbose").await;
+            readyz.contains("[+]PodSpecable/CronJob.v1.batch ok\n")
+                && readyz.contains("[+]PodSpecable/Job.v1.batch ok\n")
+                && readyz.ends_with("readyz check passed\n")
+        },
+    )
+    .await;
 
     // A kind that keeps its templates elsewhere matches only once a mapping says where.
     create_crd(&kube, &run_crd()).await;
