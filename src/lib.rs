@@ -13,6 +13,7 @@ pub mod definitions;
 pub mod demo;
 pub mod ducks;
 pub mod object;
+pub mod rbac;
 pub mod reconcilers;
 pub mod runtime;
 #[cfg(feature = "testing")]

@@ -206,6 +206,12 @@ impl ApiError {
         .with_details(Self::object_details(info, name))
     }
 
+    /// 403: the authorizer refused a request (`group`, `resource` and `name` may be "").
+    pub fn denied(group: &str, resource: &str, name: &str, message: String) -> Self {
+        Self::new(403, "Forbidden", message)
+            .with_details(json!({"name": name, "group": group, "kind": resource}))
+    }
+
     /// 429: a request refused for now, with the causes in `details`.
     pub fn too_many_requests(message: impl Into<String>, causes: Vec<Value>) -> Self {
         Self::new(429, "TooManyRequests", message).with_details(json!({"causes": causes}))

@@ -24,6 +24,7 @@
 //! ```
 
 mod apply;
+mod auth;
 mod catalog;
 mod error;
 mod faults;
@@ -41,6 +42,7 @@ mod typecheck;
 mod validation;
 mod workloads;
 
+pub use auth::{Authorization, TokenFileError};
 pub use error::{ApiError, Cause};
 pub use faults::{Fault, FaultAction, FaultMatch};
 pub use http::KUBERNETES_MINOR;

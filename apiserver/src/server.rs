@@ -12,6 +12,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::auth::{Authorization, TokenFileError, parse_token_file};
 use crate::faults::{Fault, Faults};
 use crate::http::{FrontConfig, Shared, router};
 use crate::resources::ResourceKey;
@@ -57,6 +58,21 @@ impl ApiServerBuilder {
         self
     }
 
+    /// How requests are authorized (default: every request is allowed). With
+    /// [`Authorization::Rbac`] and no [`token`](Self::token), a random administrator token
+    /// is made, which [`ApiServer::client`] carries.
+    pub fn authorization(mut self, mode: Authorization) -> Self {
+        self.front.authorization = mode;
+        self
+    }
+
+    /// Accepts the bearer tokens of a token file (kube-apiserver's `--token-auth-file`
+    /// format: `token,user,uid[,"group1,group2"]` per line) as their users.
+    pub fn token_file(mut self, text: &str) -> Result<Self, TokenFileError> {
+        self.front.static_tokens.extend(parse_token_file(text)?);
+        Ok(self)
+    }
+
     /// The seed of the random source behind fault probabilities (default 0).
     pub fn fault_seed(mut self, seed: u64) -> Self {
         self.fault_seed = seed;
@@ -76,7 +92,11 @@ impl ApiServerBuilder {
         Ok(self.with_state(state))
     }
 
-    fn with_state(self, state: State) -> ApiServer {
+    fn with_state(mut self, state: State) -> ApiServer {
+        if self.front.authorization == Authorization::Rbac && self.front.token.is_none() {
+            let bytes: [u8; 16] = rand::random();
+            self.front.token = Some(bytes.iter().map(|b| format!("{b:02x}")).collect());
+        }
         ApiServer {
             shared: Arc::new(Shared {
                 state: RwLock::new(state),
@@ -115,7 +135,18 @@ impl ApiServer {
     /// A `kube::Client` whose requests this server answers in-process, with no socket
     /// (it carries the server's token, if one is required).
     pub fn client(&self) -> kube::Client {
-        let token = self.shared.config.token.clone();
+        self.client_with_token(self.shared.config.token.as_deref())
+    }
+
+    /// The administrator's bearer token, when the server requires one.
+    pub fn admin_token(&self) -> Option<&str> {
+        self.shared.config.token.as_deref()
+    }
+
+    /// An in-process `kube::Client` that sends `token` (e.g. a ServiceAccount's, from a
+    /// TokenRequest), so its requests act as that token's user.
+    pub fn client_with_token(&self, token: Option<&str>) -> kube::Client {
+        let token = token.map(str::to_string);
         let service = tower::ServiceBuilder::new()
             .map_request(move |mut request: http::Request<kube::client::Body>| {
                 if let Some(value) = token

@@ -251,16 +251,7 @@ async fn a_service_account_token_authenticates_its_requests() {
         .await
         .unwrap();
     let token = issued.status.and_then(|s| s.token).expect("a token");
-    let as_account = tower::ServiceBuilder::new()
-        .map_request(move |mut request: http::Request<kube::client::Body>| {
-            let value = http::HeaderValue::from_str(&format!("Bearer {token}")).unwrap();
-            request
-                .headers_mut()
-                .insert(http::header::AUTHORIZATION, value);
-            request
-        })
-        .service(server.router());
-    let client = Client::new(as_account, "default");
+    let client = server.client_with_token(Some(&token));
     let review: SelfSubjectReview = typed(json!({}));
     let me = Api::<SelfSubjectReview>::all(client)
         .create(&PostParams::default(), &review)

@@ -4,7 +4,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use dynrec_apiserver::{ApiServer, Fault, TlsIdentity, kubeconfig};
+use dynrec_apiserver::{
+    ApiServer, ApiServerBuilder, Authorization, Fault, TlsIdentity, kubeconfig,
+};
 
 /// Options of `dynrec apiserver`.
 #[derive(clap::Args, Debug)]
@@ -33,22 +35,55 @@ pub struct Args {
     /// kubectl has credentials and does not prompt for a user name.
     #[arg(long)]
     tls: bool,
+    /// How requests are authorized: `always-allow` (the default) or `rbac` (Roles,
+    /// ClusterRoles and their bindings, as kube-apiserver; implies --tls, and the kubeconfig's
+    /// token is an administrator's, a member of system:masters).
+    #[arg(long, value_enum, default_value = "always-allow")]
+    authorization: AuthorizationMode,
+    /// Accept the bearer tokens of this file as their users (kube-apiserver's
+    /// --token-auth-file format: `token,user,uid[,"group1,group2"]` per line).
+    #[arg(long)]
+    token_auth_file: Option<PathBuf>,
     /// Extra DNS name or IP address for the certificate (repeatable), e.g. the host name
     /// other machines use with --allow-remote.
     #[arg(long = "tls-san")]
     tls_sans: Vec<String>,
 }
 
+/// The `--authorization` modes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum AuthorizationMode {
+    /// Every request is allowed.
+    AlwaysAllow,
+    /// Role-based access control.
+    Rbac,
+}
+
 impl Args {
     fn serves_tls(&self) -> bool {
-        self.tls || self.token.is_some()
+        self.tls || self.token.is_some() || self.authorization == AuthorizationMode::Rbac
     }
 
     /// The token requests must carry: the one given, or a generated one when serving https.
     fn effective_token(&self) -> Option<String> {
         self.token
             .clone()
-            .or_else(|| self.tls.then(generated_token))
+            .or_else(|| self.serves_tls().then(generated_token))
+    }
+
+    /// The server's settings for authentication and authorization.
+    fn access(&self, mut builder: ApiServerBuilder) -> anyhow::Result<ApiServerBuilder> {
+        if let Some(path) = &self.token_auth_file {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the token file {}", path.display()))?;
+            builder = builder
+                .token_file(&text)
+                .with_context(|| format!("in {}", path.display()))?;
+        }
+        if self.authorization == AuthorizationMode::Rbac {
+            builder = builder.authorization(Authorization::Rbac);
+        }
+        Ok(builder)
     }
 
     /// Names the certificate is valid for, besides localhost and 127.0.0.1.
@@ -102,6 +137,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if let Some(token) = &token {
         builder = builder.token(token.clone());
     }
+    builder = args.access(builder)?;
     let server = match &args.data_dir {
         Some(dir) => builder
             .build_persistent(dir)
@@ -168,6 +204,8 @@ mod tests {
             tls_sans: Vec::new(),
             faults: None,
             data_dir: None,
+            authorization: AuthorizationMode::AlwaysAllow,
+            token_auth_file: None,
         }
     }
 

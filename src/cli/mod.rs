@@ -4,6 +4,7 @@ mod apiserver;
 mod definitions;
 mod ducks;
 mod plan;
+mod rbac;
 mod run;
 mod test;
 
@@ -33,6 +34,9 @@ enum Command {
     Test(test::Args),
     /// Print the kinds of the cluster that implement each known duck, and why.
     Ducks(ducks::Args),
+    /// Print the least-privilege ClusterRole (or Role) the controllers need, each rule
+    /// naming the reconcilers that need it.
+    Rbac(rbac::Args),
 }
 
 /// Parses the command line, runs the command, and reports errors.
@@ -40,7 +44,7 @@ pub fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // plan and test print their results; their logs are only warnings unless asked for.
     let default_level = match cli.command {
-        Command::Plan(_) | Command::Test(_) | Command::Ducks(_) => "warn",
+        Command::Plan(_) | Command::Test(_) | Command::Ducks(_) | Command::Rbac(_) => "warn",
         _ => "info",
     };
     // kube-client logs every 5xx answer as an ERROR of its own; the failed reconcile's
@@ -70,6 +74,7 @@ pub fn main() -> std::process::ExitCode {
             Command::Plan(args) => plan::run(args).await,
             Command::Test(args) => test::run(args).await,
             Command::Ducks(args) => ducks::run(args).await,
+            Command::Rbac(args) => rbac::run(args).await,
         }
     });
     match result {

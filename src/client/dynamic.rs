@@ -67,6 +67,15 @@ impl Client {
         Ok(self.inner.resolver.resolve(gvk).await?)
     }
 
+    /// Whether the kind has the subresource (e.g. `status`): from what discovery already
+    /// knows, without copying the kind, else after resolving it.
+    pub async fn has_subresource(&self, gvk: &Gvk, name: &str) -> Result<bool, Error> {
+        match self.inner.resolver.known_subresource(gvk, name) {
+            Some(has) => Ok(has),
+            None => Ok(self.resolve(gvk).await?.has_subresource(name)),
+        }
+    }
+
     /// A handle on the kind's shared cache, starting its watch unless one runs.
     ///
     /// The watch stops when the last handle is dropped, or when the kind is removed.
@@ -97,9 +106,11 @@ impl Client {
         DuckClient::new(self.clone())
     }
 
-    /// The ready cache of a kind, if one runs.
+    /// The ready cache of a kind, if one runs and the kind is still served (a cache stops
+    /// soon after its kind goes; until then its kind is checked here, without a copy).
     fn ready_cache(&self, gvk: &Gvk) -> Option<Cache> {
-        self.inner.caches.running(gvk).filter(Cache::is_ready)
+        let cache = self.inner.caches.running(gvk).filter(Cache::is_ready)?;
+        self.inner.resolver.serves(gvk).then_some(cache)
     }
 
     /// One object, from the cache if one is ready, else from the API server.
@@ -108,13 +119,10 @@ impl Client {
     /// to change it.
     pub async fn get(&self, gvk: &Gvk, key: &ObjectKey) -> Result<Arc<DynamicObject>, Error> {
         match self.ready_cache(gvk) {
-            Some(cache) => {
-                self.resolve(gvk).await?;
-                cache.get(key).ok_or_else(|| Error::NotFound {
-                    gvk: gvk.clone(),
-                    key: key.clone(),
-                })
-            }
+            Some(cache) => cache.get(key).ok_or_else(|| Error::NotFound {
+                gvk: gvk.clone(),
+                key: key.clone(),
+            }),
             None => self.api_reader().get(gvk, key).await.map(Arc::new),
         }
     }
@@ -130,10 +138,7 @@ impl Client {
         options: &ListOptions,
     ) -> Result<Vec<Arc<DynamicObject>>, Error> {
         match self.ready_cache(gvk) {
-            Some(cache) => {
-                self.resolve(gvk).await?;
-                Ok(cache.list(options))
-            }
+            Some(cache) => Ok(cache.list(options)),
             None => {
                 let listed = self.api_reader().list(gvk, options).await?;
                 Ok(listed.into_iter().map(Arc::new).collect())

@@ -99,6 +99,20 @@ impl Resolver {
         })
     }
 
+    /// Whether the kind is known to be served (no request is made, nothing is copied).
+    pub fn serves(&self, gvk: &Gvk) -> bool {
+        self.inner.kinds.borrow().contains_key(gvk)
+    }
+
+    /// Whether a known kind has the subresource (no request is made, nothing is copied);
+    /// `None` when the kind is not known yet.
+    pub fn known_subresource(&self, gvk: &Gvk, name: &str) -> Option<bool> {
+        let kinds = self.inner.kinds.borrow();
+        kinds
+            .get(gvk)
+            .map(|resolved| resolved.has_subresource(name))
+    }
+
     /// The kind, if already known (no request is made).
     pub fn known(&self, gvk: &Gvk) -> Option<Resolved> {
         self.inner.kinds.borrow().get(gvk).cloned()

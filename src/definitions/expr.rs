@@ -18,7 +18,7 @@ use serde_json::{Map, Number, Value};
 use super::error::DefinitionError;
 use crate::reconcilers::CelError;
 use crate::reconcilers::cel::{env, invalid, to_chrono};
-use crate::reconcilers::cel_reads::{VariableReads, project};
+use crate::reconcilers::cel_reads::VariableReads;
 
 /// The values an expression may read, by name.
 pub type Bindings = BTreeMap<String, Arc<Value>>;
@@ -111,13 +111,13 @@ impl Expression {
     pub fn evaluate(&self, bindings: &Bindings, now: Timestamp) -> Result<Value, EvalError> {
         let env = env().map_err(|e| self.error(e.to_string()))?;
         let mut ctx = cel::Context::with_env(env);
-        for (name, reads) in self.reads.iter() {
+        for name in self.reads.names() {
             if name == "now" {
                 if let Some(now) = to_chrono(now) {
                     ctx.add_variable_as_val("now", Box::new(CelTimestamp::from(now)));
                 }
             } else if let Some(value) = bindings.get(name) {
-                ctx.add_variable_as_val(name, project(value, reads));
+                self.reads.bind_json(&mut ctx, name, value);
             }
         }
         let value = self

@@ -109,11 +109,13 @@ fn reconciler(found: &KindMatch, config: &Config) -> ResourceReconciler {
         let projection = projection.clone();
         Box::pin(async move { inject(&ctx, &gvk, &projection, &workload).await })
     });
+    let patched = gvk.clone();
     let tracked: Box<dyn SubReconciler> = Box::new(
         OverrideSetup::new()
             .named("PodSpecableEnv")
-            .with_setup(|setup| {
+            .with_setup(move |setup| {
                 setup.watch_tracked(config_map_gvk());
+                setup.require("PodSpecableEnv", &patched, "", &["patch"]);
                 Ok(())
             })
             .reconciler(sync),

@@ -1,5 +1,7 @@
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use kube::api::DynamicObject;
+use serde::Deserialize;
+use serde_json::Value;
 
 use super::{Condition, Fields, PathError};
 
@@ -84,12 +86,46 @@ impl StatusExt for DynamicObject {
     }
 
     fn set_conditions(&mut self, conditions: Vec<Condition>) -> Result<(), PathError> {
-        let value = serde_json::to_value(conditions).map_err(|source| PathError::Decode {
-            path: CONDITIONS.to_string(),
-            type_name: "Vec<Condition>",
-            source,
-        })?;
+        let value = serde_json::to_value(conditions).map_err(|source| decode_error(source))?;
         self.set_field(CONDITIONS, value)
+    }
+
+    /// Decodes only the condition asked for.
+    fn condition(&self, type_: &str) -> Result<Option<Condition>, PathError> {
+        let Some(stored) = stored_conditions(self)? else {
+            return Ok(None);
+        };
+        let found = stored.iter().find(|c| type_of(c) == Some(type_));
+        found
+            .map(|c| Condition::deserialize(c).map_err(decode_error))
+            .transpose()
+    }
+
+    /// Changes the stored conditions in place: only the new condition is encoded, the
+    /// others are kept as they are.
+    fn set_condition(
+        &mut self,
+        mut condition: Condition,
+        now: Timestamp,
+    ) -> Result<bool, PathError> {
+        if let Some(existing) = self.condition(&condition.type_)?
+            && same_apart_from_time(&condition, &existing)
+        {
+            return Ok(false);
+        }
+        let seconds = Timestamp::from_second(now.as_second()).unwrap_or(now);
+        condition.last_transition_time = Some(Time(seconds));
+        let value = serde_json::to_value(&condition).map_err(decode_error)?;
+        let stored = stored_conditions_mut(self)?;
+        if let Some(i) = stored
+            .iter()
+            .position(|c| type_of(c) == Some(&condition.type_))
+        {
+            stored.remove(i);
+        }
+        stored.push(value);
+        stored.sort_by(|a, b| type_of(a).cmp(&type_of(b)));
+        Ok(true)
     }
 
     fn observed_generation(&self) -> Result<Option<i64>, PathError> {
@@ -105,6 +141,40 @@ impl StatusExt for DynamicObject {
             Some(generation) => self.set_observed_generation(generation),
             None => Ok(()),
         }
+    }
+}
+
+/// The stored `status.conditions` as JSON (`None` when absent or null).
+fn stored_conditions(object: &DynamicObject) -> Result<Option<&Vec<Value>>, PathError> {
+    object.field_array(CONDITIONS)
+}
+
+/// The stored `status.conditions`, created empty when absent or null.
+fn stored_conditions_mut(object: &mut DynamicObject) -> Result<&mut Vec<Value>, PathError> {
+    if stored_conditions(object)?.is_none() {
+        object.set_field(CONDITIONS, Value::Array(Vec::new()))?;
+    }
+    let stored = object.data.pointer_mut("/status/conditions");
+    stored
+        .and_then(Value::as_array_mut)
+        .ok_or_else(|| PathError::WrongType {
+            path: CONDITIONS.to_string(),
+            expected: "an array",
+            found: "something else",
+        })
+}
+
+/// The `type` of a stored condition.
+fn type_of(condition: &Value) -> Option<&str> {
+    condition.get("type").and_then(Value::as_str)
+}
+
+/// A condition that cannot be encoded or decoded, at `status.conditions`.
+fn decode_error(source: serde_json::Error) -> PathError {
+    PathError::Decode {
+        path: CONDITIONS.to_string(),
+        type_name: "Condition",
+        source,
     }
 }
 
@@ -184,6 +254,26 @@ mod tests {
         assert_eq!(stored.last_transition_time, Some(Time(t2)));
         assert!(obj.remove_condition("Ready").unwrap());
         assert!(!obj.remove_condition("Ready").unwrap());
+    }
+
+    #[test]
+    fn setting_a_condition_leaves_the_others_as_stored() {
+        let foreign = json!({"type": "Synced", "status": "True", "extra": "kept",
+                             "lastTransitionTime": "2026-01-01T00:00:00.123Z"});
+        let mut obj = object(json!({"status": {"conditions": [foreign.clone()]}}));
+        let now = Timestamp::from_second(1_700_000_000).unwrap();
+        assert!(
+            obj.set_condition(Condition::new("Ready", "True"), now)
+                .unwrap()
+        );
+        let stored = obj.data["status"]["conditions"].as_array().unwrap();
+        assert_eq!(stored.len(), 2);
+        assert_eq!(stored[0]["type"], "Ready");
+        assert_eq!(stored[1], foreign);
+        assert!(
+            !obj.set_condition(Condition::new("Ready", "True"), now)
+                .unwrap()
+        );
     }
 
     #[test]

@@ -188,6 +188,7 @@ impl RootReconciler for AggregateReconciler {
         self.validate()?;
         let mut setup = Setup::for_config(self.config.clone());
         setup.watch(Watch::For(self.resource_type.clone()));
+        setup.require(&self.name, &super::events_gvk(), "", &["create", "patch"]);
         if let Some(reconciler) = &self.reconciler {
             reconciler.setup(&mut setup)?;
         }

@@ -73,6 +73,12 @@ impl ObjectManager for ApplyingObjectManager {
     }
 
     fn setup(&self, setup: &mut Setup) -> Result<(), ValidationError> {
+        setup.require(&self.name, &self.child_type, "", super::WRITE);
+        if !self.finalizer.is_empty()
+            && let Some(resource) = setup.resource_type().cloned()
+        {
+            setup.require(&self.name, &resource, "", &["patch"]);
+        }
         if self.track_desired {
             setup.watch_tracked(self.child_type.clone());
         }

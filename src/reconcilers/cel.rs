@@ -22,7 +22,7 @@ use kube::api::DynamicObject;
 use serde::Serialize;
 use serde_json::Value as Json;
 
-use super::cel_reads::{Reads, VariableReads, project, project_fields};
+use super::cel_reads::{Reads, VariableReads};
 use super::{Context, Predicate};
 
 /// A CEL expression could not be compiled.
@@ -137,41 +137,44 @@ impl CelProgram {
     }
 
     fn evaluate(&self, resource: &Json, now: Timestamp) -> Result<bool, Failure> {
-        let this = self.reads.get("self").map(|reads| project(resource, reads));
-        self.run(this, now)
+        let mut ctx = self.context(now);
+        self.reads.bind_json(&mut ctx, "self", resource);
+        self.run(&ctx)
     }
 
     /// Evaluates over an object without serializing the parts the expression does not read.
     fn evaluate_object(&self, object: &DynamicObject, now: Timestamp) -> Result<bool, Failure> {
-        let Some(reads) = self.reads.get("self") else {
-            return self.run(None, now);
-        };
-        let (Some(fields), Json::Object(data)) = (reads.fields(), &object.data) else {
+        let (Some(Reads::Fields(fields)), Json::Object(data)) =
+            (self.reads.get("self"), &object.data)
+        else {
             let json = serde_json::to_value(object).map_err(Failure::Serialize)?;
-            return self.run(Some(to_val(&json)), now);
+            return self.evaluate(&json, now);
         };
         let typed = typed_fields(object, fields).map_err(Failure::Serialize)?;
-        let this = project_fields(fields, |name| {
+        let mut ctx = self.context(now);
+        self.reads.bind_fields(&mut ctx, "self", |name| {
             typed
                 .get_key_value(name)
                 .or_else(|| data.get_key_value(name))
                 .map(|(k, v)| (k.as_str(), v))
         });
-        self.run(Some(this), now)
+        self.run(&ctx)
     }
 
-    /// Runs the program with `self` (if it is read) and `now` (if it is read) bound.
-    fn run(&self, this: Option<Box<dyn Val + '_>>, now: Timestamp) -> Result<bool, Failure> {
+    /// A context with `now` bound, if the expression reads it.
+    fn context<'a>(&self, now: Timestamp) -> cel::Context<'a, 'a> {
         let mut ctx = cel::Context::with_env(self.env.clone());
-        if let Some(this) = this {
-            ctx.add_variable_as_val("self", this);
-        }
         if self.reads.reads("now")
             && let Some(now) = to_chrono(now)
         {
             ctx.add_variable_as_val("now", Box::new(CelTimestamp::from(now)));
         }
-        match self.program.execute(&ctx).map_err(Failure::Execute)? {
+        ctx
+    }
+
+    /// Runs the program; a bool or why not.
+    fn run(&self, ctx: &cel::Context) -> Result<bool, Failure> {
+        match self.program.execute(ctx).map_err(Failure::Execute)? {
             Value::Bool(b) => Ok(b),
             other => Err(Failure::NotBool(other)),
         }

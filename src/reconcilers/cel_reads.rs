@@ -40,20 +40,29 @@ impl Reads {
                 .add(rest);
         }
     }
-
-    /// The fields read, or `None` when the value is read whole.
-    pub(crate) fn fields(&self) -> Option<&BTreeMap<String, Reads>> {
-        match self {
-            Reads::Whole => None,
-            Reads::Fields(fields) => Some(fields),
-        }
-    }
 }
 
 /// What an expression reads of each of its free variables (those not bound by a macro such
-/// as `all(x, ...)`), by name.
+/// as `all(x, ...)`), by name, and the field chains it resolves.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct VariableReads(BTreeMap<String, Reads>);
+pub(crate) struct VariableReads {
+    reads: BTreeMap<String, Reads>,
+    chains: Vec<Chain>,
+}
+
+/// A field chain the interpreter resolves as one qualified name: `self.spec.size`, or
+/// `self.spec` in `has(self.spec.size)`. CEL resolves the most specific name bound, so a
+/// chain bound under its own name is read without building the maps above it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Chain {
+    variable: String,
+    path: Vec<String>,
+    /// `variable.path...`, the name it is bound under (`variable` for an empty path).
+    name: String,
+}
+
+/// What is read of a value read whole.
+static WHOLE: Reads = Reads::Whole;
 
 impl VariableReads {
     /// Walks the syntax tree of an expression.
@@ -65,45 +74,121 @@ impl VariableReads {
 
     /// The free variables, sorted.
     pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
-        self.0.keys().map(String::as_str)
+        self.reads.keys().map(String::as_str)
     }
 
     /// What the expression reads of `name`, if it reads it at all.
     pub(crate) fn get(&self, name: &str) -> Option<&Reads> {
-        self.0.get(name)
+        self.reads.get(name)
     }
 
     /// Whether the expression reads `name`.
     pub(crate) fn reads(&self, name: &str) -> bool {
-        self.0.contains_key(name)
+        self.reads.contains_key(name)
     }
 
-    /// Every free variable with what is read of it.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &Reads)> {
-        self.0.iter().map(|(name, reads)| (name.as_str(), reads))
+    /// Binds `variable` in `ctx` as the expression reads it, converting only that.
+    pub(crate) fn bind_json<'a>(
+        &self,
+        ctx: &mut cel::Context<'_, 'a>,
+        variable: &str,
+        json: &'a Json,
+    ) {
+        match (self.get(variable), json) {
+            (None, _) => {}
+            (Some(Reads::Fields(_)), Json::Object(object)) => {
+                self.bind_fields(ctx, variable, |name| {
+                    object.get_key_value(name).map(|(k, v)| (k.as_str(), v))
+                })
+            }
+            (Some(_), _) => ctx.add_variable_as_val(variable, to_val(json)),
+        }
     }
 
-    fn record(&mut self, name: &str, path: &[String]) {
-        self.0
+    /// Binds `variable`, a map read field by field whose top-level fields `lookup` finds:
+    /// each chain the expression reads of it under the chain's own name, or, where the
+    /// value lacks part of the chain, under the longest part it has (so a missing field is
+    /// missing just as in the whole value). Does nothing unless the variable is read by
+    /// fields (see [`VariableReads::get`]).
+    pub(crate) fn bind_fields<'a>(
+        &self,
+        ctx: &mut cel::Context<'_, 'a>,
+        variable: &str,
+        lookup: impl Fn(&str) -> Option<(&'a str, &'a Json)>,
+    ) {
+        let Some(Reads::Fields(fields)) = self.get(variable) else {
+            return;
+        };
+        for chain in self.chains.iter().filter(|c| c.variable == variable) {
+            let mut reads = &Reads::Fields(BTreeMap::new());
+            let mut value: Option<&'a Json> = None;
+            let mut depth = 0;
+            for segment in &chain.path {
+                let next = match value {
+                    None => lookup(segment).map(|(_, v)| v),
+                    Some(Json::Object(object)) => object.get(segment),
+                    Some(_) => None,
+                };
+                let Some(next) = next else { break };
+                reads = match (depth, reads) {
+                    (0, _) => fields.get(segment).unwrap_or(&WHOLE),
+                    (_, Reads::Fields(below)) => below.get(segment).unwrap_or(&WHOLE),
+                    (_, Reads::Whole) => &WHOLE,
+                };
+                value = Some(next);
+                depth += 1;
+            }
+            match value {
+                Some(value) if depth == chain.path.len() => {
+                    ctx.add_variable_as_val(chain.name.as_str(), project(value, reads));
+                }
+                Some(value) => {
+                    let name = format!("{variable}.{}", chain.path[..depth].join("."));
+                    ctx.add_variable_as_val(name, project(value, reads));
+                }
+                None => ctx.add_variable_as_val(variable, project_fields(fields, &lookup)),
+            }
+        }
+    }
+
+    fn record(&mut self, name: &str, path: Vec<String>, tested: Option<&str>) {
+        let reads = self
+            .reads
             .entry(name.to_owned())
-            .or_insert_with(|| Reads::Fields(BTreeMap::new()))
-            .add(path);
+            .or_insert_with(|| Reads::Fields(BTreeMap::new()));
+        match tested {
+            Some(field) => reads.add(&[path.as_slice(), &[field.to_owned()]].concat()),
+            None => reads.add(&path),
+        }
+        // A bare variable is read whole; `has(x.a)` resolves `x` itself: bound as its map.
+        let known = self
+            .chains
+            .iter()
+            .any(|c| c.variable == name && c.path == path);
+        if !known {
+            let segments = std::iter::once(name).chain(path.iter().map(String::as_str));
+            let name_of_chain = segments.collect::<Vec<_>>().join(".");
+            self.chains.push(Chain {
+                variable: name.to_owned(),
+                path,
+                name: name_of_chain,
+            });
+        }
     }
 
     fn walk(&mut self, expr: &IdedExpr, bound: &mut Vec<String>) {
         if let Some((name, path)) = field_chain(expr)
             && !bound.iter().any(|b| b == name)
         {
-            self.record(name, &path);
+            self.record(name, path, None);
             return;
         }
         match &expr.expr {
             Expr::Ident(_) => {}
             Expr::Select(select) => match field_chain(&select.operand) {
                 // has(x.a.b): the field tested is read (whole, if it is there).
-                Some((name, mut path)) if select.test && !bound.iter().any(|b| b == name) => {
-                    path.push(select.field.clone());
-                    self.record(name, &path);
+                Some((name, path)) if select.test && !bound.iter().any(|b| b == name) => {
+                    self.record(name, path, Some(&select.field));
                 }
                 _ => self.walk(&select.operand, bound),
             },
@@ -208,7 +293,7 @@ mod tests {
     fn field_chains_are_read_as_far_as_they_go() {
         let reads = reads_of("self.spec.size > 2 && self.metadata.name == 'a'");
         assert_eq!(
-            reads.0["self"],
+            reads.reads["self"],
             fields(&[
                 ("metadata", fields(&[("name", Reads::Whole)])),
                 ("spec", fields(&[("size", Reads::Whole)])),
@@ -235,7 +320,7 @@ mod tests {
             ),
             ("self.spec.a > 1 && size(self) > 1", Reads::Whole),
         ] {
-            assert_eq!(reads_of(source).0["self"], expected, "{source}");
+            assert_eq!(reads_of(source).reads["self"], expected, "{source}");
         }
     }
 
@@ -243,7 +328,7 @@ mod tests {
     fn has_reads_the_field_it_tests_and_macro_variables_are_not_free() {
         let reads = reads_of("has(self.status.ready) && [1].all(self, self > 0)");
         assert_eq!(
-            reads.0["self"],
+            reads.reads["self"],
             fields(&[("status", fields(&[("ready", Reads::Whole)]))])
         );
         assert_eq!(
@@ -268,13 +353,20 @@ mod tests {
             "self.spec.missing == 1",
             "self.spec.tags.size == 1",
             "self.spec.?size.orValue(1) == 3",
+            "self.spec.missing.deeper == 1",
+            "has(self.spec.missing.deeper)",
+            "self.spec.tags.deeper == 'x'",
+            "self.spec.size > 2 && size(self.spec) == 3 && self.spec.items[0].size == 2",
+            "self.spec.items.exists(self, self.size == 2) && self.spec.size == 3",
+            "self.nothing.here",
+            "has(self.status) && !has(self.nothing)",
         ] {
             let program = env.compile(source).unwrap();
             let reads = VariableReads::of(program.expression());
             let mut whole = cel::Context::with_env(env.clone());
             whole.add_variable_as_val("self", to_val(&object));
             let mut projected = cel::Context::with_env(env.clone());
-            projected.add_variable_as_val("self", project(&object, &reads.0["self"]));
+            projected.add_variable_as_val("self", project(&object, &reads.reads["self"]));
             assert_eq!(
                 format!("{:?}", program.execute(&projected)),
                 format!("{:?}", program.execute(&whole)),

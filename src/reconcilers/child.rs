@@ -462,6 +462,11 @@ impl SubReconciler<DynamicObject> for ChildReconciler {
         if !self.skip_owner_reference {
             setup.owns(self.child_type.clone());
             setup.watch_tracked(self.child_type.clone());
+            // Owner references that block the owner's deletion need this (kube's
+            // OwnerReferencesPermissionEnforcement admission).
+            if let Some(owner) = setup.resource_type().cloned() {
+                setup.require(&self.name, &owner, "finalizers", &["update"]);
+            }
         }
         if let Some(manager) = &self.object_manager {
             manager.setup(setup)?;

@@ -24,6 +24,8 @@ mod for_each;
 mod nested;
 mod object_manager;
 mod override_setup;
+mod permissions;
+use permissions::events_gvk;
 mod predicate;
 mod resource;
 mod result;
@@ -61,6 +63,7 @@ pub use for_each::{Cursor, ForEach};
 pub use nested::OutcomeStep;
 pub use object_manager::ObjectManager;
 pub use override_setup::OverrideSetup;
+pub use permissions::{Permission, READ, WRITE};
 pub use predicate::Predicate;
 pub use resource::{
     AfterReconcile, BeforeReconcile, RequestOptions, ResourceReconciler, RootReconciler,

@@ -234,13 +234,13 @@ impl ResourceReconciler {
             return outcome;
         }
         let client = &ctx.original_config().client;
-        match client.resolve(&self.resource_type).await {
-            Ok(resolved) if resolved.has_subresource("status") => {
+        match client.has_subresource(&self.resource_type, "status").await {
+            Ok(true) => {
                 if let Err(err) = resource.observe_generation() {
                     return Outcome::with(outcome.result, Some(ReconcileError::from_error(err)));
                 }
             }
-            Ok(_) => {}
+            Ok(false) => {}
             Err(err) => debug!(%err, "kind not resolved, observedGeneration not set"),
         }
         outcome
@@ -293,6 +293,10 @@ impl RootReconciler for ResourceReconciler {
         self.validate()?;
         let mut setup = Setup::for_config(self.config.clone());
         setup.watch(Watch::For(self.resource_type.clone()));
+        if self.status_owned {
+            setup.require(&self.name, &self.resource_type, "status", &["update"]);
+        }
+        setup.require(&self.name, &super::events_gvk(), "", &["create", "patch"]);
         self.reconciler.setup(&mut setup)?;
         Ok(setup)
     }

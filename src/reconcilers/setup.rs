@@ -45,6 +45,8 @@ pub struct Setup {
     scope: Option<Config>,
     watches: Vec<Watch>,
     scoped_watches: Vec<ScopedWatch>,
+    /// Permissions declared with [`Setup::require`].
+    pub(super) required: Vec<super::Permission>,
 }
 
 impl Setup {

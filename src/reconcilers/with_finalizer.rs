@@ -57,6 +57,9 @@ impl SubReconciler<DynamicObject> for WithFinalizer {
     }
 
     fn setup(&self, setup: &mut Setup) -> Result<(), ValidationError> {
+        if let Some(resource) = setup.resource_type().cloned() {
+            setup.require(&self.name, &resource, "", &["patch"]);
+        }
         self.reconciler.setup(setup)
     }
 

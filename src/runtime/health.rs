@@ -18,10 +18,14 @@ use super::Metrics;
 /// The OpenMetrics text content type `/metrics` answers with.
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
+/// The readiness component of what the Manager itself needs (not any one controller).
+pub(super) const MANAGER_COMPONENT: &str = "manager";
+
 /// Which components are ready, and why the others are not; cheap to clone.
 #[derive(Clone, Debug, Default)]
 pub struct Readiness {
     components: Arc<Mutex<BTreeMap<String, Option<String>>>>,
+    standby: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Readiness {
@@ -47,11 +51,21 @@ impl Readiness {
         self.components.lock().remove(component);
     }
 
-    /// One `component: reason` line per component that is not ready.
+    /// Marks this replica a standby (leader election on, another replica leads): its
+    /// controllers do not run, and it is ready to take over unless the Manager itself is not.
+    pub fn set_standby(&self, standby: bool) {
+        self.standby
+            .store(standby, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// One `component: reason` line per component that is not ready (on a standby, only
+    /// the Manager's own).
     pub fn not_ready(&self) -> Vec<String> {
+        let standby = self.standby.load(std::sync::atomic::Ordering::SeqCst);
         self.components
             .lock()
             .iter()
+            .filter(|(component, _)| !standby || component.as_str() == MANAGER_COMPONENT)
             .filter_map(|(component, reason)| {
                 reason
                     .as_ref()
@@ -75,7 +89,7 @@ impl Readiness {
 
     /// Whether every component is ready.
     pub fn is_ready(&self) -> bool {
-        self.components.lock().values().all(Option::is_none)
+        self.not_ready().is_empty()
     }
 }
 

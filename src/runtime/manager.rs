@@ -21,7 +21,9 @@ use super::{
 };
 use crate::client::{CacheEvent, Client};
 use crate::object::{Gvk, ObjectKey};
-use crate::reconcilers::{self, Config, RootReconciler, ScopedWatch, ValidationError, Watch};
+use crate::reconcilers::{
+    self, Config, Permission, RootReconciler, ScopedWatch, ValidationError, Watch,
+};
 
 /// Why the manager could not run.
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +75,8 @@ struct Controller {
     reconciler: Arc<dyn RootReconciler>,
     /// Every declared watch but the kind's own, each with the config it is opened through.
     watches: Vec<ScopedWatch>,
+    /// What the tree needs on the API server, checked before it starts.
+    permissions: Vec<Permission>,
 }
 
 /// The controllers a manager runs, by name; changed while it runs through a
@@ -159,6 +163,15 @@ impl ControllerHandle {
     pub fn names(&self) -> Vec<String> {
         self.registry.controllers.lock().keys().cloned().collect()
     }
+
+    /// What the registered controllers need on the API server, each naming its reconciler.
+    pub fn permissions(&self) -> Vec<Permission> {
+        let controllers = self.registry.snapshot();
+        controllers
+            .values()
+            .flat_map(|c| c.permissions.iter().cloned())
+            .collect()
+    }
 }
 
 impl Controller {
@@ -186,6 +199,7 @@ impl Controller {
             .chain(setup.scoped_watches().iter().cloned())
             .collect();
         Ok(Self {
+            permissions: setup.permissions(&name),
             name,
             gvk,
             reconciler,
@@ -277,6 +291,12 @@ impl Manager {
                 }
             });
         }
+        background.spawn(super::preflight::check_manager(
+            self.client.clone(),
+            self.options.leader_election.is_some(),
+            self.readiness.clone(),
+            stop_rx.clone(),
+        ));
         // Without leader election this replica always leads: the sender lives as long as `run`.
         let (_always_leading, mut leading) = watch::channel(true);
         if let Some(config) = self.options.leader_election.clone() {
@@ -306,11 +326,14 @@ impl Manager {
         mut leading: watch::Receiver<bool>,
         stop: watch::Receiver<bool>,
     ) {
+        let elects = self.options.leader_election.is_some();
         loop {
+            self.readiness.set_standby(elects);
             tokio::select! {
                 leads = leading.wait_for(|l| *l) => if leads.is_err() { return },
                 () = wait_stopped(stop.clone()) => return,
             }
+            self.readiness.set_standby(false);
             self.metrics.set_leader(true);
             info!("leading: starting controllers");
             let (lost_tx, lost_rx) = watch::channel(false);
@@ -459,6 +482,16 @@ impl ControllerRun {
                     continue;
                 }
             };
+            let permitted = super::wait_until_allowed(
+                &self.client,
+                &self.controller.permissions,
+                &self.readiness,
+                &name,
+                stop.clone(),
+            );
+            if !permitted.await {
+                return;
+            }
             self.readiness.set_ready(&name);
             info!(%gvk, "kind resolved: controller started");
             let ended_by_stop = self.serve(resolved.namespaced, stop.clone()).await;

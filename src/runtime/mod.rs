@@ -6,6 +6,7 @@ mod launch;
 mod leader;
 mod manager;
 mod metrics;
+mod preflight;
 mod queue;
 
 pub use health::{HealthError, HealthServer, Readiness, router};
@@ -16,4 +17,5 @@ pub use launch::{
 pub use leader::{LeaderConfig, LeaderElector, LeaderError};
 pub use manager::{ControllerHandle, Manager, ManagerError, ManagerOptions};
 pub use metrics::{Metrics, ReconcileResult};
+pub use preflight::{Missing, RECHECK, manager_permissions, missing, wait_until_allowed};
 pub use queue::{Backoff, Outcome, QueueConfig, QueueError, QueueStats, WorkQueue};

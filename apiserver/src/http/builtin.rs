@@ -88,6 +88,14 @@ protobuf_kinds! {
     "coordination.k8s.io/v1" "Lease" => k8s_openapi::api::coordination::v1::Lease, k8s_pb::api::coordination::v1::Lease;
     "events.k8s.io/v1" "Event" => k8s_openapi::api::events::v1::Event, k8s_pb::api::events::v1::Event;
     "v1" "Binding" => k8s_openapi::api::core::v1::Binding, k8s_pb::api::core::v1::Binding;
+    "rbac.authorization.k8s.io/v1" "Role" =>
+        k8s_openapi::api::rbac::v1::Role, k8s_pb::api::rbac::v1::Role;
+    "rbac.authorization.k8s.io/v1" "ClusterRole" =>
+        k8s_openapi::api::rbac::v1::ClusterRole, k8s_pb::api::rbac::v1::ClusterRole;
+    "rbac.authorization.k8s.io/v1" "RoleBinding" =>
+        k8s_openapi::api::rbac::v1::RoleBinding, k8s_pb::api::rbac::v1::RoleBinding;
+    "rbac.authorization.k8s.io/v1" "ClusterRoleBinding" =>
+        k8s_openapi::api::rbac::v1::ClusterRoleBinding, k8s_pb::api::rbac::v1::ClusterRoleBinding;
     "policy/v1" "Eviction" => k8s_openapi::api::policy::v1::Eviction, k8s_pb::api::policy::v1::Eviction;
     "authentication.k8s.io/v1" "TokenRequest" =>
         k8s_openapi::api::authentication::v1::TokenRequest, k8s_pb::api::authentication::v1::TokenRequest;

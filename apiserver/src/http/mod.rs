@@ -1,6 +1,7 @@
 //! The REST front end: routes Kubernetes API requests to the store.
 
 mod aggregated;
+mod authorize;
 pub(crate) mod builtin;
 mod deleted;
 mod discovery;
@@ -35,6 +36,7 @@ use route::Route;
 
 pub use discovery::KUBERNETES_MINOR;
 pub use tokens::Signer;
+pub(crate) use tokens::User;
 
 /// Settings of the front end.
 #[derive(Clone, Debug)]
@@ -45,6 +47,10 @@ pub struct FrontConfig {
     pub token: Option<String>,
     /// The largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// How requests are authorized.
+    pub authorization: crate::auth::Authorization,
+    /// Users of static bearer tokens (a token file), by token.
+    pub static_tokens: BTreeMap<String, tokens::User>,
 }
 
 impl Default for FrontConfig {
@@ -53,6 +59,8 @@ impl Default for FrontConfig {
             bookmark_interval: Duration::from_secs(10),
             token: None,
             max_body_bytes: 3 * 1024 * 1024,
+            authorization: crate::auth::Authorization::default(),
+            static_tokens: BTreeMap::new(),
         }
     }
 }
@@ -119,10 +127,11 @@ async fn handle(
 }
 
 async fn dispatch(shared: &Arc<Shared>, mut request: Request<Body>) -> ApiResult<Response<Body>> {
-    let user = authenticate(shared, &request)?;
-    request.extensions_mut().insert(user);
+    let caller = authenticate(shared, &request)?;
     let path = request.uri().path().to_string();
     let route = route::parse(&path).ok_or_else(|| ApiError::no_such_path(&path))?;
+    let user = authorize::check(shared, caller, &request, &route)?;
+    request.extensions_mut().insert(user);
     if request.method() != Method::GET && !matches!(route, Route::Resource(_)) {
         return Err(ApiError::method_not_allowed(format!(
             "{} is not supported on {path}",
@@ -172,7 +181,8 @@ async fn dispatch(shared: &Arc<Shared>, mut request: Request<Body>) -> ApiResult
 }
 
 /// Who a request comes from: a ServiceAccount when it carries a token this server issued,
-/// else the administrator; with a server token set, any other request is 401.
+/// the user of a static token, else the administrator; with a server token set, any other
+/// request is 401.
 fn authenticate(shared: &Shared, request: &Request<Body>) -> ApiResult<tokens::User> {
     let given = request
         .headers()
@@ -183,6 +193,9 @@ fn authenticate(shared: &Shared, request: &Request<Body>) -> ApiResult<tokens::U
         && let Ok((user, _)) = reviews::authenticate(shared, token)
     {
         return Ok(user);
+    }
+    if let Some(user) = given.and_then(|token| shared.config.static_tokens.get(token)) {
+        return Ok(user.clone());
     }
     match &shared.config.token {
         Some(token) if given != Some(token.as_str()) => Err(ApiError::unauthorized()),

@@ -259,7 +259,7 @@ async fn serve_kind(
 }
 
 /// The Kubernetes verb of a request, as RBAC and audit logs name it.
-fn verb_of(method: &Method, has_name: bool, query: &Query) -> ApiResult<&'static str> {
+pub(super) fn verb_of(method: &Method, has_name: bool, query: &Query) -> ApiResult<&'static str> {
     Ok(match (method.as_str(), has_name) {
         ("GET", false) if query.flag("watch")? => "watch",
         ("GET", false) => "list",

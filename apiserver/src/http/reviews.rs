@@ -1,6 +1,6 @@
 //! The virtual kinds that are created to get an answer and never stored: TokenReview and
 //! SelfSubjectReview (authentication.k8s.io), the access and rules reviews
-//! (authorization.k8s.io; no RBAC is enforced, so everything is allowed) and Binding.
+//! (authorization.k8s.io, answered by the server's authorizer) and Binding.
 
 use std::sync::Arc;
 
@@ -10,12 +10,10 @@ use serde_json::{Value, json};
 
 use super::tokens::{self, User};
 use super::{Shared, respond, subresource};
+use crate::auth;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::resources::ResourceKey;
-
-/// Why every access review is allowed.
-const ALLOWED_REASON: &str = "dynrec enforces no authorization: every request is allowed";
 
 /// Answers the creation of a virtual object by `user`.
 pub fn create(
@@ -42,14 +40,20 @@ pub fn create(
         "bindings" => return bind(shared, namespace.unwrap_or_default(), &body),
         "tokenreviews" => token_review(shared, &body["spec"]),
         "selfsubjectreviews" => json!({"userInfo": user.to_json()}),
-        "subjectaccessreviews" | "selfsubjectaccessreviews" | "localsubjectaccessreviews" => {
-            json!({"allowed": true, "reason": ALLOWED_REASON})
+        "selfsubjectaccessreviews" => {
+            let state = shared.state.read();
+            auth::access_review(shared.config.authorization, &state, user, &body["spec"])?
         }
-        "selfsubjectrulesreviews" => json!({
-            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-            "incomplete": false,
-        }),
+        "subjectaccessreviews" | "localsubjectaccessreviews" => {
+            let subject = reviewed_user(&body["spec"]);
+            let state = shared.state.read();
+            auth::access_review(shared.config.authorization, &state, &subject, &body["spec"])?
+        }
+        "selfsubjectrulesreviews" => {
+            let namespace = body["spec"]["namespace"].as_str().unwrap_or_default();
+            let state = shared.state.read();
+            auth::rules_review(shared.config.authorization, &state, user, namespace)
+        }
         _ => {
             return Err(ApiError::internal(format!(
                 "{plural} is not a virtual kind"
@@ -57,6 +61,15 @@ pub fn create(
         }
     };
     Ok(respond::json(201, &body))
+}
+
+/// The user a SubjectAccessReview asks about.
+fn reviewed_user(spec: &Value) -> User {
+    User {
+        username: spec["user"].as_str().unwrap_or_default().to_string(),
+        uid: spec["uid"].as_str().unwrap_or_default().to_string(),
+        groups: meta::string_list(&spec["groups"]),
+    }
 }
 
 /// `POST /api/v1/namespaces/{ns}/bindings`: binds the pod the Binding is named after.

@@ -25,13 +25,15 @@ pub struct User {
 
 impl User {
     /// The user every request without a ServiceAccount token is taken to come from: the
-    /// cluster administrator, as kubeadm's admin kubeconfig names it.
+    /// cluster administrator, as kubeadm's admin kubeconfig names it, a member of
+    /// `system:masters` (allowed everything).
     pub fn admin() -> Self {
         User {
             username: "kubernetes-admin".into(),
             uid: String::new(),
             groups: vec![
                 "kubeadm:cluster-admins".into(),
+                "system:masters".into(),
                 "system:authenticated".into(),
             ],
         }

@@ -24,6 +24,7 @@ module_pairs!(
     authentication => api::authentication::v1,
     authorization => api::authorization::v1,
     policy => api::policy::v1,
+    rbac => api::rbac::v1,
     batch => api::batch::v1,
     coordination => api::coordination::v1,
     core => api::core::v1,
@@ -240,6 +241,14 @@ messages! {
     authentication SelfSubjectReview { metadata, status };
     authentication SelfSubjectReviewStatus { user_info };
     authorization SelfSubjectAccessReview { metadata, spec, status };
+    rbac Role { metadata, rules };
+    rbac ClusterRole { metadata, rules, aggregation_rule };
+    rbac RoleBinding { metadata, subjects, role_ref };
+    rbac ClusterRoleBinding { metadata, subjects, role_ref };
+    rbac PolicyRule { verbs, api_groups, resources, resource_names, non_resource_ur_ls => non_resource_urls };
+    rbac AggregationRule { cluster_role_selectors };
+    rbac Subject { kind, api_group, name, namespace };
+    rbac RoleRef { api_group, kind, name };
     authorization SelfSubjectAccessReviewSpec { resource_attributes, non_resource_attributes };
     authorization SubjectAccessReview { metadata, spec, status };
     authorization LocalSubjectAccessReview { metadata, spec, status };

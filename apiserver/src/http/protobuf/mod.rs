@@ -243,9 +243,9 @@ mod tests {
     #[test]
     fn unknown_kinds_broken_bodies_and_missing_magic_are_refused() {
         let lease = pb_coordination::Lease::default();
-        let other = decode(&body("rbac.authorization.k8s.io/v1", "Role", &lease)).unwrap_err();
+        let other = decode(&body("networking.k8s.io/v1", "Ingress", &lease)).unwrap_err();
         assert_eq!(other.code, 415);
-        assert!(other.message.contains("Role"), "{}", other.message);
+        assert!(other.message.contains("Ingress"), "{}", other.message);
         assert_eq!(decode(b"{\"kind\":\"Secret\"}").unwrap_err().code, 400);
         let mut broken = body("v1", "ConfigMap", &pb_core::ConfigMap::default());
         broken.extend_from_slice(&[0xff, 0xff]);

@@ -1,0 +1,315 @@
+//! RBAC in the embedded server (`Authorization::Rbac`): who a request comes from (server,
+//! static and ServiceAccount tokens, impersonation), Roles and ClusterRoles with their
+//! bindings evaluated as kube's authorizer, its 403 wording, and the access reviews.
+
+mod support;
+
+use dynrec_apiserver::{ApiServer, Authorization};
+use k8s_openapi::api::authentication::v1::TokenRequest;
+use k8s_openapi::api::authorization::v1::{SelfSubjectAccessReview, SelfSubjectRulesReview};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::{Value, json};
+
+fn typed<T: serde::de::DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).unwrap()
+}
+
+fn rbac_server() -> ApiServer {
+    ApiServer::builder()
+        .authorization(Authorization::Rbac)
+        .token_file("static-token,alice,u-alice,\"auditors\"\n")
+        .unwrap()
+        .build()
+}
+
+/// Creates `namespace` and a ServiceAccount `name` in it; returns a client with its token.
+async fn service_account(server: &ApiServer, namespace: &str, name: &str) -> kube::Client {
+    let token = service_account_token(server, namespace, name).await;
+    server.client_with_token(Some(&token))
+}
+
+/// An in-process client sending `token` and impersonating `user`.
+fn impersonating(server: &ApiServer, token: Option<&str>, user: &str) -> kube::Client {
+    let authorization = token.map(|t| http::HeaderValue::from_str(&format!("Bearer {t}")).unwrap());
+    let user = http::HeaderValue::from_str(user).unwrap();
+    let service = tower::ServiceBuilder::new()
+        .map_request(move |mut request: http::Request<kube::client::Body>| {
+            let headers = request.headers_mut();
+            if let Some(value) = &authorization {
+                headers.insert(http::header::AUTHORIZATION, value.clone());
+            }
+            headers.insert("Impersonate-User", user.clone());
+            request
+        })
+        .service(server.router());
+    kube::Client::new(service, "default")
+}
+
+/// Creates `namespace` and a ServiceAccount `name` in it; returns a token for it.
+async fn service_account_token(server: &ApiServer, namespace: &str, name: &str) -> String {
+    let admin = server.client();
+    let _ = Api::<Namespace>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &typed(json!({"metadata": {"name": namespace}})),
+        )
+        .await;
+    let accounts = Api::<ServiceAccount>::namespaced(admin, namespace);
+    accounts
+        .create(
+            &PostParams::default(),
+            &typed(json!({"metadata": {"name": name}})),
+        )
+        .await
+        .unwrap();
+    let request: TokenRequest = typed(json!({"spec": {"audiences": []}}));
+    let issued: TokenRequest = accounts
+        .create_subresource("token", name, &PostParams::default(), &request)
+        .await
+        .unwrap();
+    issued.status.and_then(|s| s.token).unwrap()
+}
+
+/// Stores an RBAC object (Role, ClusterRole, RoleBinding, ClusterRoleBinding) as the admin.
+async fn rbac_object(server: &ApiServer, object: Value) {
+    let kind = object["kind"].as_str().unwrap().to_string();
+    let gvk = GroupVersionKind::gvk("rbac.authorization.k8s.io", "v1", &kind);
+    let ar = ApiResource::from_gvk(&gvk);
+    let api: Api<DynamicObject> = match object["metadata"]["namespace"].as_str() {
+        Some(ns) => Api::namespaced_with(server.client(), ns, &ar),
+        None => Api::all_with(server.client(), &ar),
+    };
+    api.create(&PostParams::default(), &typed(object))
+        .await
+        .unwrap();
+}
+
+fn config_map(name: &str) -> ConfigMap {
+    typed(json!({"metadata": {"name": name}, "data": {"a": "b"}}))
+}
+
+fn forbidden(result: Result<impl std::fmt::Debug, kube::Error>) -> String {
+    match result {
+        Err(kube::Error::Api(status)) if status.code == 403 => status.message,
+        other => panic!("expected a 403, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_service_account_is_refused_in_kube_s_words_until_a_role_binding_allows_it() {
+    let server = rbac_server();
+    let account = service_account(&server, "ns", "sa").await;
+    let config_maps = Api::<ConfigMap>::namespaced(account.clone(), "ns");
+    let refused = forbidden(
+        config_maps
+            .create(&PostParams::default(), &config_map("c1"))
+            .await,
+    );
+    assert_eq!(
+        refused,
+        "configmaps is forbidden: User \"system:serviceaccount:ns:sa\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"ns\""
+    );
+    rbac_object(&server, json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "writer", "namespace": "ns"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get"]},
+                  {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["delete"], "resourceNames": ["c1"]}]}))
+    .await;
+    rbac_object(
+        &server,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "writer", "namespace": "ns"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "writer"},
+        "subjects": [{"kind": "ServiceAccount", "name": "sa", "namespace": "ns"}]}),
+    )
+    .await;
+    config_maps
+        .create(&PostParams::default(), &config_map("c1"))
+        .await
+        .unwrap();
+    config_maps
+        .create(&PostParams::default(), &config_map("c2"))
+        .await
+        .unwrap();
+    // Only the named object may be deleted; listing was never granted.
+    config_maps.delete("c1", &Default::default()).await.unwrap();
+    let refused = forbidden(config_maps.delete("c2", &Default::default()).await);
+    assert_eq!(
+        refused,
+        "configmaps \"c2\" is forbidden: User \"system:serviceaccount:ns:sa\" cannot delete resource \"configmaps\" in API group \"\" in the namespace \"ns\""
+    );
+    forbidden(config_maps.list(&Default::default()).await);
+    // A Role grants nothing in another namespace, nor cluster-wide.
+    let elsewhere = Api::<ConfigMap>::namespaced(account.clone(), "default");
+    let refused = forbidden(
+        elsewhere
+            .create(&PostParams::default(), &config_map("c3"))
+            .await,
+    );
+    assert!(
+        refused.ends_with("in the namespace \"default\""),
+        "{refused}"
+    );
+    let refused = forbidden(
+        Api::<Namespace>::all(account)
+            .list(&Default::default())
+            .await,
+    );
+    assert_eq!(
+        refused,
+        "namespaces is forbidden: User \"system:serviceaccount:ns:sa\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope"
+    );
+}
+
+#[tokio::test]
+async fn a_cluster_role_grants_subresources_and_groups_as_bound() {
+    let server = rbac_server();
+    let alice = server.client_with_token(Some("static-token"));
+    let crds = Api::<DynamicObject>::all_with(
+        server.client(),
+        &ApiResource::from_gvk(&GroupVersionKind::gvk(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+        )),
+    );
+    crds.create(&PostParams::default(), &typed(support::widget_crd()))
+        .await
+        .unwrap();
+    let widgets = Api::<DynamicObject>::namespaced_with(
+        server.client(),
+        "default",
+        &support::widget_resource(),
+    );
+    let widget = typed(
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}}),
+    );
+    widgets
+        .create(&PostParams::default(), &widget)
+        .await
+        .unwrap();
+    rbac_object(&server, json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "status-writer"},
+        "rules": [{"apiGroups": ["example.com"], "resources": ["widgets/status"], "verbs": ["get", "update"]}]}))
+    .await;
+    rbac_object(&server, json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "auditors"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "status-writer"},
+        "subjects": [{"kind": "Group", "name": "auditors", "apiGroup": "rbac.authorization.k8s.io"}]}))
+    .await;
+    let as_alice =
+        Api::<DynamicObject>::namespaced_with(alice, "default", &support::widget_resource());
+    let status = as_alice.get_status("w1").await.unwrap();
+    as_alice
+        .replace_status("w1", &PostParams::default(), &status)
+        .await
+        .unwrap();
+    let refused = forbidden(as_alice.get("w1").await);
+    assert_eq!(
+        refused,
+        "widgets.example.com \"w1\" is forbidden: User \"alice\" cannot get resource \"widgets\" in API group \"example.com\" in the namespace \"default\""
+    );
+}
+
+#[tokio::test]
+async fn access_and_rules_reviews_answer_what_the_bindings_allow() {
+    let server = rbac_server();
+    let account = service_account(&server, "ns", "sa").await;
+    rbac_object(&server, json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "reader"},
+        "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list", "watch"]}]}))
+    .await;
+    rbac_object(&server, json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "reader", "namespace": "ns"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "sa", "namespace": "ns"}]}))
+    .await;
+    let reviews = Api::<SelfSubjectAccessReview>::all(account.clone());
+    let ask = |verb: &str, namespace: &str| -> SelfSubjectAccessReview {
+        typed(
+            json!({"spec": {"resourceAttributes": {"verb": verb, "group": "apps",
+            "resource": "deployments", "namespace": namespace}}}),
+        )
+    };
+    let allowed = reviews
+        .create(&PostParams::default(), &ask("list", "ns"))
+        .await
+        .unwrap();
+    let status = allowed.status.unwrap();
+    assert!(status.allowed);
+    assert_eq!(
+        status.reason.as_deref(),
+        Some(
+            "RBAC: allowed by RoleBinding \"reader\" of ClusterRole \"reader\" in the namespace \"ns\" to ServiceAccount \"ns/sa\""
+        )
+    );
+    for (verb, namespace) in [("delete", "ns"), ("list", "other")] {
+        let denied = reviews
+            .create(&PostParams::default(), &ask(verb, namespace))
+            .await
+            .unwrap();
+        assert!(!denied.status.unwrap().allowed, "{verb} in {namespace}");
+    }
+    let rules: SelfSubjectRulesReview = typed(json!({"spec": {"namespace": "ns"}}));
+    let rules = Api::<SelfSubjectRulesReview>::all(account)
+        .create(&PostParams::default(), &rules)
+        .await
+        .unwrap()
+        .status
+        .unwrap();
+    assert!(rules.resource_rules.iter().any(|r| r.resources.as_deref()
+        == Some(&["deployments".to_string()][..])
+        && r.verbs == ["get", "list", "watch"]));
+    // Every authenticated user may ask (system:basic-user) and discover (system:discovery).
+    assert!(rules.resource_rules.iter().any(|r| {
+        r.resources
+            .as_ref()
+            .is_some_and(|r| r.contains(&"selfsubjectaccessreviews".to_string()))
+    }));
+    assert!(rules.non_resource_rules.iter().any(|r| {
+        r.non_resource_urls
+            .as_ref()
+            .is_some_and(|u| u.contains(&"/apis/*".to_string()))
+    }));
+}
+
+#[tokio::test]
+async fn impersonation_acts_as_the_user_named_only_for_callers_allowed_to_impersonate() {
+    let server = rbac_server();
+    let token = service_account_token(&server, "ns", "sa").await;
+    // The admin (system:masters) may impersonate anyone: it then acts as the account.
+    let as_account = impersonating(&server, server.admin_token(), "system:serviceaccount:ns:sa");
+    let refused = forbidden(
+        Api::<ConfigMap>::namespaced(as_account, "ns")
+            .create(&PostParams::default(), &config_map("c1"))
+            .await,
+    );
+    assert!(
+        refused.contains("User \"system:serviceaccount:ns:sa\" cannot create"),
+        "{refused}"
+    );
+    // The account may not impersonate.
+    let refused = forbidden(
+        Api::<ConfigMap>::namespaced(
+            impersonating(&server, Some(&token), "kubernetes-admin"),
+            "ns",
+        )
+        .list(&Default::default())
+        .await,
+    );
+    assert_eq!(
+        refused,
+        "users \"kubernetes-admin\" is forbidden: User \"system:serviceaccount:ns:sa\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+    );
+}
+
+#[tokio::test]
+async fn without_rbac_a_service_account_may_do_anything() {
+    let server = ApiServer::new();
+    let account = service_account(&server, "ns", "sa").await;
+    Api::<ConfigMap>::namespaced(account, "ns")
+        .create(&PostParams::default(), &config_map("c1"))
+        .await
+        .unwrap();
+}

@@ -1,0 +1,83 @@
+//! Rules as YAML: a ClusterRole, or a Role in one namespace plus a ClusterRole for the
+//! cluster-scoped kinds, each rule preceded by comments naming who needs which verbs.
+
+use std::fmt::Write;
+
+use super::Rule;
+
+/// What the roles leave out, and why.
+const DEFAULTS: &str = "Discovery and SelfSubjectAccessReview (the preflight) are granted to every authenticated user by Kubernetes' default bindings.";
+
+/// What kind of role to print.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RoleKind {
+    /// One ClusterRole with every rule.
+    Cluster,
+    /// A Role in this namespace for the namespaced kinds, and a ClusterRole for the others.
+    Namespaced(String),
+}
+
+/// The YAML of the role(s) named `name` holding `rules`; `namespaced` says whether a rule's
+/// kind is namespaced; `header` is a comment line on top.
+pub fn render(
+    name: &str,
+    rules: &[Rule],
+    kind: &RoleKind,
+    namespaced: impl Fn(&Rule) -> bool,
+    header: &str,
+) -> String {
+    let mut out = format!("# {header}\n# {DEFAULTS}\n");
+    match kind {
+        RoleKind::Cluster => out.push_str(&role("ClusterRole", name, None, rules.iter())),
+        RoleKind::Namespaced(namespace) => {
+            let (local, cluster): (Vec<&Rule>, Vec<&Rule>) =
+                rules.iter().partition(|r| namespaced(r));
+            out.push_str(&role("Role", name, Some(namespace), local.into_iter()));
+            if !cluster.is_empty() {
+                out.push_str("---\n# Cluster-scoped kinds cannot be granted by a Role.\n");
+                out.push_str(&role("ClusterRole", name, None, cluster.into_iter()));
+            }
+        }
+    }
+    out
+}
+
+fn role<'a>(
+    kind: &str,
+    name: &str,
+    namespace: Option<&str>,
+    rules: impl Iterator<Item = &'a Rule>,
+) -> String {
+    let mut out = format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: {kind}\nmetadata:\n  name: {name}\n"
+    );
+    if let Some(namespace) = namespace {
+        let _ = writeln!(out, "  namespace: {namespace}");
+    }
+    out.push_str("rules:\n");
+    for rule in rules {
+        for (by, verbs) in &rule.needed_by {
+            let _ = writeln!(out, "# {}: {by}", join(verbs.iter()));
+        }
+        let _ = writeln!(
+            out,
+            "- apiGroups: [{}]\n  resources: [{}]\n  verbs: [{}]",
+            quote(&rule.group),
+            quote(&rule.resource),
+            rule.verbs
+                .iter()
+                .map(|v| quote(v))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    out
+}
+
+fn quote(text: &str) -> String {
+    format!("\"{text}\"")
+}
+
+fn join<'a>(items: impl Iterator<Item = &'a String>) -> String {
+    items.map(String::as_str).collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,103 @@
+//! The permissions a reconciler tree needs on the API server, declared at setup next to its
+//! watches, each naming the reconciler that needs it: what `dynrec rbac` prints and what the
+//! Manager checks before it starts a controller.
+
+use super::{Setup, Watch};
+use crate::object::Gvk;
+
+/// Verbs that read a kind: what a watch (list, then watch) and a cached get need.
+pub const READ: &[&str] = &["get", "list", "watch"];
+
+/// Verbs an object manager writes its objects with.
+pub const WRITE: &[&str] = &["create", "delete", "patch", "update"];
+
+/// Access a reconciler needs: `verbs` on a kind (or one of its subresources).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Permission {
+    /// The kind.
+    pub gvk: Gvk,
+    /// The subresource, e.g. `status`; empty for the kind itself.
+    pub subresource: String,
+    /// The verbs, e.g. `get`, `create`.
+    pub verbs: Vec<String>,
+    /// The reconciler (or controller) that needs it, and what for.
+    pub by: String,
+}
+
+impl Permission {
+    /// `verbs` on `gvk` (its `subresource` when not empty), needed by `by`.
+    pub fn new(gvk: &Gvk, subresource: &str, verbs: &[&str], by: impl Into<String>) -> Self {
+        Self {
+            gvk: gvk.clone(),
+            subresource: subresource.to_string(),
+            verbs: verbs.iter().map(|v| v.to_string()).collect(),
+            by: by.into(),
+        }
+    }
+
+    /// The resource as RBAC names it: the kind's plural (`plural`, the one the server
+    /// serves it under, when known; else kube's guess from the kind, e.g. `configmaps`),
+    /// then `/subresource` when there is one.
+    pub fn resource(&self, plural: Option<&str>) -> String {
+        let plural = plural.map_or_else(
+            || {
+                let gvk = &self.gvk;
+                let gvk = kube::core::GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
+                kube::api::ApiResource::from_gvk(&gvk).plural
+            },
+            str::to_string,
+        );
+        match self.subresource.as_str() {
+            "" => plural,
+            sub => format!("{plural}/{sub}"),
+        }
+    }
+}
+
+impl Setup {
+    /// Declares that the reconciler `by` needs `verbs` on `gvk` (its `subresource` when not
+    /// empty).
+    pub fn require(&mut self, by: &str, gvk: &Gvk, subresource: &str, verbs: &[&str]) {
+        let permission = Permission::new(gvk, subresource, verbs, by);
+        if !self.required.contains(&permission) {
+            self.required.push(permission);
+        }
+    }
+
+    /// The kind the tree reconciles, once its root declared it.
+    pub fn resource_type(&self) -> Option<&Gvk> {
+        self.watches().iter().find_map(|watch| match watch {
+            Watch::For(gvk) => Some(gvk),
+            _ => None,
+        })
+    }
+
+    /// Everything the tree of `controller` needs: reads of every kind it watches (through
+    /// the root's config) and what its reconcilers declared (each named "X in controller").
+    pub fn permissions(&self, controller: &str) -> Vec<Permission> {
+        let reads = self.watches().iter().map(|watch| {
+            let (gvk, why) = match watch {
+                Watch::For(gvk) => (gvk, "watches the kind it reconciles"),
+                Watch::Owns(gvk) => (gvk, "watches the children it owns"),
+                Watch::Tracked(gvk) => (gvk, "watches tracked objects"),
+            };
+            Permission::new(gvk, "", READ, format!("{controller} ({why})"))
+        });
+        let declared = self.required.iter().map(|p| match p.by == controller {
+            true => p.clone(),
+            false => Permission {
+                by: format!("{} in {controller}", p.by),
+                ..p.clone()
+            },
+        });
+        let mut all: Vec<Permission> = reads.chain(declared).collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+}
+
+/// The kind the event recorder writes.
+pub(super) fn events_gvk() -> Gvk {
+    Gvk::new("events.k8s.io", "v1", "Event")
+}

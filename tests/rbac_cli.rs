@@ -1,0 +1,113 @@
+//! `dynrec rbac` as a user runs it: sorted and stable output, each rule with the
+//! reconcilers that need it, a Role plus a ClusterRole with `--namespace`, and bad input
+//! named.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn rbac(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dynrec"))
+        .arg("rbac")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn printed(args: &[&str]) -> String {
+    let output = rbac(args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn the_role_is_sorted_stable_and_names_the_reconcilers_needing_each_verb() {
+    let first = printed(&["--example", "widgets"]);
+    assert_eq!(first, printed(&["--example", "widgets"]), "two runs differ");
+    let role: Value = serde_saphyr::from_str(&first).unwrap();
+    assert_eq!(role["kind"], "ClusterRole");
+    let keys: Vec<(String, String)> = role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["apiGroups"][0].as_str().unwrap().into(),
+                r["resources"][0].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+    for wanted in [
+        "# create, delete, patch, update: ConfigMapUpdatingObjectManager in WidgetResourceReconciler\n",
+        "# update: ConfigMapChildReconciler in WidgetResourceReconciler\n- apiGroups: [\"example.com\"]\n  resources: [\"widgets/finalizers\"]\n",
+        "# update: WidgetResourceReconciler\n- apiGroups: [\"example.com\"]\n  resources: [\"widgets/status\"]\n",
+        "# create, get, update: leader election\n",
+        "  resources: [\"events\"]\n  verbs: [\"create\", \"patch\"]\n",
+    ] {
+        assert!(first.contains(wanted), "missing {wanted:?} in\n{first}");
+    }
+}
+
+#[test]
+fn with_a_namespace_it_prints_a_role_and_a_cluster_role_for_cluster_scoped_kinds() {
+    let text = printed(&["--example", "singleton", "--namespace", "demo"]);
+    let documents: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+    let resources = |doc: &Value| -> Vec<String> {
+        doc["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["resources"][0].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(documents.len(), 2, "{text}");
+    assert_eq!(
+        (
+            &documents[0]["kind"],
+            &documents[0]["metadata"]["namespace"]
+        ),
+        (&Value::from("Role"), &Value::from("demo"))
+    );
+    assert_eq!(resources(&documents[0]), ["configmaps", "leases", "events"]);
+    assert_eq!(documents[1]["kind"], "ClusterRole");
+    assert_eq!(
+        resources(&documents[1]),
+        ["namespaces", "customresourcedefinitions"]
+    );
+}
+
+#[test]
+fn a_definition_path_that_cannot_be_read_is_named() {
+    let output = rbac(&["-f", "/no/such/definitions"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("/no/such/definitions: cannot read"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_kind_is_named_by_the_plural_its_crd_serves_it_under() {
+    let widgets = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/definitions/widgets.yaml"),
+    )
+    .unwrap();
+    let people = widgets
+        .replace("kind: Widget", "kind: Person")
+        .replace("  schema:\n", "  schema:\n    plural: people\n");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("people.yaml");
+    std::fs::write(&file, people).unwrap();
+    let role = printed(&["-f", file.to_str().unwrap()]);
+    assert!(role.contains("resources: [\"people\"]"), "{role}");
+    assert!(role.contains("resources: [\"people/status\"]"), "{role}");
+    assert!(!role.contains("persons"), "{role}");
+}

@@ -1,0 +1,414 @@
+//! RBAC as a user meets it through the real `kubectl`: `dynrec apiserver --authorization
+//! rbac` with `kubectl auth can-i`, `--as` and kube's Forbidden, and `deploy/` (the
+//! ClusterRole `dynrec rbac` prints, applied with `kubectl apply -k`, strict validation).
+
+mod process_common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// A `dynrec apiserver` process and kubectl calls against it, in one temp dir.
+struct Cluster {
+    dir: TempDir,
+    server: Child,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        process_common::stop(&mut self.server, "KILL");
+    }
+}
+
+impl Cluster {
+    fn start(extra: &[&str]) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let (server, _) = process_common::start_apiserver(dir.path(), "127.0.0.1:0", extra);
+        Cluster { dir, server }
+    }
+
+    /// Runs kubectl with this cluster's kubeconfig and its own discovery cache.
+    fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new("kubectl")
+            .env_remove("KUBECONFIG")
+            .arg("--kubeconfig")
+            .arg(self.dir.path().join("kubeconfig"))
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("kube-cache"))
+            .arg("--request-timeout=10s")
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// Runs kubectl and fails the test unless it succeeds; returns its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.kubectl(args);
+        assert!(
+            output.status.success(),
+            "kubectl {args:?}: {}",
+            text(&output.stderr)
+        );
+        text(&output.stdout)
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn kubectl_present() -> bool {
+    let present = Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok();
+    if !present {
+        eprintln!("skipped: kubectl is not on the PATH");
+    }
+    present
+}
+
+const AS_SA: &str = "--as=system:serviceaccount:ns:sa";
+
+#[test]
+fn kubectl_auth_can_i_and_as_a_service_account_follow_the_bindings() {
+    if !kubectl_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(&tokens, "alice-token,alice,u1,\"auditors\"\n").unwrap();
+    let cluster = Cluster::start(&[
+        "--authorization",
+        "rbac",
+        "--token-auth-file",
+        tokens.to_str().unwrap(),
+    ]);
+    cluster.ok(&["create", "namespace", "ns"]);
+    cluster.ok(&["create", "serviceaccount", "sa", "-n", "ns"]);
+    cluster.ok(&[
+        "create",
+        "role",
+        "writer",
+        "--verb=create,get",
+        "--resource=configmaps",
+        "-n",
+        "ns",
+    ]);
+    cluster.ok(&[
+        "create",
+        "rolebinding",
+        "writer",
+        "--role=writer",
+        "--serviceaccount=ns:sa",
+        "-n",
+        "ns",
+    ]);
+
+    assert_eq!(
+        cluster
+            .ok(&["auth", "can-i", "create", "configmaps", "-n", "ns", AS_SA])
+            .trim(),
+        "yes"
+    );
+    let denied = cluster.kubectl(&["auth", "can-i", "delete", "configmaps", "-n", "ns", AS_SA]);
+    assert_eq!(
+        (denied.status.code(), text(&denied.stdout).trim()),
+        (Some(1), "no")
+    );
+    let listed = cluster.ok(&["auth", "can-i", "--list", "-n", "ns", AS_SA]);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with("configmaps ") && l.contains("[create get]")),
+        "{listed}"
+    );
+
+    cluster.ok(&["create", "configmap", "c1", "-n", "ns", AS_SA]);
+    let refused = cluster.kubectl(&["create", "configmap", "c2", "-n", "default", AS_SA]);
+    assert!(!refused.status.success());
+    assert_eq!(
+        text(&refused.stderr).trim(),
+        "error: failed to create configmap: configmaps is forbidden: User \"system:serviceaccount:ns:sa\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"default\""
+    );
+    // A token-file user is who the token says, and may not impersonate.
+    let whoami = cluster.ok(&["auth", "whoami", "--token=alice-token", "-o", "json"]);
+    let whoami: Value = serde_json::from_str(&whoami).unwrap();
+    assert_eq!(whoami["status"]["userInfo"]["username"], "alice");
+    let refused = cluster.kubectl(&[
+        "get",
+        "configmaps",
+        "-n",
+        "ns",
+        "--token=alice-token",
+        AS_SA,
+    ]);
+    assert!(
+        text(&refused.stderr).contains("users \"system:serviceaccount:ns:sa\" is forbidden")
+            || text(&refused.stderr).contains("serviceaccounts \"sa\" is forbidden"),
+        "{}",
+        text(&refused.stderr)
+    );
+}
+
+fn deploy_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy")
+}
+
+#[test]
+fn deploy_s_cluster_role_is_what_dynrec_rbac_prints_and_is_bound_to_the_deployment_s_account() {
+    let printed = Command::new(env!("CARGO_BIN_EXE_dynrec"))
+        .arg("rbac")
+        .output()
+        .unwrap();
+    assert!(printed.status.success(), "{}", text(&printed.stderr));
+    let written = std::fs::read_to_string(deploy_dir().join("clusterrole.yaml")).unwrap();
+    assert_eq!(
+        written,
+        text(&printed.stdout),
+        "deploy/clusterrole.yaml differs from `dynrec rbac`: regenerate it with `dynrec rbac > deploy/clusterrole.yaml`"
+    );
+    let read = |file: &str| -> Value {
+        serde_saphyr::from_str(&std::fs::read_to_string(deploy_dir().join(file)).unwrap()).unwrap()
+    };
+    let (role, binding, account, deployment) = (
+        read("clusterrole.yaml"),
+        read("clusterrolebinding.yaml"),
+        read("serviceaccount.yaml"),
+        read("deployment.yaml"),
+    );
+    assert_eq!(binding["roleRef"]["kind"], "ClusterRole");
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    let subject = &binding["subjects"][0];
+    assert_eq!(
+        (&subject["kind"], &subject["name"], &subject["namespace"]),
+        (
+            &Value::from("ServiceAccount"),
+            &account["metadata"]["name"],
+            &account["metadata"]["namespace"]
+        )
+    );
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], account["metadata"]["name"]);
+    assert_eq!(
+        deployment["metadata"]["namespace"],
+        account["metadata"]["namespace"]
+    );
+}
+
+/// Whether every field of `written` is in `stored` with the same value.
+fn contains(stored: &Value, written: &Value) -> bool {
+    match (stored, written) {
+        (Value::Object(stored), Value::Object(written)) => written
+            .iter()
+            .all(|(key, value)| stored.get(key).is_some_and(|s| contains(s, value))),
+        (Value::Array(stored), Value::Array(written)) => {
+            stored.len() == written.len() && stored.iter().zip(written).all(|(s, w)| contains(s, w))
+        }
+        // A port given by name or number is stored as given.
+        _ => stored == written,
+    }
+}
+
+#[test]
+fn kubectl_apply_k_deploy_is_accepted_as_written_with_strict_validation() {
+    if !kubectl_present() {
+        return;
+    }
+    let cluster = Cluster::start(&[]);
+    let deploy = deploy_dir();
+    let deploy = deploy.to_str().unwrap();
+    let rendered = cluster.ok(&["create", "-k", deploy, "--dry-run=client", "-o", "json"]);
+    let items: Vec<Value> = serde_json::Deserializer::from_str(&rendered)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let applied = cluster.ok(&["apply", "-k", deploy, "--validate=strict"]);
+    let kinds: Vec<&str> = items.iter().map(|i| i["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "Namespace",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Service",
+            "Deployment",
+            "PodDisruptionBudget"
+        ]
+    );
+    for item in &items {
+        let (kind, name) = (
+            item["kind"].as_str().unwrap(),
+            item["metadata"]["name"].as_str().unwrap(),
+        );
+        let mut args = vec!["get", kind, name, "-o", "json"];
+        if let Some(namespace) = item["metadata"]["namespace"].as_str() {
+            args.extend(["-n", namespace]);
+        }
+        let stored: Value = serde_json::from_str(&cluster.ok(&args)).unwrap();
+        assert!(
+            contains(&stored, item),
+            "{kind} {name} was not stored as written ({applied})\nwritten: {item:#}\nstored: {stored:#}"
+        );
+    }
+    let pod = &items[5]["spec"]["template"]["spec"];
+    assert_eq!(items[5]["spec"]["replicas"], 2);
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(
+        pod["securityContext"]["seccompProfile"]["type"],
+        "RuntimeDefault"
+    );
+    let container = &pod["containers"][0];
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(
+        container["securityContext"]["capabilities"]["drop"][0],
+        "ALL"
+    );
+    assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert!(
+        container["args"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("--leader-elect=true"))
+    );
+}
+
+/// `GET path` on a loopback port: the status code and the body.
+fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).ok()?;
+    let code = reply.split(' ').nth(1)?.parse().ok()?;
+    let body = reply.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
+    Some((code, body))
+}
+
+/// Polls `/readyz` until `check` holds for its answer; fails with the last answer.
+fn wait_readyz(port: u16, what: &str, check: impl Fn(u16, &str) -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut last = None;
+    while std::time::Instant::now() < deadline {
+        last = http_get(port, "/readyz");
+        if last.as_ref().is_some_and(|(code, body)| check(*code, body)) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("timed out waiting until {what}; last /readyz: {last:?}");
+}
+
+#[test]
+fn dynrec_run_as_the_deployed_account_waits_for_a_definition_s_permissions_and_names_them() {
+    if !kubectl_present() {
+        return;
+    }
+    let cluster = Cluster::start(&["--authorization", "rbac"]);
+    cluster.ok(&["apply", "-k", deploy_dir().to_str().unwrap()]);
+    // The Deployment's account, as its pod would use it.
+    let token = cluster.ok(&["create", "token", "dynrec", "-n", "dynrec-system"]);
+    let mut config: Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(cluster.dir.path().join("kubeconfig")).unwrap(),
+    )
+    .unwrap();
+    config["users"][0]["user"]["token"] = Value::from(token.trim());
+    let account_config = cluster.dir.path().join("account.kubeconfig");
+    std::fs::write(&account_config, config.to_string()).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let log = std::fs::File::create(cluster.dir.path().join("run.log")).unwrap();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_dynrec"))
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(&account_config)
+        .args([
+            "--leader-elect",
+            "true",
+            "--lease-namespace",
+            "dynrec-system",
+        ])
+        .arg(format!("--metrics-address=127.0.0.1:{port}"))
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let _guard = KillOnDrop(&mut run);
+    wait_readyz(
+        port,
+        "dynrec run is ready with the deployed role",
+        |code, _| code == 200,
+    );
+
+    let definition =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/definitions/widgets.yaml");
+    cluster.ok(&["apply", "-f", definition.to_str().unwrap()]);
+    wait_readyz(
+        port,
+        "the definition's missing permissions are named",
+        |code, body| {
+            code == 503
+            && body.contains("cannot create configmaps in API group \"\" (needed by ConfigMapUpdatingObjectManager in definition/widgets)")
+        },
+    );
+    // It keeps checking, and says what is missing once.
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    let logged = std::fs::read_to_string(cluster.dir.path().join("run.log")).unwrap();
+    let said = logged
+        .lines()
+        .filter(|l| l.contains("missing permission") && l.contains("cannot create configmaps"))
+        .count();
+    assert_eq!(said, 1, "{logged}");
+    let printed = Command::new(env!("CARGO_BIN_EXE_dynrec"))
+        .args(["rbac", "-f"])
+        .arg(&definition)
+        .output()
+        .unwrap();
+    let role = cluster.dir.path().join("role.yaml");
+    std::fs::write(&role, &printed.stdout).unwrap();
+    cluster.ok(&["apply", "-f", role.to_str().unwrap()]);
+    wait_readyz(
+        port,
+        "the definition's controller starts once granted",
+        |code, _| code == 200,
+    );
+    let widget = cluster.dir.path().join("widget.yaml");
+    std::fs::write(
+        &widget,
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {greeting: hi}\n",
+    )
+    .unwrap();
+    cluster.ok(&["apply", "-f", widget.to_str().unwrap()]);
+    cluster.ok(&[
+        "wait",
+        "--for=condition=Ready",
+        "widget/w1",
+        "--timeout=20s",
+    ]);
+    let data = cluster.ok(&[
+        "get",
+        "configmap",
+        "w1-config",
+        "-o",
+        "jsonpath={.data.greeting}",
+    ]);
+    assert_eq!(data, "hi");
+}
+
+/// Kills the process when the test ends, however it ends.
+struct KillOnDrop<'a>(&'a mut Child);
+
+impl Drop for KillOnDrop<'_> {
+    fn drop(&mut self) {
+        process_common::stop(self.0, "KILL");
+    }
+}
