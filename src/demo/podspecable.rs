@@ -12,7 +12,7 @@ use crate::duck::PodSpecable;
 use crate::ducks::{DuckControllers, DuckType, KindMatch};
 use crate::object::{Gvk, ObjectKey};
 use crate::reconcilers::{
-    Config, Context, OverrideSetup, ReconcileError, ResourceReconciler, SubReconciler,
+    Config, Context, OverrideSetup, Permission, ReconcileError, ResourceReconciler, SubReconciler,
     SyncReconciler,
 };
 use crate::runtime::{LaunchError, Manager, RunArgs, run_controllers};
@@ -109,7 +109,7 @@ fn reconciler(found: &KindMatch, config: &Config) -> ResourceReconciler {
         let projection = projection.clone();
         Box::pin(async move { inject(&ctx, &gvk, &projection, &workload).await })
     });
-    let patched = gvk.clone();
+    let patched = found.gvk.clone();
     let tracked: Box<dyn SubReconciler> = Box::new(
         OverrideSetup::new()
             .named("PodSpecableEnv")
@@ -133,6 +133,20 @@ pub fn register(manager: &mut Manager, config: &Config) {
     DuckControllers::new(manager, config)
         .register(DuckType::podspecable(), reconciler)
         .start(manager);
+}
+
+/// Registers the duck reconciler's controllers for the kinds that implement `PodSpecable`
+/// now, following nothing (for `dynrec rbac`), and returns what the follower of
+/// [`register`] needs besides them.
+pub async fn register_now(
+    manager: &mut Manager,
+    config: &Config,
+) -> Result<Vec<Permission>, crate::client::Error> {
+    DuckControllers::new(manager, config)
+        .register(DuckType::podspecable(), reconciler)
+        .register_now()
+        .await?;
+    Ok(DuckControllers::follower_permissions())
 }
 
 /// Runs the duck reconciler until SIGINT or SIGTERM.

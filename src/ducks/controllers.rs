@@ -16,11 +16,14 @@ use super::survey::{Catalog, Survey};
 use super::{DuckMapping, DuckType, KindMatch, mapping_crd, mapping_gvk};
 use crate::client::{Cache, CacheEvent, Client, Error, Resolved};
 use crate::object::Gvk;
-use crate::reconcilers::{Config, ResourceReconciler};
-use crate::runtime::{ControllerHandle, Manager, Metrics};
+use crate::reconcilers::{Config, Permission, ResourceReconciler};
+use crate::runtime::{ControllerHandle, Manager, Metrics, Readiness, wait_until_allowed};
 
 /// The field manager dynrec installs the `DuckMapping` CRD as.
 const FIELD_MANAGER: &str = "dynrec-ducks";
+
+/// The follower's component in `/readyz` while it waits for a permission.
+const FOLLOWER: &str = "duck follower";
 
 /// How long start-up waits for the `DuckMapping` kind to be served after installing it.
 const MAPPING_KIND_WAIT: Duration = Duration::from_secs(10);
@@ -40,6 +43,7 @@ pub struct DuckControllers {
     config: Config,
     handle: ControllerHandle,
     metrics: Metrics,
+    readiness: Readiness,
     registrations: Vec<Registration>,
     kinds: watch::Sender<Vec<KindMatch>>,
 }
@@ -59,6 +63,7 @@ impl DuckControllers {
             config: config.clone(),
             handle: manager.handle(),
             metrics: manager.metrics(),
+            readiness: manager.readiness(),
             registrations: Vec::new(),
             kinds: watch::Sender::new(Vec::new()),
         }
@@ -106,12 +111,49 @@ impl DuckControllers {
         });
     }
 
-    async fn follow(self) -> Result<(), Error> {
+    /// Registers a controller for each kind that implements a registered duck now, and
+    /// follows nothing (for `dynrec rbac`, which lists what the controllers need).
+    pub async fn register_now(self) -> Result<(), Error> {
+        let survey = cluster_survey(&self.client, &self.ducks()).await?;
+        self.reconcile(&survey.matches, &mut BTreeMap::new());
+        Ok(())
+    }
+
+    /// What the follower needs besides its controllers: to install the `DuckMapping` CRD,
+    /// to follow CRDs and mappings, and to write the mappings' status.
+    pub fn follower_permissions() -> Vec<Permission> {
+        let by = "the duck follower";
+        vec![
+            Permission::new(
+                &Resolved::crd().gvk,
+                "",
+                &["get", "list", "watch", "create", "patch"],
+                format!("{by} (follows CRDs, applies the DuckMapping CRD)"),
+            ),
+            Permission::new(&mapping_gvk(), "", &["get", "list", "watch"], by),
+            Permission::new(&mapping_gvk(), "status", &["patch"], by),
+        ]
+    }
+
+    /// The registered ducks, each once.
+    fn ducks(&self) -> Vec<DuckType> {
         let mut ducks: Vec<DuckType> = Vec::new();
         for registration in &self.registrations {
             if !ducks.iter().any(|d| d.name() == registration.duck.name()) {
                 ducks.push(registration.duck.clone());
             }
+        }
+        ducks
+    }
+
+    async fn follow(self) -> Result<(), Error> {
+        let ducks = self.ducks();
+        // As the manager's preflight does for controllers: wait until allowed, naming what
+        // is missing in /readyz (the task ends with the manager).
+        let (_running, stop) = watch::channel(false);
+        let needs = Self::follower_permissions();
+        if wait_until_allowed(&self.client, &needs, &self.readiness, FOLLOWER, stop).await {
+            self.readiness.remove(FOLLOWER);
         }
         // Without the right to install the CRD, existing mappings apply (once served).
         let wait = match install_mapping_crd(&self.client).await {
