@@ -19,7 +19,7 @@ use crate::duck::Addressable;
 use crate::ducks::{DuckControllers, DuckType, KindMatch};
 use crate::object::{Gvk, ObjectKey};
 use crate::reconcilers::{
-    Config, Context, Outcome, ReconcileError, ResourceReconciler, SyncReconciler,
+    Config, Context, Outcome, OverrideSetup, ReconcileError, ResourceReconciler, SyncReconciler,
 };
 use crate::runtime::{LaunchError, Manager, RunArgs, run_controllers};
 
@@ -155,8 +155,16 @@ fn reconciler(found: &KindMatch, config: &Config, directory: &Directory) -> Reso
     let sync = SyncReconciler::new(move |ctx, object: &mut DynamicObject| {
         let (ctx, kind, object) = (ctx.clone(), kind.clone(), object.clone());
         Box::pin(async move { check(&ctx, &kind, &object).await })
-    })
-    .named("AddressableCheck");
+    });
+    // The ConfigMap is written after each request, outside the tree: declared here.
+    let sync = OverrideSetup::new()
+        .named("AddressableCheck")
+        .with_setup(|setup| {
+            let verbs = ["get", "create", "update"];
+            setup.require("AddressableDirectory", &config_map_gvk(), "", &verbs);
+            Ok(())
+        })
+        .reconciler(sync);
     let directory = directory.clone();
     ResourceReconciler::new(found.gvk.clone(), sync, config.clone()).after_reconcile(
         move |_ctx, outcome| {
