@@ -1,7 +1,8 @@
 //! A cross-kind duck reconciler over `PodSpecable`: for every kind that implements the duck
-//! (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, and any CRD labelled
-//! `duck.knative.dev/podspecable=true` or with a pod template at `spec.template`, also those
-//! created while it runs) it injects the entries of the ConfigMap `injected-env` (in the
+//! (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, ReplicationController by their
+//! OpenAPI schema, CronJob through dynrec's built-in `DuckMapping`, any CRD labelled
+//! `duck.knative.dev/podspecable=true` or with a pod template at `spec.template`, and any
+//! kind a `DuckMapping` maps, also those created while it runs) it injects the entries of the ConfigMap `injected-env` (in the
 //! workload's namespace) as environment variables into each container. Editing the
 //! ConfigMap re-reconciles every workload. The controller is in `src/demo/podspecable.rs`.
 //!

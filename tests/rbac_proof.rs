@@ -154,7 +154,7 @@ fn start_controllers(
 ) {
     let (mut manager, config) = manager_as(account);
     widgets::register(&mut manager, &config).unwrap();
-    let follower = podspecable::register(&manager, &config);
+    podspecable::register(&mut manager, &config);
     let readiness = manager.readiness();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(async move {
@@ -163,7 +163,6 @@ fn start_controllers(
                 let _ = stopped.await;
             })
             .await;
-        follower.abort();
     });
     (readiness, stop, running)
 }

@@ -3,8 +3,8 @@
 use std::process::ExitCode;
 
 use dynrec::client::Client;
-use dynrec::ducks::{DuckType, cluster_matches, table};
-use dynrec::runtime::{RunArgs, connect};
+use dynrec::ducks::{DuckType, cluster_survey, table};
+use dynrec::runtime::{RunArgs, connect_in_process};
 
 /// Arguments of `dynrec ducks`.
 #[derive(clap::Args, Debug)]
@@ -13,12 +13,16 @@ pub struct Args {
     run: RunArgs,
 }
 
-/// Prints one line per duck and kind that implements it.
+/// Prints one line per duck and kind that implements it (only the table on stdout; an
+/// embedded API server runs in-process), and the near-misses on stderr.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let cluster = connect(&args.run).await?;
+    let cluster = connect_in_process(&args.run).await?;
     let client = Client::new(cluster.client.clone());
-    let matches = cluster_matches(&client, &DuckType::known()).await?;
-    print!("{}", table(&matches));
+    let survey = cluster_survey(&client, &DuckType::known()).await?;
+    print!("{}", table(&survey.matches));
+    for near in &survey.near_misses {
+        eprintln!("not matched: {near}");
+    }
     cluster.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use dynrec::apiserver::ApiServer;
@@ -152,21 +152,15 @@ async fn example_controllers(
             Ok(Vec::new())
         }
         Example::Podspecable => {
-            // Its controllers start per kind as the duck follower finds them: wait for it
-            // to register the built-in kinds.
+            // Its controllers start per kind as the duck follower finds them: register those
+            // of the kinds that implement the duck now.
             let before = manager.handle().names().len();
-            let follower = demo::podspecable::register(manager, config);
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while manager.handle().names().len() == before && Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            follower.abort();
+            let follower = demo::podspecable::register_now(manager, config).await?;
             anyhow::ensure!(
                 manager.handle().names().len() > before,
-                "the podspecable follower registered no controller"
+                "no kind implements PodSpecable"
             );
-            Ok(Vec::new())
+            Ok(follower)
         }
     }
 }

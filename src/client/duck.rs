@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio_stream::wrappers::{BroadcastStream, errors::BroadcastStreamRecvError};
 use tracing::debug;
 
-use super::{Cache, CacheEvent, Client, Error, ListOptions, ProjectionFailure};
+use super::{Cache, CacheEvent, Client, Error, ListOptions, Projection, ProjectionFailure};
 use crate::object::{Gvk, ObjectKey, merge_patch};
 
 /// Reads objects of any kind as duck `T` and writes them back only by patch.
@@ -60,6 +60,7 @@ use crate::object::{Gvk, ObjectKey, merge_patch};
 /// ```
 pub struct DuckClient<T> {
     client: Client,
+    projection: Projection,
     duck: PhantomData<fn() -> T>,
 }
 
@@ -67,6 +68,7 @@ impl<T> Clone for DuckClient<T> {
     fn clone(&self) -> Self {
         Self {
             client: self.client.clone(),
+            projection: self.projection.clone(),
             duck: PhantomData,
         }
     }
@@ -83,22 +85,38 @@ pub struct Ducked<T> {
     pub duck: T,
     /// The object's JSON (metadata and duck) as read, the base of patches.
     original: Value,
+    /// Where the kind keeps the duck's fields.
+    projection: Projection,
 }
 
 impl<T: Duck> Ducked<T> {
     /// Reads an object as duck `T`.
     pub fn project(gvk: &Gvk, object: &DynamicObject) -> Result<Self, Error> {
+        Self::project_through(gvk, object, &Projection::default())
+    }
+
+    /// Reads an object as duck `T` through a projection (the duck's fields where the kind
+    /// keeps them); a field of the wrong type is named by the kind's path.
+    pub fn project_through(
+        gvk: &Gvk,
+        object: &DynamicObject,
+        projection: &Projection,
+    ) -> Result<Self, Error> {
         let key = ObjectKey::of(object)?;
-        let duck = T::project(&object.data).map_err(|source| ProjectionFailure {
-            gvk: gvk.clone(),
-            key,
-            source,
+        let duck = T::project(&projection.to_duck(&object.data)).map_err(|mut source| {
+            source.path = projection.to_kind_path(&source.path);
+            ProjectionFailure {
+                gvk: gvk.clone(),
+                key,
+                source,
+            }
         })?;
         let mut ducked = Self {
             gvk: gvk.clone(),
             metadata: object.metadata.clone(),
             duck,
             original: Value::Null,
+            projection: projection.clone(),
         };
         ducked.original = ducked.to_json()?;
         Ok(ducked)
@@ -116,9 +134,16 @@ impl<T: Duck> Ducked<T> {
         })
     }
 
-    /// The JSON merge patch from the object as read to the object as it is now.
+    /// The JSON merge patch from the object as read to the object as it is now, at the
+    /// paths where the kind keeps the duck's fields.
     pub fn merge_patch(&self) -> Result<Value, Error> {
-        Ok(merge_patch(&self.original, &self.to_json()?))
+        let patch = merge_patch(&self.original, &self.to_json()?);
+        Ok(self.projection.to_kind_patch(patch))
+    }
+
+    /// Where the kind keeps the duck's fields.
+    pub fn projection(&self) -> &Projection {
+        &self.projection
     }
 
     fn to_json(&self) -> Result<Value, Error> {
@@ -163,20 +188,31 @@ impl<T: Duck> DuckClient<T> {
     pub fn new(client: Client) -> Self {
         Self {
             client,
+            projection: Projection::default(),
             duck: PhantomData,
         }
+    }
+
+    /// This client reading and writing the duck's fields where `projection` says the kind
+    /// keeps them (e.g. a `DuckMapping`'s path).
+    pub fn through(mut self, projection: Projection) -> Self {
+        self.projection = projection;
+        self
     }
 
     /// One object as the duck (from the cache if one runs for the kind).
     pub async fn get(&self, gvk: &Gvk, key: &ObjectKey) -> Result<Ducked<T>, Error> {
         let object = self.client.get(gvk, key).await?;
-        Ducked::project(gvk, &object)
+        Ducked::project_through(gvk, &object, &self.projection)
     }
 
     /// The objects the options cover, as the duck.
     pub async fn list(&self, gvk: &Gvk, options: &ListOptions) -> Result<Vec<Ducked<T>>, Error> {
         let objects = self.client.list(gvk, options).await?;
-        objects.iter().map(|o| Ducked::project(gvk, o)).collect()
+        objects
+            .iter()
+            .map(|o| Ducked::project_through(gvk, o, &self.projection))
+            .collect()
     }
 
     /// Changes to objects of a kind, as the duck, through the kind's shared cache.
@@ -186,11 +222,13 @@ impl<T: Duck> DuckClient<T> {
         Ok(DuckWatch {
             cache,
             events,
+            projection: self.projection.clone(),
             duck: PhantomData,
         })
     }
 
-    /// Writes the duck's changes as a JSON merge patch guarded by the resourceVersion read.
+    /// Writes the duck's changes as a JSON merge patch guarded by the resourceVersion read,
+    /// at the paths where the kind keeps the duck's fields (the object's projection).
     ///
     /// Nothing is sent when nothing changed. A stale resourceVersion is a conflict
     /// ([`Error::is_conflict`]).
@@ -214,7 +252,7 @@ impl<T: Duck> DuckClient<T> {
             .client
             .patch(&ducked.gvk, &key, &Patch::Merge(patch), &params)
             .await?;
-        Ducked::project(&ducked.gvk, &patched)
+        Ducked::project_through(&ducked.gvk, &patched, &ducked.projection)
     }
 
     /// Deletes an object.
@@ -232,6 +270,7 @@ impl<T: Duck> DuckClient<T> {
 pub struct DuckWatch<T> {
     cache: Cache,
     events: BroadcastStream<CacheEvent>,
+    projection: Projection,
     duck: PhantomData<fn() -> T>,
 }
 
@@ -247,8 +286,12 @@ impl<T: Duck> Stream for DuckWatch<T> {
                 Poll::Pending => return Poll::Pending,
             };
             let item = match event {
-                Ok(CacheEvent::Applied(o)) => Ducked::project(&gvk, &o).map(DuckEvent::Applied),
-                Ok(CacheEvent::Deleted(o)) => Ducked::project(&gvk, &o).map(DuckEvent::Deleted),
+                Ok(CacheEvent::Applied(o)) => {
+                    Ducked::project_through(&gvk, &o, &self.projection).map(DuckEvent::Applied)
+                }
+                Ok(CacheEvent::Deleted(o)) => {
+                    Ducked::project_through(&gvk, &o, &self.projection).map(DuckEvent::Deleted)
+                }
                 Ok(CacheEvent::Resynced) => continue,
                 Err(BroadcastStreamRecvError::Lagged(missed)) => Err(Error::Lagged { gvk, missed }),
             };

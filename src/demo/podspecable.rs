@@ -1,22 +1,21 @@
 //! The `podspecable` demo: one cross-kind duck reconciler over `PodSpecable`, run for every
 //! kind found at run time to implement it (a Deployment, a StatefulSet, a CRD kind with
-//! `spec.template`...). It injects the entries of a ConfigMap it tracks as environment
+//! `spec.template`, a CronJob through dynrec's built-in `DuckMapping`...). It injects the entries of a ConfigMap it tracks as environment
 //! variables into every container, so editing the ConfigMap re-reconciles every workload.
 //! It writes only by merge patch of what the duck changed, never by update.
 
 use k8s_openapi::api::core::v1::EnvVar;
 use kube::api::DynamicObject;
 
-use crate::client::Ducked;
+use crate::client::{Ducked, Projection};
 use crate::duck::PodSpecable;
-use crate::ducks::{DuckControllers, DuckType};
+use crate::ducks::{DuckControllers, DuckType, KindMatch};
 use crate::object::{Gvk, ObjectKey};
 use crate::reconcilers::{
-    Config, Context, OverrideSetup, ReconcileError, ResourceReconciler, SubReconciler,
+    Config, Context, OverrideSetup, Permission, ReconcileError, ResourceReconciler, SubReconciler,
     SyncReconciler,
 };
 use crate::runtime::{LaunchError, Manager, RunArgs, run_controllers};
-use tokio::task::JoinHandle;
 use tracing::{debug, error};
 
 /// The reason of the Warning Event on a workload whose fields do not fit the duck.
@@ -42,8 +41,14 @@ fn set_env(env: &mut Vec<EnvVar>, name: &str, value: &str) {
     }
 }
 
-/// Injects the tracked ConfigMap's entries into every container of the workload.
-async fn inject(ctx: &Context, gvk: &Gvk, workload: &DynamicObject) -> Result<(), ReconcileError> {
+/// Injects the tracked ConfigMap's entries into every container of the workload (its pod
+/// template where `projection` says the kind keeps it).
+async fn inject(
+    ctx: &Context,
+    gvk: &Gvk,
+    projection: &Projection,
+    workload: &DynamicObject,
+) -> Result<(), ReconcileError> {
     let namespace = workload.metadata.namespace.clone().unwrap_or_default();
     let key = ObjectKey::namespaced(&namespace, ENV_CONFIG_MAP);
     // Tracked before it is read: creating the ConfigMap later re-reconciles this workload.
@@ -55,7 +60,7 @@ async fn inject(ctx: &Context, gvk: &Gvk, workload: &DynamicObject) -> Result<()
         Err(err) if err.is_not_found() => return Ok(()),
         Err(err) => return Err(err.into()),
     };
-    let mut ducked = match Ducked::<PodSpecable>::project(gvk, workload) {
+    let mut ducked = match Ducked::<PodSpecable>::project_through(gvk, workload, projection) {
         Ok(ducked) => ducked,
         // Only this object is skipped, until it is edited: the others are reconciled.
         Err(err) => {
@@ -97,13 +102,14 @@ async fn inject(ctx: &Context, gvk: &Gvk, workload: &DynamicObject) -> Result<()
 }
 
 /// The duck reconciler for one kind: sync by patch, watching the tracked ConfigMaps.
-fn reconciler(gvk: Gvk, config: &Config) -> ResourceReconciler {
-    let kind = gvk.clone();
+fn reconciler(found: &KindMatch, config: &Config) -> ResourceReconciler {
+    let (kind, projection) = (found.gvk.clone(), found.projection.clone());
     let sync = SyncReconciler::new(move |ctx, workload: &mut DynamicObject| {
         let (ctx, gvk, workload) = (ctx.clone(), kind.clone(), workload.clone());
-        Box::pin(async move { inject(&ctx, &gvk, &workload).await })
+        let projection = projection.clone();
+        Box::pin(async move { inject(&ctx, &gvk, &projection, &workload).await })
     });
-    let patched = gvk.clone();
+    let patched = found.gvk.clone();
     let tracked: Box<dyn SubReconciler> = Box::new(
         OverrideSetup::new()
             .named("PodSpecableEnv")
@@ -116,24 +122,37 @@ fn reconciler(gvk: Gvk, config: &Config) -> ResourceReconciler {
     );
     // `DuckControllers` marks it `status_owned(false)`: the kinds' status belongs to their
     // own controllers (kube's deployment controller...).
-    ResourceReconciler::new(gvk, tracked, config.clone())
+    ResourceReconciler::new(found.gvk.clone(), tracked, config.clone())
 }
 
-/// Runs the duck reconciler for every kind that implements `PodSpecable` (built-ins, CRDs
-/// labelled `duck.knative.dev/podspecable=true` or of that shape), as such kinds come and go.
-pub fn register(manager: &Manager, config: &Config) -> JoinHandle<()> {
+/// Runs the duck reconciler, while `manager` runs, for every kind that implements
+/// `PodSpecable` (built-ins of that OpenAPI schema, CRDs labelled
+/// `duck.knative.dev/podspecable=true` or of that shape, kinds a `DuckMapping` maps), as such
+/// kinds and mappings come and go.
+pub fn register(manager: &mut Manager, config: &Config) {
     DuckControllers::new(manager, config)
-        .register(DuckType::podspecable(), |gvk, config| {
-            reconciler(gvk.clone(), config)
-        })
-        .start()
+        .register(DuckType::podspecable(), reconciler)
+        .start(manager);
+}
+
+/// Registers the duck reconciler's controllers for the kinds that implement `PodSpecable`
+/// now, following nothing (for `dynrec rbac`), and returns what the follower of
+/// [`register`] needs besides them.
+pub async fn register_now(
+    manager: &mut Manager,
+    config: &Config,
+) -> Result<Vec<Permission>, crate::client::Error> {
+    DuckControllers::new(manager, config)
+        .register(DuckType::podspecable(), reconciler)
+        .register_now()
+        .await?;
+    Ok(DuckControllers::follower_permissions())
 }
 
 /// Runs the duck reconciler until SIGINT or SIGTERM.
 pub async fn run(args: RunArgs) -> Result<(), LaunchError> {
     run_controllers(args, "podspecable", |manager, config, _| {
-        // The follower lives as long as the process.
-        drop(register(manager, config));
+        register(manager, config);
         Ok(())
     })
     .await

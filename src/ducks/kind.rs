@@ -1,6 +1,6 @@
-//! A duck type as the matcher sees it: its name, the CRD label that declares it, the paths
-//! it reads (with the shape its `schemars` schema gives them) and the built-in kinds known
-//! to implement it.
+//! A duck type as the matcher sees it: its name, the CRD label that declares it, the path
+//! it reads (with the shape its `schemars` schema gives it) and the built-in kinds known to
+//! implement it (matched by that list only where the cluster serves no OpenAPI v3).
 
 use dynrec_duck::{Addressable, Duck, PodSpecable};
 use serde_json::Value;
@@ -32,8 +32,9 @@ impl DuckType {
         }
     }
 
-    /// `PodSpecable`: label `duck.knative.dev/podspecable`, and Deployment, StatefulSet,
-    /// DaemonSet, ReplicaSet and Job.
+    /// `PodSpecable`: label `duck.knative.dev/podspecable`; known built-ins Deployment,
+    /// StatefulSet, DaemonSet, ReplicaSet and Job (CronJob comes through dynrec's built-in
+    /// `DuckMapping`).
     pub fn podspecable() -> Self {
         let apps = |kind| Gvk::new("apps", "v1", kind);
         Self::of::<PodSpecable>()
@@ -67,7 +68,8 @@ impl DuckType {
         self
     }
 
-    /// A built-in kind known to implement the duck.
+    /// A built-in kind known to implement the duck, matched by this list only where the
+    /// cluster serves no OpenAPI v3 document for its group-version.
     pub fn builtin(mut self, gvk: Gvk) -> Self {
         self.builtins.push(gvk);
         self

@@ -1,12 +1,14 @@
-//! Which kinds implement a duck, and why: by CRD label, by schema, or as a known built-in.
+//! Which kinds implement a duck, and why: by CRD label, by schema (a CRD's or the
+//! cluster's OpenAPI v3), by a `DuckMapping`, or as a known built-in.
 
 use std::fmt;
 
 use kube::api::DynamicObject;
 use serde_json::Value;
 
-use super::DuckType;
-use super::shape::{Miss, compare, is_open, resolve};
+use super::shape::{KindSchema, Miss, miss_at};
+use super::{DuckMapping, DuckType};
+use crate::client::Projection;
 use crate::object::Gvk;
 
 /// Why a kind implements a duck.
@@ -14,9 +16,19 @@ use crate::object::Gvk;
 pub enum Reason {
     /// Its CRD carries the duck's label with the value `"true"`.
     Label(String),
-    /// Its schema has the duck's shape at the duck's path.
+    /// Its CRD's schema has the duck's shape at the duck's path.
     Schema(String),
-    /// A built-in kind known to implement the duck.
+    /// Its schema in the cluster's OpenAPI v3 has the duck's shape at the duck's path.
+    OpenApi(String),
+    /// A `DuckMapping` (by name) says so and where: the path.
+    Mapping {
+        /// The mapping's name (`built-in` for the ones dynrec ships).
+        name: String,
+        /// Where the kind keeps the duck's fields.
+        path: String,
+    },
+    /// A built-in kind known to implement the duck, whose OpenAPI schema the cluster does
+    /// not serve.
     Builtin,
 }
 
@@ -25,7 +37,9 @@ impl fmt::Display for Reason {
         match self {
             Reason::Label(label) => write!(f, "label {label}=true"),
             Reason::Schema(path) => write!(f, "schema at {path}"),
-            Reason::Builtin => write!(f, "built-in"),
+            Reason::OpenApi(path) => write!(f, "openapi schema at {path}"),
+            Reason::Mapping { name, path } => write!(f, "mapping {name} at {path}"),
+            Reason::Builtin => write!(f, "built-in (no openapi schema)"),
         }
     }
 }
@@ -48,51 +62,71 @@ pub struct KindMatch {
     pub gvk: Gvk,
     /// Why.
     pub reason: Reason,
+    /// Where the kind keeps the duck's fields (the identity unless mapped elsewhere).
+    pub projection: Projection,
+}
+
+impl KindMatch {
+    /// A match of `duck` on `gvk`; a mapping's reason carries its projection.
+    pub fn new(duck: &DuckType, gvk: Gvk, reason: Reason) -> Self {
+        let projection = match &reason {
+            Reason::Mapping { path, .. } => Projection::mapped(&duck.path_text(), path),
+            _ => Projection::default(),
+        };
+        Self {
+            duck: duck.name().to_string(),
+            gvk,
+            reason,
+            projection,
+        }
+    }
 }
 
 /// Checks a kind's OpenAPI v3 schema (a CRD version's `openAPIV3Schema`) against the duck.
 pub fn match_schema(duck: &DuckType, schema: &Value) -> Verdict {
-    match schema_miss(duck, schema) {
+    let kind = KindSchema {
+        node: schema,
+        defs: &Value::Null,
+    };
+    let path = duck.path_segments();
+    match miss_at(duck.schema(), path, kind, path, false) {
         None => Verdict::Match(Reason::Schema(duck.path_text())),
         Some(miss) => Verdict::Miss(miss),
     }
 }
 
-fn schema_miss(duck: &DuckType, schema: &Value) -> Option<Miss> {
-    let root = duck.schema();
-    let (mut duck_node, mut kind_node) = (resolve(root, root), schema);
-    let mut path = String::new();
-    for segment in duck.path_segments() {
-        if is_open(kind_node) {
-            return Some(Miss::Open {
-                path: if path.is_empty() {
-                    "the root".into()
-                } else {
-                    path
-                },
-            });
-        }
-        if !path.is_empty() {
-            path.push('.');
-        }
-        path.push_str(segment);
-        duck_node = resolve(root, &duck_node["properties"][segment.as_str()]);
-        match kind_node.get("properties").and_then(|p| p.get(segment)) {
-            Some(field) => kind_node = field,
-            None => return Some(Miss::Missing { path }),
-        }
+/// Checks a kind's schema in an OpenAPI v3 document (`defs` its `components.schemas`,
+/// `$ref`s followed) against the duck.
+pub fn match_openapi(duck: &DuckType, defs: &Value, schema: &Value) -> Verdict {
+    let kind = KindSchema { node: schema, defs };
+    let path = duck.path_segments();
+    match miss_at(duck.schema(), path, kind, path, false) {
+        None => Verdict::Match(Reason::OpenApi(duck.path_text())),
+        Some(miss) => Verdict::Miss(miss),
     }
-    if is_open(kind_node) {
-        return Some(Miss::Open { path });
+}
+
+/// Checks a mapping's path against the kind's schema (with its `$ref` targets `defs`), when
+/// known: the path must exist (or lie where the schema keeps unknown fields) and have the
+/// duck's shape.
+pub fn match_mapping(
+    duck: &DuckType,
+    mapping: &DuckMapping,
+    schema: Option<(&Value, &Value)>,
+) -> Verdict {
+    let reason = Reason::Mapping {
+        name: mapping.name.clone(),
+        path: mapping.path.clone(),
+    };
+    let Some((node, defs)) = schema else {
+        return Verdict::Match(reason);
+    };
+    let kind_path: Vec<String> = mapping.path.split('.').map(str::to_string).collect();
+    let kind = KindSchema { node, defs };
+    match miss_at(duck.schema(), duck.path_segments(), kind, &kind_path, true) {
+        None => Verdict::Match(reason),
+        Some(miss) => Verdict::Miss(miss),
     }
-    let known = duck_node.get("properties").and_then(Value::as_object);
-    let declared = kind_node.get("properties").and_then(Value::as_object);
-    if let Some(known) = known
-        && !declared.is_some_and(|d| d.keys().any(|k| known.contains_key(k)))
-    {
-        return Some(Miss::NoKnownField { path });
-    }
-    compare(root, duck_node, kind_node, &path).err()
 }
 
 /// The kind a CRD serves that implements the duck (its storage version when that one
@@ -136,7 +170,8 @@ pub fn match_crd(duck: &DuckType, crd: &DynamicObject) -> Option<(Gvk, Verdict)>
     Some((first, first_miss?))
 }
 
-/// The duck's built-in kinds among `served` (the kinds the cluster serves).
+/// The duck's known built-in kinds among `served` (served kinds whose OpenAPI schema is
+/// not available).
 pub fn match_builtins<'a>(
     duck: &'a DuckType,
     served: impl Fn(&Gvk) -> bool + 'a,
@@ -144,9 +179,5 @@ pub fn match_builtins<'a>(
     duck.builtins()
         .iter()
         .filter(move |gvk| served(gvk))
-        .map(|gvk| KindMatch {
-            duck: duck.name().to_string(),
-            gvk: gvk.clone(),
-            reason: Reason::Builtin,
-        })
+        .map(|gvk| KindMatch::new(duck, gvk.clone(), Reason::Builtin))
 }

@@ -107,7 +107,7 @@ fn kind_type(node: &Value) -> Option<&str> {
 }
 
 /// Whether a node keeps unknown fields and declares none.
-pub(crate) fn is_open(node: &Value) -> bool {
+fn is_open(node: &Value) -> bool {
     node.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true))
         && node
             .get("properties")
@@ -115,10 +115,99 @@ pub(crate) fn is_open(node: &Value) -> bool {
             .is_none_or(|p| p.is_empty())
 }
 
+/// A kind's schema: a node, and the named schemas its `$ref`s point to (an OpenAPI v3
+/// document's `components.schemas`; null for a CRD's self-contained schema).
+#[derive(Clone, Copy)]
+pub(crate) struct KindSchema<'a> {
+    /// The kind's root node.
+    pub node: &'a Value,
+    /// The named schemas.
+    pub defs: &'a Value,
+}
+
+impl<'a> KindSchema<'a> {
+    /// A node with its `$ref` (also alone in an `allOf`) followed.
+    fn resolve(&self, mut node: &'a Value) -> &'a Value {
+        for _ in 0..32 {
+            let reference = node.get("$ref").or_else(|| {
+                node.get("allOf")
+                    .and_then(Value::as_array)
+                    .filter(|all| all.len() == 1)
+                    .and_then(|all| all[0].get("$ref"))
+            });
+            let name = reference
+                .and_then(Value::as_str)
+                .and_then(|r| r.rsplit('/').next());
+            match name.and_then(|name| self.defs.get(name)) {
+                Some(target) => node = target,
+                None => return node,
+            }
+        }
+        node
+    }
+}
+
+/// Why the kind's schema at `kind_path` does not have the shape of the duck (schemars
+/// schema `root`) at `duck_path`; `None` when it does. Where the kind keeps unknown fields,
+/// `open_matches` says whether that is accepted (a mapping or label said so) or a miss.
+pub(crate) fn miss_at(
+    root: &Value,
+    duck_path: &[String],
+    kind: KindSchema<'_>,
+    kind_path: &[String],
+    open_matches: bool,
+) -> Option<Miss> {
+    let mut duck_node = resolve(root, root);
+    for segment in duck_path {
+        duck_node = resolve(root, &duck_node["properties"][segment.as_str()]);
+    }
+    let mut kind_node = kind.resolve(kind.node);
+    let mut path = String::new();
+    for segment in kind_path {
+        if is_open(kind_node) {
+            let path = if path.is_empty() {
+                "the root".into()
+            } else {
+                path
+            };
+            return (!open_matches).then_some(Miss::Open { path });
+        }
+        if !path.is_empty() {
+            path.push('.');
+        }
+        path.push_str(segment);
+        match kind_node.get("properties").and_then(|p| p.get(segment)) {
+            Some(field) => kind_node = kind.resolve(field),
+            None => return Some(Miss::Missing { path }),
+        }
+    }
+    if is_open(kind_node) {
+        return (!open_matches).then_some(Miss::Open { path });
+    }
+    if let Err(miss) = compare(root, duck_node, kind, kind_node, &path) {
+        return Some(miss);
+    }
+    let known = duck_node.get("properties").and_then(Value::as_object);
+    let declared = kind_node.get("properties").and_then(Value::as_object);
+    if let Some(known) = known
+        && !declared.is_some_and(|d| d.keys().any(|k| known.contains_key(k)))
+    {
+        return Some(Miss::NoKnownField { path });
+    }
+    None
+}
+
 /// Checks that every field `kind` declares and the duck knows has the duck's type, below
 /// `path` (fields the kind leaves out or leaves open are accepted).
-pub(crate) fn compare(root: &Value, duck: &Value, kind: &Value, path: &str) -> Result<(), Miss> {
+fn compare(
+    root: &Value,
+    duck: &Value,
+    schema: KindSchema<'_>,
+    kind: &Value,
+    path: &str,
+) -> Result<(), Miss> {
     let duck = resolve(root, duck);
+    let kind = schema.resolve(kind);
     let (Some(expected), Some(found)) = (duck_type(duck), kind_type(kind)) else {
         return Ok(());
     };
@@ -137,7 +226,7 @@ pub(crate) fn compare(root: &Value, duck: &Value, kind: &Value, path: &str) -> R
             if let (Some(known), Some(declared)) = (known, declared) {
                 for (name, field) in declared {
                     if let Some(duck_field) = known.get(name) {
-                        compare(root, duck_field, field, &format!("{path}.{name}"))?;
+                        compare(root, duck_field, schema, field, &format!("{path}.{name}"))?;
                     }
                 }
             }
@@ -148,13 +237,13 @@ pub(crate) fn compare(root: &Value, duck: &Value, kind: &Value, path: &str) -> R
             if let (Some(duck_values), Some(kind_values)) = values
                 && kind_values.is_object()
             {
-                compare(root, duck_values, kind_values, &format!("{path}.*"))?;
+                compare(root, duck_values, schema, kind_values, &format!("{path}.*"))?;
             }
             Ok(())
         }
         "array" => match (duck.get("items"), kind.get("items")) {
             (Some(duck_items), Some(kind_items)) => {
-                compare(root, duck_items, kind_items, &format!("{path}[]"))
+                compare(root, duck_items, schema, kind_items, &format!("{path}[]"))
             }
             _ => Ok(()),
         },

@@ -86,7 +86,7 @@ impl StatusExt for DynamicObject {
     }
 
     fn set_conditions(&mut self, conditions: Vec<Condition>) -> Result<(), PathError> {
-        let value = serde_json::to_value(conditions).map_err(|source| decode_error(source))?;
+        let value = serde_json::to_value(conditions).map_err(decode_error)?;
         self.set_field(CONDITIONS, value)
     }
 

@@ -4,7 +4,7 @@ use std::{collections::BTreeMap, future::Future, io, net::SocketAddr, sync::Arc}
 
 use axum::{
     Router,
-    extract::State,
+    extract::{Query, State},
     http::{StatusCode, header},
     response::{IntoResponse, Response},
     routing::get,
@@ -74,6 +74,19 @@ impl Readiness {
             .collect()
     }
 
+    /// One line per component, kube-apiserver's `/readyz?verbose` style: `[+]name ok` or
+    /// `[-]name: reason`.
+    pub fn report(&self) -> Vec<String> {
+        self.components
+            .lock()
+            .iter()
+            .map(|(component, reason)| match reason {
+                None => format!("[+]{component} ok"),
+                Some(reason) => format!("[-]{component}: {reason}"),
+            })
+            .collect()
+    }
+
     /// Whether every component is ready.
     pub fn is_ready(&self) -> bool {
         self.not_ready().is_empty()
@@ -121,14 +134,32 @@ async fn serve_metrics(State(endpoints): State<Endpoints>) -> Response {
     }
 }
 
-async fn serve_readiness(State(endpoints): State<Endpoints>) -> Response {
-    let waiting = endpoints.readiness.not_ready();
-    if waiting.is_empty() {
+/// `/readyz`: "ok", or why components are not ready; with `?verbose`, every component
+/// (each controller, named for its kind) and whether it is ready.
+async fn serve_readiness(
+    State(endpoints): State<Endpoints>,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response {
+    let ready = endpoints.readiness.is_ready();
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    if query.contains_key("verbose") {
+        let mut lines = endpoints.readiness.report();
+        lines.push(format!(
+            "readyz check {}\n",
+            if ready { "passed" } else { "failed" }
+        ));
+        return (status, lines.join("\n")).into_response();
+    }
+    if ready {
         return "ok".into_response();
     }
-    let mut body = waiting.join("\n");
+    let mut body = endpoints.readiness.not_ready().join("\n");
     body.push('\n');
-    (StatusCode::SERVICE_UNAVAILABLE, body).into_response()
+    (status, body).into_response()
 }
 
 /// The health endpoints, bound to an address and ready to serve.

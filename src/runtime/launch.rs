@@ -100,6 +100,24 @@ pub async fn connect(args: &RunArgs) -> Result<Cluster, LaunchError> {
     if args.embedded || !cluster_configured(args) {
         return start_embedded(args).await;
     }
+    connect_configured(args).await
+}
+
+/// Connects like [`connect`], but runs an embedded API server in-process only (no port, no
+/// kubeconfig, nothing printed): for commands that query and exit.
+pub async fn connect_in_process(args: &RunArgs) -> Result<Cluster, LaunchError> {
+    if !args.embedded && cluster_configured(args) {
+        return connect_configured(args).await;
+    }
+    let server = embedded_server(args)?;
+    Ok(Cluster {
+        client: server.client(),
+        embedded: true,
+        serving: None,
+    })
+}
+
+async fn connect_configured(args: &RunArgs) -> Result<Cluster, LaunchError> {
     let config = match &args.kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
@@ -121,11 +139,16 @@ pub async fn connect(args: &RunArgs) -> Result<Cluster, LaunchError> {
     })
 }
 
-async fn start_embedded(args: &RunArgs) -> Result<Cluster, LaunchError> {
-    let server = match &args.data_dir {
+/// The embedded API server, durable when a data directory is given.
+fn embedded_server(args: &RunArgs) -> Result<ApiServer, LaunchError> {
+    Ok(match &args.data_dir {
         Some(dir) => ApiServer::builder().build_persistent(dir)?,
         None => ApiServer::new(),
-    };
+    })
+}
+
+async fn start_embedded(args: &RunArgs) -> Result<Cluster, LaunchError> {
+    let server = embedded_server(args)?;
     let address: SocketAddr = ([127, 0, 0, 1], 0).into();
     let serving = server
         .serve(address)

@@ -108,6 +108,9 @@ impl Registry {
     }
 }
 
+/// A task that runs alongside the controllers while the manager runs.
+type Companion = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+
 /// Runs controllers for kinds resolved at run time.
 pub struct Manager {
     client: Client,
@@ -115,6 +118,8 @@ pub struct Manager {
     registry: Arc<Registry>,
     metrics: Metrics,
     readiness: Readiness,
+    /// Taken by `run` (behind a lock only so that the manager stays `Sync`).
+    companions: Mutex<Vec<Companion>>,
 }
 
 /// Adds, replaces and removes a manager's controllers while it runs (and before). Cheap to
@@ -214,7 +219,15 @@ impl Manager {
             registry: Arc::default(),
             metrics,
             readiness: Readiness::new(),
+            companions: Mutex::default(),
         }
+    }
+
+    /// Runs `task` alongside the controllers from the start of [`Manager::run`] until the
+    /// manager stops (it is dropped then if it has not ended), e.g. a follower that adds and
+    /// removes controllers through a [`ControllerHandle`].
+    pub fn run_alongside(&mut self, task: impl Future<Output = ()> + Send + 'static) {
+        self.companions.get_mut().push(Box::pin(task));
     }
 
     /// A handle that adds, replaces and removes controllers, also while the manager runs.
@@ -258,6 +271,16 @@ impl Manager {
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ManagerError> {
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut background = JoinSet::new();
+        let companions = std::mem::take(&mut *self.companions.lock());
+        for task in companions {
+            let stopped = wait_stopped(stop_rx.clone());
+            background.spawn(async move {
+                tokio::select! {
+                    () = task => {}
+                    () = stopped => {}
+                }
+            });
+        }
         if let Some(address) = self.options.health_address {
             let server =
                 HealthServer::bind(address, self.metrics.clone(), self.readiness.clone()).await?;

@@ -75,6 +75,14 @@ struct KindLabels {
     gvk: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DuckKindLabels {
+    controller: String,
+    duck: String,
+    gvk: String,
+    reason: String,
+}
+
 type DurationFamily = Family<ControllerLabels, Histogram, fn() -> Histogram>;
 type QueueSource = Box<dyn Fn() -> QueueStats + Send + Sync>;
 
@@ -161,6 +169,27 @@ impl Metrics {
             .insert(controller.to_owned(), Box::new(stats));
     }
 
+    /// Reports that the duck controller `controller` runs for `duck` on `gvk`, matched
+    /// because of `reason`, until removed.
+    pub fn set_duck_kind(&self, controller: &str, duck: &str, gvk: &str, reason: &str) {
+        let labels = DuckKindLabels {
+            controller: controller.to_owned(),
+            duck: duck.to_owned(),
+            gvk: gvk.to_owned(),
+            reason: reason.to_owned(),
+        };
+        self.inner
+            .sources
+            .ducks
+            .lock()
+            .insert(controller.to_owned(), labels);
+    }
+
+    /// Stops reporting the duck controller `controller`.
+    pub fn remove_duck_kind(&self, controller: &str) {
+        self.inner.sources.ducks.lock().remove(controller);
+    }
+
     /// Stops reporting `controller`'s queue.
     pub fn remove_queue(&self, controller: &str) {
         self.inner.sources.queues.lock().remove(controller);
@@ -194,6 +223,7 @@ fn duration_histogram() -> Histogram {
 struct Sources {
     queues: Mutex<BTreeMap<String, QueueSource>>,
     client: Mutex<Option<Client>>,
+    ducks: Mutex<BTreeMap<String, DuckKindLabels>>,
 }
 
 impl fmt::Debug for Sources {
@@ -272,6 +302,20 @@ impl Collector for Sources {
             MetricType::Gauge,
             &kinds,
             |_| 1,
+        )?;
+        let ducks: Vec<(DuckKindLabels, ())> = self
+            .ducks
+            .lock()
+            .values()
+            .map(|labels| (labels.clone(), ()))
+            .collect();
+        encode_series(
+            &mut encoder,
+            "duck_kinds",
+            "1 for each kind a duck controller runs for, with why the kind matched.",
+            MetricType::Gauge,
+            &ducks,
+            |()| 1,
         )
     }
 }

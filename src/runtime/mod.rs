@@ -11,8 +11,8 @@ mod queue;
 
 pub use health::{HealthError, HealthServer, Readiness, router};
 pub use launch::{
-    Cluster, EMBEDDED_KUBECONFIG, LaunchError, RunArgs, connect, manager_options, run_controllers,
-    shutdown_signal,
+    Cluster, EMBEDDED_KUBECONFIG, LaunchError, RunArgs, connect, connect_in_process,
+    manager_options, run_controllers, shutdown_signal,
 };
 pub use leader::{LeaderConfig, LeaderElector, LeaderError};
 pub use manager::{ControllerHandle, Manager, ManagerError, ManagerOptions};
