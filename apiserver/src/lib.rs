@@ -23,6 +23,7 @@
 //! # }
 //! ```
 
+mod admission;
 mod apply;
 mod catalog;
 mod error;

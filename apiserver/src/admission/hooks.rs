@@ -1,0 +1,193 @@
+//! Webhooks as MutatingWebhookConfiguration and ValidatingWebhookConfiguration objects
+//! declare them, and which writes each one is called for.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::meta;
+use crate::resources::ResourceKey;
+use crate::selector::LabelSelector;
+use crate::store::State;
+
+/// The group of the webhook configurations.
+const GROUP: &str = "admissionregistration.k8s.io";
+
+/// kube-apiserver's default and largest `timeoutSeconds`.
+const DEFAULT_TIMEOUT: u64 = 10;
+const MAX_TIMEOUT: u64 = 30;
+
+/// One webhook of a configuration.
+#[derive(Clone, Debug)]
+pub(super) struct Hook {
+    /// The webhook's name (`webhooks[].name`), as denials name it.
+    pub(super) name: String,
+    /// Where it is called.
+    pub(super) endpoint: Endpoint,
+    rules: Vec<Value>,
+    namespace_selector: String,
+    object_selector: String,
+    /// `failurePolicy: Fail` (the default); `Ignore` lets the write go on.
+    pub(super) fail_closed: bool,
+    /// `timeoutSeconds` (default 10, at most 30).
+    pub(super) timeout: Duration,
+    /// Whether `sideEffects` allows calling it for a dry run (None or NoneOnDryRun).
+    pub(super) dry_run_safe: bool,
+    /// `reinvocationPolicy: IfNeeded` (mutating webhooks only).
+    pub(super) reinvoke: bool,
+}
+
+/// Where a webhook is reached.
+#[derive(Clone, Debug)]
+pub(super) struct Endpoint {
+    /// The `https://` URL posted to.
+    pub(super) url: String,
+    /// The host name the server's certificate must name.
+    pub(super) server_name: String,
+    /// The address connected to (`host:port`).
+    pub(super) connect: String,
+    /// The PEM certificates to trust (`caBundle`).
+    pub(super) ca_bundle: Vec<u8>,
+}
+
+/// What a write is, as rules and selectors see it.
+pub(crate) struct Attributes<'a> {
+    /// `CREATE`, `UPDATE` or `DELETE`.
+    pub(crate) operation: &'static str,
+    /// The kind's group.
+    pub(crate) group: &'a str,
+    /// The kind's version.
+    pub(crate) version: &'a str,
+    /// The kind's plural.
+    pub(crate) plural: &'a str,
+    /// Whether the kind is namespaced.
+    pub(crate) namespaced: bool,
+    /// The object's namespace ("" for cluster-scoped kinds).
+    pub(crate) namespace: &'a str,
+}
+
+/// The webhooks of every configuration of one type (`mutating` or validating), in the
+/// order kube-apiserver calls them: configurations by name, webhooks in their order.
+pub(super) fn hooks(state: &State, mutating: bool) -> Vec<Hook> {
+    let plural = match mutating {
+        true => "mutatingwebhookconfigurations",
+        false => "validatingwebhookconfigurations",
+    };
+    let key = ResourceKey {
+        group: GROUP.into(),
+        plural: plural.into(),
+    };
+    state
+        .list(&key, None, None)
+        .flat_map(|config| config["webhooks"].as_array().cloned().unwrap_or_default())
+        .filter_map(|webhook| hook(&webhook))
+        .collect()
+}
+
+fn hook(webhook: &Value) -> Option<Hook> {
+    let text = |field: &str| webhook[field].as_str().unwrap_or_default();
+    let selector = |field: &str| crate::scale::format_selector(&webhook[field]);
+    let timeout = webhook["timeoutSeconds"]
+        .as_u64()
+        .unwrap_or(DEFAULT_TIMEOUT);
+    Some(Hook {
+        name: text("name").to_string(),
+        endpoint: endpoint(&webhook["clientConfig"])?,
+        rules: webhook["rules"].as_array().cloned().unwrap_or_default(),
+        namespace_selector: selector("namespaceSelector"),
+        object_selector: selector("objectSelector"),
+        fail_closed: text("failurePolicy") != "Ignore",
+        timeout: Duration::from_secs(timeout.clamp(1, MAX_TIMEOUT)),
+        dry_run_safe: matches!(text("sideEffects"), "None" | "NoneOnDryRun"),
+        reinvoke: text("reinvocationPolicy") == "IfNeeded",
+    })
+}
+
+/// The endpoint of a `clientConfig`: its `url`, or its `service` mapped to loopback:
+/// `https://NAME.NAMESPACE.svc:PORT/PATH` is reached at `127.0.0.1:PORT` and its
+/// certificate must name `NAME.NAMESPACE.svc` (there is no cluster network here).
+fn endpoint(client: &Value) -> Option<Endpoint> {
+    let ca_bundle = client["caBundle"]
+        .as_str()
+        .and_then(|b64| {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD.decode(b64).ok()
+        })
+        .unwrap_or_default();
+    if let Some(url) = client["url"].as_str() {
+        let uri: http::Uri = url.parse().ok()?;
+        let host = uri.host()?.trim_matches(['[', ']']).to_string();
+        let port = uri.port_u16().unwrap_or(443);
+        return Some(Endpoint {
+            url: url.to_string(),
+            connect: format!("{host}:{port}"),
+            server_name: host,
+            ca_bundle,
+        });
+    }
+    let service = &client["service"];
+    let name = service["name"].as_str()?;
+    let namespace = service["namespace"].as_str()?;
+    let port = service["port"].as_u64().unwrap_or(443);
+    let path = service["path"].as_str().unwrap_or("/");
+    let host = format!("{name}.{namespace}.svc");
+    Some(Endpoint {
+        url: format!("https://{host}:{port}{path}"),
+        connect: format!("127.0.0.1:{port}"),
+        server_name: host,
+        ca_bundle,
+    })
+}
+
+impl Hook {
+    /// Whether the webhook's rules cover the write (before its selectors are checked).
+    pub(super) fn covers(&self, write: &Attributes) -> bool {
+        self.rules.iter().any(|rule| rule_covers(rule, write))
+    }
+
+    /// Whether the selectors select the write: the namespace's labels (for namespaced
+    /// kinds) and the object's or old object's labels.
+    pub(super) fn selects(&self, state: &State, write: &Attributes, objects: &[&Value]) -> bool {
+        let Ok(namespaces) = LabelSelector::parse(&self.namespace_selector) else {
+            return false;
+        };
+        let Ok(labels) = LabelSelector::parse(&self.object_selector) else {
+            return false;
+        };
+        if write.namespaced {
+            let key = ResourceKey {
+                group: String::new(),
+                plural: "namespaces".into(),
+            };
+            let namespace = state.get(&key, "", write.namespace);
+            if !namespaces.matches(namespace.as_deref().and_then(meta::labels)) {
+                return false;
+            }
+        }
+        objects
+            .iter()
+            .any(|object| labels.matches(meta::labels(object)))
+    }
+}
+
+/// Whether one `rules[]` entry covers the write.
+fn rule_covers(rule: &Value, write: &Attributes) -> bool {
+    let listed = |field: &str, value: &str| {
+        rule[field]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .any(|item| item == "*" || item == value)
+    };
+    let scope = match rule["scope"].as_str().unwrap_or("*") {
+        "Cluster" => !write.namespaced,
+        "Namespaced" => write.namespaced,
+        _ => true,
+    };
+    scope
+        && listed("operations", write.operation)
+        && listed("apiGroups", write.group)
+        && listed("apiVersions", write.version)
+        && listed("resources", write.plural)
+}

@@ -1,0 +1,126 @@
+//! Admission webhooks: the server calls the webhooks that MutatingWebhookConfiguration
+//! and ValidatingWebhookConfiguration objects declare, as kube-apiserver does: mutating
+//! webhooks first (their JSON patches applied in turn), then schema validation of the
+//! result, then validating webhooks; a denial answers the client with
+//! `admission webhook "NAME" denied the request: ...`.
+//!
+//! Differences from kube-apiserver: a webhook's `service` is reached on loopback (see
+//! [`hooks`]); a write is tried as a dry run to get the object webhooks see, and, when a
+//! webhook changed it, the changed object is written as a create or a full update;
+//! validating webhooks are called one after the other; `matchPolicy`,
+//! `matchConditions` and ValidatingAdmissionPolicy are not supported.
+
+mod call;
+mod hooks;
+mod review;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub(crate) use hooks::Attributes;
+
+use crate::error::{ApiError, ApiResult};
+use crate::http::Shared;
+use crate::store::State;
+
+/// What admission decided about an allowed write.
+#[derive(Debug, Default)]
+pub(crate) struct Admitted {
+    /// The object to write instead of the request's, when a webhook changed it.
+    pub(crate) mutated: Option<Value>,
+    /// Warnings from the webhooks, for the client.
+    pub(crate) warnings: Vec<String>,
+}
+
+/// A write on its way to the store.
+pub(crate) struct Write<'a> {
+    /// What rules and selectors see.
+    pub(crate) attributes: Attributes<'a>,
+    /// The object's name.
+    pub(crate) name: &'a str,
+    /// The user making the request.
+    pub(crate) user: &'a str,
+    /// Whether the request is a dry run.
+    pub(crate) dry_run: bool,
+}
+
+/// Makes a write as a dry run (see [`admit`]).
+pub(crate) type DryWrite<'a> =
+    dyn Fn(&mut State, Option<Value>) -> ApiResult<Arc<Value>> + Sync + 'a;
+
+/// Runs the webhooks that cover `write`. `dry_write` makes the write as a dry run: with
+/// `None` the request as sent (the object webhooks see), with `Some` a changed object (to
+/// validate it against the schema). A DELETE (no `dry_write` needed) passes `old` only.
+pub(crate) async fn admit(
+    shared: &Shared,
+    write: &Write<'_>,
+    old: Option<Arc<Value>>,
+    dry_write: Option<&DryWrite<'_>>,
+) -> ApiResult<Admitted> {
+    let attributes = &write.attributes;
+    let (mutating, validating) = {
+        let state = shared.state.read();
+        let covering = |mutating| {
+            let all = hooks::hooks(&state, mutating);
+            all.into_iter()
+                .filter(|h| h.covers(attributes))
+                .collect::<Vec<_>>()
+        };
+        (covering(true), covering(false))
+    };
+    if mutating.is_empty() && validating.is_empty() {
+        return Ok(Admitted::default());
+    }
+    let candidate = match dry_write {
+        Some(dry_write) => Some((*shared.write(|state| dry_write(state, None))?.0).clone()),
+        None => None,
+    };
+    let selected = |hooks: Vec<hooks::Hook>| {
+        let state = shared.state.read();
+        let objects: Vec<&Value> = candidate.iter().chain(old.as_deref()).collect();
+        let selected: Vec<_> = hooks
+            .into_iter()
+            .filter(|h| h.selects(&state, attributes, &objects))
+            .collect();
+        selected
+    };
+    let (mutating, validating) = (selected(mutating), selected(validating));
+    let mut calls = review::Calls::new(write, old.as_deref());
+    let mut object = candidate.clone();
+    let mut changed_by = Vec::new();
+    for hook in &mutating {
+        if calls.mutate(hook, &mut object).await? {
+            changed_by.push(hook.name.clone());
+        }
+    }
+    if !changed_by.is_empty() {
+        for hook in mutating.iter().filter(|h| h.reinvoke) {
+            calls.mutate(hook, &mut object).await?;
+        }
+    }
+    let mutated = (object != candidate).then(|| object.clone()).flatten();
+    let validated = match (&mutated, dry_write) {
+        (Some(mutated), Some(dry_write)) => {
+            let checked = shared
+                .write(|state| dry_write(state, Some(mutated.clone())))?
+                .0;
+            Some((*checked).clone())
+        }
+        _ => object,
+    };
+    for hook in &validating {
+        calls.validate(hook, validated.as_ref()).await?;
+    }
+    Ok(Admitted {
+        mutated,
+        warnings: calls.into_warnings(),
+    })
+}
+
+/// The error of a webhook that could not be called under `failurePolicy: Fail`.
+fn call_failed(name: &str, reason: &str) -> ApiError {
+    ApiError::internal(format!(
+        "Internal error occurred: failed calling webhook {name:?}: failed to call webhook: {reason}"
+    ))
+}
