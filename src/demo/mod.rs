@@ -3,4 +3,5 @@
 
 pub mod podspecable;
 pub mod singleton;
+pub mod webhooks;
 pub mod widgets;

@@ -1,0 +1,504 @@
+//! Admission webhooks end to end: the embedded API server calls webhooks served by a
+//! `WebhookServer` (over TLS, with the configuration's caBundle), as kubectl and the
+//! widgets controller see it, and every way a call can fail.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use dynrec::apiserver::ApiServer;
+use dynrec::client::Client;
+use dynrec::demo::{webhooks, widgets};
+use dynrec::reconcilers::{Config, SyncReconciler};
+use dynrec::runtime::{Manager, ManagerOptions, Metrics};
+use dynrec::webhook::{AdmissionWebhookAdapter, CertSource, WebhookServer, WebhookServing};
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use kube::core::GroupVersionKind;
+use serde_json::{Value, json};
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+fn any_port() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+/// An embedded server with the Widget CRD, and a config over it.
+async fn cluster() -> (ApiServer, Config) {
+    let server = ApiServer::new();
+    widgets::install_crd(&server.client()).await.unwrap();
+    let client = Client::new(server.client());
+    let config = Config::new(client, "webhooks", Duration::from_secs(600));
+    (server, config)
+}
+
+fn api(server: &ApiServer, group: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(group, "v1", kind);
+    let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
+    Api::namespaced_with(server.client(), "default", &resource)
+}
+
+fn config_maps(server: &ApiServer) -> Api<DynamicObject> {
+    api(server, "", "ConfigMap", "configmaps")
+}
+
+fn config_map(name: &str, labels: Value) -> DynamicObject {
+    serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": labels}, "data": {"a": "b"}}))
+    .unwrap()
+}
+
+/// The message of a refused write.
+fn refusal(result: Result<DynamicObject, kube::Error>) -> String {
+    match result {
+        Err(kube::Error::Api(status)) => status.message,
+        other => panic!("expected the server to refuse the write, got {other:?}"),
+    }
+}
+
+/// An adapter whose reconciler labels the object `admitted=<label>` after `delay`, or
+/// panics when `delay` is `None`.
+fn labelling(
+    config: &Config,
+    label: &'static str,
+    delay: Option<Duration>,
+) -> AdmissionWebhookAdapter {
+    let reconciler = SyncReconciler::new(move |_ctx, object: &mut DynamicObject| {
+        let labels = object.metadata.labels.get_or_insert_with(Default::default);
+        labels.insert("admitted".into(), label.into());
+        Box::pin(async move {
+            match delay {
+                Some(delay) => tokio::time::sleep(delay).await,
+                None => panic!("boom"),
+            }
+            Ok(())
+        })
+    });
+    AdmissionWebhookAdapter::new(reconciler, config.clone()).named(label)
+}
+
+/// A mutating configuration `name` sending ConfigMaps labelled `test=<name>` to `url`.
+fn mutating_config(name: &str, url: &str, ca_pem: &str, extra: Value) -> DynamicObject {
+    use base64::Engine;
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    let mut hook = json!({"name": name, "clientConfig": {"url": url, "caBundle": ca_bundle},
+        "rules": [{"operations": ["CREATE", "UPDATE", "DELETE"], "apiGroups": [""],
+            "apiVersions": ["v1"], "resources": ["configmaps"]}],
+        "objectSelector": {"matchLabels": {"test": name}},
+        "sideEffects": "None", "admissionReviewVersions": ["v1"]});
+    for (key, value) in extra.as_object().into_iter().flatten() {
+        hook[key] = value.clone();
+    }
+    serde_json::from_value(json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration", "metadata": {"name": name}, "webhooks": [hook]}))
+    .unwrap()
+}
+
+async fn register(server: &ApiServer, configuration: &DynamicObject) {
+    let api: Api<DynamicObject> = Api::all_with(
+        server.client(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(
+                "admissionregistration.k8s.io",
+                "v1",
+                "MutatingWebhookConfiguration",
+            ),
+            "mutatingwebhookconfigurations",
+        ),
+    );
+    api.create(&PostParams::default(), configuration)
+        .await
+        .unwrap();
+}
+
+async fn serve(server: WebhookServer) -> WebhookServing {
+    server.bind(any_port()).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_apply_shows_the_webhook_default_and_its_denial() {
+    let (server, config) = cluster().await;
+    let serving = serve(webhooks::server(&config).unwrap()).await;
+    webhooks::register(&config.client, &serving).await.unwrap();
+    let http = server.serve(any_port()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        dynrec::apiserver::kubeconfig(&http.url(), None, None),
+    )
+    .unwrap();
+    let widget = |name: &str, spec: &str| {
+        let path = dir.path().join(format!("{name}.yaml"));
+        let yaml = format!(
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: {name}\nspec: {spec}\n"
+        );
+        std::fs::write(&path, yaml).unwrap();
+        path
+    };
+    let w1 = widget("w1", "{greeting: hi}");
+    let boo = widget("boo", "{greeting: boo, size: 2}");
+    let kube = kubeconfig.clone();
+    let (applied, got, refused) = tokio::task::spawn_blocking(move || {
+        let applied = kubectl(&kube, &["apply", "-f", path_str(&w1)]);
+        let got = kubectl(
+            &kube,
+            &["get", "widget", "w1", "-o", "jsonpath={.spec.size}"],
+        );
+        let refused = kubectl(&kube, &["apply", "-f", path_str(&boo)]);
+        (applied, got, refused)
+    })
+    .await
+    .unwrap();
+    assert!(applied.0, "kubectl apply of w1 failed: {}", applied.2);
+    assert_eq!(
+        got.1.trim(),
+        "1",
+        "the mutating webhook defaults spec.size: {}",
+        got.2
+    );
+    assert!(
+        !refused.0,
+        "kubectl apply of the widget greeting boo succeeded: {}",
+        refused.1
+    );
+    assert!(
+        refused.2.contains(
+            "admission webhook \"greetings.widgets.example.com\" denied the request: greeting \"boo\" is forbidden"
+        ),
+        "kubectl shows the denial: {}",
+        refused.2
+    );
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// Runs kubectl: whether it succeeded, its stdout and stderr.
+fn kubectl(kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
+    let output = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--request-timeout=10s")
+        .args(args)
+        .output()
+        .expect("kubectl is on PATH");
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    (
+        output.status.success(),
+        text(&output.stdout),
+        text(&output.stderr),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_widgets_controller_converges_on_a_child_the_webhook_mutates() {
+    let (server, config) = cluster().await;
+    let metrics = Metrics::new();
+    let server_with_metrics = webhooks::server(&config)
+        .unwrap()
+        .with_metrics(metrics.clone());
+    let serving = serve(server_with_metrics).await;
+    webhooks::register(&config.client, &serving).await.unwrap();
+    let mut manager = Manager::new(config.client.clone(), ManagerOptions::default());
+    widgets::register(&mut manager, &config).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(manager.run(async move {
+        let _ = stopped.await;
+    }));
+    let widgets_api = api(&server, "example.com", "Widget", "widgets");
+    let w1: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1",
+        "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"greeting": "hi"}}))
+    .unwrap();
+    widgets_api
+        .create(&PostParams::default(), &w1)
+        .await
+        .unwrap();
+    let labelled = || async {
+        let child = config_maps(&server)
+            .get_opt("w1-config")
+            .await
+            .ok()
+            .flatten();
+        child.is_some_and(|c| {
+            c.metadata
+                .labels
+                .unwrap_or_default()
+                .contains_key(webhooks::ADMITTED_LABEL)
+        })
+    };
+    wait_for(
+        || labelled(),
+        "the ConfigMap w1-config with the webhook's label",
+    )
+    .await;
+    // Each change of the widget reconciles it again; none may write the ConfigMap again.
+    for round in 0..3 {
+        let patch = json!({"metadata": {"annotations": {"round": round.to_string()}}});
+        widgets_api
+            .patch(
+                "w1",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(patch),
+            )
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let updates = server.request_count("update", "", "configmaps");
+    let creates = server.request_count("create", "", "configmaps");
+    assert_eq!(
+        (creates, updates),
+        (1, 1),
+        "one create, then one update whose result (the label back) the mutation cache replays"
+    );
+    assert!(
+        labelled().await,
+        "the webhook's label stays on the ConfigMap"
+    );
+    let widget = widgets_api.get("w1").await.unwrap();
+    assert_eq!(
+        widget.data["spec"]["size"], 1,
+        "the webhook defaulted spec.size"
+    );
+    let rendered = metrics.render().unwrap();
+    assert!(
+        rendered.contains(
+            "dynrec_admission_requests_total{webhook=\"widget-defaults\",allowed=\"true\"}"
+        ),
+        "admission requests are counted by webhook:\n{rendered}"
+    );
+    let _ = stop.send(());
+    tokio::time::timeout(DEADLINE, running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
+
+async fn wait_for<F, Fut>(check: F, what: &str)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_that_times_out_fails_the_write_under_fail_and_is_skipped_under_ignore() {
+    let (server, config) = cluster().await;
+    let slow = WebhookServer::new(CertSource::SelfSigned(Vec::new()))
+        .webhook(
+            "/slow",
+            labelling(&config, "slow", Some(Duration::from_secs(3))),
+        )
+        .unwrap();
+    let serving = serve(slow).await;
+    let (url, ca) = (serving.url("/slow"), serving.ca_pem().unwrap().to_string());
+    let timeout = json!({"timeoutSeconds": 1});
+    register(
+        &server,
+        &mutating_config("slow-fail", &url, &ca, timeout.clone()),
+    )
+    .await;
+    let mut ignore = timeout;
+    ignore["failurePolicy"] = json!("Ignore");
+    register(&server, &mutating_config("slow-ignore", &url, &ca, ignore)).await;
+    let started = std::time::Instant::now();
+    let message = refusal(
+        config_maps(&server)
+            .create(
+                &PostParams::default(),
+                &config_map("a", json!({"test": "slow-fail"})),
+            )
+            .await,
+    );
+    assert_eq!(
+        message,
+        format!(
+            "Internal error occurred: failed calling webhook \"slow-fail\": failed to call webhook: Post \"{url}?timeout=1s\": context deadline exceeded"
+        )
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the call is cut at timeoutSeconds"
+    );
+    let created = config_maps(&server)
+        .create(
+            &PostParams::default(),
+            &config_map("b", json!({"test": "slow-ignore"})),
+        )
+        .await
+        .expect("failurePolicy Ignore lets the write through");
+    let labels = created.metadata.labels.unwrap_or_default();
+    assert!(
+        !labels.contains_key("admitted"),
+        "the slow webhook's change is not applied: {labels:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_whose_certificate_the_ca_bundle_does_not_sign_fails_the_write() {
+    let (server, config) = cluster().await;
+    let serving = serve(
+        WebhookServer::new(CertSource::SelfSigned(Vec::new()))
+            .webhook("/label", labelling(&config, "label", Some(Duration::ZERO)))
+            .unwrap(),
+    )
+    .await;
+    let other = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let url = serving.url("/label");
+    register(
+        &server,
+        &mutating_config("untrusted", &url, &other.cert.pem(), json!({})),
+    )
+    .await;
+    let message = refusal(
+        config_maps(&server)
+            .create(
+                &PostParams::default(),
+                &config_map("a", json!({"test": "untrusted"})),
+            )
+            .await,
+    );
+    assert_eq!(
+        message,
+        format!(
+            "Internal error occurred: failed calling webhook \"untrusted\": failed to call webhook: Post \"{url}?timeout=10s\": tls: failed to verify certificate: invalid peer certificate: BadSignature"
+        )
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_in_the_webhooks_reconciler_denies_the_write_with_the_panic() {
+    let (server, config) = cluster().await;
+    let serving = serve(
+        WebhookServer::new(CertSource::SelfSigned(Vec::new()))
+            .webhook("/panic", labelling(&config, "panic", None))
+            .unwrap(),
+    )
+    .await;
+    let ca = serving.ca_pem().unwrap().to_string();
+    register(
+        &server,
+        &mutating_config("panics", &serving.url("/panic"), &ca, json!({})),
+    )
+    .await;
+    let message = refusal(
+        config_maps(&server)
+            .create(
+                &PostParams::default(),
+                &config_map("a", json!({"test": "panics"})),
+            )
+            .await,
+    );
+    assert_eq!(
+        message,
+        "admission webhook \"panics\" denied the request: panic: boom [recovered]"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_from_files_is_served_again_after_the_files_change() {
+    let (server, config) = cluster().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    let write_pair = || {
+        let pair = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+        std::fs::write(&cert, pair.cert.pem()).unwrap();
+        std::fs::write(&key, pair.signing_key.serialize_pem()).unwrap();
+        pair.cert.pem()
+    };
+    let first = write_pair();
+    let files = CertSource::Files {
+        cert: cert.clone(),
+        key: key.clone(),
+    };
+    let serving = serve(
+        WebhookServer::new(files)
+            .webhook("/label", labelling(&config, "label", Some(Duration::ZERO)))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        serving.ca_pem(),
+        None,
+        "a certificate from files has its own CA"
+    );
+    let url = serving.url("/label");
+    register(&server, &mutating_config("first", &url, &first, json!({}))).await;
+    let created = config_maps(&server)
+        .create(
+            &PostParams::default(),
+            &config_map("a", json!({"test": "first"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        created.metadata.labels.unwrap_or_default()["admitted"],
+        "label"
+    );
+    // Make sure the rotated files get a later modification time.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let second = write_pair();
+    register(
+        &server,
+        &mutating_config("second", &url, &second, json!({})),
+    )
+    .await;
+    let created = config_maps(&server)
+        .create(
+            &PostParams::default(),
+            &config_map("b", json!({"test": "second"})),
+        )
+        .await
+        .expect("the webhook serves the rotated certificate");
+    assert_eq!(
+        created.metadata.labels.unwrap_or_default()["admitted"],
+        "label"
+    );
+    let message = refusal(
+        config_maps(&server)
+            .create(
+                &PostParams::default(),
+                &config_map("c", json!({"test": "first"})),
+            )
+            .await,
+    );
+    assert!(
+        message.contains("tls: failed to verify certificate"),
+        "the old certificate is gone: {message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_webhook_server_answers_healthz_over_tls() {
+    let (_server, config) = cluster().await;
+    let serving = serve(webhooks::server(&config).unwrap()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, serving.ca_pem().unwrap()).unwrap();
+    let url = serving.url("/healthz");
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new("curl")
+            .args(["-sS", "--cacert", path_str(&ca), &url])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "ok",
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
