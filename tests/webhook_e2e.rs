@@ -11,7 +11,7 @@ use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
 use dynrec::demo::{webhooks, widgets};
 use dynrec::reconcilers::{Config, SyncReconciler};
-use dynrec::runtime::{Manager, ManagerOptions, Metrics};
+use dynrec::runtime::{Manager, ManagerOptions};
 use dynrec::webhook::{AdmissionWebhookAdapter, CertSource, WebhookServer, WebhookServing};
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
@@ -195,13 +195,13 @@ fn kubectl(kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_widgets_controller_converges_on_a_child_the_webhook_mutates() {
     let (server, config) = cluster().await;
-    let metrics = Metrics::new();
-    let server_with_metrics = webhooks::server(&config)
-        .unwrap()
-        .with_metrics(metrics.clone());
-    let serving = serve(server_with_metrics).await;
-    webhooks::register(&config.client, &serving).await.unwrap();
     let mut manager = Manager::new(config.client.clone(), ManagerOptions::default());
+    let metrics = manager.metrics();
+    let webhook_server = webhooks::server(&config).unwrap();
+    let serving = manager.serve_webhooks(webhook_server, any_port()).await;
+    webhooks::register(&config.client, serving.unwrap())
+        .await
+        .unwrap();
     widgets::register(&mut manager, &config).unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(manager.run(async move {

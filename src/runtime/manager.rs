@@ -40,6 +40,9 @@ pub enum ManagerError {
     /// Leader election could not start.
     #[error(transparent)]
     Leader(#[from] super::LeaderError),
+    /// The admission webhook server could not start.
+    #[error(transparent)]
+    Webhooks(#[from] crate::webhook::WebhookServerError),
 }
 
 /// How the manager runs its controllers.
@@ -111,6 +114,8 @@ pub struct Manager {
     registry: Arc<Registry>,
     metrics: Metrics,
     readiness: Readiness,
+    /// Admission webhooks served until the manager stops.
+    webhooks: Vec<crate::webhook::WebhookServing>,
 }
 
 /// Adds, replaces and removes a manager's controllers while it runs (and before). Cheap to
@@ -200,7 +205,25 @@ impl Manager {
             registry: Arc::default(),
             metrics,
             readiness: Readiness::new(),
+            webhooks: Vec::new(),
         }
+    }
+
+    /// Serves `webhooks` on `address` (port 0 picks a free one) from now until the manager
+    /// stops, whether or not it leads, counting their requests in the manager's metrics.
+    /// The returned handle gives the URL and CA a webhook configuration needs.
+    pub async fn serve_webhooks(
+        &mut self,
+        webhooks: crate::webhook::WebhookServer,
+        address: SocketAddr,
+    ) -> Result<&crate::webhook::WebhookServing, ManagerError> {
+        let serving = webhooks
+            .with_metrics(self.metrics.clone())
+            .bind(address)
+            .await?;
+        info!(address = %serving.local_addr(), "serving admission webhooks");
+        self.webhooks.push(serving);
+        Ok(&self.webhooks[self.webhooks.len() - 1])
     }
 
     /// A handle that adds, replaces and removes controllers, also while the manager runs.
