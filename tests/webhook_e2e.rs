@@ -10,9 +10,12 @@ use std::time::Duration;
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
 use dynrec::demo::{webhooks, widgets};
-use dynrec::reconcilers::{Config, SyncReconciler};
+use dynrec::reconcilers::{Config, Context, SyncReconciler};
 use dynrec::runtime::{Manager, ManagerOptions};
-use dynrec::webhook::{AdmissionWebhookAdapter, CertSource, WebhookServer, WebhookServing};
+use dynrec::webhook::{
+    AdmissionWebhookAdapter, CertSource, Operation, WebhookServer, WebhookServing,
+    admission_request, admission_response,
+};
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
@@ -77,10 +80,15 @@ fn labelling(
     AdmissionWebhookAdapter::new(reconciler, config.clone()).named(label)
 }
 
-/// A mutating configuration `name` sending ConfigMaps labelled `test=<name>` to `url`.
+/// A mutating configuration `name` sending ConfigMaps labelled `test=<name>` to `url`;
+/// `extra` sets further fields of its webhook.
 fn mutating_config(name: &str, url: &str, ca_pem: &str, extra: Value) -> DynamicObject {
-    use base64::Engine;
-    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    webhook_config("Mutating", name, url, ca_pem, extra)
+}
+
+/// A `kind` (Mutating or Validating) configuration, as [`mutating_config`].
+fn webhook_config(kind: &str, name: &str, url: &str, ca_pem: &str, extra: Value) -> DynamicObject {
+    let ca_bundle = base64_of(ca_pem);
     let mut hook = json!({"name": name, "clientConfig": {"url": url, "caBundle": ca_bundle},
         "rules": [{"operations": ["CREATE", "UPDATE", "DELETE"], "apiGroups": [""],
             "apiVersions": ["v1"], "resources": ["configmaps"]}],
@@ -90,21 +98,17 @@ fn mutating_config(name: &str, url: &str, ca_pem: &str, extra: Value) -> Dynamic
         hook[key] = value.clone();
     }
     serde_json::from_value(json!({"apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration", "metadata": {"name": name}, "webhooks": [hook]}))
+        "kind": format!("{kind}WebhookConfiguration"), "metadata": {"name": name}, "webhooks": [hook]}))
     .unwrap()
 }
 
 async fn register(server: &ApiServer, configuration: &DynamicObject) {
+    let kind = &configuration.types.as_ref().unwrap().kind;
+    let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
+    let plural = format!("{}s", kind.to_lowercase());
     let api: Api<DynamicObject> = Api::all_with(
         server.client(),
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(
-                "admissionregistration.k8s.io",
-                "v1",
-                "MutatingWebhookConfiguration",
-            ),
-            "mutatingwebhookconfigurations",
-        ),
+        &ApiResource::from_gvk_with_plural(&gvk, &plural),
     );
     api.create(&PostParams::default(), configuration)
         .await
@@ -137,6 +141,7 @@ async fn kubectl_apply_shows_the_webhook_default_and_its_denial() {
         path
     };
     let w1 = widget("w1", "{greeting: hi}");
+    let big = widget("big", "{greeting: hi, size: 12}");
     let boo = widget("boo", "{greeting: boo, size: 2}");
     let kube = kubeconfig.clone();
     let (applied, got, refused) = tokio::task::spawn_blocking(move || {
@@ -146,6 +151,15 @@ async fn kubectl_apply_shows_the_webhook_default_and_its_denial() {
             &["get", "widget", "w1", "-o", "jsonpath={.spec.size}"],
         );
         let refused = kubectl(&kube, &["apply", "-f", path_str(&boo)]);
+        let warned = kubectl(&kube, &["apply", "-f", path_str(&big)]);
+        assert!(warned.0, "kubectl apply of big failed: {}", warned.2);
+        assert!(
+            warned
+                .2
+                .contains("Warning: a widget of 12 parts is hard to build"),
+            "kubectl shows the webhook's warning: {}",
+            warned.2
+        );
         (applied, got, refused)
     })
     .await
@@ -501,4 +515,187 @@ async fn the_webhook_server_answers_healthz_over_tls() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// An adapter whose reconciler runs `step` on the object.
+fn adapter(config: &Config, step: fn(&Context, &mut DynamicObject)) -> AdmissionWebhookAdapter {
+    let reconciler = SyncReconciler::new(move |ctx, object: &mut DynamicObject| {
+        step(ctx, object);
+        Box::pin(async { Ok(()) })
+    });
+    AdmissionWebhookAdapter::new(reconciler, config.clone())
+}
+
+fn label(object: &mut DynamicObject, key: &str, value: &str) {
+    let labels = object.metadata.labels.get_or_insert_with(Default::default);
+    labels.insert(key.into(), value.into());
+}
+
+fn labels_of(object: &DynamicObject) -> std::collections::BTreeMap<String, String> {
+    object.metadata.labels.clone().unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_validating_webhook_can_refuse_a_delete_and_sees_the_old_object() {
+    let (server, config) = cluster().await;
+    let refuse = |ctx: &Context, object: &mut DynamicObject| {
+        let request = admission_request(ctx).unwrap();
+        let old_name = request
+            .old_object
+            .and_then(|o| o.metadata.name)
+            .unwrap_or_default();
+        let message = format!("{old_name} is protected from {:?}", request.operation);
+        if request.operation == Operation::Delete && labels_of(object)["test"] == "protected" {
+            admission_response(ctx).unwrap().deny(403, message);
+        }
+    };
+    let serving = serve(
+        WebhookServer::new(CertSource::SelfSigned(Vec::new()))
+            .webhook("/protect", adapter(&config, refuse))
+            .unwrap(),
+    )
+    .await;
+    let ca = serving.ca_pem().unwrap().to_string();
+    let url = serving.url("/protect");
+    register(
+        &server,
+        &webhook_config("Validating", "protected", &url, &ca, json!({})),
+    )
+    .await;
+    let api = config_maps(&server);
+    api.create(
+        &PostParams::default(),
+        &config_map("a", json!({"test": "protected"})),
+    )
+    .await
+    .expect("creates are allowed");
+    let message = match api.delete("a", &Default::default()).await {
+        Err(kube::Error::Api(status)) => (status.code, status.message),
+        other => panic!("expected the delete to be refused, got {other:?}"),
+    };
+    assert_eq!(
+        message,
+        (
+            403,
+            "admission webhook \"protected\" denied the request: a is protected from Delete"
+                .to_string()
+        )
+    );
+    assert!(
+        api.get_opt("a").await.unwrap().is_some(),
+        "the ConfigMap is still there"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selectors_rules_and_reinvocation_decide_which_webhooks_run() {
+    let (server, config) = cluster().await;
+    let seen_b = |_: &Context, object: &mut DynamicObject| {
+        let seen = labels_of(object).contains_key("b");
+        label(object, "seen-b", &seen.to_string());
+    };
+    let add_b = |_: &Context, object: &mut DynamicObject| label(object, "b", "added");
+    let admit = |_: &Context, object: &mut DynamicObject| label(object, "admitted", "yes");
+    let serving = serve(
+        WebhookServer::new(CertSource::SelfSigned(vec!["hooks.default.svc".into()]))
+            .webhook("/seen-b", adapter(&config, seen_b))
+            .unwrap()
+            .webhook("/add-b", adapter(&config, add_b))
+            .unwrap()
+            .webhook("/admit", adapter(&config, admit))
+            .unwrap(),
+    )
+    .await;
+    let ca = serving.ca_pem().unwrap().to_string();
+    let reinvoke = json!({"objectSelector": {"matchLabels": {"test": "reinvoke"}}});
+    let mut first = reinvoke.clone();
+    first["reinvocationPolicy"] = json!("IfNeeded");
+    register(
+        &server,
+        &mutating_config("reinvoke-1", &serving.url("/seen-b"), &ca, first),
+    )
+    .await;
+    register(
+        &server,
+        &mutating_config("reinvoke-2", &serving.url("/add-b"), &ca, reinvoke),
+    )
+    .await;
+    // A `service` is reached on loopback, its certificate naming NAME.NAMESPACE.svc.
+    let service = json!({"clientConfig": {"caBundle": base64_of(&ca), "service": {
+        "namespace": "default", "name": "hooks", "path": "/admit",
+        "port": serving.local_addr().port()}},
+        "namespaceSelector": {"matchLabels": {"team": "a"}}});
+    register(&server, &mutating_config("team-a", "", &ca, service)).await;
+    let mut dry_run = json!({"sideEffects": "Unknown"});
+    dry_run["objectSelector"] = json!({"matchLabels": {"test": "side-effects"}});
+    register(
+        &server,
+        &mutating_config("side-effects", &serving.url("/admit"), &ca, dry_run),
+    )
+    .await;
+
+    let create = |namespace: &str, name: &str, test: &str| {
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            server.client(),
+            namespace,
+            &ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk("", "v1", "ConfigMap"),
+                "configmaps",
+            ),
+        );
+        let object = config_map(name, json!({"test": test}));
+        async move { api.create(&PostParams::default(), &object).await }
+    };
+    let reinvoked = create("default", "r", "reinvoke").await.unwrap();
+    assert_eq!(
+        (
+            labels_of(&reinvoked)["b"].as_str(),
+            labels_of(&reinvoked)["seen-b"].as_str()
+        ),
+        ("added", "true"),
+        "the IfNeeded webhook ran again after a later one changed the object"
+    );
+    let namespaces: Api<DynamicObject> = Api::all_with(
+        server.client(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("", "v1", "Namespace"),
+            "namespaces",
+        ),
+    );
+    let team_a = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "team-a", "labels": {"team": "a"}}}))
+    .unwrap();
+    namespaces
+        .create(&PostParams::default(), &team_a)
+        .await
+        .unwrap();
+    let in_team = create("team-a", "t", "team-a").await.unwrap();
+    let elsewhere = create("default", "t", "team-a").await.unwrap();
+    assert_eq!(
+        labels_of(&in_team).get("admitted").map(String::as_str),
+        Some("yes")
+    );
+    assert_eq!(
+        labels_of(&elsewhere).get("admitted"),
+        None,
+        "namespaceSelector leaves default out"
+    );
+    let api = config_maps(&server);
+    let params = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let message = refusal(
+        api.create(&params, &config_map("d", json!({"test": "side-effects"})))
+            .await,
+    );
+    assert_eq!(
+        message,
+        "admission webhook \"side-effects\" does not support dry run"
+    );
+}
+
+fn base64_of(text: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(text)
 }

@@ -50,13 +50,19 @@ pub fn mutating(config: &Config) -> AdmissionWebhookAdapter {
     AdmissionWebhookAdapter::new(mutate, config.clone()).named("widget-defaults")
 }
 
-/// Refuses Widgets whose greeting is "boo".
+/// Refuses Widgets whose greeting is "boo"; warns about more than 10 parts.
 pub fn validating(config: &Config) -> AdmissionWebhookAdapter {
     let validate = SyncReconciler::new(|ctx, widget: &mut DynamicObject| {
         let greeting = widget.data["spec"]["greeting"].as_str().unwrap_or_default();
         let forbidden = greeting == "boo";
-        if forbidden && let Some(response) = admission_response(ctx) {
-            response.deny(403, format!("greeting {greeting:?} is forbidden"));
+        let size = widget.data["spec"]["size"].as_i64().unwrap_or_default();
+        if let Some(response) = admission_response(ctx) {
+            if forbidden {
+                response.deny(403, format!("greeting {greeting:?} is forbidden"));
+            }
+            if size > 10 {
+                response.warn(format!("a widget of {size} parts is hard to build"));
+            }
         }
         Box::pin(async move {
             match forbidden {

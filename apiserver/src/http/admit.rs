@@ -16,20 +16,21 @@ fn write<'a>(
     name: &'a str,
     user: &'a str,
     dry_run: bool,
-) -> ApiResult<Write<'a>> {
-    Ok(Write {
+) -> Write<'a> {
+    Write {
         attributes: Attributes {
             operation,
             group: &call.info.group,
             version: &call.info.version,
             plural: &call.info.plural,
             namespaced: call.info.namespaced,
-            namespace: call.object_namespace()?,
+            // A namespaced create without a namespace is refused by the store afterwards.
+            namespace: call.object_namespace().unwrap_or_default(),
         },
         name,
         user,
         dry_run,
-    })
+    }
 }
 
 /// Admits a create of `object`.
@@ -41,9 +42,8 @@ pub(super) async fn create(
 ) -> ApiResult<Admitted> {
     let options = dry_run(call.write_options()?);
     let name = object["metadata"]["name"].as_str().unwrap_or_default();
-    let write = write(call, "CREATE", name, user, call.write_options()?.dry_run)?;
-    let namespace = call.object_namespace()?;
-    let namespace = (!namespace.is_empty()).then_some(namespace);
+    let write = write(call, "CREATE", name, user, call.write_options()?.dry_run);
+    let namespace = call.object_namespace().ok().filter(|ns| !ns.is_empty());
     let dry_write = |state: &mut State, mutated: Option<Value>| {
         state.create(
             &call.info,
@@ -71,7 +71,7 @@ pub(super) async fn update(
         // The store answers NotFound (or a server-side apply creates the object).
         return Ok(Admitted::default());
     };
-    let write = write(call, "UPDATE", name, user, call.write_options()?.dry_run)?;
+    let write = write(call, "UPDATE", name, user, call.write_options()?.dry_run);
     let dry_write = |state: &mut State, mutated: Option<Value>| match (mutated, &change) {
         (Some(object), _) => {
             state.update(&call.info, namespace, name, object, Target::Main, &options)
@@ -108,7 +108,7 @@ pub(super) async fn delete(
     let Some(old) = old else {
         return Ok(Admitted::default());
     };
-    let write = write(call, "DELETE", name, user, dry_run)?;
+    let write = write(call, "DELETE", name, user, dry_run);
     admission::admit(shared, &write, Some(old), None).await
 }
 
