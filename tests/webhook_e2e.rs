@@ -51,6 +51,14 @@ fn config_map(name: &str, labels: Value) -> DynamicObject {
     .unwrap()
 }
 
+/// Creates the ConfigMap `name` labelled `test=<test>` in the default namespace.
+async fn create(server: &ApiServer, name: &str, test: &str) -> Result<DynamicObject, kube::Error> {
+    let object = config_map(name, json!({"test": test}));
+    config_maps(server)
+        .create(&PostParams::default(), &object)
+        .await
+}
+
 /// The message of a refused write.
 fn refusal(result: Result<DynamicObject, kube::Error>) -> String {
     match result {
@@ -117,6 +125,12 @@ async fn register(server: &ApiServer, configuration: &DynamicObject) {
 
 async fn serve(server: WebhookServer) -> WebhookServing {
     server.bind(any_port()).await.unwrap()
+}
+
+/// A server with a self-signed certificate serving `adapter` at `path`.
+async fn serve_one(path: &str, adapter: AdmissionWebhookAdapter) -> WebhookServing {
+    let server = WebhookServer::new(CertSource::SelfSigned(Vec::new()));
+    serve(server.webhook(path, adapter).unwrap()).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -242,11 +256,7 @@ async fn the_widgets_controller_converges_on_a_child_the_webhook_mutates() {
                 .contains_key(webhooks::ADMITTED_LABEL)
         })
     };
-    wait_for(
-        || labelled(),
-        "the ConfigMap w1-config with the webhook's label",
-    )
-    .await;
+    wait_for(labelled, "the ConfigMap w1-config with the webhook's label").await;
     // Each change of the widget reconciles it again; none may write the ConfigMap again.
     for round in 0..3 {
         let patch = json!({"metadata": {"annotations": {"round": round.to_string()}}});
@@ -284,11 +294,11 @@ async fn the_widgets_controller_converges_on_a_child_the_webhook_mutates() {
         "admission requests are counted by webhook:\n{rendered}"
     );
     let _ = stop.send(());
-    tokio::time::timeout(DEADLINE, running)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let stopped = tokio::time::timeout(DEADLINE, running).await;
+    assert!(
+        matches!(stopped, Ok(Ok(Ok(())))),
+        "the manager stops cleanly"
+    );
 }
 
 async fn wait_for<F, Fut>(check: F, what: &str)
@@ -309,13 +319,8 @@ where
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_webhook_that_times_out_fails_the_write_under_fail_and_is_skipped_under_ignore() {
     let (server, config) = cluster().await;
-    let slow = WebhookServer::new(CertSource::SelfSigned(Vec::new()))
-        .webhook(
-            "/slow",
-            labelling(&config, "slow", Some(Duration::from_secs(3))),
-        )
-        .unwrap();
-    let serving = serve(slow).await;
+    let slow = labelling(&config, "slow", Some(Duration::from_secs(3)));
+    let serving = serve_one("/slow", slow).await;
     let (url, ca) = (serving.url("/slow"), serving.ca_pem().unwrap().to_string());
     let timeout = json!({"timeoutSeconds": 1});
     register(
@@ -327,14 +332,7 @@ async fn a_webhook_that_times_out_fails_the_write_under_fail_and_is_skipped_unde
     ignore["failurePolicy"] = json!("Ignore");
     register(&server, &mutating_config("slow-ignore", &url, &ca, ignore)).await;
     let started = std::time::Instant::now();
-    let message = refusal(
-        config_maps(&server)
-            .create(
-                &PostParams::default(),
-                &config_map("a", json!({"test": "slow-fail"})),
-            )
-            .await,
-    );
+    let message = refusal(create(&server, "a", "slow-fail").await);
     assert_eq!(
         message,
         format!(
@@ -345,11 +343,7 @@ async fn a_webhook_that_times_out_fails_the_write_under_fail_and_is_skipped_unde
         started.elapsed() < Duration::from_secs(3),
         "the call is cut at timeoutSeconds"
     );
-    let created = config_maps(&server)
-        .create(
-            &PostParams::default(),
-            &config_map("b", json!({"test": "slow-ignore"})),
-        )
+    let created = create(&server, "b", "slow-ignore")
         .await
         .expect("failurePolicy Ignore lets the write through");
     let labels = created.metadata.labels.unwrap_or_default();
@@ -362,12 +356,7 @@ async fn a_webhook_that_times_out_fails_the_write_under_fail_and_is_skipped_unde
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_webhook_whose_certificate_the_ca_bundle_does_not_sign_fails_the_write() {
     let (server, config) = cluster().await;
-    let serving = serve(
-        WebhookServer::new(CertSource::SelfSigned(Vec::new()))
-            .webhook("/label", labelling(&config, "label", Some(Duration::ZERO)))
-            .unwrap(),
-    )
-    .await;
+    let serving = serve_one("/label", labelling(&config, "label", Some(Duration::ZERO))).await;
     let other = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
     let url = serving.url("/label");
     register(
@@ -375,14 +364,7 @@ async fn a_webhook_whose_certificate_the_ca_bundle_does_not_sign_fails_the_write
         &mutating_config("untrusted", &url, &other.cert.pem(), json!({})),
     )
     .await;
-    let message = refusal(
-        config_maps(&server)
-            .create(
-                &PostParams::default(),
-                &config_map("a", json!({"test": "untrusted"})),
-            )
-            .await,
-    );
+    let message = refusal(create(&server, "a", "untrusted").await);
     assert_eq!(
         message,
         format!(
@@ -394,26 +376,14 @@ async fn a_webhook_whose_certificate_the_ca_bundle_does_not_sign_fails_the_write
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_in_the_webhooks_reconciler_denies_the_write_with_the_panic() {
     let (server, config) = cluster().await;
-    let serving = serve(
-        WebhookServer::new(CertSource::SelfSigned(Vec::new()))
-            .webhook("/panic", labelling(&config, "panic", None))
-            .unwrap(),
-    )
-    .await;
+    let serving = serve_one("/panic", labelling(&config, "panic", None)).await;
     let ca = serving.ca_pem().unwrap().to_string();
     register(
         &server,
         &mutating_config("panics", &serving.url("/panic"), &ca, json!({})),
     )
     .await;
-    let message = refusal(
-        config_maps(&server)
-            .create(
-                &PostParams::default(),
-                &config_map("a", json!({"test": "panics"})),
-            )
-            .await,
-    );
+    let message = refusal(create(&server, "a", "panics").await);
     assert_eq!(
         message,
         "admission webhook \"panics\" denied the request: panic: boom [recovered]"
@@ -449,13 +419,7 @@ async fn a_certificate_from_files_is_served_again_after_the_files_change() {
     );
     let url = serving.url("/label");
     register(&server, &mutating_config("first", &url, &first, json!({}))).await;
-    let created = config_maps(&server)
-        .create(
-            &PostParams::default(),
-            &config_map("a", json!({"test": "first"})),
-        )
-        .await
-        .unwrap();
+    let created = create(&server, "a", "first").await.unwrap();
     assert_eq!(
         created.metadata.labels.unwrap_or_default()["admitted"],
         "label"
@@ -468,25 +432,14 @@ async fn a_certificate_from_files_is_served_again_after_the_files_change() {
         &mutating_config("second", &url, &second, json!({})),
     )
     .await;
-    let created = config_maps(&server)
-        .create(
-            &PostParams::default(),
-            &config_map("b", json!({"test": "second"})),
-        )
+    let created = create(&server, "b", "second")
         .await
         .expect("the webhook serves the rotated certificate");
     assert_eq!(
         created.metadata.labels.unwrap_or_default()["admitted"],
         "label"
     );
-    let message = refusal(
-        config_maps(&server)
-            .create(
-                &PostParams::default(),
-                &config_map("c", json!({"test": "first"})),
-            )
-            .await,
-    );
+    let message = refusal(create(&server, "c", "first").await);
     assert!(
         message.contains("tls: failed to verify certificate"),
         "the old certificate is gone: {message}"
@@ -549,12 +502,7 @@ async fn a_validating_webhook_can_refuse_a_delete_and_sees_the_old_object() {
             admission_response(ctx).unwrap().deny(403, message);
         }
     };
-    let serving = serve(
-        WebhookServer::new(CertSource::SelfSigned(Vec::new()))
-            .webhook("/protect", adapter(&config, refuse))
-            .unwrap(),
-    )
-    .await;
+    let serving = serve_one("/protect", adapter(&config, refuse)).await;
     let ca = serving.ca_pem().unwrap().to_string();
     let url = serving.url("/protect");
     register(
@@ -634,7 +582,7 @@ async fn selectors_rules_and_reinvocation_decide_which_webhooks_run() {
     )
     .await;
 
-    let create = |namespace: &str, name: &str, test: &str| {
+    let create_in = |namespace: &str, name: &str, test: &str| {
         let api: Api<DynamicObject> = Api::namespaced_with(
             server.client(),
             namespace,
@@ -646,7 +594,7 @@ async fn selectors_rules_and_reinvocation_decide_which_webhooks_run() {
         let object = config_map(name, json!({"test": test}));
         async move { api.create(&PostParams::default(), &object).await }
     };
-    let reinvoked = create("default", "r", "reinvoke").await.unwrap();
+    let reinvoked = create_in("default", "r", "reinvoke").await.unwrap();
     assert_eq!(
         (
             labels_of(&reinvoked)["b"].as_str(),
@@ -669,8 +617,8 @@ async fn selectors_rules_and_reinvocation_decide_which_webhooks_run() {
         .create(&PostParams::default(), &team_a)
         .await
         .unwrap();
-    let in_team = create("team-a", "t", "team-a").await.unwrap();
-    let elsewhere = create("default", "t", "team-a").await.unwrap();
+    let in_team = create_in("team-a", "t", "team-a").await.unwrap();
+    let elsewhere = create_in("default", "t", "team-a").await.unwrap();
     assert_eq!(
         labels_of(&in_team).get("admitted").map(String::as_str),
         Some("yes")
