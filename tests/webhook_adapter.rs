@@ -295,7 +295,7 @@ async fn admission_webhook_adapter_hooks_and_response() {
     let resource_request = create(object(webhook_resource()));
     let mut warned = allowed();
     warned.warnings = Some(vec![
-        "before".into(),
+        format!("before {NAME}"),
         "spec is empty".into(),
         "after".into(),
     ]);
@@ -312,11 +312,13 @@ async fn admission_webhook_adapter_hooks_and_response() {
                     Ok(())
                 });
                 AdmissionWebhookAdapter::new(warn, config.clone())
-                    .before_handle(|_, response| {
+                    .before_handle(|ctx, response| {
+                        // BeforeHandle sees the request.
+                        let seen = admission_request(ctx).map(|r| r.name);
                         response
                             .warnings
                             .get_or_insert_with(Vec::new)
-                            .push("before".into())
+                            .push(format!("before {}", seen.unwrap_or_default()))
                     })
                     .after_handle(|_, response| {
                         response

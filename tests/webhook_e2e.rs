@@ -647,3 +647,45 @@ fn base64_of(text: &str) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(text)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_and_an_update_are_mutated_as_a_create_is() {
+    let (server, config) = cluster().await;
+    let stamp = |ctx: &Context, object: &mut DynamicObject| {
+        let operation = admission_request(ctx).map(|r| format!("{:?}", r.operation));
+        label(
+            object,
+            "last",
+            &operation.unwrap_or_default().to_lowercase(),
+        );
+    };
+    let serving = serve_one("/stamp", adapter(&config, stamp)).await;
+    let ca = serving.ca_pem().unwrap().to_string();
+    let url = serving.url("/stamp");
+    register(&server, &mutating_config("stamp", &url, &ca, json!({}))).await;
+    let created = create(&server, "a", "stamp").await.unwrap();
+    assert_eq!(labels_of(&created)["last"], "create");
+    let api = config_maps(&server);
+    let patch = json!({"data": {"a": "patched"}});
+    let patched = api
+        .patch("a", &Default::default(), &kube::api::Patch::Merge(patch))
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            labels_of(&patched)["last"].as_str(),
+            &patched.data["data"]["a"]
+        ),
+        ("update", &json!("patched")),
+        "the patch is applied and the webhook's change with it"
+    );
+    let mut changed = patched.clone();
+    changed.data["data"]["a"] = json!("replaced");
+    changed.metadata.labels.as_mut().unwrap().remove("last");
+    let replaced = api
+        .replace("a", &PostParams::default(), &changed)
+        .await
+        .unwrap();
+    assert_eq!(labels_of(&replaced)["last"], "update");
+    assert_eq!(replaced.data["data"]["a"], "replaced");
+}

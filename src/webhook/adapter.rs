@@ -116,10 +116,18 @@ impl AdmissionWebhookAdapter {
         seed(&ctx);
         let handle = AdmissionResponseHandle::new(response.clone());
         request::stash(&ctx, http, &handle);
+        let decoded = serde_json::from_value::<AdmissionRequest<DynamicObject>>(request.clone());
+        if let Ok(decoded) = &decoded {
+            request::stash_request(&ctx, decoded);
+        }
         if let Some(before) = &self.before_handle {
             handle.update(|response| before(&ctx, response));
         }
-        if let Err(message) = self.reconcile(&ctx, request, &handle).await {
+        let reconciled = match decoded {
+            Ok(decoded) => self.reconcile(&ctx, decoded, &handle).await,
+            Err(err) => Err(err.to_string()),
+        };
+        if let Err(message) = reconciled {
             handle.update(|response| {
                 response.allowed = false;
                 if response.result.code == 0 && response.result.message.is_empty() {
@@ -138,16 +146,13 @@ impl AdmissionWebhookAdapter {
         response
     }
 
-    /// Decodes the request and reconciles its object; sets the patch of a mutation.
+    /// Reconciles the request's object; sets the patch of a mutation.
     async fn reconcile(
         &self,
         ctx: &Context,
-        request: &Value,
+        decoded: AdmissionRequest<DynamicObject>,
         handle: &AdmissionResponseHandle,
     ) -> Result<(), String> {
-        let decoded: AdmissionRequest<DynamicObject> =
-            serde_json::from_value(request.clone()).map_err(|err| err.to_string())?;
-        request::stash_request(ctx, &decoded);
         let object = match decoded.operation {
             Operation::Delete => decoded.old_object,
             _ => decoded.object,

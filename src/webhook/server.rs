@@ -129,8 +129,14 @@ impl WebhookServer {
 /// Accepts connections, each served on its own task.
 async fn accept(listener: TcpListener, acceptor: tokio_rustls::TlsAcceptor, app: Router) {
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(err) => {
+                // Out of file descriptors, most likely: let some connections close.
+                tracing::warn!(%err, "webhook server cannot accept a connection");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
         };
         let acceptor = acceptor.clone();
         let service = hyper_util::service::TowerToHyperService::new(app.clone());

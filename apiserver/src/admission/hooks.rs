@@ -191,3 +191,87 @@ fn rule_covers(rule: &Value, write: &Attributes) -> bool {
         && listed("apiVersions", write.version)
         && listed("resources", write.plural)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn widgets(operation: &'static str, namespaced: bool) -> Attributes<'static> {
+        Attributes {
+            operation,
+            group: "example.com",
+            version: "v1",
+            plural: "widgets",
+            namespaced,
+            namespace: if namespaced { "default" } else { "" },
+        }
+    }
+
+    fn hook_with(webhook: Value) -> Hook {
+        hook(&webhook).expect("a usable webhook")
+    }
+
+    #[test]
+    fn rules_match_operations_groups_versions_resources_and_scope() {
+        let hook = hook_with(
+            json!({"name": "w", "clientConfig": {"url": "https://127.0.0.1:9443/w"},
+            "rules": [{"operations": ["CREATE"], "apiGroups": ["example.com"],
+                "apiVersions": ["*"], "resources": ["widgets"], "scope": "Namespaced"}]}),
+        );
+        assert!(hook.covers(&widgets("CREATE", true)));
+        assert!(!hook.covers(&widgets("UPDATE", true)), "another operation");
+        assert!(!hook.covers(&widgets("CREATE", false)), "another scope");
+        let gadgets = Attributes {
+            plural: "gadgets",
+            ..widgets("CREATE", true)
+        };
+        assert!(!hook.covers(&gadgets), "another resource");
+    }
+
+    #[test]
+    fn defaults_and_limits_follow_kube() {
+        let hook = hook_with(
+            json!({"name": "w", "clientConfig": {"url": "https://h:8443/p"},
+            "timeoutSeconds": 90}),
+        );
+        assert!(hook.fail_closed, "failurePolicy defaults to Fail");
+        assert_eq!(
+            hook.timeout,
+            Duration::from_secs(30),
+            "timeoutSeconds is at most 30"
+        );
+        assert!(
+            !hook.dry_run_safe,
+            "no sideEffects means it is not safe for a dry run"
+        );
+        assert_eq!(
+            (
+                hook.endpoint.connect.as_str(),
+                hook.endpoint.server_name.as_str()
+            ),
+            ("h:8443", "h")
+        );
+        let none = hook_with(json!({"name": "w", "clientConfig": {"url": "https://h/p"}}));
+        assert_eq!(
+            none.timeout,
+            Duration::from_secs(10),
+            "timeoutSeconds defaults to 10"
+        );
+        assert_eq!(none.endpoint.connect, "h:443");
+    }
+
+    #[test]
+    fn a_service_is_reached_on_loopback_under_its_dns_name() {
+        let hook = hook_with(json!({"name": "w", "clientConfig": {"service":
+            {"namespace": "hooks", "name": "widgets", "port": 9443, "path": "/mutate"}}}));
+        assert_eq!(hook.endpoint.url, "https://widgets.hooks.svc:9443/mutate");
+        assert_eq!(hook.endpoint.connect, "127.0.0.1:9443");
+        assert_eq!(hook.endpoint.server_name, "widgets.hooks.svc");
+    }
+
+    #[test]
+    fn a_webhook_without_a_client_config_is_left_out() {
+        assert!(hook(&json!({"name": "w"})).is_none());
+    }
+}
