@@ -8,7 +8,9 @@ use jiff::Timestamp;
 use kube::core::admission::AdmissionResponse;
 use serde_json::Value;
 
-use super::case::{Callback, DEADLINE, StashedValue, TestCase, TestSuite, TestTable};
+use super::case::{
+    Callback, DEADLINE, StashedValue, TestCase, TestSuite, TestTable, case_identity,
+};
 use super::config::ExpectConfig;
 use super::diff::{diff, pretty};
 use crate::reconcilers::{Config, Stash};
@@ -74,21 +76,7 @@ pub type AdmissionWebhookTestSuite = TestSuite<AdmissionWebhookTestCase>;
 impl TestCase for AdmissionWebhookTestCase {
     type Reconciler = AdmissionWebhookAdapter;
 
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn set_name(&mut self, name: String) {
-        self.name = name;
-    }
-
-    fn focus(&self) -> bool {
-        self.focus
-    }
-
-    fn skip(&self) -> bool {
-        self.skip
-    }
+    case_identity!();
 
     async fn run(self, factory: &dyn Fn(&Self, &Config) -> Self::Reconciler) -> Vec<String> {
         if !self.request.is_object() {
