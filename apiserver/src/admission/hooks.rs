@@ -145,33 +145,51 @@ impl Hook {
         self.rules.iter().any(|rule| rule_covers(rule, write))
     }
 
-    /// Whether the selectors select the write: the namespace's labels (for namespaced
-    /// kinds) and the object's or old object's labels.
+    /// Whether the selectors select the write.
     pub(super) fn selects(&self, state: &State, write: &Attributes, objects: &[&Value]) -> bool {
-        let Ok(namespaces) = LabelSelector::parse(&self.namespace_selector) else {
-            return false;
-        };
-        let Ok(labels) = LabelSelector::parse(&self.object_selector) else {
-            return false;
-        };
-        if write.namespaced {
-            let key = ResourceKey {
-                group: String::new(),
-                plural: "namespaces".into(),
-            };
-            let namespace = state.get(&key, "", write.namespace);
-            if !namespaces.matches(namespace.as_deref().and_then(meta::labels)) {
-                return false;
-            }
-        }
-        objects
-            .iter()
-            .any(|object| labels.matches(meta::labels(object)))
+        selects(
+            state,
+            write,
+            objects,
+            &self.namespace_selector,
+            &self.object_selector,
+        )
     }
 }
 
+/// Whether a namespace selector (the namespace's labels, for namespaced kinds) and an
+/// object selector (the object's or the old object's labels), in their string forms,
+/// select the write.
+pub(super) fn selects(
+    state: &State,
+    write: &Attributes,
+    objects: &[&Value],
+    namespace_selector: &str,
+    object_selector: &str,
+) -> bool {
+    let Ok(namespaces) = LabelSelector::parse(namespace_selector) else {
+        return false;
+    };
+    let Ok(labels) = LabelSelector::parse(object_selector) else {
+        return false;
+    };
+    if write.namespaced {
+        let key = ResourceKey {
+            group: String::new(),
+            plural: "namespaces".into(),
+        };
+        let namespace = state.get(&key, "", write.namespace);
+        if !namespaces.matches(namespace.as_deref().and_then(meta::labels)) {
+            return false;
+        }
+    }
+    objects
+        .iter()
+        .any(|object| labels.matches(meta::labels(object)))
+}
+
 /// Whether one `rules[]` entry covers the write.
-fn rule_covers(rule: &Value, write: &Attributes) -> bool {
+pub(super) fn rule_covers(rule: &Value, write: &Attributes) -> bool {
     let listed = |field: &str, value: &str| {
         rule[field]
             .as_array()

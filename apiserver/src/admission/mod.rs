@@ -2,16 +2,20 @@
 //! and ValidatingWebhookConfiguration objects declare, as kube-apiserver does: mutating
 //! webhooks first (their JSON patches applied in turn), then schema validation of the
 //! result, then validating webhooks; a denial answers the client with
-//! `admission webhook "NAME" denied the request: ...`.
+//! `admission webhook "NAME" denied the request: ...`. ValidatingAdmissionPolicies bound by
+//! a ValidatingAdmissionPolicyBinding are checked last, their CEL `validations` reading
+//! `object`, `oldObject` and `request`.
 //!
 //! Differences from kube-apiserver: a webhook's `service` is reached on loopback (see
 //! [`hooks`]); a write is tried as a dry run to get the object webhooks see, and, when a
 //! webhook changed it, the changed object is written as a create or a full update;
-//! validating webhooks are called one after the other; `matchPolicy`,
-//! `matchConditions` and ValidatingAdmissionPolicy are not supported.
+//! validating webhooks are called one after the other; `matchPolicy` and
+//! `matchConditions` are not supported, nor a policy's `paramKind`, `variables`,
+//! `matchConditions`, `auditAnnotations` or a binding's `matchResources`.
 
 mod call;
 mod hooks;
+mod policy;
 mod review;
 
 use std::sync::Arc;
@@ -59,7 +63,7 @@ pub(crate) async fn admit(
     dry_write: Option<&DryWrite<'_>>,
 ) -> ApiResult<Admitted> {
     let attributes = &write.attributes;
-    let (mutating, validating) = {
+    let (mutating, validating, policies) = {
         let state = shared.state.read();
         let covering = |mutating| {
             let all = hooks::hooks(&state, mutating);
@@ -67,9 +71,9 @@ pub(crate) async fn admit(
                 .filter(|h| h.covers(attributes))
                 .collect::<Vec<_>>()
         };
-        (covering(true), covering(false))
+        (covering(true), covering(false), policy::any(&state))
     };
-    if mutating.is_empty() && validating.is_empty() {
+    if mutating.is_empty() && validating.is_empty() && !policies {
         return Ok(Admitted::default());
     }
     let candidate = match dry_write {
@@ -112,10 +116,21 @@ pub(crate) async fn admit(
     for hook in &validating {
         calls.validate(hook, validated.as_ref()).await?;
     }
-    Ok(Admitted {
-        mutated,
-        warnings: calls.into_warnings(),
-    })
+    let mut warnings = calls.into_warnings();
+    let bound = {
+        let state = shared.state.read();
+        let objects: Vec<&Value> = validated.iter().chain(old.as_deref()).collect();
+        policy::covering(&state, attributes, &objects)
+    };
+    for policy in &bound {
+        policy.check(
+            attributes,
+            validated.as_ref(),
+            old.as_deref(),
+            &mut warnings,
+        )?;
+    }
+    Ok(Admitted { mutated, warnings })
 }
 
 /// The error of a webhook that could not be called under `failurePolicy: Fail`.
