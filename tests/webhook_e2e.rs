@@ -689,3 +689,41 @@ async fn a_patch_and_an_update_are_mutated_as_a_create_is() {
     assert_eq!(labels_of(&replaced)["last"], "update");
     assert_eq!(replaced.data["data"]["a"], "replaced");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutating_webhooks_run_before_schema_validation_and_may_fix_the_object() {
+    let (server, config) = cluster().await;
+    let clamp = |_: &Context, widget: &mut DynamicObject| {
+        if widget.metadata.name.as_deref() == Some("fixed") {
+            widget.data["spec"]["size"] = json!(0);
+        }
+    };
+    let serving = serve_one("/clamp", adapter(&config, clamp)).await;
+    let ca = serving.ca_pem().unwrap().to_string();
+    let widgets_only = json!({"objectSelector": {},
+        "rules": [{"operations": ["CREATE"], "apiGroups": ["example.com"],
+            "apiVersions": ["v1"], "resources": ["widgets"]}]});
+    register(
+        &server,
+        &mutating_config("clamp", &serving.url("/clamp"), &ca, widgets_only),
+    )
+    .await;
+    let api = api(&server, "example.com", "Widget", "widgets");
+    let widget = |name: &str| {
+        serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": name}, "spec": {"size": -1}}))
+        .unwrap()
+    };
+    let fixed = api.create(&PostParams::default(), &widget("fixed")).await;
+    assert_eq!(
+        fixed.expect("the webhook made it valid").data["spec"]["size"],
+        0
+    );
+    let message = refusal(api.create(&PostParams::default(), &widget("left")).await);
+    assert!(
+        message.contains(
+            "spec.size: Invalid value: -1: spec.size in body should be greater than or equal to 0"
+        ),
+        "a change no webhook fixes is refused by the schema: {message}"
+    );
+}

@@ -53,6 +53,16 @@ pub(crate) struct Write<'a> {
 pub(crate) type DryWrite<'a> =
     dyn Fn(&mut State, Option<Value>) -> ApiResult<Arc<Value>> + Sync + 'a;
 
+/// What a write proposes to store.
+pub(crate) struct Proposal<'a> {
+    /// Makes the write as a dry run (see [`admit`]).
+    pub(crate) dry_write: &'a DryWrite<'a>,
+    /// The object as the request sends it (a create's or PUT's body, the result of a merge
+    /// or JSON patch), which webhooks see when the dry run fails schema validation: as in
+    /// kube, mutating webhooks run before validation and may make the object valid.
+    pub(crate) sent: Option<Value>,
+}
+
 /// Runs the webhooks that cover `write`. `dry_write` makes the write as a dry run: with
 /// `None` the request as sent (the object webhooks see), with `Some` a changed object (to
 /// validate it against the schema). A DELETE (no `dry_write` needed) passes `old` only.
@@ -60,8 +70,9 @@ pub(crate) async fn admit(
     shared: &Shared,
     write: &Write<'_>,
     old: Option<Arc<Value>>,
-    dry_write: Option<&DryWrite<'_>>,
+    proposal: Option<Proposal<'_>>,
 ) -> ApiResult<Admitted> {
+    let dry_write = proposal.as_ref().map(|p| p.dry_write);
     let attributes = &write.attributes;
     let (mutating, validating, policies) = {
         let state = shared.state.read();
@@ -76,9 +87,16 @@ pub(crate) async fn admit(
     if mutating.is_empty() && validating.is_empty() && !policies {
         return Ok(Admitted::default());
     }
-    let candidate = match dry_write {
-        Some(dry_write) => Some((*shared.write(|state| dry_write(state, None))?.0).clone()),
-        None => None,
+    // The object webhooks see, and the schema error it has before they run, if any.
+    let (candidate, invalid) = match &proposal {
+        Some(proposal) => match shared.write(|state| (proposal.dry_write)(state, None)) {
+            Ok((object, _)) => (Some((*object).clone()), None),
+            Err(err) if err.code == 422 && proposal.sent.is_some() => {
+                (proposal.sent.clone(), Some(err))
+            }
+            Err(err) => return Err(err),
+        },
+        None => (None, None),
     };
     let selected = |hooks: Vec<hooks::Hook>| {
         let state = shared.state.read();
@@ -104,6 +122,9 @@ pub(crate) async fn admit(
         }
     }
     let mutated = (object != candidate).then(|| object.clone()).flatten();
+    if let (None, Some(err)) = (&mutated, invalid) {
+        return Err(err);
+    }
     let validated = match (&mutated, dry_write) {
         (Some(mutated), Some(dry_write)) => {
             let checked = shared

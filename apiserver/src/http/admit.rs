@@ -5,9 +5,9 @@ use serde_json::Value;
 
 use super::Shared;
 use super::resource::Call;
-use crate::admission::{self, Admitted, Attributes, Write};
+use crate::admission::{self, Admitted, Attributes, Proposal, Write};
 use crate::error::ApiResult;
-use crate::store::{PatchBody, State, Target, WriteOptions};
+use crate::store::{PatchBody, State, Target, WriteOptions, apply_patch};
 
 /// The attributes and request facts of a write of `operation` on `call`'s kind.
 fn write<'a>(
@@ -52,7 +52,15 @@ pub(super) async fn create(
             &options,
         )
     };
-    admission::admit(shared, &write, None, Some(&dry_write)).await
+    let mut sent = object.clone();
+    if let Some(namespace) = namespace {
+        sent["metadata"]["namespace"] = Value::from(namespace);
+    }
+    let proposal = Proposal {
+        dry_write: &dry_write,
+        sent: Some(sent),
+    };
+    admission::admit(shared, &write, None, Some(proposal)).await
 }
 
 /// Admits an update (PUT, or a patch that changes an existing object into `patched`
@@ -84,7 +92,19 @@ pub(super) async fn update(
             .patch(&call.info, namespace, name, patch, Target::Main, &options)
             .map(|patched| patched.object),
     };
-    admission::admit(shared, &write, Some(old), Some(&dry_write)).await
+    let sent = match change {
+        Change::Replace(object) => Some(object.clone()),
+        Change::Patch(patch @ (PatchBody::Merge(_) | PatchBody::Json(_))) => {
+            let mut patched = (*old).clone();
+            apply_patch(&mut patched, patch).ok().map(|()| patched)
+        }
+        Change::Patch(_) => None,
+    };
+    let proposal = Proposal {
+        dry_write: &dry_write,
+        sent,
+    };
+    admission::admit(shared, &write, Some(old), Some(proposal)).await
 }
 
 /// How an update changes the object.
