@@ -36,8 +36,13 @@ pub fn mutating(config: &Config) -> AdmissionWebhookAdapter {
             .map(|t| t.kind.as_str())
             .unwrap_or_default();
         match kind {
-            "Widget" if object.data["spec"]["size"].is_null() => {
-                object.data["spec"]["size"] = json!(1);
+            "Widget" => {
+                if let Some(data) = object.data.as_object_mut() {
+                    let spec = data.entry("spec").or_insert_with(|| json!({}));
+                    if let Some(spec) = spec.as_object_mut() {
+                        spec.entry("size").or_insert(json!(1));
+                    }
+                }
             }
             "ConfigMap" => {
                 let labels = object.metadata.labels.get_or_insert_with(Default::default);

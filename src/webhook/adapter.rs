@@ -11,7 +11,8 @@ use crate::reconcilers::{Config, Context, SubReconciler, ValidationError};
 
 /// Called with the context and the response before the reconcile (`BeforeHandle`) or
 /// after it (`AfterHandle`); the admission request is in the context
-/// ([`super::admission_request`]) once it could be decoded.
+/// ([`super::admission_request`]) when it could be decoded. Change the response through
+/// the argument, whose final value replaces it.
 pub type HandleHook = Box<dyn Fn(&Context, &mut AdmissionResponse) + Send + Sync>;
 
 /// Turns a sub-reconciler over `DynamicObject` into an admission webhook handler.
@@ -121,7 +122,10 @@ impl AdmissionWebhookAdapter {
             request::stash_request(&ctx, decoded);
         }
         if let Some(before) = &self.before_handle {
-            handle.update(|response| before(&ctx, response));
+            // On a copy: the hook may also reach the handle through the context.
+            let mut changed = handle.get();
+            before(&ctx, &mut changed);
+            handle.update(|response| *response = changed);
         }
         let reconciled = match decoded {
             Ok(decoded) => self.reconcile(&ctx, decoded, &handle).await,

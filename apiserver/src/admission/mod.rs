@@ -110,16 +110,17 @@ pub(crate) async fn admit(
     let (mutating, validating) = (selected(mutating), selected(validating));
     let mut calls = review::Calls::new(write, old.as_deref());
     let mut object = candidate.clone();
-    let mut changed_by = Vec::new();
-    for hook in &mutating {
+    // The last webhook that changed the object: those before it with
+    // `reinvocationPolicy: IfNeeded` are called once more.
+    let mut last_change = None;
+    for (index, hook) in mutating.iter().enumerate() {
         if calls.mutate(hook, &mut object).await? {
-            changed_by.push(hook.name.clone());
+            last_change = Some(index);
         }
     }
-    if !changed_by.is_empty() {
-        for hook in mutating.iter().filter(|h| h.reinvoke) {
-            calls.mutate(hook, &mut object).await?;
-        }
+    let reinvoked = mutating.iter().take(last_change.unwrap_or(0));
+    for hook in reinvoked.filter(|h| h.reinvoke) {
+        calls.mutate(hook, &mut object).await?;
     }
     let mutated = (object != candidate).then(|| object.clone()).flatten();
     if let (None, Some(err)) = (&mutated, invalid) {

@@ -53,8 +53,9 @@ pub(super) async fn create(
         )
     };
     let mut sent = object.clone();
-    if let Some(namespace) = namespace {
-        sent["metadata"]["namespace"] = Value::from(namespace);
+    let metadata = sent.get_mut("metadata").and_then(Value::as_object_mut);
+    if let (Some(metadata), Some(namespace)) = (metadata, namespace) {
+        metadata.insert("namespace".into(), Value::from(namespace));
     }
     let proposal = Proposal {
         dry_write: &dry_write,
