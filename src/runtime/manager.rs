@@ -217,10 +217,11 @@ impl Manager {
         webhooks: crate::webhook::WebhookServer,
         address: SocketAddr,
     ) -> Result<&crate::webhook::WebhookServing, ManagerError> {
-        let serving = webhooks
-            .with_metrics(self.metrics.clone())
-            .bind(address)
-            .await?;
+        let metrics = self.metrics.clone();
+        let record = move |webhook: &str, allowed: bool, took: std::time::Duration| {
+            metrics.record_admission(webhook, allowed, took)
+        };
+        let serving = webhooks.recording(Arc::new(record)).bind(address).await?;
         info!(address = %serving.local_addr(), "serving admission webhooks");
         self.webhooks.push(serving);
         Ok(&self.webhooks[self.webhooks.len() - 1])

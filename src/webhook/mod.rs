@@ -18,6 +18,6 @@ pub use certs::{CertError, CertSource};
 pub use request::{
     AdmissionResponseHandle, HttpRequestInfo, admission_request, admission_response, http_request,
 };
-pub use server::{WebhookServer, WebhookServerError, WebhookServing};
+pub use server::{AdmissionRecorder, WebhookServer, WebhookServerError, WebhookServing};
 
 pub use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};

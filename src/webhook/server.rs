@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -23,7 +23,6 @@ use super::adapter::{AdmissionWebhookAdapter, allowed};
 use super::certs::{CertError, CertSource};
 use super::request::HttpRequestInfo;
 use crate::reconcilers::ValidationError;
-use crate::runtime::Metrics;
 
 /// Why the webhook server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -50,18 +49,22 @@ pub enum WebhookServerError {
     Invalid(#[from] ValidationError),
 }
 
+/// Records one answered admission request: the webhook's name, whether it was allowed,
+/// and how long it took (the Manager records it in its metrics).
+pub type AdmissionRecorder = Arc<dyn Fn(&str, bool, Duration) + Send + Sync>;
+
 /// Admission webhooks served over HTTPS, each at its own path.
 pub struct WebhookServer {
     certs: CertSource,
     webhooks: BTreeMap<String, Arc<AdmissionWebhookAdapter>>,
-    metrics: Metrics,
+    record: AdmissionRecorder,
 }
 
 /// What every request handler shares.
 #[derive(Clone)]
 struct Shared {
     webhooks: Arc<BTreeMap<String, Arc<AdmissionWebhookAdapter>>>,
-    metrics: Metrics,
+    record: AdmissionRecorder,
 }
 
 impl WebhookServer {
@@ -70,7 +73,7 @@ impl WebhookServer {
         Self {
             certs,
             webhooks: BTreeMap::new(),
-            metrics: Metrics::new(),
+            record: Arc::new(|_, _, _| {}),
         }
     }
 
@@ -88,9 +91,10 @@ impl WebhookServer {
         Ok(self)
     }
 
-    /// Records admission requests in `metrics` (a Manager's, to share its `/metrics`).
-    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
-        self.metrics = metrics;
+    /// Calls `record` for each answered admission request (`Manager::serve_webhooks`
+    /// records them in the manager's metrics).
+    pub fn recording(mut self, record: AdmissionRecorder) -> Self {
+        self.record = record;
         self
     }
 
@@ -109,7 +113,7 @@ impl WebhookServer {
         let address = listener.local_addr().map_err(bind_error)?;
         let shared = Shared {
             webhooks: Arc::new(self.webhooks),
-            metrics: self.metrics,
+            record: self.record,
         };
         let app = Router::new()
             .route("/healthz", get(|| async { "ok" }))
@@ -189,9 +193,7 @@ async fn review(
     let response = handled
         .await
         .unwrap_or_else(|panic| panicked(request, &*panic));
-    shared
-        .metrics
-        .record_admission(adapter.name(), response.allowed, started.elapsed());
+    (shared.record)(adapter.name(), response.allowed, started.elapsed());
     let mut body = serde_json::to_value(response.into_review()).unwrap_or_default();
     if let Some(api_version) = review.get("apiVersion") {
         body["apiVersion"] = api_version.clone();
