@@ -7,7 +7,8 @@ mod harness_common;
 
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{
-    Config, Context, Outcome, ReconcileError, Sequence, SubReconciler, SyncReconciler,
+    CastResource, Config, Context, HasMetadata, Outcome, ReconcileError, Sequence, SubReconciler,
+    SyncReconciler,
 };
 use dynrec::testing::{AdmissionWebhookTestCase, StashedValue, TestObject, TrackRequest};
 use dynrec::webhook::{
@@ -357,6 +358,19 @@ async fn admission_webhook_adapter_hooks_and_response() {
             })),
         ),
         (
+            "a duck reconciler through CastResource mutates the object",
+            case(
+                resource_request.clone(),
+                patched(json!([{"op": "add", "path": "/spec", "value": {"size": 1}}])),
+            ),
+            adapter(CastResource::new(SyncReconciler::new(
+                |_ctx, sized: &mut Sized| {
+                    sized.spec.size.get_or_insert(1);
+                    Box::pin(async { Ok(()) })
+                },
+            ))),
+        ),
+        (
             "a panic in the reconciler is the test's panic",
             AdmissionWebhookTestCase {
                 should_panic: true,
@@ -366,6 +380,27 @@ async fn admission_webhook_adapter_hooks_and_response() {
         ),
     ])
     .await;
+}
+
+/// A duck of any object with a `spec.size`.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Sized {
+    #[serde(default)]
+    metadata: kube::api::ObjectMeta,
+    #[serde(default)]
+    spec: SizedSpec,
+}
+
+impl HasMetadata for Sized {
+    fn object_meta(&self) -> &kube::api::ObjectMeta {
+        &self.metadata
+    }
+}
+
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct SizedSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    size: Option<i64>,
 }
 
 /// reconciler.io's Validate cases for the adapter; a missing Reconciler cannot be built
