@@ -447,26 +447,39 @@ async fn a_certificate_from_files_is_served_again_after_the_files_change() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_webhook_server_answers_healthz_over_tls() {
+async fn the_webhook_server_answers_healthz_and_refuses_a_body_that_is_no_review() {
     let (_server, config) = cluster().await;
     let serving = serve(webhooks::server(&config).unwrap()).await;
     let dir = tempfile::tempdir().unwrap();
     let ca = dir.path().join("ca.pem");
     std::fs::write(&ca, serving.ca_pem().unwrap()).unwrap();
-    let url = serving.url("/healthz");
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new("curl")
-            .args(["-sS", "--cacert", path_str(&ca), &url])
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let curl = |url: String, body: Option<&'static str>| {
+        let ca = ca.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut command = Command::new("curl");
+            command.args([
+                "-sS",
+                "-w",
+                " %{http_code}",
+                "--cacert",
+                path_str(&ca),
+                &url,
+            ]);
+            if let Some(body) = body {
+                command.args(["-H", "content-type: application/json", "--data", body]);
+            }
+            let output = command.output().unwrap();
+            String::from_utf8_lossy(&output.stdout).into_owned()
+        })
+    };
+    let health = curl(serving.url("/healthz"), None).await.unwrap();
+    assert_eq!(health, "ok 200");
+    let refused = curl(serving.url(webhooks::MUTATE_PATH), Some("{"))
+        .await
+        .unwrap();
     assert_eq!(
-        String::from_utf8_lossy(&output.stdout),
-        "ok",
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+        refused,
+        "the body is not an AdmissionReview: EOF while parsing an object at line 1 column 1\n 400"
     );
 }
 
@@ -725,5 +738,20 @@ async fn mutating_webhooks_run_before_schema_validation_and_may_fix_the_object()
             "spec.size: Invalid value: -1: spec.size in body should be greater than or equal to 0"
         ),
         "a change no webhook fixes is refused by the schema: {message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_configuration_without_a_usable_endpoint_fails_the_write_with_the_reason() {
+    let (server, _config) = cluster().await;
+    register(
+        &server,
+        &mutating_config("plain", "http://127.0.0.1:1/p", "", json!({})),
+    )
+    .await;
+    let message = refusal(create(&server, "a", "plain").await);
+    assert_eq!(
+        message,
+        "Internal error occurred: failed calling webhook \"plain\": failed to call webhook: invalid clientConfig.url \"http://127.0.0.1:1/p\": an https URL with a host is needed"
     );
 }

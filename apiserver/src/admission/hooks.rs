@@ -22,8 +22,9 @@ const MAX_TIMEOUT: u64 = 30;
 pub(super) struct Hook {
     /// The webhook's name (`webhooks[].name`), as denials name it.
     pub(super) name: String,
-    /// Where it is called.
-    pub(super) endpoint: Endpoint,
+    /// Where it is called, or why its `clientConfig` names no usable endpoint (a call
+    /// failure, under its failurePolicy).
+    pub(super) endpoint: Result<Endpoint, String>,
     rules: Vec<Value>,
     namespace_selector: String,
     object_selector: String,
@@ -80,19 +81,19 @@ pub(super) fn hooks(state: &State, mutating: bool) -> Vec<Hook> {
     state
         .list(&key, None, None)
         .flat_map(|config| config["webhooks"].as_array().cloned().unwrap_or_default())
-        .filter_map(|webhook| hook(&webhook))
+        .map(|webhook| hook(&webhook))
         .collect()
 }
 
-fn hook(webhook: &Value) -> Option<Hook> {
+fn hook(webhook: &Value) -> Hook {
     let text = |field: &str| webhook[field].as_str().unwrap_or_default();
     let selector = |field: &str| crate::scale::format_selector(&webhook[field]);
     let timeout = webhook["timeoutSeconds"]
         .as_u64()
         .unwrap_or(DEFAULT_TIMEOUT);
-    Some(Hook {
+    Hook {
         name: text("name").to_string(),
-        endpoint: endpoint(&webhook["clientConfig"])?,
+        endpoint: endpoint(&webhook["clientConfig"]),
         rules: webhook["rules"].as_array().cloned().unwrap_or_default(),
         namespace_selector: selector("namespaceSelector"),
         object_selector: selector("objectSelector"),
@@ -100,13 +101,13 @@ fn hook(webhook: &Value) -> Option<Hook> {
         timeout: Duration::from_secs(timeout.clamp(1, MAX_TIMEOUT)),
         dry_run_safe: matches!(text("sideEffects"), "None" | "NoneOnDryRun"),
         reinvoke: text("reinvocationPolicy") == "IfNeeded",
-    })
+    }
 }
 
 /// The endpoint of a `clientConfig`: its `url`, or its `service` mapped to loopback:
 /// `https://NAME.NAMESPACE.svc:PORT/PATH` is reached at `127.0.0.1:PORT` and its
 /// certificate must name `NAME.NAMESPACE.svc` (there is no cluster network here).
-fn endpoint(client: &Value) -> Option<Endpoint> {
+fn endpoint(client: &Value) -> Result<Endpoint, String> {
     let ca_bundle = client["caBundle"]
         .as_str()
         .and_then(|b64| {
@@ -115,10 +116,19 @@ fn endpoint(client: &Value) -> Option<Endpoint> {
         })
         .unwrap_or_default();
     if let Some(url) = client["url"].as_str() {
-        let uri: http::Uri = url.parse().ok()?;
-        let host = uri.host()?.trim_matches(['[', ']']).to_string();
+        let invalid =
+            || format!("invalid clientConfig.url {url:?}: an https URL with a host is needed");
+        let uri: http::Uri = url.parse().map_err(|_| invalid())?;
+        if uri.scheme_str() != Some("https") {
+            return Err(invalid());
+        }
+        let host = uri
+            .host()
+            .ok_or_else(invalid)?
+            .trim_matches(['[', ']'])
+            .to_string();
         let port = uri.port_u16().unwrap_or(443);
-        return Some(Endpoint {
+        return Ok(Endpoint {
             url: url.to_string(),
             connect: format!("{host}:{port}"),
             server_name: host,
@@ -126,12 +136,17 @@ fn endpoint(client: &Value) -> Option<Endpoint> {
         });
     }
     let service = &client["service"];
-    let name = service["name"].as_str()?;
-    let namespace = service["namespace"].as_str()?;
+    let (Some(name), Some(namespace)) = (service["name"].as_str(), service["namespace"].as_str())
+    else {
+        return Err(
+            "invalid clientConfig: a url, or a service with a name and a namespace, is needed"
+                .into(),
+        );
+    };
     let port = service["port"].as_u64().unwrap_or(443);
     let path = service["path"].as_str().unwrap_or("/");
     let host = format!("{name}.{namespace}.svc");
-    Some(Endpoint {
+    Ok(Endpoint {
         url: format!("https://{host}:{port}{path}"),
         connect: format!("127.0.0.1:{port}"),
         server_name: host,
@@ -227,7 +242,7 @@ mod tests {
     }
 
     fn hook_with(webhook: Value) -> Hook {
-        hook(&webhook).expect("a usable webhook")
+        hook(&webhook)
     }
 
     #[test]
@@ -265,8 +280,8 @@ mod tests {
         );
         assert_eq!(
             (
-                hook.endpoint.connect.as_str(),
-                hook.endpoint.server_name.as_str()
+                hook.endpoint.as_ref().unwrap().connect.as_str(),
+                hook.endpoint.as_ref().unwrap().server_name.as_str()
             ),
             ("h:8443", "h")
         );
@@ -276,20 +291,35 @@ mod tests {
             Duration::from_secs(10),
             "timeoutSeconds defaults to 10"
         );
-        assert_eq!(none.endpoint.connect, "h:443");
+        assert_eq!(none.endpoint.as_ref().unwrap().connect, "h:443");
     }
 
     #[test]
     fn a_service_is_reached_on_loopback_under_its_dns_name() {
         let hook = hook_with(json!({"name": "w", "clientConfig": {"service":
             {"namespace": "hooks", "name": "widgets", "port": 9443, "path": "/mutate"}}}));
-        assert_eq!(hook.endpoint.url, "https://widgets.hooks.svc:9443/mutate");
-        assert_eq!(hook.endpoint.connect, "127.0.0.1:9443");
-        assert_eq!(hook.endpoint.server_name, "widgets.hooks.svc");
+        assert_eq!(
+            hook.endpoint.as_ref().unwrap().url,
+            "https://widgets.hooks.svc:9443/mutate"
+        );
+        assert_eq!(hook.endpoint.as_ref().unwrap().connect, "127.0.0.1:9443");
+        assert_eq!(
+            hook.endpoint.as_ref().unwrap().server_name,
+            "widgets.hooks.svc"
+        );
     }
 
     #[test]
-    fn a_webhook_without_a_client_config_is_left_out() {
-        assert!(hook(&json!({"name": "w"})).is_none());
+    fn a_client_config_without_an_endpoint_says_what_is_missing() {
+        let missing = hook(&json!({"name": "w"})).endpoint.unwrap_err();
+        assert_eq!(
+            missing,
+            "invalid clientConfig: a url, or a service with a name and a namespace, is needed"
+        );
+        let plain = hook(&json!({"name": "w", "clientConfig": {"url": "http://h/p"}}));
+        assert_eq!(
+            plain.endpoint.unwrap_err(),
+            "invalid clientConfig.url \"http://h/p\": an https URL with a host is needed"
+        );
     }
 }

@@ -69,9 +69,11 @@ impl<'a> Calls<'a> {
             )));
         }
         let review = self.review(object);
-        let answer = call::call(&hook.endpoint, &review, hook.timeout)
-            .await
-            .and_then(|answer| self.response_of(answer));
+        let answer = match &hook.endpoint {
+            Ok(endpoint) => call::call(endpoint, &review, hook.timeout).await,
+            Err(invalid) => Err(invalid.clone()),
+        };
+        let answer = answer.and_then(|answer| self.response_of(answer));
         let response = match answer {
             Ok(response) => response,
             Err(reason) if hook.fail_closed => return Err(call_failed(&hook.name, &reason)),
