@@ -83,14 +83,8 @@ async fn a_policy_bound_to_warn_lets_the_write_through_with_a_warning() {
         .header("content-type", "application/json")
         .body(kube::client::Body::from(body.to_string().into_bytes()))
         .unwrap();
-    let response = client.send(request).await.unwrap();
-    assert_eq!(response.status().as_u16(), 201);
-    let warnings: Vec<&str> = response
-        .headers()
-        .get_all("warning")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
+    let (code, warnings) = send_for_warnings(&client, request).await;
+    assert_eq!(code, 201);
     assert_eq!(
         warnings,
         [
