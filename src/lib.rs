@@ -19,6 +19,7 @@ pub mod runtime;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod tracker;
+pub mod webhook;
 
 pub use dynrec_apiserver as apiserver;
 pub use dynrec_duck as duck;

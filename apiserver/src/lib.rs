@@ -23,6 +23,7 @@
 //! # }
 //! ```
 
+mod admission;
 mod apply;
 mod auth;
 mod catalog;

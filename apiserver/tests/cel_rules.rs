@@ -449,14 +449,8 @@ async fn a_failure_on_an_unchanged_value_is_a_warning_not_an_error() {
             br#"{"metadata":{"labels":{"a":"b"}}}"#.to_vec(),
         ))
         .unwrap();
-    let response = client.send(request).await.unwrap();
-    assert_eq!(response.status(), 200);
-    let warnings: Vec<&str> = response
-        .headers()
-        .get_all("warning")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
+    let (code, warnings) = send_for_warnings(&client, request).await;
+    assert_eq!(code, 200);
     assert_eq!(
         warnings,
         ["299 - \"spec: Invalid value: \\\"object\\\": minReplicas must not exceed maxReplicas\""]

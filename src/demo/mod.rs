@@ -4,4 +4,5 @@
 pub mod addressable;
 pub mod podspecable;
 pub mod singleton;
+pub mod webhooks;
 pub mod widgets;

@@ -42,6 +42,9 @@ pub enum ManagerError {
     /// Leader election could not start.
     #[error(transparent)]
     Leader(#[from] super::LeaderError),
+    /// The admission webhook server could not start.
+    #[error(transparent)]
+    Webhooks(#[from] crate::webhook::WebhookServerError),
 }
 
 /// How the manager runs its controllers.
@@ -120,6 +123,8 @@ pub struct Manager {
     readiness: Readiness,
     /// Taken by `run` (behind a lock only so that the manager stays `Sync`).
     companions: Mutex<Vec<Companion>>,
+    /// Admission webhooks served until the manager stops.
+    webhooks: Vec<crate::webhook::WebhookServing>,
 }
 
 /// Adds, replaces and removes a manager's controllers while it runs (and before). Cheap to
@@ -220,6 +225,7 @@ impl Manager {
             metrics,
             readiness: Readiness::new(),
             companions: Mutex::default(),
+            webhooks: Vec::new(),
         }
     }
 
@@ -228,6 +234,24 @@ impl Manager {
     /// removes controllers through a [`ControllerHandle`].
     pub fn run_alongside(&mut self, task: impl Future<Output = ()> + Send + 'static) {
         self.companions.get_mut().push(Box::pin(task));
+    }
+
+    /// Serves `webhooks` on `address` (port 0 picks a free one) from now until the manager
+    /// stops, whether or not it leads, counting their requests in the manager's metrics.
+    /// The returned handle gives the URL and CA a webhook configuration needs.
+    pub async fn serve_webhooks(
+        &mut self,
+        webhooks: crate::webhook::WebhookServer,
+        address: SocketAddr,
+    ) -> Result<&crate::webhook::WebhookServing, ManagerError> {
+        let metrics = self.metrics.clone();
+        let record = move |webhook: &str, allowed: bool, took: std::time::Duration| {
+            metrics.record_admission(webhook, allowed, took)
+        };
+        let serving = webhooks.recording(Arc::new(record)).bind(address).await?;
+        info!(address = %serving.local_addr(), "serving admission webhooks");
+        self.webhooks.push(serving);
+        Ok(&self.webhooks[self.webhooks.len() - 1])
     }
 
     /// A handle that adds, replaces and removes controllers, also while the manager runs.

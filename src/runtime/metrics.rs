@@ -66,6 +66,17 @@ struct ReconcileLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AdmissionLabels {
+    webhook: String,
+    allowed: bool,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WebhookLabels {
+    webhook: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ControllerLabels {
     controller: String,
 }
@@ -84,6 +95,7 @@ struct DuckKindLabels {
 }
 
 type DurationFamily = Family<ControllerLabels, Histogram, fn() -> Histogram>;
+type AdmissionDurationFamily = Family<WebhookLabels, Histogram, fn() -> Histogram>;
 type QueueSource = Box<dyn Fn() -> QueueStats + Send + Sync>;
 
 /// The process's metrics; cheap to clone, rendered with [`Metrics::render`].
@@ -96,6 +108,8 @@ struct Inner {
     registry: Registry,
     reconciles: Family<ReconcileLabels, Counter>,
     durations: DurationFamily,
+    admissions: Family<AdmissionLabels, Counter>,
+    admission_durations: AdmissionDurationFamily,
     leader: Gauge,
     sources: Arc<Sources>,
 }
@@ -122,6 +136,19 @@ impl Metrics {
             "How long reconciles take, by controller",
             durations.clone(),
         );
+        let admissions = Family::<AdmissionLabels, Counter>::default();
+        registry.register(
+            "admission_requests",
+            "Admission requests by webhook and whether they were allowed",
+            admissions.clone(),
+        );
+        let admission_durations: AdmissionDurationFamily =
+            Family::new_with_constructor(duration_histogram);
+        registry.register(
+            "admission_duration_seconds",
+            "How long admission webhooks take to answer, by webhook",
+            admission_durations.clone(),
+        );
         let leader = Gauge::default();
         registry.register(
             "leader",
@@ -135,6 +162,8 @@ impl Metrics {
                 registry,
                 reconciles,
                 durations,
+                admissions,
+                admission_durations,
                 leader,
                 sources,
             }),
@@ -153,6 +182,21 @@ impl Metrics {
         self.inner
             .reconciles
             .get_or_create(&ReconcileLabels { controller, result })
+            .inc();
+    }
+
+    /// Counts one admission request answered by `webhook`, and how long it took.
+    pub fn record_admission(&self, webhook: &str, allowed: bool, took: Duration) {
+        let webhook = webhook.to_owned();
+        self.inner
+            .admission_durations
+            .get_or_create(&WebhookLabels {
+                webhook: webhook.clone(),
+            })
+            .observe(took.as_secs_f64());
+        self.inner
+            .admissions
+            .get_or_create(&AdmissionLabels { webhook, allowed })
             .inc();
     }
 

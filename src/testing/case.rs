@@ -56,6 +56,29 @@ pub trait TestCase: Sized {
     ) -> impl Future<Output = Vec<String>>;
 }
 
+/// The `name`, `set_name`, `focus` and `skip` of a [`TestCase`] whose struct has `name`,
+/// `focus` and `skip` fields.
+macro_rules! case_identity {
+    () => {
+        fn name(&self) -> &str {
+            &self.name
+        }
+
+        fn set_name(&mut self, name: String) {
+            self.name = name;
+        }
+
+        fn focus(&self) -> bool {
+            self.focus
+        }
+
+        fn skip(&self) -> bool {
+            self.skip
+        }
+    };
+}
+pub(super) use case_identity;
+
 /// Test cases run in order (reconciler.io's `*TestSuite`).
 pub struct TestSuite<C>(pub Vec<C>);
 

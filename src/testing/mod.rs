@@ -23,6 +23,7 @@ mod recording;
 mod refs;
 mod stub;
 mod subreconciler;
+mod webhook;
 
 pub use case::{Callback, Failures, StashedValue, TestCase, TestSuite, TestTable};
 pub use config::{ExpectConfig, StartedConfig};
@@ -43,3 +44,4 @@ pub use stub::StubObjectManager;
 pub use subreconciler::{
     SubReconcilerTestCase, SubReconcilerTestSuite, SubReconcilerTests, VerifyResource,
 };
+pub use webhook::{AdmissionWebhookTestCase, AdmissionWebhookTestSuite, AdmissionWebhookTests};

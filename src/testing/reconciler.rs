@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 
-use super::case::{Callback, Configs, DEADLINE, TestCase, TestSuite, TestTable, check_outcome};
+use super::case::{
+    Callback, Configs, DEADLINE, TestCase, TestSuite, TestTable, case_identity, check_outcome,
+};
 use super::config::ExpectConfig;
 use crate::object::ObjectKey;
 use crate::reconcilers::{Config, Outcome, ReconcileResult, RootReconciler};
@@ -69,21 +71,7 @@ pub type ReconcilerTestSuite = TestSuite<ReconcilerTestCase>;
 impl TestCase for ReconcilerTestCase {
     type Reconciler = Box<dyn RootReconciler>;
 
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn set_name(&mut self, name: String) {
-        self.name = name;
-    }
-
-    fn focus(&self) -> bool {
-        self.focus
-    }
-
-    fn skip(&self) -> bool {
-        self.skip
-    }
+    case_identity!();
 
     async fn run(self, factory: &dyn Fn(&Self, &Config) -> Self::Reconciler) -> Vec<String> {
         let configs = match Configs::start(

@@ -8,7 +8,8 @@ use jiff::Timestamp;
 use kube::api::DynamicObject;
 
 use super::case::{
-    Callback, Configs, DEADLINE, StashedValue, TestCase, TestSuite, TestTable, check_outcome,
+    Callback, Configs, DEADLINE, StashedValue, TestCase, TestSuite, TestTable, case_identity,
+    check_outcome,
 };
 use super::config::ExpectConfig;
 use super::diff::{Compare, diff, normalized, pretty};
@@ -108,21 +109,7 @@ fn with_default_rv(object: &DynamicObject) -> DynamicObject {
 impl TestCase for SubReconcilerTestCase {
     type Reconciler = Box<dyn SubReconciler>;
 
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn set_name(&mut self, name: String) {
-        self.name = name;
-    }
-
-    fn focus(&self) -> bool {
-        self.focus
-    }
-
-    fn skip(&self) -> bool {
-        self.skip
-    }
+    case_identity!();
 
     async fn run(mut self, factory: &dyn Fn(&Self, &Config) -> Self::Reconciler) -> Vec<String> {
         let additional = std::mem::take(&mut self.additional_reconciles);

@@ -1,5 +1,6 @@
 //! The REST front end: routes Kubernetes API requests to the store.
 
+mod admit;
 mod aggregated;
 mod authorize;
 pub(crate) mod builtin;

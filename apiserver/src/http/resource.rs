@@ -10,7 +10,9 @@ use super::list::{self, Selectors};
 use super::negotiate::{self, BodyType, Representation};
 use super::query::Query;
 use super::route::ResourcePath;
-use super::{Shared, deleted, protobuf, respond, reviews, subresource, table, tokens, watch};
+use super::{
+    Shared, admit, deleted, protobuf, respond, reviews, subresource, table, tokens, watch,
+};
 use crate::error::{ApiError, ApiResult};
 use crate::faults::{RequestFacts, Verdict};
 use crate::meta;
@@ -132,6 +134,9 @@ async fn serve_kind(
         Verdict::Stall(delay) => tokio::time::sleep(delay).await,
         Verdict::Fail(error) => return Err(error),
     }
+    // Admission webhooks see who asks.
+    let user = parts.extensions.get::<tokens::User>().cloned();
+    let user = user.unwrap_or_else(tokens::User::admin).username;
     if let (Some("scale"), Some(name)) = (path.subresource.as_deref(), &path.name) {
         return super::scale::serve(shared, &call, parts.method, name, body).await;
     }
@@ -197,7 +202,16 @@ async fn serve_kind(
             )?;
             Ok(respond::json(200, &body))
         }
-        (Method::POST, None) => create(shared, &call, read_object(&call, body, limit).await?),
+        (Method::POST, None) => {
+            let object = read_object(&call, body, limit).await?;
+            let admitted = admit::create(shared, &call, &user, &object).await?;
+            create(
+                shared,
+                &call,
+                admitted.mutated.unwrap_or(object),
+                admitted.warnings,
+            )
+        }
         (Method::DELETE, None) => {
             delete_collection(shared, &call, read_optional_json(body, limit).await?)
         }
@@ -218,29 +232,50 @@ async fn serve_kind(
             let object = read_object(&call, body, limit).await?;
             let namespace = call.object_namespace()?;
             let options = call.write_options()?;
-            let (stored, warnings) = shared.write(|state| {
+            let admitted = match target {
+                Target::Main => {
+                    let change = admit::Change::Replace(&object);
+                    admit::update(shared, &call, &user, &name, change).await?
+                }
+                _ => Default::default(),
+            };
+            let object = admitted.mutated.unwrap_or(object);
+            let (stored, mut warnings) = shared.write(|state| {
                 state.update(&call.info, namespace, &name, object, target, &options)
             })?;
+            warnings.extend(admitted.warnings);
             Ok(respond::warn(call.respond(200, &stored), &warnings))
         }
         (Method::PATCH, Some(name)) => {
             let patch = patch_body(&call, read_patch(&call, body, limit).await?)?;
             let namespace = call.object_namespace()?;
             let options = call.write_options()?;
-            let (patched, warnings) = shared.write(|state| {
-                state.patch(&call.info, namespace, &name, &patch, target, &options)
-            })?;
-            let code = if patched.created { 201 } else { 200 };
-            Ok(respond::warn(
-                call.respond(code, &patched.object),
-                &warnings,
-            ))
+            let admitted = match target {
+                Target::Main => {
+                    let change = admit::Change::Patch(&patch);
+                    admit::update(shared, &call, &user, &name, change).await?
+                }
+                _ => Default::default(),
+            };
+            let ((object, created), mut warnings) =
+                shared.write(|state| match admitted.mutated {
+                    Some(object) => state
+                        .update(&call.info, namespace, &name, object, target, &options)
+                        .map(|object| (object, false)),
+                    None => state
+                        .patch(&call.info, namespace, &name, &patch, target, &options)
+                        .map(|patched| (patched.object, patched.created)),
+                })?;
+            warnings.extend(admitted.warnings);
+            let code = if created { 201 } else { 200 };
+            Ok(respond::warn(call.respond(code, &object), &warnings))
         }
         (Method::DELETE, Some(name)) if target == Target::Main => {
             let body = read_optional_json(body, limit).await?;
             let orphan_dependents = body.as_ref().and_then(|b| b["orphanDependents"].as_bool());
             let options = delete_options(&call.query, body)?;
             let namespace = call.object_namespace()?;
+            admit::delete(shared, &call, &user, &name, options.dry_run).await?;
             let (outcome, _) =
                 shared.write(|state| state.delete(&call.info, namespace, &name, &options))?;
             let removed = matches!(outcome, DeleteOutcome::Removed(_));
@@ -273,7 +308,12 @@ pub(super) fn verb_of(method: &Method, has_name: bool, query: &Query) -> ApiResu
     })
 }
 
-fn create(shared: &Arc<Shared>, call: &Call, object: Value) -> ApiResult<Response<Body>> {
+fn create(
+    shared: &Arc<Shared>,
+    call: &Call,
+    object: Value,
+    admission_warnings: Vec<String>,
+) -> ApiResult<Response<Body>> {
     if call.info.namespaced && call.namespace.is_none() {
         return Err(ApiError::method_not_allowed(format!(
             "create of {} needs a namespace in the path",
@@ -281,8 +321,9 @@ fn create(shared: &Arc<Shared>, call: &Call, object: Value) -> ApiResult<Respons
         )));
     }
     let options = call.write_options()?;
-    let (stored, warnings) = shared
+    let (stored, mut warnings) = shared
         .write(|state| state.create(&call.info, call.namespace.as_deref(), object, &options))?;
+    warnings.extend(admission_warnings);
     Ok(respond::warn(call.respond(201, &stored), &warnings))
 }
 

@@ -145,3 +145,18 @@ pub async fn raw(
     let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     (code, value)
 }
+
+/// Sends a request; returns its status code and the texts of its `Warning` headers.
+pub async fn send_for_warnings(
+    client: &kube::Client,
+    request: http::Request<kube::client::Body>,
+) -> (u16, Vec<String>) {
+    let response = client.send(request).await.expect("the server answers");
+    let warnings = response
+        .headers()
+        .get_all("warning")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_string))
+        .collect();
+    (response.status().as_u16(), warnings)
+}
