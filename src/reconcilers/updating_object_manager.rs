@@ -10,6 +10,7 @@
 //!   actual object's (quirk 7 fixed), so it takes effect for kinds with a generation too;
 //! - there is no `DangerouslyAllowDuckTypes`: every object is a `DynamicObject`.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -127,18 +128,22 @@ impl UpdatingObjectManager {
     }
 
     /// `desired` with the mutation the server made on the last update of `actual` replayed.
-    fn replay(&self, actual: &DynamicObject, desired: &DynamicObject) -> DynamicObject {
+    fn replay<'d>(
+        &self,
+        actual: &DynamicObject,
+        desired: &'d DynamicObject,
+    ) -> Cow<'d, DynamicObject> {
         let Some(uid) = actual.metadata.uid.as_deref() else {
-            return desired.clone();
+            return Cow::Borrowed(desired);
         };
         let Some(mutation) = self.mutations.get(uid) else {
-            return desired.clone();
+            return Cow::Borrowed(desired);
         };
         match mutation.apply(actual, desired) {
-            Ok(patched) => patched,
+            Ok(patched) => Cow::Owned(patched),
             Err(err) => {
                 debug!(manager = %self.name, %err, "unable to patch desired child from mutation cache, this error is usually benign");
-                desired.clone()
+                Cow::Borrowed(desired)
             }
         }
     }
@@ -209,11 +214,17 @@ impl ObjectManager for UpdatingObjectManager {
         let Some(merge) = &self.merge_before_update else {
             return Err(ReconcileError::from_error(self.missing_merge()));
         };
-        let mut desired = desired.clone();
-        if let Some(harmonize) = &self.harmonize_immutable_fields {
-            harmonize(actual, &mut desired);
-        }
-        let patched = self.replay(actual, &desired);
+        let harmonized;
+        let desired = match &self.harmonize_immutable_fields {
+            Some(harmonize) => {
+                let mut copy = desired.clone();
+                harmonize(actual, &mut copy);
+                harmonized = copy;
+                &harmonized
+            }
+            None => desired,
+        };
+        let patched = self.replay(actual, desired);
         let mut current = actual.clone();
         if self.track_desired {
             track(ctx, resource, &current)?;
@@ -221,12 +232,12 @@ impl ObjectManager for UpdatingObjectManager {
         merge(&mut current, &patched);
         if current == *actual {
             debug!(manager = %self.name, child = %self.loggable(actual), "resource is in sync, no update required");
-            return Ok(Some(actual.clone()));
+            return Ok(Some(current));
         }
         info!(manager = %self.name, child = %self.loggable(&current), "updating child");
         let updated = ctx.config().client.update(&current).await;
         let updated = report_write(ctx, resource, Write::Update, &current, updated).await?;
-        self.capture(merge, &updated, &desired);
+        self.capture(merge, &updated, desired);
         record(ctx, resource, Write::Update.done(), &updated).await;
         Ok(Some(updated))
     }
