@@ -186,11 +186,7 @@ async fn a_controller_waits_for_its_crd_runs_and_stops_when_it_goes() {
         },
     );
     manager
-        .register(
-            widget_gvk(),
-            marking_reconciler(&config, 0, attempts),
-            &config,
-        )
+        .register(marking_reconciler(&config, 0, attempts))
         .unwrap();
     let readiness = manager.readiness();
     let running = Running::start(manager);
@@ -250,11 +246,7 @@ async fn a_failing_reconcile_is_retried_with_growing_delays_then_succeeds() {
         },
     );
     manager
-        .register(
-            widget_gvk(),
-            marking_reconciler(&config, 3, attempts.clone()),
-            &config,
-        )
+        .register(marking_reconciler(&config, 3, attempts.clone()))
         .unwrap();
     let metrics = manager.metrics();
     let running = Running::start(manager);
@@ -311,11 +303,7 @@ async fn only_the_leader_reconciles_and_another_takes_over_when_it_stops() {
         };
         let mut manager = Manager::new(client, options);
         manager
-            .register(
-                widget_gvk(),
-                marking_reconciler(&config, 0, attempts),
-                &config,
-            )
+            .register(marking_reconciler(&config, 0, attempts))
             .unwrap();
         Running::start(manager)
     };
@@ -382,11 +370,7 @@ async fn shutdown_during_a_slow_reconcile_lets_it_finish() {
         },
     );
     manager
-        .register(
-            widget_gvk(),
-            ResourceReconciler::new(widget_gvk(), slow, config.clone()),
-            &config,
-        )
+        .register(ResourceReconciler::new(widget_gvk(), slow, config.clone()))
         .unwrap();
     let running = Running::start(manager);
     let widgets = api(&kube, "example.com", "Widget", "widgets", true);
@@ -440,11 +424,7 @@ async fn with_config_watches_tracked_objects_on_the_other_cluster() {
     let tree = WithConfig::new(move |_, _| Ok(remote_config.clone()), copy_color);
     let mut manager = Manager::new(client, ManagerOptions::default());
     manager
-        .register(
-            widget_gvk(),
-            ResourceReconciler::new(widget_gvk(), tree, config.clone()),
-            &config,
-        )
+        .register(ResourceReconciler::new(widget_gvk(), tree, config.clone()))
         .unwrap();
     let running = Running::start(manager);
     let widgets = api(&home, "example.com", "Widget", "widgets", true);
@@ -491,6 +471,14 @@ impl RootReconciler for CountingRequests {
         self.inner.name()
     }
 
+    fn resource_type(&self) -> &Gvk {
+        self.inner.resource_type()
+    }
+
+    fn config(&self) -> &Config {
+        RootReconciler::config(&self.inner)
+    }
+
     fn setup(&self) -> Result<Setup, ValidationError> {
         self.inner.setup()
     }
@@ -524,7 +512,7 @@ async fn a_deleted_object_is_not_resynced() {
         ..Default::default()
     };
     let mut manager = Manager::new(client, options);
-    manager.register(widget_gvk(), counting, &config).unwrap();
+    manager.register(counting).unwrap();
     let running = Running::start(manager);
     let widgets = api(&kube, "example.com", "Widget", "widgets", true);
     for name in ["kept", "deleted"] {

@@ -349,7 +349,7 @@ async fn start_dynrec(server: &ApiServer) -> Running {
     };
     let mut manager = Manager::new(client.clone(), options);
     manager
-        .register(widget_gvk(), dynrec_reconciler(&config), &config)
+        .register(dynrec_reconciler(&config))
         .expect("a valid reconciler");
     let readiness = manager.readiness();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

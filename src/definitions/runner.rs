@@ -125,7 +125,7 @@ impl Definitions {
         let inventory = self.inventory(&compiled.name);
         let reconciler = root_reconciler(&compiled, &self.config, &inventory);
         self.handle
-            .register(compiled.for_kind.clone(), reconciler, &self.config)?;
+            .register(reconciler)?;
         info!(definition = %compiled.name, kind = %compiled.for_kind, "definition running");
         self.running.lock().insert(
             compiled.name.clone(),
@@ -197,7 +197,7 @@ impl Definitions {
 
     /// Registers the controller of in-cluster definitions with `manager`.
     pub fn register(&self, manager: &mut Manager) -> Result<(), ManagerError> {
-        manager.register(definition_gvk(), self.reconciler(), &self.config)
+        manager.register(self.reconciler())
     }
 
     /// The controller of in-cluster definitions.

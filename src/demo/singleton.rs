@@ -79,7 +79,7 @@ pub fn reconciler(config: &Config) -> AggregateReconciler {
 
 /// Registers the singleton with a manager.
 pub fn register(manager: &mut Manager, config: &Config) -> Result<(), ManagerError> {
-    manager.register(config_map_gvk(), reconciler(config), config)
+    manager.register(reconciler(config))
 }
 
 /// Runs the singleton until SIGINT or SIGTERM.

@@ -156,7 +156,7 @@ pub fn reconciler(config: &Config) -> ResourceReconciler {
 
 /// Registers the Widget controller with a manager.
 pub fn register(manager: &mut Manager, config: &Config) -> Result<(), ManagerError> {
-    manager.register(widget_gvk(), reconciler(config), config)
+    manager.register(reconciler(config))
 }
 
 /// Installs the Widget CRD (the controller waits for its kind, then starts) and runs the

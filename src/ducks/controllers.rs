@@ -254,7 +254,7 @@ impl DuckControllers {
                 .named(name.clone());
             match self
                 .handle
-                .register(found.gvk.clone(), reconciler, &self.config)
+                .register(reconciler)
             {
                 Ok(()) => {
                     info!(controller = name, duck = found.duck, gvk = %found.gvk, reason = %found.reason,

@@ -180,6 +180,14 @@ impl RootReconciler for AggregateReconciler {
         &self.name
     }
 
+    fn resource_type(&self) -> &Gvk {
+        &self.resource_type
+    }
+
+    fn config(&self) -> &Config {
+        &self.config
+    }
+
     fn initial_requests(&self) -> Vec<ObjectKey> {
         vec![self.request.clone()]
     }

@@ -49,6 +49,13 @@ pub trait RootReconciler: Send + Sync {
     /// The name used in logs and validation messages.
     fn name(&self) -> &str;
 
+    /// The kind of the reconciled resources.
+    fn resource_type(&self) -> &Gvk;
+
+    /// The config the reconciler was built with: its client opens the tree's watches, its
+    /// tracker maps tracked objects to requests.
+    fn config(&self) -> &Config;
+
     /// The watches the reconciler tree needs (after validating it).
     fn setup(&self) -> Result<Setup, ValidationError>;
 
@@ -287,6 +294,14 @@ impl ResourceReconciler {
 impl RootReconciler for ResourceReconciler {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn resource_type(&self) -> &Gvk {
+        &self.resource_type
+    }
+
+    fn config(&self) -> &Config {
+        &self.config
     }
 
     fn setup(&self) -> Result<Setup, ValidationError> {

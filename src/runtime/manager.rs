@@ -22,7 +22,7 @@ use super::{
 use crate::client::{CacheEvent, Client};
 use crate::object::{Gvk, ObjectKey};
 use crate::reconcilers::{
-    self, Config, Permission, RootReconciler, ScopedWatch, ValidationError, Watch,
+    self, Permission, RootReconciler, ScopedWatch, ValidationError, Watch,
 };
 
 /// Why the manager could not run.
@@ -136,17 +136,12 @@ pub struct ControllerHandle {
 }
 
 impl ControllerHandle {
-    /// Registers a root reconciler for `gvk` under the reconciler's name, replacing a
-    /// controller of that name: the old one stops (its in-flight reconciles finish) before
-    /// the new one starts and reconciles every object of its kind. `config` is as in
-    /// [`Manager::register`]; the tree is validated here.
-    pub fn register(
-        &self,
-        gvk: Gvk,
-        reconciler: impl RootReconciler + 'static,
-        config: &Config,
-    ) -> Result<(), ManagerError> {
-        let controller = Controller::new(gvk, Arc::new(reconciler), config)?;
+    /// Registers a root reconciler under its name, replacing a controller of that name: the
+    /// old one stops (its in-flight reconciles finish) before the new one starts and
+    /// reconciles every object of its kind. As in [`Manager::register`], the kind and config
+    /// are the root's; the tree is validated here.
+    pub fn register(&self, reconciler: impl RootReconciler + 'static) -> Result<(), ManagerError> {
+        let controller = Controller::new(Arc::new(reconciler))?;
         self.readiness.set_not_ready(
             &controller.name,
             format!("waiting to start ({})", controller.gvk),
@@ -181,12 +176,10 @@ impl ControllerHandle {
 
 impl Controller {
     /// Validates `reconciler` and collects the watches its tree declares.
-    fn new(
-        gvk: Gvk,
-        reconciler: Arc<dyn RootReconciler>,
-        config: &Config,
-    ) -> Result<Self, ManagerError> {
+    fn new(reconciler: Arc<dyn RootReconciler>) -> Result<Self, ManagerError> {
         let name = reconciler.name().to_string();
+        let gvk = reconciler.resource_type().clone();
+        let config = reconciler.config().clone();
         let invalid = |source| ManagerError::Invalid {
             controller: name.clone(),
             source,
@@ -267,17 +260,12 @@ impl Manager {
         &self.client
     }
 
-    /// Registers a root reconciler for `gvk`; `config` is the one the reconciler was built
+    /// Registers a root reconciler for the kind it reconciles, with the config it was built
     /// with (its client opens the tree's watches, its tracker maps tracked objects to
     /// requests; watches declared under `WithConfig` use that config's). The tree is
     /// validated here. A controller of the same name is replaced.
-    pub fn register(
-        &mut self,
-        gvk: Gvk,
-        reconciler: impl RootReconciler + 'static,
-        config: &Config,
-    ) -> Result<(), ManagerError> {
-        self.handle().register(gvk, reconciler, config)
+    pub fn register(&mut self, reconciler: impl RootReconciler + 'static) -> Result<(), ManagerError> {
+        self.handle().register(reconciler)
     }
 
     /// The manager's metrics.
