@@ -13,7 +13,6 @@
 //!   over bindings made once.
 
 use std::hint::black_box;
-use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use dynrec::apiserver::ApiServer;
@@ -86,7 +85,7 @@ fn conditions(c: &mut Criterion) {
     let ctx = Context::new(
         ObjectKey::namespaced("default", "widget-1"),
         Gvk::new("example.com", "v1", "Widget"),
-        Config::new(client, "bench", Duration::from_secs(600)),
+        Config::new(client, "bench"),
         jiff::Timestamp::now(),
     );
     let widget = widget();

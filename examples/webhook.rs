@@ -14,7 +14,6 @@
 //! `admission webhook "greetings.widgets.example.com" denied the request: greeting "boo" is forbidden`.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use dynrec::apiserver::{ApiServer, kubeconfig};
 use dynrec::client::Client;
@@ -37,7 +36,7 @@ async fn main() -> anyhow::Result<()> {
     std::fs::write(&path, kubeconfig(&serving.url(), None, None))?;
     widgets::install_crd(&server.client()).await?;
     let client = Client::new(server.client());
-    let config = Config::new(client.clone(), "widgets", Duration::from_secs(600));
+    let config = Config::new(client.clone(), "widgets");
     let mut manager = Manager::new(client.clone(), ManagerOptions::default());
     let webhook_server = webhooks::server(&config)?;
     let webhooks_serving = manager

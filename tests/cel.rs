@@ -2,7 +2,6 @@
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
@@ -14,11 +13,7 @@ use serde::Serialize;
 use serde_json::json;
 
 fn context(server: &ApiServer, now: Timestamp) -> Context {
-    let config = Config::new(
-        Client::new(server.client()),
-        "test",
-        Duration::from_secs(600),
-    );
+    let config = Config::new(Client::new(server.client()), "test");
     Context::new(
         ObjectKey::namespaced("default", "w1"),
         Gvk::new("example.dev", "v1", "Widget"),

@@ -133,7 +133,7 @@ async fn converged_server(dir: &Path) -> (ApiServer, dynrec::apiserver::Serving,
     std::fs::write(&path, kubeconfig(&serving.url(), None, None)).unwrap();
     let kube = server.client();
     let client = Client::new(kube.clone());
-    let config = Config::new(client.clone(), "test", Duration::from_secs(600));
+    let config = Config::new(client.clone(), "test");
     let manager = Manager::new(client, ManagerOptions::default());
     let definitions = Definitions::new(&manager, &config);
     let loaded = load_file(&examples().join("widgets.yaml")).unwrap();

@@ -29,7 +29,7 @@ impl Running {
         let server = ApiServer::new();
         let kube = server.client();
         let client = Client::new(kube.clone());
-        let config = Config::new(client.clone(), "test", Duration::from_secs(600));
+        let config = Config::new(client.clone(), "test");
         let mut manager = Manager::new(client.clone(), ManagerOptions::default());
         let definitions = Definitions::new(&manager, &config);
         definitions.install_crd().await.unwrap();
@@ -515,7 +515,7 @@ async fn the_widget_definition_behaves_as_the_rust_widget_controller() {
     // The Rust controller on one server, the definition on another; same Widgets.
     let rust = Running::start().await;
     {
-        let config = Config::new(rust.client.clone(), "rust", Duration::from_secs(600));
+        let config = Config::new(rust.client.clone(), "rust");
         let mut manager = Manager::new(rust.client.clone(), ManagerOptions::default());
         dynrec::demo::widgets::install_crd(&rust.kube)
             .await

@@ -71,7 +71,7 @@ async fn the_widgets_controller_creates_and_updates_the_child_and_reports_ready(
     let server = ApiServer::new();
     let kube = server.client();
     let client = Client::new(kube.clone());
-    let config = Config::new(client.clone(), "widgets", Duration::from_secs(600));
+    let config = Config::new(client.clone(), "widgets");
     let mut manager = Manager::new(client, ManagerOptions::default());
     widgets::register(&mut manager, &config).unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -196,7 +196,7 @@ async fn start_demo(
     let server = ApiServer::new();
     let kube = server.client();
     let client = Client::new(kube.clone());
-    let config = Config::new(client.clone(), "demo", Duration::from_secs(600));
+    let config = Config::new(client.clone(), "demo");
     let mut manager = Manager::new(client, ManagerOptions::default());
     register(&mut manager, &config);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -369,7 +369,7 @@ fn run_manager(register: impl FnOnce(&mut Manager, &Config)) -> Running {
     let server = ApiServer::new();
     let kube = server.client();
     let client = Client::new(kube.clone());
-    let config = Config::new(client.clone(), "demo", Duration::from_secs(600));
+    let config = Config::new(client.clone(), "demo");
     let mut manager = Manager::new(client, ManagerOptions::default());
     let handle = manager.handle();
     let health = dynrec::runtime::router(manager.metrics(), manager.readiness());

@@ -3,8 +3,6 @@
 
 mod harness_common;
 
-use std::time::Duration;
-
 use dynrec::apiserver::ApiServer;
 use dynrec::client::{Client, reasons};
 use dynrec::object::{Gvk, ObjectKey};
@@ -98,7 +96,7 @@ async fn creates_changes_and_deletes_with_no_request_when_nothing_changes() {
     let parent = TestObject::new("v1", "ConfigMap", "parent")
         .namespace("default")
         .build();
-    let config = Config::new(client.clone(), "test", Duration::from_secs(600));
+    let config = Config::new(client.clone(), "test");
     let ctx = Context::new(
         ObjectKey::namespaced("default", "parent"),
         config_map_gvk(),

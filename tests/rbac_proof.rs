@@ -136,7 +136,7 @@ async fn bind_account(
 /// A Manager (with leader election, as in a cluster) and a config acting as `account`.
 fn manager_as(account: kube::Client) -> (Manager, Config) {
     let client = Client::new(account);
-    let config = Config::new(client.clone(), "dynrec", Duration::from_secs(600));
+    let config = Config::new(client.clone(), "dynrec");
     let options = ManagerOptions {
         leader_election: Some(LeaderConfig::new(NAMESPACE, "dynrec-leader", "proof")),
         ..ManagerOptions::default()

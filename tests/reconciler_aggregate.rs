@@ -338,11 +338,7 @@ fn validation_names_what_is_missing() {
         .build()
         .unwrap();
     let _guard = runtime.enter();
-    let config = Config::new(
-        dynrec::client::Client::new(server.client()),
-        "test",
-        Duration::from_secs(60),
-    );
+    let config = Config::new(dynrec::client::Client::new(server.client()), "test");
     let named = |name: &str, request: ObjectKey| {
         AggregateReconciler::new(config_map_gvk(), request, StubObjectManager, config.clone())
             .named(name)

@@ -5,8 +5,6 @@
 
 mod harness_common;
 
-use std::time::Duration;
-
 use dynrec::apiserver::ApiServer;
 use dynrec::client::{Client, reasons};
 use dynrec::object::{Gvk, ObjectKey};
@@ -186,11 +184,7 @@ async fn a_config_error_is_returned_without_reconciling() {
 }
 
 fn config_over(server: &ApiServer) -> Config {
-    Config::new(
-        Client::new(server.client()),
-        "test",
-        Duration::from_secs(600),
-    )
+    Config::new(Client::new(server.client()), "test")
 }
 
 #[tokio::test]

@@ -131,7 +131,7 @@ async fn server_with_crd() -> (ApiServer, kube::Client) {
 /// A dynrec client and config over an in-process kube client.
 fn client_and_config(kube: &kube::Client) -> (Client, Config) {
     let client = Client::new(kube.clone());
-    let config = Config::new(client.clone(), "widgets", Duration::from_secs(600));
+    let config = Config::new(client.clone(), "widgets");
     (client, config)
 }
 

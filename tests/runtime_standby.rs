@@ -22,7 +22,7 @@ fn replica(
     tokio::sync::oneshot::Sender<()>,
 ) {
     let client = Client::new(server.client());
-    let config = Config::new(client.clone(), "dynrec", Duration::from_secs(600));
+    let config = Config::new(client.clone(), "dynrec");
     let options = ManagerOptions {
         leader_election: Some(LeaderConfig::new("default", "dynrec-leader", identity)),
         ..ManagerOptions::default()

@@ -410,7 +410,7 @@ async fn admission_webhook_adapter_validate() {
     let server = dynrec::apiserver::ApiServer::new();
     let config = || {
         let client = dynrec::client::Client::new(server.client());
-        Config::new(client, "test", std::time::Duration::from_secs(600))
+        Config::new(client, "test")
     };
     let valid = || TestReconciler::new(|_, _: &mut DynamicObject| Outcome::done());
     let invalid = || valid().invalid("TestReconciler is invalid");

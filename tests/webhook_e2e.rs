@@ -31,7 +31,7 @@ async fn cluster() -> (ApiServer, Config) {
     let server = ApiServer::new();
     widgets::install_crd(&server.client()).await.unwrap();
     let client = Client::new(server.client());
-    let config = Config::new(client, "webhooks", Duration::from_secs(600));
+    let config = Config::new(client, "webhooks");
     (server, config)
 }
 

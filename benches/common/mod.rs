@@ -342,7 +342,7 @@ fn dynrec_reconciler(config: &Config) -> ResourceReconciler {
 
 async fn start_dynrec(server: &ApiServer) -> Running {
     let client = Client::new(server.client());
-    let config = Config::new(client.clone(), "widgets", Duration::from_secs(600));
+    let config = Config::new(client.clone(), "widgets");
     let options = ManagerOptions {
         workers: WORKERS,
         ..Default::default()
@@ -389,7 +389,7 @@ pub fn widgets_definition() -> dynrec::definitions::Loaded {
 async fn start_definition(server: &ApiServer) -> Running {
     use dynrec::definitions::{Definitions, Inventory, root_reconciler};
     let client = Client::new(server.client());
-    let config = Config::new(client.clone(), "widgets", Duration::from_secs(600));
+    let config = Config::new(client.clone(), "widgets");
     let options = ManagerOptions {
         workers: WORKERS,
         ..Default::default()

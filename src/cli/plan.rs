@@ -27,8 +27,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let loaded = load(&args.files)?;
     let cluster = connect(&args.run).await?;
     let client = Client::new(cluster.client.clone());
-    let config =
-        dynrec::reconcilers::Config::new(client.clone(), "dynrec-plan", Default::default());
+    let config = dynrec::reconcilers::Config::new(client.clone(), "dynrec-plan");
     let manager = Manager::new(client, ManagerOptions::default());
     let definitions = Definitions::new(&manager, &config);
     let mut changes = false;

@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context;
 use dynrec::apiserver::ApiServer;
@@ -50,7 +49,7 @@ pub struct Args {
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let server = ApiServer::new();
     let client = Client::new(server.client());
-    let config = Config::new(client.clone(), "dynrec", Duration::from_secs(60 * 60));
+    let config = Config::new(client.clone(), "dynrec");
     let mut manager = Manager::new(client.clone(), ManagerOptions::default());
     // What the Manager itself needs, with leader election on as in a cluster.
     let mut permissions = manager_permissions(true);

@@ -5,7 +5,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context;
 use dynrec::client::Client;
@@ -51,7 +50,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let client = Client::new(cluster.client.clone());
-    let config = Config::new(client.clone(), "dynrec", Duration::from_secs(10 * 60 * 60));
+    let config = Config::new(client.clone(), "dynrec");
     let mut manager = Manager::new(client, manager_options(&args.run, &cluster, "dynrec"));
     let definitions = Definitions::new(&manager, &config);
     definitions

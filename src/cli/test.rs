@@ -32,7 +32,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let loaded = load(&args.files)?;
     // Definitions are checked against the built-in kinds' schemas of an embedded server.
     let client = Client::new(ApiServer::new().client());
-    let config = Config::new(client.clone(), "dynrec-test", Default::default());
+    let config = Config::new(client.clone(), "dynrec-test");
     let definitions = Definitions::new(&Manager::new(client, ManagerOptions::default()), &config);
     let mut compiled = Vec::new();
     for definition in &loaded {

@@ -5,7 +5,6 @@
 
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::Method;
@@ -71,7 +70,7 @@ pub async fn plan(
     let recorded: Arc<Mutex<Vec<Recorded>>> = Arc::default();
     let dry = dry_run_client(kube.clone(), recorded.clone());
     let client = Client::new(dry);
-    let config = Config::new(client.clone(), "dynrec-plan", Duration::from_secs(3600));
+    let config = Config::new(client.clone(), "dynrec-plan");
     let reconciler = root_reconciler(definition, &config, &Default::default());
     let instances = match client
         .api_reader()

@@ -124,8 +124,7 @@ impl Definitions {
         }
         let inventory = self.inventory(&compiled.name);
         let reconciler = root_reconciler(&compiled, &self.config, &inventory);
-        self.handle
-            .register(reconciler)?;
+        self.handle.register(reconciler)?;
         info!(definition = %compiled.name, kind = %compiled.for_kind, "definition running");
         self.running.lock().insert(
             compiled.name.clone(),

@@ -252,10 +252,7 @@ impl DuckControllers {
             let reconciler = (registration.factory)(found, &self.config)
                 .status_owned(false)
                 .named(name.clone());
-            match self
-                .handle
-                .register(reconciler)
-            {
+            match self.handle.register(reconciler) {
                 Ok(()) => {
                     info!(controller = name, duck = found.duck, gvk = %found.gvk, reason = %found.reason,
                         "kind implements the duck; starting");

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::{ApiReader, Client, EventRecorder};
+use crate::runtime::DEFAULT_RESYNC;
 use crate::tracker::Tracker;
 
 /// A client, an uncached reader, an event recorder and a tracker, for one cluster.
@@ -22,8 +23,17 @@ pub struct Config {
 
 impl Config {
     /// A config over `client`, recording events as `controller`, with a tracker whose lease
-    /// is twice `resync`.
-    pub fn new(client: Client, controller: &str, resync: Duration) -> Self {
+    /// is twice the default resync period. A manager's [`Manager::config`] follows the
+    /// manager's own resync setting instead.
+    ///
+    /// [`Manager::config`]: crate::runtime::Manager::config
+    pub fn new(client: Client, controller: &str) -> Self {
+        Self::with_resync(client, controller, DEFAULT_RESYNC)
+    }
+
+    /// A config whose tracker's lease is twice `resync`, the period at which the queue
+    /// re-adds every object (so a live observer renews its tracks before they expire).
+    pub(crate) fn with_resync(client: Client, controller: &str, resync: Duration) -> Self {
         Self {
             api_reader: client.api_reader(),
             recorder: EventRecorder::new(&client, controller),

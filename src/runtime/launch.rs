@@ -205,8 +205,8 @@ pub async fn run_controllers(
 ) -> Result<(), LaunchError> {
     let cluster = connect(&args).await?;
     let client = Client::new(cluster.client.clone());
-    let config = Config::new(client.clone(), name, Duration::from_secs(10 * 60 * 60));
     let mut manager = Manager::new(client, manager_options(&args, &cluster, name));
+    let config = manager.config(name);
     register(&mut manager, &config, &cluster.client)?;
     manager.run(shutdown_signal()).await?;
     cluster.shutdown().await;

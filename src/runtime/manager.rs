@@ -16,13 +16,13 @@ use tokio::task::{JoinHandle, JoinSet};
 use tracing::{Instrument, info, info_span, warn};
 
 use super::{
-    HealthServer, LeaderConfig, LeaderElector, Metrics, Outcome, QueueConfig, Readiness,
-    ReconcileResult, WorkQueue,
+    DEFAULT_RESYNC, HealthServer, LeaderConfig, LeaderElector, Metrics, Outcome, QueueConfig,
+    Readiness, ReconcileResult, WorkQueue,
 };
 use crate::client::{CacheEvent, Client};
 use crate::object::{Gvk, ObjectKey};
 use crate::reconcilers::{
-    self, Permission, RootReconciler, ScopedWatch, ValidationError, Watch,
+    self, Config, Permission, RootReconciler, ScopedWatch, ValidationError, Watch,
 };
 
 /// Why the manager could not run.
@@ -255,6 +255,13 @@ impl Manager {
         }
     }
 
+    /// A config over the manager's client for the controller `controller` (the events'
+    /// reporting component), its tracker's lease following the manager's resync period.
+    pub fn config(&self, controller: &str) -> Config {
+        let resync = self.options.queue.resync.unwrap_or(DEFAULT_RESYNC);
+        Config::with_resync(self.client.clone(), controller, resync)
+    }
+
     /// The client whose caches the controllers share.
     pub fn client(&self) -> &Client {
         &self.client
@@ -264,7 +271,10 @@ impl Manager {
     /// with (its client opens the tree's watches, its tracker maps tracked objects to
     /// requests; watches declared under `WithConfig` use that config's). The tree is
     /// validated here. A controller of the same name is replaced.
-    pub fn register(&mut self, reconciler: impl RootReconciler + 'static) -> Result<(), ManagerError> {
+    pub fn register(
+        &mut self,
+        reconciler: impl RootReconciler + 'static,
+    ) -> Result<(), ManagerError> {
         self.handle().register(reconciler)
     }
 

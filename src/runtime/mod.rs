@@ -18,4 +18,4 @@ pub use leader::{LeaderConfig, LeaderElector, LeaderError};
 pub use manager::{ControllerHandle, Manager, ManagerError, ManagerOptions};
 pub use metrics::{Metrics, ReconcileResult};
 pub use preflight::{Missing, RECHECK, manager_permissions, missing, wait_until_allowed};
-pub use queue::{Backoff, Outcome, QueueConfig, QueueError, QueueStats, WorkQueue};
+pub use queue::{Backoff, DEFAULT_RESYNC, Outcome, QueueConfig, QueueError, QueueStats, WorkQueue};

@@ -62,6 +62,10 @@ impl Backoff {
     }
 }
 
+/// How often a queue re-adds every key it knows unless configured otherwise (10 hours,
+/// controller-runtime's default sync period).
+pub const DEFAULT_RESYNC: Duration = Duration::from_secs(10 * 60 * 60);
+
 /// How a [`WorkQueue`] schedules retries, resyncs and shutdown.
 #[derive(Clone, Debug)]
 pub struct QueueConfig {
@@ -77,7 +81,7 @@ impl Default for QueueConfig {
     fn default() -> Self {
         Self {
             backoff: Backoff::default(),
-            resync: Some(Duration::from_secs(10 * 60 * 60)),
+            resync: Some(DEFAULT_RESYNC),
             shutdown_timeout: Duration::from_secs(30),
         }
     }
