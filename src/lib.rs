@@ -10,7 +10,6 @@
 
 pub mod client;
 pub mod definitions;
-pub mod demo;
 pub mod ducks;
 pub mod object;
 pub mod rbac;
@@ -23,3 +22,8 @@ pub mod webhook;
 
 pub use dynrec_apiserver as apiserver;
 pub use dynrec_duck as duck;
+
+/// The README's Rust examples, compiled (and run) as doctests so they cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,6 +1,11 @@
 //! Definitions at run time over the embedded API server: stored in the cluster, compiled and
 //! swapped while the manager runs, and the behaviour of their steps as users see it.
 
+/// The widgets example's controller (each user of it uses a part).
+#[path = "../examples/widgets/controller.rs"]
+#[allow(dead_code)]
+mod widgets;
+
 use std::time::{Duration, Instant};
 
 use dynrec::apiserver::ApiServer;
@@ -517,10 +522,8 @@ async fn the_widget_definition_behaves_as_the_rust_widget_controller() {
     {
         let config = Config::new(rust.client.clone(), "rust");
         let mut manager = Manager::new(rust.client.clone(), ManagerOptions::default());
-        dynrec::demo::widgets::install_crd(&rust.kube)
-            .await
-            .unwrap();
-        dynrec::demo::widgets::register(&mut manager, &config).unwrap();
+        widgets::install_crd(&rust.kube).await.unwrap();
+        widgets::register(&mut manager, &config).unwrap();
         tokio::spawn(manager.run(std::future::pending()));
     }
     let data = Running::start().await;

@@ -1,13 +1,27 @@
 //! The demo controllers (run by `dynrec run` and the examples) reaching their end states:
 //! widgets in-process and as `dynrec run` (the binary), podspecable and singleton in-process.
 
+/// The podspecable example's controller (each user of it uses a part).
+#[path = "../examples/podspecable/controller.rs"]
+#[allow(dead_code)]
+mod podspecable;
+
+/// The singleton example's controller (each user of it uses a part).
+#[path = "../examples/singleton/controller.rs"]
+#[allow(dead_code)]
+mod singleton;
+
+/// The widgets example's controller (each user of it uses a part).
+#[path = "../examples/widgets/controller.rs"]
+#[allow(dead_code)]
+mod widgets;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
-use dynrec::demo::widgets;
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{Manager, ManagerOptions};
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
@@ -230,7 +244,6 @@ fn env_of(deployment: &DynamicObject) -> serde_json::Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_podspecable_duck_reconciler_injects_env_from_the_tracked_configmap() {
-    use dynrec::demo::podspecable;
     let (kube, stop, running) = start_demo(|manager, config| {
         podspecable::register(manager, config);
     })
@@ -317,7 +330,6 @@ async fn the_podspecable_duck_reconciler_injects_env_from_the_tracked_configmap(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_singleton_keeps_a_summary_of_the_namespaces() {
-    use dynrec::demo::singleton;
     let (kube, stop, running) =
         start_demo(|manager, config| singleton::register(manager, config).unwrap()).await;
     let summary = || async {

@@ -1,13 +1,22 @@
 //! Ducks found at run time: which kinds implement a duck (table of CRD schemas, labels and
 //! built-ins), and duck controllers started and stopped while the manager runs.
 
+/// The addressable example's controller (each user of it uses a part).
+#[path = "../examples/addressable/controller.rs"]
+#[allow(dead_code)]
+mod addressable;
+
+/// The podspecable example's controller (each user of it uses a part).
+#[path = "../examples/podspecable/controller.rs"]
+#[allow(dead_code)]
+mod podspecable;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
 use dynrec::client::{DuckEvent, Projection};
-use dynrec::demo::podspecable;
 use dynrec::duck::PodSpecable;
 use dynrec::ducks::{
     DuckControllers, DuckMapping, DuckType, KindMatch, Miss, Reason, Verdict, cluster_survey,
@@ -1096,7 +1105,6 @@ fn addressable_object(kind: &str, name: &str, url: Value) -> DynamicObject {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_addressable_demo_lists_every_address_of_every_matching_kind_in_a_config_map() {
-    use dynrec::demo::addressable;
     let running = run_manager(addressable::register);
     let (kube, handle) = (running.kube.clone(), running.handle.clone());
     let config_maps = namespaced(&kube, ("", "v1", "ConfigMap"), "configmaps");

@@ -3,6 +3,16 @@
 //! embedded server with RBAC on, and converge with no 403; without any one rule, the
 //! Manager's preflight names what is missing and the controller waits.
 
+/// The podspecable example's controller (each user of it uses a part).
+#[path = "../examples/podspecable/controller.rs"]
+#[allow(dead_code)]
+mod podspecable;
+
+/// The widgets example's controller (each user of it uses a part).
+#[path = "../examples/widgets/controller.rs"]
+#[allow(dead_code)]
+mod widgets;
+
 mod client_common;
 
 use std::path::Path;
@@ -16,7 +26,6 @@ use client_common::eventually;
 use dynrec::apiserver::{ApiServer, Authorization};
 use dynrec::client::Client;
 use dynrec::definitions::{Definitions, parse_documents};
-use dynrec::demo::{podspecable, widgets};
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{LeaderConfig, Manager, ManagerOptions, Readiness};
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};

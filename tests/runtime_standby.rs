@@ -1,11 +1,15 @@
 //! Two replicas with leader election, as `deploy/` runs them: the standby reports ready (it
 //! is ready to take over), so a rollout and a PodDisruptionBudget see two ready pods.
 
+/// The widgets example's controller (each user of it uses a part).
+#[path = "../examples/widgets/controller.rs"]
+#[allow(dead_code)]
+mod widgets;
+
 use std::time::{Duration, Instant};
 
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
-use dynrec::demo::widgets;
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{LeaderConfig, Manager, ManagerOptions, Readiness};
 

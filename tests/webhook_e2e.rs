@@ -2,6 +2,16 @@
 //! `WebhookServer` (over TLS, with the configuration's caBundle), as kubectl and the
 //! widgets controller see it, and every way a call can fail.
 
+/// The webhooks example's controller (each user of it uses a part).
+#[path = "../examples/webhook/controller.rs"]
+#[allow(dead_code)]
+mod webhooks;
+
+/// The widgets example's controller (each user of it uses a part).
+#[path = "../examples/widgets/controller.rs"]
+#[allow(dead_code)]
+mod widgets;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
@@ -9,7 +19,6 @@ use std::time::Duration;
 
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
-use dynrec::demo::{webhooks, widgets};
 use dynrec::reconcilers::{Config, Context, SyncReconciler};
 use dynrec::runtime::{Manager, ManagerOptions};
 use dynrec::webhook::{

@@ -2,6 +2,18 @@
 //! definitions of `-f`), or of the examples, need — derived from their reconciler trees,
 //! built against an in-process embedded API server that nothing else talks to.
 
+// The examples' controllers, which `dynrec rbac --example` derives permissions for (each
+// example uses more of its controller module than this does).
+#[path = "../../examples/podspecable/controller.rs"]
+#[allow(dead_code)]
+mod podspecable;
+#[path = "../../examples/singleton/controller.rs"]
+#[allow(dead_code)]
+mod singleton;
+#[path = "../../examples/widgets/controller.rs"]
+#[allow(dead_code)]
+mod widgets;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,7 +22,6 @@ use anyhow::Context;
 use dynrec::apiserver::ApiServer;
 use dynrec::client::{Client, Resolved};
 use dynrec::definitions::Definitions;
-use dynrec::demo;
 use dynrec::rbac::{self, RoleKind, Rule};
 use dynrec::reconcilers::{Config, Permission};
 use dynrec::runtime::{Manager, ManagerOptions, manager_permissions};
@@ -137,8 +148,8 @@ async fn example_controllers(
 ) -> anyhow::Result<Vec<Permission>> {
     match example {
         Example::Widgets => {
-            demo::widgets::install_crd(config.client.kube()).await?;
-            demo::widgets::register(manager, config)?;
+            widgets::install_crd(config.client.kube()).await?;
+            widgets::register(manager, config)?;
             Ok(vec![Permission::new(
                 &Resolved::crd().gvk,
                 "",
@@ -147,14 +158,14 @@ async fn example_controllers(
             )])
         }
         Example::Singleton => {
-            demo::singleton::register(manager, config)?;
+            singleton::register(manager, config)?;
             Ok(Vec::new())
         }
         Example::Podspecable => {
             // Its controllers start per kind as the duck follower finds them: register those
             // of the kinds that implement the duck now.
             let before = manager.handle().names().len();
-            let follower = demo::podspecable::register_now(manager, config).await?;
+            let follower = podspecable::register_now(manager, config).await?;
             anyhow::ensure!(
                 manager.handle().names().len() > before,
                 "no kind implements PodSpecable"

@@ -14,12 +14,12 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
 
-use crate::object::{ConditionSet, Gvk};
-use crate::reconcilers::{
+use dynrec::object::{ConditionSet, Gvk};
+use dynrec::reconcilers::{
     ChildReconciler, Config, ReconcileError, ResourceReconciler, Sequence, SubReconciler,
     SyncReconciler, UpdatingObjectManager,
 };
-use crate::runtime::{LaunchError, Manager, ManagerError, RunArgs, run_controllers};
+use dynrec::runtime::{LaunchError, Manager, ManagerError, RunArgs, run_controllers};
 
 /// The Widget kind.
 pub fn widget_gvk() -> Gvk {
@@ -100,7 +100,7 @@ fn desired_config_map(widget: &DynamicObject) -> Result<Option<DynamicObject>, R
 
 /// Writes the child's state onto the Widget as the ConfigMapReady condition.
 fn reflect(
-    ctx: &crate::reconcilers::Context,
+    ctx: &dynrec::reconcilers::Context,
     widget: &mut DynamicObject,
     child: Option<&DynamicObject>,
     error: Option<&ReconcileError>,

@@ -7,15 +7,15 @@
 use k8s_openapi::api::core::v1::EnvVar;
 use kube::api::DynamicObject;
 
-use crate::client::{Ducked, Projection};
-use crate::duck::PodSpecable;
-use crate::ducks::{DuckControllers, DuckType, KindMatch};
-use crate::object::{Gvk, ObjectKey};
-use crate::reconcilers::{
+use dynrec::client::{Ducked, Projection};
+use dynrec::duck::PodSpecable;
+use dynrec::ducks::{DuckControllers, DuckType, KindMatch};
+use dynrec::object::{Gvk, ObjectKey};
+use dynrec::reconcilers::{
     Config, Context, OverrideSetup, Permission, ReconcileError, ResourceReconciler, SubReconciler,
     SyncReconciler,
 };
-use crate::runtime::{LaunchError, Manager, RunArgs, run_controllers};
+use dynrec::runtime::{LaunchError, Manager, RunArgs, run_controllers};
 use tracing::{debug, error};
 
 /// The reason of the Warning Event on a workload whose fields do not fit the duck.
@@ -141,7 +141,7 @@ pub fn register(manager: &mut Manager, config: &Config) {
 pub async fn register_now(
     manager: &mut Manager,
     config: &Config,
-) -> Result<Vec<Permission>, crate::client::Error> {
+) -> Result<Vec<Permission>, dynrec::client::Error> {
     DuckControllers::new(manager, config)
         .register(DuckType::podspecable(), reconciler)
         .register_now()

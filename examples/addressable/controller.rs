@@ -14,14 +14,14 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tracing::{debug, error, warn};
 
-use crate::client::{Client, Ducked, Error, ListOptions};
-use crate::duck::Addressable;
-use crate::ducks::{DuckControllers, DuckType, KindMatch};
-use crate::object::{Gvk, ObjectKey};
-use crate::reconcilers::{
+use dynrec::client::{Client, Ducked, Error, ListOptions};
+use dynrec::duck::Addressable;
+use dynrec::ducks::{DuckControllers, DuckType, KindMatch};
+use dynrec::object::{Gvk, ObjectKey};
+use dynrec::reconcilers::{
     Config, Context, Outcome, OverrideSetup, ReconcileError, ResourceReconciler, SyncReconciler,
 };
-use crate::runtime::{LaunchError, Manager, RunArgs, run_controllers};
+use dynrec::runtime::{LaunchError, Manager, RunArgs, run_controllers};
 
 /// The ConfigMap listing the addresses.
 pub const CONFIG_MAP: &str = "addressables";

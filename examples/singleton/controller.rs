@@ -5,13 +5,13 @@
 use kube::api::DynamicObject;
 use serde_json::json;
 
-use crate::client::ListOptions;
-use crate::object::{Gvk, ObjectKey};
-use crate::reconcilers::{
+use dynrec::client::ListOptions;
+use dynrec::object::{Gvk, ObjectKey};
+use dynrec::reconcilers::{
     AggregateReconciler, Config, OverrideSetup, ReconcileError, SubReconciler, SyncReconciler,
     UpdatingObjectManager,
 };
-use crate::runtime::{LaunchError, Manager, ManagerError, RunArgs, run_controllers};
+use dynrec::runtime::{LaunchError, Manager, ManagerError, RunArgs, run_controllers};
 
 /// The object the singleton keeps.
 pub fn summary_key() -> ObjectKey {

@@ -3,13 +3,15 @@
 //! `status.address.url` string in their schema, or mapped by a `DuckMapping`, also those
 //! created while it runs) it lists every object's URL in the ConfigMap `addressables` of the
 //! namespace `default`, following objects, their addresses and the kinds as they come and
-//! go. The controller is in `src/demo/addressable.rs`.
+//! go. The controller is in `controller.rs`, beside this file.
 //!
 //! ```sh
 //! cargo run --example addressable
 //! KUBECONFIG=.dynrec/kubeconfig kubectl apply -f my-broker-crd.yaml   # labelled addressable
 //! KUBECONFIG=.dynrec/kubeconfig kubectl get configmap addressables -o yaml
 //! ```
+
+mod controller;
 
 use clap::Parser;
 use dynrec::runtime::RunArgs;
@@ -24,6 +26,6 @@ struct Args {
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt().with_env_filter("info").init();
     let args = Args::parse();
-    dynrec::demo::addressable::run(args.run).await?;
+    controller::run(args.run).await?;
     Ok(())
 }

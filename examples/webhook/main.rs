@@ -1,6 +1,6 @@
 //! Admission webhooks on the embedded API server: the widgets controller, plus a mutating
 //! webhook that defaults a Widget's `spec.size` (and labels the Widgets' ConfigMaps) and a
-//! validating one that refuses the greeting "boo" (both in `src/demo/webhooks.rs`), served
+//! validating one that refuses the greeting "boo" (both in `controller.rs`, beside this file), served
 //! over TLS by the Manager and called by the embedded server.
 //!
 //! `cargo run --example webhook` writes `.dynrec/webhook.kubeconfig` (or the path given as
@@ -13,11 +13,17 @@
 //! creates `w1` with `spec.size: 1` added by the webhook, and refuses `boo` with
 //! `admission webhook "greetings.widgets.example.com" denied the request: greeting "boo" is forbidden`.
 
+// Only the widgets controller, not its `run`, is used here.
+#[path = "controller.rs"]
+mod webhooks;
+#[path = "../widgets/controller.rs"]
+#[allow(dead_code)]
+mod widgets;
+
 use std::path::PathBuf;
 
 use dynrec::apiserver::{ApiServer, kubeconfig};
 use dynrec::client::Client;
-use dynrec::demo::{webhooks, widgets};
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{Manager, ManagerOptions, shutdown_signal};
 

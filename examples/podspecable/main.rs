@@ -4,7 +4,8 @@
 //! `duck.knative.dev/podspecable=true` or with a pod template at `spec.template`, and any
 //! kind a `DuckMapping` maps, also those created while it runs) it injects the entries of the ConfigMap `injected-env` (in the
 //! workload's namespace) as environment variables into each container. Editing the
-//! ConfigMap re-reconciles every workload. The controller is in `src/demo/podspecable.rs`.
+//! ConfigMap re-reconciles every workload. The controller is in `controller.rs`, beside this
+//! file.
 //!
 //! ```sh
 //! cargo run --release --example podspecable
@@ -12,6 +13,10 @@
 //! KUBECONFIG=.dynrec/kubeconfig kubectl create deployment web --image=nginx
 //! KUBECONFIG=.dynrec/kubeconfig kubectl get deployment web -o jsonpath='{.spec.template.spec.containers[0].env}'
 //! ```
+
+// `register_now` is for `dynrec rbac --example podspecable`, which shares this module.
+#[allow(dead_code)]
+mod controller;
 
 use clap::Parser;
 use dynrec::runtime::RunArgs;
@@ -26,6 +31,6 @@ struct Args {
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt().with_env_filter("info").init();
     let args = Args::parse();
-    dynrec::demo::podspecable::run(args.run).await?;
+    controller::run(args.run).await?;
     Ok(())
 }

@@ -7,9 +7,9 @@ use base64::Engine;
 use kube::api::DynamicObject;
 use serde_json::{Value, json};
 
-use crate::client::{Client, Error};
-use crate::reconcilers::{Config, ReconcileError, SyncReconciler};
-use crate::webhook::{
+use dynrec::client::{Client, Error};
+use dynrec::reconcilers::{Config, ReconcileError, SyncReconciler};
+use dynrec::webhook::{
     AdmissionWebhookAdapter, CertSource, WebhookServer, WebhookServerError, WebhookServing,
     admission_response,
 };

@@ -1,6 +1,6 @@
 //! The widgets controller: a CRD kind created at run time, a ResourceReconciler with a
 //! SyncReconciler and a ChildReconciler (one ConfigMap per Widget), Ready reflected from the
-//! child. The controller itself is in `src/demo/widgets.rs`.
+//! child. The controller itself is in `controller.rs`, beside this file.
 //!
 //! `cargo run --release --example widgets` runs it on the embedded API server (or on your
 //! cluster with `--kubeconfig PATH`); then, in another shell:
@@ -15,6 +15,8 @@
 //! KUBECONFIG=.dynrec/kubeconfig kubectl get widgets,configmaps
 //! ```
 
+mod controller;
+
 use clap::Parser;
 use dynrec::runtime::RunArgs;
 
@@ -27,6 +29,6 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt().with_env_filter("info").init();
-    dynrec::demo::widgets::run(Args::parse().run).await?;
+    controller::run(Args::parse().run).await?;
     Ok(())
 }

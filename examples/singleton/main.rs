@@ -1,12 +1,14 @@
 //! An `AggregateReconciler`: keeps one object, the ConfigMap `default/cluster-summary`,
 //! listing the cluster's namespaces, and updates it when a namespace comes or goes. The
-//! controller is in `src/demo/singleton.rs`.
+//! controller is in `controller.rs`, beside this file.
 //!
 //! ```sh
 //! cargo run --release --example singleton
 //! KUBECONFIG=.dynrec/kubeconfig kubectl create namespace demo
 //! KUBECONFIG=.dynrec/kubeconfig kubectl get configmap cluster-summary -o yaml
 //! ```
+
+mod controller;
 
 use clap::Parser;
 use dynrec::runtime::RunArgs;
@@ -20,6 +22,6 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt().with_env_filter("info").init();
-    dynrec::demo::singleton::run(Args::parse().run).await?;
+    controller::run(Args::parse().run).await?;
     Ok(())
 }
