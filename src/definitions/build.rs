@@ -130,8 +130,7 @@ fn build_step(plan: &Plan, shared: &Arc<Shared>) -> Box<dyn SubReconciler> {
                             .test(&b, ctx.now())
                             .map_err(ReconcileError::from_error)
                     });
-                    let result = decided.map(|holds| ctx.stash().store(&key, holds));
-                    Box::pin(std::future::ready(result))
+                    decided.map(|holds| ctx.stash().store(&key, holds))
                 })
                 .named(format!("{path}.condition"))
             };
@@ -174,7 +173,7 @@ fn branch(
         for condition in &skipped {
             shared_mark.mark_true(ctx, parent, condition, "Skipped", &because);
         }
-        Box::pin(std::future::ready(Ok(())))
+        Ok(())
     })
     .named("mark skipped branch");
     let mut steps: Vec<Box<dyn SubReconciler>> = vec![Box::new(mark)];
@@ -264,13 +263,15 @@ fn child_reconciler(plan: Arc<ChildPlan>, shared: Arc<Shared>) -> ChildReconcile
             Ok(())
         }
     };
-    ChildReconciler::new(plan.gvk.clone())
-        .named(format!("{} (child {})", plan.path, plan.id))
-        .desired_child(move |ctx, parent| {
+    ChildReconciler::new_async(
+        plan.gvk.clone(),
+        move |ctx, parent| {
             let (plan, shared) = desired_plan.clone();
             Box::pin(async move { desired_child(ctx, &shared, &plan, parent).await })
-        })
-        .reflect_child_status_on_parent_with_error(reflect)
+        },
+        reflect,
+    )
+        .named(format!("{} (child {})", plan.path, plan.id))
         .our_child(ours(&shared, &plan.id))
         .shared_child_object_manager(object_manager(&plan, &shared))
 }
@@ -320,22 +321,25 @@ fn child_set_reconciler(plan: Arc<ChildSetPlan>, shared: Arc<Shared>) -> ChildSe
             Ok(())
         }
     };
-    ChildSetReconciler::new(plan.child.gvk.clone())
-        .named(format!("{} (childSet {})", plan.child.path, plan.child.id))
-        .desired_children(move |ctx, parent| {
+    let identify = |child: &DynamicObject| {
+        child
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(ITEM_ANNOTATION).cloned())
+            .unwrap_or_default()
+    };
+    ChildSetReconciler::new_async(
+        plan.child.gvk.clone(),
+        move |ctx, parent| {
             let (plan, shared) = desired_plan.clone();
             Box::pin(async move { desired_children(ctx, &shared, &plan, parent).await })
-        })
-        .identify_child(|child| {
-            child
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(ITEM_ANNOTATION).cloned())
-                .unwrap_or_default()
-        })
+        },
+        identify,
+        reflect,
+    )
+        .named(format!("{} (childSet {})", plan.child.path, plan.child.id))
         .our_child(ours(&shared, &plan.child.id))
-        .reflect_children_status_on_parent(reflect)
         .child_object_manager(object_manager(&plan.child, &shared))
 }
 
@@ -459,7 +463,7 @@ fn object_manager(plan: &ChildPlan, shared: &Shared) -> Arc<dyn ObjectManager> {
             ApplyingObjectManager::new(plan.gvk.clone()).field_manager(field_manager),
         )),
         ManagerKind::Update => Arc::new(Renaming(
-            UpdatingObjectManager::new(plan.gvk.clone()).merge_before_update(merge_template),
+            UpdatingObjectManager::new(plan.gvk.clone(), merge_template),
         )),
     }
 }
@@ -591,7 +595,7 @@ fn sync_reconciler(plan: Arc<SyncPlan>, shared: Arc<Shared>) -> SyncReconciler {
             shared.mark_true(ctx, parent, &plan.condition, "Synced", "");
             Ok(())
         });
-        Box::pin(std::future::ready(result))
+        result
     })
     .named(name)
 }
@@ -614,7 +618,7 @@ fn merge_into(into: &mut Value, from: Value) {
 fn ref_reconciler(plan: Arc<RefPlan>, shared: Arc<Shared>) -> SyncReconciler {
     let gvk = plan.gvk.clone();
     let name = plan.path.clone();
-    SyncReconciler::new(move |ctx: &Context, parent: &mut DynamicObject| {
+    SyncReconciler::new_async(move |ctx: &Context, parent: &mut DynamicObject| {
         let (plan, shared) = (plan.clone(), shared.clone());
         Box::pin(async move {
             let deleting = parent.metadata.deletion_timestamp.is_some();

@@ -203,13 +203,13 @@ impl Definitions {
     pub fn reconciler(&self) -> ResourceReconciler {
         let sync_self = self.clone();
         let finalize_self = self.clone();
-        let sync = SyncReconciler::with_result(move |ctx: &Context, object: &mut DynamicObject| {
+        let sync = SyncReconciler::with_result_async(move |ctx: &Context, object: &mut DynamicObject| {
             let this = sync_self.clone();
             Box::pin(async move { this.sync(ctx, object).await })
         })
         .finalize(move |_ctx: &Context, object: &mut DynamicObject| {
             finalize_self.stop(object.metadata.name.as_deref().unwrap_or_default());
-            Box::pin(std::future::ready(Ok(())))
+            Ok(())
         })
         .named("ReconcilerDefinition");
         ResourceReconciler::new(

@@ -7,23 +7,17 @@
 //!   defaults are filled in before the check).
 
 use async_trait::async_trait;
-use futures::future::BoxFuture;
 use kube::api::DynamicObject;
 use tracing::{Instrument, debug_span};
 
-use super::nested::{OutcomeHook, OutcomeStep, SetupHook, owner, validate_nested};
-use super::{Context, Outcome, Setup, SetupStep, SubReconciler, ValidationError};
+use super::nested::{OutcomeHook, SetupHook, owner, validate_nested};
+use super::{
+    AroundStep, AsyncStep, Context, Outcome, OutcomeStep, Setup, SetupStep, SubReconciler,
+    ValidationError,
+};
 
-type BeforeHook<R> = Box<
-    dyn for<'a> Fn(&'a Context, &'a mut R) -> BoxFuture<'a, (Option<Context>, Outcome)>
-        + Send
-        + Sync,
->;
-type AroundHook<R> = Box<
-    dyn for<'a> Fn(&'a Context, &'a mut R, &'a dyn SubReconciler<R>) -> BoxFuture<'a, Outcome>
-        + Send
-        + Sync,
->;
+type BeforeHook<R> = Box<dyn AsyncStep<R, (Option<Context>, Outcome)>>;
+type AroundHook<R> = Box<dyn AroundStep<R>>;
 
 /// Wraps a reconciler with Before (may replace the context, or stop with an error), Around
 /// (calls the reconciler once by default; may skip it or call it several times) and After
@@ -64,25 +58,13 @@ impl<R: Send + Sync + 'static> Advice<R> {
 
     /// Runs first: a returned context replaces the current one; an error stops here. Async,
     /// e.g. `|_ctx, _resource| Box::pin(async { (None, Outcome::done()) })`.
-    pub fn before<F>(mut self, before: F) -> Self
-    where
-        F: for<'a> Fn(&'a Context, &'a mut R) -> BoxFuture<'a, (Option<Context>, Outcome)>
-            + Send
-            + Sync
-            + 'static,
-    {
+    pub fn before(mut self, before: impl AsyncStep<R, (Option<Context>, Outcome)>) -> Self {
         self.before = Some(Box::new(before));
         self
     }
 
     /// Calls the reconciler (or not, or several times) and returns its outcome.
-    pub fn around<F>(mut self, around: F) -> Self
-    where
-        F: for<'a> Fn(&'a Context, &'a mut R, &'a dyn SubReconciler<R>) -> BoxFuture<'a, Outcome>
-            + Send
-            + Sync
-            + 'static,
-    {
+    pub fn around(mut self, around: impl AroundStep<R>) -> Self {
         self.around = Some(Box::new(around));
         self
     }

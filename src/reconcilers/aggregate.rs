@@ -8,27 +8,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::future::BoxFuture;
 use kube::api::{DynamicObject, ObjectMeta, TypeMeta};
 use tracing::{Instrument, debug, info_span};
 
 use super::resource::{RootHooks, request_context};
+use super::steps::derive_as_async;
 use super::{
-    Config, Context, ObjectManager, Outcome, ReconcileError, RequestOptions, RootReconciler, Setup,
-    SubReconciler, ValidationError, Watch,
+    AfterReconcile, AsyncDerive, BeforeReconcile, Config, Context, Derive, ObjectManager, Outcome,
+    RequestOptions, RootReconciler, Setup, SubReconciler, ValidationError, Watch,
 };
 use crate::object::{Gvk, ObjectKey};
 
-/// Computes the object as it should be (`None`: it should not exist) from the reconciled one;
-/// async, so it may read other objects.
-pub type DesiredResource = Box<
-    dyn for<'a> Fn(
-            &'a Context,
-            DynamicObject,
-        ) -> BoxFuture<'a, Result<Option<DynamicObject>, ReconcileError>>
-        + Send
-        + Sync,
->;
 
 /// The root reconciler of one object (reconciler.io's `AggregateReconciler`).
 pub struct AggregateReconciler {
@@ -36,7 +26,7 @@ pub struct AggregateReconciler {
     resource_type: Gvk,
     request: ObjectKey,
     reconciler: Option<Box<dyn SubReconciler>>,
-    desired_resource: Option<DesiredResource>,
+    desired_resource: Option<Box<dyn AsyncDerive<Option<DynamicObject>>>>,
     object_manager: Box<dyn ObjectManager>,
     config: Config,
     hooks: RootHooks,
@@ -74,40 +64,35 @@ impl AggregateReconciler {
         self
     }
 
-    /// Computes the desired object (default: the reconciled object as it is), e.g.
-    /// `|ctx, resource| Box::pin(async move { Ok(Some(resource)) })`. As in reconciler.io,
-    /// it runs with a throwaway tracker, so objects it reads are not tracked: read and track
-    /// them in the `reconciler`.
-    pub fn desired_resource<F>(mut self, desired: F) -> Self
-    where
-        F: for<'a> Fn(
-                &'a Context,
-                DynamicObject,
-            ) -> BoxFuture<'a, Result<Option<DynamicObject>, ReconcileError>>
-            + Send
-            + Sync
-            + 'static,
-    {
+    /// Computes the desired object (default: the reconciled object as it is; `None`: it
+    /// should not exist), e.g. `|_ctx, resource| Ok(Some(resource.clone()))`. As in
+    /// reconciler.io, it runs with a throwaway tracker, so objects it reads are not tracked:
+    /// read and track them in the `reconciler`.
+    pub fn desired_resource(mut self, desired: impl Derive<Option<DynamicObject>>) -> Self {
+        self.desired_resource = Some(derive_as_async(desired));
+        self
+    }
+
+    /// As [`AggregateReconciler::desired_resource`], with a step that may await:
+    /// `|ctx, resource| Box::pin(async move { ... })`.
+    pub fn desired_resource_async(
+        mut self,
+        desired: impl AsyncDerive<Option<DynamicObject>>,
+    ) -> Self {
         self.desired_resource = Some(Box::new(desired));
         self
     }
 
     /// Runs `hook` before each request, e.g.
     /// `|ctx| Box::pin(async move { (ctx, Outcome::done()) })`.
-    pub fn before_reconcile<F>(mut self, hook: F) -> Self
-    where
-        F: Fn(Context) -> BoxFuture<'static, (Context, Outcome)> + Send + Sync + 'static,
-    {
+    pub fn before_reconcile(mut self, hook: impl BeforeReconcile) -> Self {
         self.hooks.before = Some(Box::new(hook));
         self
     }
 
     /// Runs `hook` on the outcome of each request, e.g.
     /// `|_ctx, outcome| Box::pin(async move { outcome })`.
-    pub fn after_reconcile<F>(mut self, hook: F) -> Self
-    where
-        F: for<'a> Fn(&'a Context, Outcome) -> BoxFuture<'a, Outcome> + Send + Sync + 'static,
-    {
+    pub fn after_reconcile(mut self, hook: impl AfterReconcile) -> Self {
         self.hooks.after = Some(Box::new(hook));
         self
     }
@@ -137,7 +122,7 @@ impl AggregateReconciler {
         // Tracks requested by the object manager are not wanted on the aggregate itself.
         let ctx = ctx.with_config(ctx.config().with_new_tracker(Duration::ZERO));
         let desired = match &self.desired_resource {
-            Some(desired) => desired(&ctx, resource.clone()).await,
+            Some(desired) => desired(&ctx, &resource).await,
             None => Ok(Some(resource.clone())),
         };
         let desired = match desired {

@@ -17,7 +17,6 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::DynamicObject;
 use serde::Serialize;
@@ -25,53 +24,17 @@ use tracing::{Instrument, debug, debug_span, info, warn};
 
 use super::child_set::known_children;
 use super::updating_object_manager::track;
+use super::steps::derive_as_async;
 use super::{
-    Context, ObjectManager, Outcome, Predicate, ReconcileError, Setup, SetupStep, SubReconciler,
-    ValidationError,
+    ApplyingObjectManager, AsyncDerive, ChildListOptions, Context, Derive, Merge, ObjectManager,
+    Outcome, Predicate, ReconcileError, ReflectChild, Setup, SetupStep, SubReconciler,
+    UpdatingObjectManager, ValidationError,
 };
 use crate::client::{self, ListOptions};
 use crate::object::{Gvk, ObjectKey};
 
-/// Computes desired state from the parent (`desired_child`, `desired_children`); async, so
-/// it may read (and track) the objects the parent refers to, e.g.
-/// `|ctx, parent| Box::pin(async move { ... })`. Any such closure is one.
-pub trait DesiredFn<T>:
-    for<'a> Fn(&'a Context, &'a DynamicObject) -> BoxFuture<'a, Result<T, ReconcileError>>
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-impl<T, F> DesiredFn<T> for F where
-    F: for<'a> Fn(&'a Context, &'a DynamicObject) -> BoxFuture<'a, Result<T, ReconcileError>>
-        + Send
-        + Sync
-        + 'static
-{
-}
-
-/// Computes the child the parent should have (`None`: no child).
-pub type DesiredChild = Arc<dyn DesiredFn<Option<DynamicObject>>>;
-
-/// Reflects the child (`None` when there is none) or the error that kept it from being
-/// written onto the parent; an error returned here is the reconciler's error.
-pub type ReflectChildStatus = Arc<
-    dyn Fn(
-            &Context,
-            &mut DynamicObject,
-            Option<&DynamicObject>,
-            Option<&ReconcileError>,
-        ) -> Result<(), ReconcileError>
-        + Send
-        + Sync,
->;
-
-/// Which objects may be the parent's children (default: the parent's namespace).
-pub type ChildListOptions = Arc<dyn Fn(&Context, &DynamicObject) -> ListOptions + Send + Sync>;
-
-/// A setup step of the user's own (declaring further watches).
-pub type ChildSetup = Arc<dyn SetupStep>;
+/// Computes the child the parent should have (`None`: no child), as stored.
+pub(super) type DesiredChild = Arc<dyn AsyncDerive<Option<DynamicObject>>>;
 
 /// What an `our_child` predicate sees: `self.parent` and `self.child` in CEL.
 #[derive(Clone, Debug, Serialize)]
@@ -156,33 +119,64 @@ pub fn api_reason(error: &ReconcileError) -> Option<&str> {
 
 /// Manages 0..1 child of one kind for the reconciled resource (reconciler.io's
 /// `ChildReconciler`). Cheap to clone.
+///
+/// The child is written by server-side apply ([`ApplyingObjectManager`]) unless
+/// [`ChildReconciler::merge_before_update`] asks for updates ([`UpdatingObjectManager`], as
+/// reconciler.io does) or [`ChildReconciler::child_object_manager`] gives a manager.
 #[derive(Clone)]
 pub struct ChildReconciler {
     name: String,
     child_type: Gvk,
     skip_owner_reference: bool,
-    desired_child: Option<DesiredChild>,
-    reflect: Option<ReflectChildStatus>,
+    desired_child: DesiredChild,
+    reflect: Arc<dyn ReflectChild>,
     reflected_error_reasons: Vec<String>,
-    object_manager: Option<Arc<dyn ObjectManager>>,
-    list_options: Option<ChildListOptions>,
+    object_manager: Arc<dyn ObjectManager>,
+    list_options: Option<Arc<dyn ChildListOptions>>,
     our_child: Option<Predicate<ParentAndChild>>,
-    setup: Option<ChildSetup>,
+    setup: Option<Arc<dyn SetupStep>>,
 }
 
 impl ChildReconciler {
-    /// A reconciler of children of `child_type`, named `{Kind}ChildReconciler`.
-    pub fn new(child_type: Gvk) -> Self {
+    /// A reconciler of children of `child_type`, named `{Kind}ChildReconciler`: `desired`
+    /// computes the child the parent should have (`|ctx, parent| Ok(Some(child))`; returning
+    /// [`OnlyReconcileChildStatus`] leaves the child as it is), `reflect` writes the child
+    /// (or the error that kept it from being written) onto the parent.
+    pub fn new(
+        child_type: Gvk,
+        desired: impl Derive<Option<DynamicObject>>,
+        reflect: impl ReflectChild,
+    ) -> Self {
+        Self::with_desired(child_type, derive_as_async(desired).into(), Arc::new(reflect))
+    }
+
+    /// As [`ChildReconciler::new`], with a `desired` that may await, e.g. to read (and track)
+    /// the objects the parent refers to:
+    /// `|ctx, parent| Box::pin(async move { Ok(Some(child_of(ctx, parent).await?)) })`.
+    pub fn new_async(
+        child_type: Gvk,
+        desired: impl AsyncDerive<Option<DynamicObject>>,
+        reflect: impl ReflectChild,
+    ) -> Self {
+        Self::with_desired(child_type, Arc::new(desired), Arc::new(reflect))
+    }
+
+    /// A reconciler with both callbacks given, writing by server-side apply.
+    pub(super) fn with_desired(
+        child_type: Gvk,
+        desired_child: DesiredChild,
+        reflect: Arc<dyn ReflectChild>,
+    ) -> Self {
         Self {
             name: format!("{}ChildReconciler", child_type.kind),
+            object_manager: Arc::new(ApplyingObjectManager::new(child_type.clone())),
             child_type,
             skip_owner_reference: false,
-            desired_child: None,
-            reflect: None,
+            desired_child,
+            reflect,
             reflected_error_reasons: ["AlreadyExists", "Forbidden", "Invalid"]
                 .map(String::from)
                 .to_vec(),
-            object_manager: None,
             list_options: None,
             our_child: None,
             setup: None,
@@ -192,46 +186,6 @@ impl ChildReconciler {
     /// Names the reconciler.
     pub fn named(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
-        self
-    }
-
-    /// Computes the desired child (required), e.g.
-    /// `|ctx, parent| Box::pin(async move { Ok(Some(child_of(ctx, parent).await?)) })`;
-    /// returning [`OnlyReconcileChildStatus`] leaves the child as it is.
-    pub fn desired_child(mut self, desired: impl DesiredFn<Option<DynamicObject>>) -> Self {
-        self.desired_child = Some(Arc::new(desired));
-        self
-    }
-
-    /// Reflects the child or its error onto the parent (this or the `_with_error` form is
-    /// required).
-    pub fn reflect_child_status_on_parent(
-        self,
-        reflect: impl Fn(&Context, &mut DynamicObject, Option<&DynamicObject>, Option<&ReconcileError>)
-        + Send
-        + Sync
-        + 'static,
-    ) -> Self {
-        self.reflect_child_status_on_parent_with_error(move |ctx, parent, child, err| {
-            reflect(ctx, parent, child, err);
-            Ok(())
-        })
-    }
-
-    /// Reflects the child or its error onto the parent; may fail the reconcile.
-    pub fn reflect_child_status_on_parent_with_error(
-        mut self,
-        reflect: impl Fn(
-            &Context,
-            &mut DynamicObject,
-            Option<&DynamicObject>,
-            Option<&ReconcileError>,
-        ) -> Result<(), ReconcileError>
-        + Send
-        + Sync
-        + 'static,
-    ) -> Self {
-        self.reflect = Some(Arc::new(reflect));
         self
     }
 
@@ -245,15 +199,24 @@ impl ChildReconciler {
         self
     }
 
-    /// Writes the child with `manager` (required).
+    /// Writes the child by update ([`UpdatingObjectManager`]) after merging the desired child
+    /// into the current one with `merge` (`current`, `desired`); no change, no update.
+    pub fn merge_before_update(mut self, merge: impl Merge) -> Self {
+        let manager = UpdatingObjectManager::new(self.child_type.clone(), merge);
+        self.object_manager = Arc::new(manager);
+        self
+    }
+
+    /// Writes the child with `manager` (e.g. an [`UpdatingObjectManager`] with a finalizer or
+    /// a `sanitize`).
     pub fn child_object_manager(mut self, manager: impl ObjectManager + 'static) -> Self {
-        self.object_manager = Some(Arc::new(manager));
+        self.object_manager = Arc::new(manager);
         self
     }
 
     /// Writes the child with a manager shared with other reconcilers.
     pub fn shared_child_object_manager(mut self, manager: Arc<dyn ObjectManager>) -> Self {
-        self.object_manager = Some(manager);
+        self.object_manager = manager;
         self
     }
 
@@ -265,10 +228,7 @@ impl ChildReconciler {
     }
 
     /// Which objects are listed as candidate children.
-    pub fn list_options(
-        mut self,
-        options: impl Fn(&Context, &DynamicObject) -> ListOptions + Send + Sync + 'static,
-    ) -> Self {
+    pub fn list_options(mut self, options: impl ChildListOptions) -> Self {
         self.list_options = Some(Arc::new(options));
         self
     }
@@ -282,6 +242,17 @@ impl ChildReconciler {
     /// Declares further watches at setup.
     pub fn with_setup(mut self, setup: impl SetupStep) -> Self {
         self.setup = Some(Arc::new(setup));
+        self
+    }
+
+    /// The same reconciler with other callbacks (a child set's reconciler of one id).
+    pub(super) fn replacing(
+        mut self,
+        desired_child: DesiredChild,
+        reflect: Arc<dyn ReflectChild>,
+    ) -> Self {
+        self.desired_child = desired_child;
+        self.reflect = reflect;
         self
     }
 
@@ -305,10 +276,7 @@ impl ChildReconciler {
         if self.skip_owner_reference && self.list_options.is_none() {
             return missing("ListOptions since owner references are not used");
         }
-        let Some(manager) = &self.object_manager else {
-            return missing("ChildObjectManager");
-        };
-        manager.validate().map_err(|err| {
+        self.object_manager.validate().map_err(|err| {
             ValidationError(format!(
                 "{owner} must have a valid ChildObjectManager: {err}"
             ))
@@ -417,7 +385,7 @@ impl ChildReconciler {
     async fn reflect_error(
         &self,
         ctx: &Context,
-        reflect: &ReflectChildStatus,
+        reflect: &Arc<dyn ReflectChild>,
         parent: &mut DynamicObject,
         err: ReconcileError,
     ) -> Outcome {
@@ -468,9 +436,7 @@ impl SubReconciler<DynamicObject> for ChildReconciler {
                 setup.require(&self.name, &owner, "finalizers", &["update"]);
             }
         }
-        if let Some(manager) = &self.object_manager {
-            manager.setup(setup)?;
-        }
+        self.object_manager.setup(setup)?;
         match &self.setup {
             Some(user) => user(setup),
             None => Ok(()),
@@ -478,29 +444,11 @@ impl SubReconciler<DynamicObject> for ChildReconciler {
     }
 
     fn validate(&self) -> Result<(), ValidationError> {
-        let owner = format!("ChildReconciler {:?}", self.name);
-        if self.desired_child.is_none() {
-            return Err(ValidationError(format!(
-                "{owner} must implement DesiredChild"
-            )));
-        }
-        if self.reflect.is_none() {
-            return Err(ValidationError(format!(
-                "{owner} must implement ReflectChildStatusOnParent"
-            )));
-        }
-        self.validate_shared(&owner)
+        self.validate_shared(&format!("ChildReconciler {:?}", self.name))
     }
 
     async fn reconcile(&self, ctx: &Context, parent: &mut DynamicObject) -> Outcome {
-        let (Some(manager), Some(desired), Some(reflect)) =
-            (&self.object_manager, &self.desired_child, &self.reflect)
-        else {
-            return Outcome::err(ReconcileError::msg(format!(
-                "ChildReconciler {:?} is incomplete; validate it before use",
-                self.name
-            )));
-        };
+        let (manager, desired, reflect) = (&self.object_manager, &self.desired_child, &self.reflect);
         let span = debug_span!("child", name = %self.name, child_type = %self.child_type);
         async {
             let managed = self

@@ -14,26 +14,16 @@ use kube::api::DynamicObject;
 use parking_lot::Mutex;
 use tracing::{Instrument, debug_span};
 
-use super::child::{DesiredFn, ParentAndChild, is_only_reconcile_child_status};
+use futures::future::BoxFuture;
+
+use super::child::{DesiredChild, ParentAndChild, is_only_reconcile_child_status};
+use super::steps::derive_as_async;
 use super::{
-    ChildReconciler, Context, ObjectManager, Outcome, Predicate, ReconcileError, Sequence, Setup,
+    AsyncDerive, ChildListOptions, ChildReconciler, Context, Derive, IdentifyChild, Merge,
+    ObjectManager, Outcome, Predicate, ReconcileError, ReflectChildren, Sequence, Setup,
     SetupStep, Stasher, SubReconciler, ValidationError, WithFinalizer,
 };
-use crate::client::ListOptions;
 use crate::object::Gvk;
-
-/// Computes the children the parent should have.
-pub type DesiredChildren = Arc<dyn DesiredFn<Vec<DynamicObject>>>;
-
-/// Reflects the outcome of every child onto the parent.
-pub type ReflectChildrenStatus = Arc<
-    dyn Fn(&Context, &mut DynamicObject, &ChildSetResult) -> Result<(), ReconcileError>
-        + Send
-        + Sync,
->;
-
-/// The id that correlates a desired child with an actual one.
-pub type IdentifyChild = Arc<dyn Fn(&DynamicObject) -> String + Send + Sync>;
 
 /// The outcome of one child of a set.
 #[derive(Clone, Debug)]
@@ -77,61 +67,68 @@ pub fn known_children(ctx: &Context, child_type: &Gvk) -> Option<Vec<Arc<Dynamic
         .map(|known| known.children)
 }
 
-/// Manages a set of children correlated by id (reconciler.io's `ChildSetReconciler`).
+/// Manages a set of children correlated by id (reconciler.io's `ChildSetReconciler`). As
+/// with [`ChildReconciler`], children are written by server-side apply unless
+/// `merge_before_update` or `child_object_manager` says otherwise.
 pub struct ChildSetReconciler {
     name: String,
     finalizer: String,
     children: ChildReconciler,
-    desired_children: Option<DesiredChildren>,
-    reflect: Option<ReflectChildrenStatus>,
-    identify_child: Option<IdentifyChild>,
+    desired_children: Arc<dyn AsyncDerive<Vec<DynamicObject>>>,
+    reflect: Arc<dyn ReflectChildren>,
+    identify_child: Arc<dyn IdentifyChild>,
 }
 
 impl ChildSetReconciler {
-    /// A reconciler of children of `child_type`, named `{Kind}ChildSetReconciler`.
-    pub fn new(child_type: Gvk) -> Self {
+    /// A reconciler of children of `child_type`, named `{Kind}ChildSetReconciler`: `desired`
+    /// computes the children the parent should have (`|ctx, parent| Ok(vec![...])`;
+    /// returning [`OnlyReconcileChildStatus`](super::OnlyReconcileChildStatus) leaves them as
+    /// they are), `identify` gives a child's id (desired ids must be unique and non-empty),
+    /// `reflect` writes the children's outcomes onto the parent.
+    pub fn new(
+        child_type: Gvk,
+        desired: impl Derive<Vec<DynamicObject>>,
+        identify: impl IdentifyChild,
+        reflect: impl ReflectChildren,
+    ) -> Self {
+        Self::with_desired(child_type, derive_as_async(desired).into(), identify, reflect)
+    }
+
+    /// As [`ChildSetReconciler::new`], with a `desired` that may await:
+    /// `|ctx, parent| Box::pin(async move { Ok(vec![...]) })`.
+    pub fn new_async(
+        child_type: Gvk,
+        desired: impl AsyncDerive<Vec<DynamicObject>>,
+        identify: impl IdentifyChild,
+        reflect: impl ReflectChildren,
+    ) -> Self {
+        Self::with_desired(child_type, Arc::new(desired), identify, reflect)
+    }
+
+    fn with_desired(
+        child_type: Gvk,
+        desired_children: Arc<dyn AsyncDerive<Vec<DynamicObject>>>,
+        identify: impl IdentifyChild,
+        reflect: impl ReflectChildren,
+    ) -> Self {
+        // The per-id reconcilers replace these callbacks (see `for_id`).
+        let no_child: DesiredChild = Arc::new(|_: &Context, _: &DynamicObject| {
+            Box::pin(std::future::ready(Ok(None))) as BoxFuture<'_, _>
+        });
+        let no_reflect = Arc::new(|_: &Context, _: &mut DynamicObject, _: Option<&DynamicObject>, _: Option<&ReconcileError>| Ok(()));
         Self {
             name: format!("{}ChildSetReconciler", child_type.kind),
             finalizer: String::new(),
-            children: ChildReconciler::new(child_type),
-            desired_children: None,
-            reflect: None,
-            identify_child: None,
+            children: ChildReconciler::with_desired(child_type, no_child, no_reflect),
+            desired_children,
+            reflect: Arc::new(reflect),
+            identify_child: Arc::new(identify),
         }
     }
 
     /// Names the reconciler.
     pub fn named(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
-        self
-    }
-
-    /// Computes the desired children (required), e.g.
-    /// `|ctx, parent| Box::pin(async move { Ok(vec![...]) })`; returning
-    /// [`OnlyReconcileChildStatus`](super::OnlyReconcileChildStatus) leaves them as they are.
-    pub fn desired_children(mut self, desired: impl DesiredFn<Vec<DynamicObject>>) -> Self {
-        self.desired_children = Some(Arc::new(desired));
-        self
-    }
-
-    /// Reflects the children's outcomes onto the parent (required).
-    pub fn reflect_children_status_on_parent(
-        mut self,
-        reflect: impl Fn(&Context, &mut DynamicObject, &ChildSetResult) -> Result<(), ReconcileError>
-        + Send
-        + Sync
-        + 'static,
-    ) -> Self {
-        self.reflect = Some(Arc::new(reflect));
-        self
-    }
-
-    /// The id of a child (required); desired ids must be unique and non-empty.
-    pub fn identify_child(
-        mut self,
-        identify: impl Fn(&DynamicObject) -> String + Send + Sync + 'static,
-    ) -> Self {
-        self.identify_child = Some(Arc::new(identify));
         self
     }
 
@@ -150,17 +147,21 @@ impl ChildSetReconciler {
         self
     }
 
-    /// Writes the children with `manager` (required).
+    /// Writes the children by update after merging each desired child into the current one
+    /// (see [`ChildReconciler::merge_before_update`]).
+    pub fn merge_before_update(mut self, merge: impl Merge) -> Self {
+        self.children = self.children.merge_before_update(merge);
+        self
+    }
+
+    /// Writes the children with `manager`.
     pub fn child_object_manager(mut self, manager: impl ObjectManager + 'static) -> Self {
         self.children = self.children.child_object_manager(manager);
         self
     }
 
     /// Which objects are listed as candidate children.
-    pub fn list_options(
-        mut self,
-        options: impl Fn(&Context, &DynamicObject) -> ListOptions + Send + Sync + 'static,
-    ) -> Self {
+    pub fn list_options(mut self, options: impl ChildListOptions) -> Self {
         self.children = self.children.list_options(options);
         self
     }
@@ -188,7 +189,7 @@ impl ChildSetReconciler {
 
     /// The desired children by id, checked for empty and duplicate ids.
     fn by_id(
-        identify: &IdentifyChild,
+        identify: &Arc<dyn IdentifyChild>,
         desired: Vec<DynamicObject>,
     ) -> Result<BTreeMap<String, DynamicObject>, ReconcileError> {
         let mut by_id = BTreeMap::new();
@@ -212,7 +213,7 @@ impl ChildSetReconciler {
     fn for_id(
         &self,
         id: &str,
-        identify: &IdentifyChild,
+        identify: &Arc<dyn IdentifyChild>,
         desired: Result<Option<DynamicObject>, ReconcileError>,
         results: &Arc<Mutex<Vec<ChildSetPartialResult>>>,
     ) -> ChildReconciler {
@@ -223,18 +224,25 @@ impl ChildSetReconciler {
             user.as_ref().is_none_or(|p| p.test(ctx, pair)) && identify(&pair.child) == owned_id
         });
         let (results, owned_id) = (results.clone(), id.to_string());
+        let desired: DesiredChild = Arc::new(move |_: &Context, _: &DynamicObject| {
+            Box::pin(std::future::ready(desired.clone())) as BoxFuture<'_, _>
+        });
+        let reflect = move |_: &Context,
+                            _: &mut DynamicObject,
+                            child: Option<&DynamicObject>,
+                            error: Option<&ReconcileError>| {
+            results.lock().push(ChildSetPartialResult {
+                id: owned_id.clone(),
+                child: child.cloned(),
+                error: error.cloned(),
+            });
+            Ok(())
+        };
         self.children
             .clone()
             .named(id)
             .our_child(our_child)
-            .desired_child(move |_, _| Box::pin(std::future::ready(desired.clone())))
-            .reflect_child_status_on_parent(move |_, _, child, error| {
-                results.lock().push(ChildSetPartialResult {
-                    id: owned_id.clone(),
-                    child: child.cloned(),
-                    error: error.cloned(),
-                });
-            })
+            .replacing(desired, Arc::new(reflect))
     }
 
     /// Lists once (stashing what it found), builds a reconciler per id and runs them in id
@@ -243,8 +251,8 @@ impl ChildSetReconciler {
         &self,
         ctx: &Context,
         parent: &mut DynamicObject,
-        identify: &IdentifyChild,
-        desired_children: &DesiredChildren,
+        identify: &Arc<dyn IdentifyChild>,
+        desired_children: &Arc<dyn AsyncDerive<Vec<DynamicObject>>>,
         results: &Arc<Mutex<Vec<ChildSetPartialResult>>>,
     ) -> Result<Outcome, ReconcileError> {
         let known = self.children.list_our_children(ctx, parent).await?;
@@ -293,29 +301,13 @@ impl SubReconciler<DynamicObject> for ChildSetReconciler {
     }
 
     fn validate(&self) -> Result<(), ValidationError> {
-        let owner = format!("ChildSetReconciler {:?}", self.name);
-        let missing = |what: &str| Err(ValidationError(format!("{owner} must implement {what}")));
-        if self.desired_children.is_none() {
-            return missing("DesiredChildren");
-        }
-        if self.reflect.is_none() {
-            return missing("ReflectChildrenStatusOnParent");
-        }
-        if self.identify_child.is_none() {
-            return missing("IdentifyChild");
-        }
-        self.children.validate_shared(&owner)
+        self.children
+            .validate_shared(&format!("ChildSetReconciler {:?}", self.name))
     }
 
     async fn reconcile(&self, ctx: &Context, parent: &mut DynamicObject) -> Outcome {
-        let (Some(identify), Some(desired), Some(reflect)) =
-            (&self.identify_child, &self.desired_children, &self.reflect)
-        else {
-            return Outcome::err(ReconcileError::msg(format!(
-                "ChildSetReconciler {:?} is incomplete; validate it before use",
-                self.name
-            )));
-        };
+        let (identify, desired, reflect) =
+            (&self.identify_child, &self.desired_children, &self.reflect);
         let span =
             debug_span!("child_set", name = %self.name, child_type = %self.children.child_type());
         async {

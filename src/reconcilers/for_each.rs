@@ -6,21 +6,16 @@
 use std::any::{Any, type_name};
 
 use async_trait::async_trait;
-use futures::future::BoxFuture;
 use kube::api::DynamicObject;
 use serde::Serialize;
 use tracing::{Instrument, debug_span};
 
 use super::nested::{owner, validate_nested};
+use super::steps::derive_as_async;
 use super::{
-    Context, Outcome, ReconcileError, ReconcileResult, Setup, SubReconciler, ValidationError,
+    AsyncDerive, Context, Derive, Outcome, ReconcileResult, Setup, SubReconciler, ValidationError,
 };
 
-type Items<R, I> = Box<
-    dyn for<'a> Fn(&'a Context, &'a R) -> BoxFuture<'a, Result<Vec<I>, ReconcileError>>
-        + Send
-        + Sync,
->;
 
 /// Where a `ForEach` loop is: the index, the number of items, and the item. Serializable
 /// (when the item is) so that tests can compare a stashed cursor.
@@ -54,23 +49,33 @@ impl<I: Any + Clone + Send + Sync> Cursor<I> {
 /// the aggregate of the earlier iterations only (as Go does).
 pub struct ForEach<I, R = DynamicObject> {
     name: String,
-    items: Items<R, I>,
+    items: Box<dyn AsyncDerive<Vec<I>, R>>,
     reconciler: Box<dyn SubReconciler<R>>,
 }
 
-impl<I, R: Send + Sync + 'static> ForEach<I, R> {
-    /// Calls `reconciler` for each of the items `items` returns; `items` is async (it may
-    /// list objects), e.g. `|_ctx, resource| Box::pin(async move { Ok(vec![..]) })`.
-    pub fn new<F>(items: F, reconciler: impl SubReconciler<R> + 'static) -> Self
-    where
-        F: for<'a> Fn(&'a Context, &'a R) -> BoxFuture<'a, Result<Vec<I>, ReconcileError>>
-            + Send
-            + Sync
-            + 'static,
-    {
+impl<I: Send + 'static, R: Send + Sync + 'static> ForEach<I, R> {
+    /// Calls `reconciler` for each of the items `items` returns, e.g.
+    /// `|_ctx, resource| Ok(vec![..])`.
+    pub fn new(items: impl Derive<Vec<I>, R>, reconciler: impl SubReconciler<R> + 'static) -> Self {
+        Self::with_items(derive_as_async(items), reconciler)
+    }
+
+    /// As [`ForEach::new`], with items that may await (e.g. list objects):
+    /// `|ctx, resource| Box::pin(async move { Ok(vec![..]) })`.
+    pub fn new_async(
+        items: impl AsyncDerive<Vec<I>, R>,
+        reconciler: impl SubReconciler<R> + 'static,
+    ) -> Self {
+        Self::with_items(Box::new(items), reconciler)
+    }
+
+    fn with_items(
+        items: Box<dyn AsyncDerive<Vec<I>, R>>,
+        reconciler: impl SubReconciler<R> + 'static,
+    ) -> Self {
         Self {
             name: "ForEach".into(),
-            items: Box::new(items),
+            items,
             reconciler: Box::new(reconciler),
         }
     }

@@ -32,6 +32,7 @@ mod result;
 mod sequence;
 mod setup;
 mod stash;
+mod steps;
 mod suppress;
 mod sync;
 mod try_catch;
@@ -40,44 +41,40 @@ mod with_config;
 mod with_finalizer;
 
 pub use advice::Advice;
-pub use aggregate::{AggregateReconciler, DesiredResource};
+pub use aggregate::AggregateReconciler;
 pub use always::Always;
 pub use applying_object_manager::ApplyingObjectManager;
 pub use cast::{CastError, CastResource};
 pub use cel::CelError;
 pub use child::{
-    ChildListOptions, ChildReconciler, ChildSetup, DesiredChild, DesiredFn,
-    OnlyReconcileChildStatus, OwnerReferenceError, ParentAndChild, ReflectChildStatus, api_reason,
+    ChildReconciler, OnlyReconcileChildStatus, OwnerReferenceError, ParentAndChild, api_reason,
     api_status,
 };
-pub use child_set::{
-    ChildSetPartialResult, ChildSetReconciler, ChildSetResult, DesiredChildren, IdentifyChild,
-    ReflectChildrenStatus, known_children,
-};
+pub use child_set::{ChildSetPartialResult, ChildSetReconciler, ChildSetResult, known_children};
 pub use config::Config;
 pub use context::Context;
 pub use error::{Markers, ReconcileError};
 pub use finalizers::{add_finalizer, clear_finalizer};
 pub use flow::{IfThen, MaxIterationsExceeded, While};
 pub use for_each::{Cursor, ForEach};
-pub use nested::OutcomeStep;
 pub use object_manager::ObjectManager;
 pub use override_setup::OverrideSetup;
 pub use permissions::{Permission, READ, WRITE};
 pub use predicate::Predicate;
-pub use resource::{
-    AfterReconcile, BeforeReconcile, RequestOptions, ResourceReconciler, RootReconciler,
-};
+pub use resource::{RequestOptions, ResourceReconciler, RootReconciler};
 pub use result::ReconcileResult;
 pub use sequence::Sequence;
 pub use setup::{ScopedWatch, Setup, SetupStep, Watch};
 pub use stash::{Stash, Stasher};
 pub use suppress::SuppressTransientErrors;
-pub use sync::{HasMetadata, SyncFn, SyncReconciler};
-pub use try_catch::TryCatch;
-pub use updating_object_manager::{
-    HarmonizeImmutableFields, MergeBeforeUpdate, Sanitize, UpdatingObjectManager,
+pub use steps::{
+    AfterReconcile, AroundStep, AsyncDerive, AsyncStep, BeforeReconcile, ChildListOptions, Derive,
+    Harmonize, IdentifyChild, Merge, OutcomeStep, ReflectChild, ReflectChildren, Sanitize,
+    SelectConfig, Step,
 };
+pub use sync::{HasMetadata, SyncReconciler};
+pub use try_catch::TryCatch;
+pub use updating_object_manager::UpdatingObjectManager;
 pub use with_config::WithConfig;
 pub use with_finalizer::WithFinalizer;
 

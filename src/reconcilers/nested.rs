@@ -4,28 +4,11 @@
 use std::fmt::Display;
 
 use async_trait::async_trait;
-use futures::future::BoxFuture;
 
-use super::{Context, Outcome, Setup, SetupStep, SubReconciler, ValidationError};
+use super::{Context, Outcome, OutcomeStep, Setup, SetupStep, SubReconciler, ValidationError};
 
 /// A hook that sees (and may replace) an outcome, e.g. Advice's After or TryCatch's Catch.
 pub(super) type OutcomeHook<R> = Box<dyn OutcomeStep<R>>;
-
-/// An async step that sees an outcome and returns the one to keep (Advice's After,
-/// TryCatch's Catch), e.g. `|_ctx, _resource, outcome| Box::pin(async move { outcome })`.
-/// Any such closure is one.
-pub trait OutcomeStep<R>:
-    for<'a> Fn(&'a Context, &'a mut R, Outcome) -> BoxFuture<'a, Outcome> + Send + Sync + 'static
-{
-}
-
-impl<R, F> OutcomeStep<R> for F where
-    F: for<'a> Fn(&'a Context, &'a mut R, Outcome) -> BoxFuture<'a, Outcome>
-        + Send
-        + Sync
-        + 'static
-{
-}
 
 /// A setup step of a reconciler's own (e.g. declaring watches), as `Advice`,
 /// `OverrideSetup` and `SyncReconciler` take it.

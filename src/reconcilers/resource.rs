@@ -12,27 +12,17 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use futures::future::BoxFuture;
 use jiff::Timestamp;
 use kube::api::DynamicObject;
 use serde_json::Value;
 use tracing::{Instrument, debug, info, info_span};
 
 use super::{
-    Config, Context, Outcome, Predicate, ReconcileError, ReconcileResult, Setup, SubReconciler,
-    ValidationError, Watch,
+    AfterReconcile, BeforeReconcile, Config, Context, Outcome, Predicate, ReconcileError,
+    ReconcileResult, Setup, SubReconciler, ValidationError, Watch,
 };
 use crate::client::{Error, reasons};
 use crate::object::{ConditionSet, Gvk, ObjectKey, StatusExt};
-
-/// Runs before the resource is read (and may await, e.g. read another object); returns the
-/// context to continue with and an outcome whose error ends the request.
-pub type BeforeReconcile =
-    Box<dyn Fn(Context) -> BoxFuture<'static, (Context, Outcome)> + Send + Sync>;
-
-/// Sees (and may replace) the outcome of the request; it may await.
-pub type AfterReconcile =
-    Box<dyn for<'a> Fn(&'a Context, Outcome) -> BoxFuture<'a, Outcome> + Send + Sync>;
 
 /// Per-request settings a caller (the runtime, or a test) may choose.
 #[derive(Clone, Default)]
@@ -96,8 +86,8 @@ pub struct ResourceReconciler {
 /// The hooks both roots share.
 #[derive(Default)]
 pub(super) struct RootHooks {
-    pub(super) before: Option<BeforeReconcile>,
-    pub(super) after: Option<AfterReconcile>,
+    pub(super) before: Option<Box<dyn BeforeReconcile>>,
+    pub(super) after: Option<Box<dyn AfterReconcile>>,
 }
 
 impl ResourceReconciler {
@@ -151,20 +141,14 @@ impl ResourceReconciler {
 
     /// Runs `hook` before each request, e.g.
     /// `|ctx| Box::pin(async move { (ctx, Outcome::done()) })`.
-    pub fn before_reconcile<F>(mut self, hook: F) -> Self
-    where
-        F: Fn(Context) -> BoxFuture<'static, (Context, Outcome)> + Send + Sync + 'static,
-    {
+    pub fn before_reconcile(mut self, hook: impl BeforeReconcile) -> Self {
         self.hooks.before = Some(Box::new(hook));
         self
     }
 
     /// Runs `hook` on the outcome of each request, e.g.
     /// `|_ctx, outcome| Box::pin(async move { outcome })`.
-    pub fn after_reconcile<F>(mut self, hook: F) -> Self
-    where
-        F: for<'a> Fn(&'a Context, Outcome) -> BoxFuture<'a, Outcome> + Send + Sync + 'static,
-    {
+    pub fn after_reconcile(mut self, hook: impl AfterReconcile) -> Self {
         self.hooks.after = Some(Box::new(hook));
         self
     }

@@ -7,9 +7,10 @@ use kube::api::{DynamicObject, ObjectMeta};
 use tracing::debug;
 
 use super::nested::SetupHook;
+use super::steps::step_as_async;
 use super::{
-    Context, Outcome, ReconcileError, ReconcileResult, Setup, SetupStep, SubReconciler,
-    ValidationError,
+    AsyncStep, Context, Outcome, ReconcileError, ReconcileResult, Setup, SetupStep, Step,
+    SubReconciler, ValidationError,
 };
 use crate::client::Ducked;
 
@@ -36,54 +37,55 @@ impl<T> HasMetadata for Ducked<T> {
     }
 }
 
-/// A sync or finalize step: changes the resource in place and says whether to requeue.
-pub type SyncFn<R> =
-    Box<dyn for<'a> Fn(&'a Context, &'a mut R) -> BoxFuture<'a, Outcome> + Send + Sync>;
+/// A sync or finalize step as stored: it says whether to requeue.
+type StoredStep<R> = Box<dyn AsyncStep<R, Outcome>>;
 
 /// Calls a function to sync the resource (reconciler.io's `SyncReconciler`).
 pub struct SyncReconciler<R = DynamicObject> {
     name: String,
-    sync: SyncFn<R>,
-    finalize: Option<SyncFn<R>>,
+    sync: StoredStep<R>,
+    finalize: Option<StoredStep<R>>,
     sync_during_finalization: bool,
     setup: Option<SetupHook>,
 }
 
 /// Lifts a step that returns no result into one that does.
-fn without_result<R, F>(step: F) -> SyncFn<R>
-where
-    R: Send + 'static,
-    F: for<'a> Fn(&'a Context, &'a mut R) -> BoxFuture<'a, Result<(), ReconcileError>>
-        + Send
-        + Sync
-        + 'static,
-{
-    Box::new(move |ctx, resource| {
+fn with_done_result<R: Send + 'static>(
+    step: impl AsyncStep<R, Result<(), ReconcileError>>,
+) -> StoredStep<R> {
+    Box::new(move |ctx: &Context, resource: &mut R| -> BoxFuture<'_, Outcome> {
         let step = step(ctx, resource);
         Box::pin(async move { Outcome::from(step.await.map(|()| ReconcileResult::done())) })
     })
 }
 
 impl<R: Send + 'static> SyncReconciler<R> {
-    /// Syncs with `sync` (reconciler.io's `Sync`).
-    pub fn new<F>(sync: F) -> Self
-    where
-        F: for<'a> Fn(&'a Context, &'a mut R) -> BoxFuture<'a, Result<(), ReconcileError>>
-            + Send
-            + Sync
-            + 'static,
-    {
-        Self::with_result(without_result(sync))
+    /// Syncs with `sync` (reconciler.io's `Sync`):
+    /// `SyncReconciler::new(|ctx, resource| { ...; Ok(()) })`.
+    pub fn new(sync: impl Step<R>) -> Self {
+        Self::new_async(step_as_async(sync))
+    }
+
+    /// Syncs with `sync`, which may await:
+    /// `SyncReconciler::new_async(|ctx, resource| Box::pin(async move { ...; Ok(()) }))`.
+    pub fn new_async(sync: impl AsyncStep<R>) -> Self {
+        Self::storing(with_done_result(sync))
     }
 
     /// Syncs with `sync`, which also says when to reconcile again (`SyncWithResult`).
-    pub fn with_result<F>(sync: F) -> Self
-    where
-        F: for<'a> Fn(&'a Context, &'a mut R) -> BoxFuture<'a, Outcome> + Send + Sync + 'static,
-    {
+    pub fn with_result(sync: impl Step<R, Outcome>) -> Self {
+        Self::storing(step_as_async(sync))
+    }
+
+    /// As [`SyncReconciler::with_result`], with a step that may await.
+    pub fn with_result_async(sync: impl AsyncStep<R, Outcome>) -> Self {
+        Self::storing(Box::new(sync))
+    }
+
+    fn storing(sync: StoredStep<R>) -> Self {
         Self {
             name: "SyncReconciler".into(),
-            sync: Box::new(sync),
+            sync,
             finalize: None,
             sync_during_finalization: false,
             setup: None,
@@ -97,21 +99,24 @@ impl<R: Send + 'static> SyncReconciler<R> {
     }
 
     /// Finalizes with `finalize` while the resource is being deleted (`Finalize`).
-    pub fn finalize<F>(self, finalize: F) -> Self
-    where
-        F: for<'a> Fn(&'a Context, &'a mut R) -> BoxFuture<'a, Result<(), ReconcileError>>
-            + Send
-            + Sync
-            + 'static,
-    {
-        self.finalize_with_result(without_result(finalize))
+    pub fn finalize(self, finalize: impl Step<R>) -> Self {
+        self.finalize_async(step_as_async(finalize))
+    }
+
+    /// As [`SyncReconciler::finalize`], with a step that may await.
+    pub fn finalize_async(mut self, finalize: impl AsyncStep<R>) -> Self {
+        self.finalize = Some(with_done_result(finalize));
+        self
     }
 
     /// Finalizes with `finalize`, which also says when to reconcile again.
-    pub fn finalize_with_result<F>(mut self, finalize: F) -> Self
-    where
-        F: for<'a> Fn(&'a Context, &'a mut R) -> BoxFuture<'a, Outcome> + Send + Sync + 'static,
-    {
+    pub fn finalize_with_result(mut self, finalize: impl Step<R, Outcome>) -> Self {
+        self.finalize = Some(step_as_async(finalize));
+        self
+    }
+
+    /// As [`SyncReconciler::finalize_with_result`], with a step that may await.
+    pub fn finalize_with_result_async(mut self, finalize: impl AsyncStep<R, Outcome>) -> Self {
         self.finalize = Some(Box::new(finalize));
         self
     }

@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use kube::api::DynamicObject;
 use tracing::{Instrument, debug_span};
 
-use super::nested::{OutcomeHook, OutcomeStep, owner, validate_nested};
-use super::{Context, Outcome, Setup, SubReconciler, ValidationError};
+use super::nested::{OutcomeHook, owner, validate_nested};
+use super::{Context, Outcome, OutcomeStep, Setup, SubReconciler, ValidationError};
 
 /// Calls `try`, hands its outcome to `catch` (which may replace it), then calls `finally`,
 /// whose error (if any) overrides; the results of try/catch and finally are aggregated.

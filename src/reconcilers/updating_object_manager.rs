@@ -23,7 +23,8 @@ use tracing::{debug, info};
 
 use super::resource::{api_message, log_unrecorded};
 use super::{
-    Context, ObjectManager, ReconcileError, Setup, ValidationError, add_finalizer, clear_finalizer,
+    Context, Harmonize, Merge, ObjectManager, ReconcileError, Sanitize, Setup, ValidationError,
+    add_finalizer, clear_finalizer,
 };
 use crate::client::{self, EventType, reasons};
 use crate::object::{Gvk, ObjectKey};
@@ -31,36 +32,29 @@ use crate::object::{Gvk, ObjectKey};
 /// How long a captured mutation is replayed.
 const MUTATION_TTL: Duration = Duration::from_secs(3600);
 
-/// Merges the desired object into a copy of the current one (`current`, `desired`).
-pub type MergeBeforeUpdate = Box<dyn Fn(&mut DynamicObject, &DynamicObject) + Send + Sync>;
-
-/// Copies immutable fields of the current object onto the desired one (`current`, `desired`).
-pub type HarmonizeImmutableFields = Box<dyn Fn(&DynamicObject, &mut DynamicObject) + Send + Sync>;
-
-/// The projection of an object that is logged (e.g. without secret data).
-pub type Sanitize = Box<dyn Fn(&DynamicObject) -> Value + Send + Sync>;
-
 /// Creates, updates and deletes objects of one kind (reconciler.io's `UpdatingObjectManager`).
 pub struct UpdatingObjectManager {
     name: String,
     child_type: Gvk,
     finalizer: String,
     track_desired: bool,
-    merge_before_update: Option<MergeBeforeUpdate>,
-    harmonize_immutable_fields: Option<HarmonizeImmutableFields>,
-    sanitize: Option<Sanitize>,
+    merge_before_update: Box<dyn Merge>,
+    harmonize_immutable_fields: Option<Box<dyn Harmonize>>,
+    sanitize: Option<Box<dyn Sanitize>>,
     mutations: MutationCache,
 }
 
 impl UpdatingObjectManager {
-    /// A manager of objects of `child_type`; `merge_before_update` must still be given.
-    pub fn new(child_type: Gvk) -> Self {
+    /// A manager of objects of `child_type` that, before an update, merges the desired object
+    /// into a copy of the current one with `merge_before_update` (`current`, `desired`); no
+    /// change, no update.
+    pub fn new(child_type: Gvk, merge_before_update: impl Merge) -> Self {
         Self {
             name: format!("{}UpdatingObjectManager", child_type.kind),
             child_type,
             finalizer: String::new(),
             track_desired: false,
-            merge_before_update: None,
+            merge_before_update: Box::new(merge_before_update),
             harmonize_immutable_fields: None,
             sanitize: None,
             mutations: MutationCache::default(),
@@ -85,38 +79,16 @@ impl UpdatingObjectManager {
         self
     }
 
-    /// Merges desired into current before an update (required); no change, no update.
-    pub fn merge_before_update(
-        mut self,
-        merge: impl Fn(&mut DynamicObject, &DynamicObject) + Send + Sync + 'static,
-    ) -> Self {
-        self.merge_before_update = Some(Box::new(merge));
-        self
-    }
-
     /// Copies immutable fields of the current object onto the desired one before merging.
-    pub fn harmonize_immutable_fields(
-        mut self,
-        harmonize: impl Fn(&DynamicObject, &mut DynamicObject) + Send + Sync + 'static,
-    ) -> Self {
+    pub fn harmonize_immutable_fields(mut self, harmonize: impl Harmonize) -> Self {
         self.harmonize_immutable_fields = Some(Box::new(harmonize));
         self
     }
 
     /// Logs objects through this projection (default: the whole object).
-    pub fn sanitize(
-        mut self,
-        sanitize: impl Fn(&DynamicObject) -> Value + Send + Sync + 'static,
-    ) -> Self {
+    pub fn sanitize(mut self, sanitize: impl Sanitize) -> Self {
         self.sanitize = Some(Box::new(sanitize));
         self
-    }
-
-    fn missing_merge(&self) -> ValidationError {
-        ValidationError(format!(
-            "UpdatingObjectManager {:?} must define MergeBeforeUpdate",
-            self.name
-        ))
     }
 
     /// The loggable form of an object.
@@ -149,7 +121,7 @@ impl UpdatingObjectManager {
     }
 
     /// Remembers how the server changed `updated` compared with merging `desired` into it.
-    fn capture(&self, merge: &MergeBeforeUpdate, updated: &DynamicObject, desired: &DynamicObject) {
+    fn capture(&self, merge: &dyn Merge, updated: &DynamicObject, desired: &DynamicObject) {
         let Some(uid) = updated.metadata.uid.clone() else {
             return;
         };
@@ -183,13 +155,6 @@ impl ObjectManager for UpdatingObjectManager {
         Ok(())
     }
 
-    fn validate(&self) -> Result<(), ValidationError> {
-        match self.merge_before_update {
-            Some(_) => Ok(()),
-            None => Err(self.missing_merge()),
-        }
-    }
-
     async fn manage(
         &self,
         ctx: &Context,
@@ -211,9 +176,7 @@ impl ObjectManager for UpdatingObjectManager {
             record(ctx, resource, Write::Create.done(), &created).await;
             return Ok(Some(created));
         };
-        let Some(merge) = &self.merge_before_update else {
-            return Err(ReconcileError::from_error(self.missing_merge()));
-        };
+        let merge = &self.merge_before_update;
         let harmonized;
         let desired = match &self.harmonize_immutable_fields {
             Some(harmonize) => {

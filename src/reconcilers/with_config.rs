@@ -11,29 +11,21 @@ use kube::api::DynamicObject;
 use tracing::{Instrument, debug_span};
 
 use super::nested::{owner, validate_nested};
-use super::{Config, Context, Outcome, ReconcileError, Setup, SubReconciler, ValidationError};
+use super::{Context, Outcome, SelectConfig, Setup, SubReconciler, ValidationError};
 
-type ConfigFn =
-    Box<dyn Fn(Option<&Context>, &Config) -> Result<Config, ReconcileError> + Send + Sync>;
 
 /// Runs the nested reconciler with the config `config` derives from the current one; the
 /// original config (used for writes on the reconciled resource) does not change.
 pub struct WithConfig<R = DynamicObject> {
     name: String,
-    config: ConfigFn,
+    config: Box<dyn SelectConfig>,
     reconciler: Box<dyn SubReconciler<R>>,
 }
 
 impl<R: Send + Sync + 'static> WithConfig<R> {
     /// Runs `reconciler` with the config `config` returns for the current one; `config` is
     /// called at setup (context `None`) and at each reconcile (the request's context).
-    pub fn new(
-        config: impl Fn(Option<&Context>, &Config) -> Result<Config, ReconcileError>
-        + Send
-        + Sync
-        + 'static,
-        reconciler: impl SubReconciler<R> + 'static,
-    ) -> Self {
+    pub fn new(config: impl SelectConfig, reconciler: impl SubReconciler<R> + 'static) -> Self {
         Self {
             name: "WithConfig".into(),
             config: Box::new(config),
