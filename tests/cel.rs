@@ -154,7 +154,7 @@ fn a_bad_expression_is_rejected_at_build_time_with_its_position() {
 fn mark(branch: &'static str) -> dynrec::reconcilers::SyncReconciler {
     dynrec::reconcilers::SyncReconciler::new(move |_ctx, resource: &mut DynamicObject| {
         resource.data["status"] = json!({"branch": branch});
-        Box::pin(async { Ok(()) })
+        Ok(())
     })
 }
 

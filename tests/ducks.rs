@@ -973,7 +973,7 @@ async fn several_duck_reconcilers_on_one_kind_share_one_watch() {
                     let sync = SyncReconciler::new(move |_ctx, object: &mut DynamicObject| {
                         let name = object.metadata.name.clone().unwrap_or_default();
                         audit.lock().unwrap().push(name);
-                        Box::pin(async { Ok(()) })
+                        Ok(())
                     });
                     ResourceReconciler::new(found.gvk.clone(), sync, config.clone())
                 },

@@ -14,7 +14,7 @@ mod harness_common;
 
 use dynrec::client::reasons;
 use dynrec::object::Gvk;
-use dynrec::reconcilers::{SubReconciler, UpdatingObjectManager, ValidationError};
+use dynrec::reconcilers::{SubReconciler, UpdatingObjectManager};
 use dynrec::testing::{
     DeleteRef, Event, OBJECT_MANAGER_ACTUAL, OBJECT_MANAGER_DESIRED, OBJECT_MANAGER_RESULT,
     ObjectManagerHarness, PatchRef, StashedValue, SubReconcilerTestCase, TestObject, TrackRequest,
@@ -169,11 +169,10 @@ fn finalizer_patched(
 /// reconciler.io's manager: labels and data are merged; `adjust` sets its options.
 fn manager(adjust: fn(UpdatingObjectManager) -> UpdatingObjectManager) -> Factory {
     Box::new(move |_| {
-        let manager =
-            UpdatingObjectManager::new(config_map_gvk()).merge_before_update(|current, desired| {
-                current.metadata.labels = desired.metadata.labels.clone();
-                current.data["data"] = desired.data["data"].clone();
-            });
+        let manager = UpdatingObjectManager::new(config_map_gvk(), |current, desired| {
+            current.metadata.labels = desired.metadata.labels.clone();
+            current.data["data"] = desired.data["data"].clone();
+        });
         Box::new(ObjectManagerHarness::new(adjust(manager))) as Box<dyn SubReconciler>
     })
 }
@@ -246,8 +245,8 @@ fn defaulting_step(
 /// A manager of Defaulted objects that copies the spec.
 fn spec_manager() -> Factory {
     Box::new(|_| {
-        let manager = UpdatingObjectManager::new(Gvk::new(GROUP, "v1", "Defaulted"))
-            .merge_before_update(|current, desired| {
+        let manager =
+            UpdatingObjectManager::new(Gvk::new(GROUP, "v1", "Defaulted"), |current, desired| {
                 current.data["spec"] = desired.data["spec"].clone();
             });
         Box::new(ObjectManagerHarness::new(manager)) as Box<dyn SubReconciler>
@@ -408,15 +407,4 @@ async fn updating_object_manager() {
         ),
     ])
     .await;
-}
-
-#[tokio::test]
-async fn merge_before_update_is_required() {
-    let manager = UpdatingObjectManager::new(config_map_gvk()).named("incomplete");
-    assert_eq!(
-        ObjectManagerHarness::new(manager).validate(),
-        Err(ValidationError(
-            r#"UpdatingObjectManager "incomplete" must define MergeBeforeUpdate"#.into()
-        ))
-    );
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{
     AggregateReconciler, ChildReconciler, Config, Outcome, ReconcileError, ReconcileResult,
-    RootReconciler, Sequence, SubReconciler, SyncReconciler, UpdatingObjectManager,
+    RootReconciler, Sequence, SubReconciler, SyncReconciler,
 };
 use dynrec::testing::{
     DeleteRef, ExpectConfig, ReconcilerTestCase, StubObjectManager, TestObject, induce_failure,
@@ -47,11 +47,10 @@ fn aggregate(config: &Config) -> AggregateReconciler {
         StubObjectManager,
         config.clone(),
     )
-    .desired_resource(|_ctx, mut r| {
-        Box::pin(async move {
-            r.data["data"] = json!({"foo": "bar"});
-            Ok(Some(r))
-        })
+    .desired_resource(|_ctx, r| {
+        let mut r = r.clone();
+        r.data["data"] = json!({"foo": "bar"});
+        Ok(Some(r))
     })
 }
 
@@ -66,7 +65,7 @@ fn default_aggregate() -> Factory {
 
 /// The default aggregate whose desired resource is none.
 fn deleting() -> Factory {
-    adjusted(|a| a.desired_resource(|_, _| Box::pin(async { Ok(None) })))
+    adjusted(|a| a.desired_resource(|_, _| Ok(None)))
 }
 
 /// The default aggregate whose reconciler is `sub`.
@@ -77,10 +76,7 @@ fn reconciling(sub: impl Fn() -> Box<dyn SubReconciler> + 'static) -> Factory {
 /// A SyncReconciler returning `outcome`.
 fn returning(outcome: impl Fn() -> Outcome + Send + Sync + 'static) -> Box<dyn SubReconciler> {
     Box::new(SyncReconciler::with_result(
-        move |_ctx, _r: &mut DynamicObject| {
-            let outcome = outcome();
-            Box::pin(async move { outcome })
-        },
+        move |_ctx, _r: &mut DynamicObject| outcome(),
     ))
 }
 
@@ -229,8 +225,7 @@ async fn aggregate_reconciler() {
             Box::new(move |config: &Config| {
                 let expected = config.clone();
                 let checks = SyncReconciler::new(move |ctx, _r: &mut DynamicObject| {
-                    let checked = check_context(ctx, &expected, &config_map_gvk(), &request(), now);
-                    Box::pin(async move { checked })
+                    check_context(ctx, &expected, &config_map_gvk(), &request(), now)
                 });
                 Box::new(aggregate(config).reconciler(checks)) as Box<dyn RootReconciler>
             }),
@@ -245,8 +240,7 @@ async fn aggregate_reconciler() {
             reconciling(move || {
                 let ran = ran.clone();
                 Box::new(SyncReconciler::new(move |_ctx, _r: &mut DynamicObject| {
-                    let reconciled = ran.reconciled();
-                    Box::pin(async move { reconciled })
+                    ran.reconciled()
                 }))
             }),
         ),
@@ -291,12 +285,11 @@ async fn aggregate_reconciler() {
                     ctx.stash().store("message", "hello world".to_string());
                     Box::pin(async move { (ctx, Outcome::done()) })
                 })
-                .desired_resource(|ctx, mut r| {
-                    Box::pin(async move {
-                        let message: Option<String> = ctx.stash().retrieve("message");
-                        r.data["data"] = json!({ "message": message });
-                        Ok(Some(r))
-                    })
+                .desired_resource(|ctx, r| {
+                    let mut r = r.clone();
+                    let message: Option<String> = ctx.stash().retrieve("message");
+                    r.data["data"] = json!({ "message": message });
+                    Ok(Some(r))
                 })
             }),
         ),
@@ -368,7 +361,7 @@ fn validation_names_what_is_missing() {
         ("Reconciler missing", valid("Reconciler missing"), Ok(())),
         (
             "DesiredResource",
-            valid("DesiredResource").desired_resource(|_, _| Box::pin(async { Ok(None) })),
+            valid("DesiredResource").desired_resource(|_, _| Ok(None)),
             Ok(()),
         ),
         (
@@ -378,19 +371,11 @@ fn validation_names_what_is_missing() {
         ),
         (
             "invalid reconciler",
-            valid("invalid reconciler").reconciler(ChildReconciler::new(config_map_gvk())),
-            Err(r#"AggregateReconciler "invalid reconciler" must have a valid Reconciler: ChildReconciler "ConfigMapChildReconciler" must implement DesiredChild"#.into()),
-        ),
-        (
-            "invalid AggregateObjectManager",
-            AggregateReconciler::new(
-                config_map_gvk(),
-                request(),
-                UpdatingObjectManager::new(config_map_gvk()).named("om"),
-                config.clone(),
-            )
-            .named("invalid manager"),
-            Err(r#"AggregateReconciler "invalid manager" must have a valid AggregateObjectManager: UpdatingObjectManager "om" must define MergeBeforeUpdate"#.into()),
+            valid("invalid reconciler").reconciler(
+                ChildReconciler::new(config_map_gvk(), |_, _| Ok(None), |_, _, _, _| Ok(()))
+                    .skip_owner_reference(true),
+            ),
+            Err(r#"AggregateReconciler "invalid reconciler" must have a valid Reconciler: ChildReconciler "ConfigMapChildReconciler" must implement OurChild since owner references are not used"#.into()),
         ),
     ];
     check_validation_with(cases, |r| r.validate());

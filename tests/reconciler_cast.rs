@@ -103,34 +103,33 @@ where
 /// A nested reconciler of the view running `sync` (reconciler.io's `SyncWithResult`).
 fn syncing(sync: fn(&mut DeploymentView) -> Outcome) -> Box<dyn SubReconciler> {
     cast(SyncReconciler::with_result(
-        move |_, view: &mut DeploymentView| {
-            let outcome = sync(view);
-            Box::pin(async move { outcome })
-        },
+        move |_, view: &mut DeploymentView| sync(view),
     ))
 }
 
 /// Records a Normal "Test" event naming the first container, on the cast object, and
 /// stashes the resource type it sees.
 fn recording() -> Box<dyn SubReconciler> {
-    cast(SyncReconciler::new(|ctx, view: &mut DeploymentView| {
-        ctx.stash()
-            .store("resourceType", ctx.resource_type().clone());
-        let object = serde_json::to_value(&*view).and_then(serde_json::from_value);
-        let container = view
-            .spec
-            .template
-            .as_ref()
-            .and_then(|t| t.spec.as_ref())
-            .and_then(|s| s.containers.first())
-            .map(|c| c.name.clone())
-            .unwrap_or_default();
-        Box::pin(async move {
-            let object: DynamicObject = object.map_err(ReconcileError::from_error)?;
-            let recorder = &ctx.config().recorder;
-            Ok(recorder.normal(&object, "Test", container).await?)
-        })
-    }))
+    cast(SyncReconciler::new_async(
+        |ctx, view: &mut DeploymentView| {
+            ctx.stash()
+                .store("resourceType", ctx.resource_type().clone());
+            let object = serde_json::to_value(&*view).and_then(serde_json::from_value);
+            let container = view
+                .spec
+                .template
+                .as_ref()
+                .and_then(|t| t.spec.as_ref())
+                .and_then(|s| s.containers.first())
+                .map(|c| c.name.clone())
+                .unwrap_or_default();
+            Box::pin(async move {
+                let object: DynamicObject = object.map_err(ReconcileError::from_error)?;
+                let recorder = &ctx.config().recorder;
+                Ok(recorder.normal(&object, "Test", container).await?)
+            })
+        },
+    ))
 }
 
 /// Stashes what it sees, drops env var `A` and retags the first container as `image:2`

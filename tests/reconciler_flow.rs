@@ -18,7 +18,6 @@ use dynrec::reconcilers::{
 };
 use dynrec::testing::{StashedValue, SubReconcilerTestCase, SubReconcilerTests, TestObject};
 use flow_common::TestReconciler;
-use futures::future::BoxFuture;
 use harness_common::{config, resource};
 use k8s_openapi::api::core::v1::Container;
 use kube::api::DynamicObject;
@@ -128,10 +127,7 @@ fn push<T: Clone + Send + Sync + 'static>(ctx: &Context, key: &str, value: T) {
 fn sync(
     body: impl Fn(&Context, &mut DynamicObject) -> Outcome + Send + Sync + 'static,
 ) -> SyncReconciler {
-    SyncReconciler::with_result(move |ctx, resource| {
-        let outcome = body(ctx, resource);
-        Box::pin(async move { outcome })
-    })
+    SyncReconciler::with_result(move |ctx, resource| body(ctx, resource))
 }
 
 /// A step that marks `spec.fields.<step>`, records its call and returns `outcome`.
@@ -309,15 +305,11 @@ async fn while_cases() {
 // ---- ForEach (Go: 3 cases) ----
 
 /// The items of `each_container`: the pod template's containers.
-fn containers<'a>(
-    _: &'a Context,
-    resource: &'a DynamicObject,
-) -> BoxFuture<'a, Result<Vec<Container>, ReconcileError>> {
+fn containers(_: &Context, resource: &DynamicObject) -> Result<Vec<Container>, ReconcileError> {
     let containers = resource.field_as::<Vec<Container>>("spec.template.spec.containers");
-    let containers = containers
+    containers
         .map(Option::unwrap_or_default)
-        .map_err(|_| fail("containers are not a list"));
-    Box::pin(async move { containers })
+        .map_err(|_| fail("containers are not a list"))
 }
 
 /// Loops over the pod template's containers: each sets `status.fields.<name>` to
@@ -555,11 +547,8 @@ fn invalid() -> TestReconciler {
     noop().invalid("TestReconciler is invalid")
 }
 
-fn no_items<'a>(
-    _: &'a Context,
-    _: &'a DynamicObject,
-) -> BoxFuture<'a, Result<Vec<Container>, ReconcileError>> {
-    Box::pin(async { Ok(vec![]) })
+fn no_items(_: &Context, _: &DynamicObject) -> Result<Vec<Container>, ReconcileError> {
+    Ok(vec![])
 }
 
 /// The Go `_Validate` cases that can be built here (Go's "must implement If/Then/Items/

@@ -35,7 +35,7 @@ fn called_event() -> Event {
 
 /// Records [`called_event`] through the current config and succeeds.
 fn recording() -> SyncReconciler {
-    SyncReconciler::new(|ctx, resource: &mut DynamicObject| {
+    SyncReconciler::new_async(|ctx, resource: &mut DynamicObject| {
         Box::pin(async move {
             let recorder = &ctx.config().recorder;
             recorder
@@ -50,15 +50,13 @@ fn recording() -> SyncReconciler {
 fn marking() -> SyncReconciler {
     SyncReconciler::new(|_, resource: &mut DynamicObject| {
         resource.data["status"]["fields"]["message"] = json!("reconciler called");
-        Box::pin(async { Ok(()) })
+        Ok(())
     })
 }
 
 /// Fails with "test".
 fn failing() -> SyncReconciler {
-    SyncReconciler::new(|_, _: &mut DynamicObject| {
-        Box::pin(async { Err(ReconcileError::msg("test")) })
-    })
+    SyncReconciler::new(|_, _: &mut DynamicObject| Err(ReconcileError::msg("test")))
 }
 
 /// A case over the TestResource with the default config.

@@ -25,10 +25,10 @@ const CLEAR: &str = r#"{"metadata":{"finalizers":null,"resourceVersion":"999"}}"
 /// finalizer is not ready to clear while `spec.fields.busy` is set (predicates are
 /// synchronous here, so unlike reconciler.io's this one records no event).
 fn reconciler(_: &SubReconcilerTestCase, _: &Config) -> Box<dyn SubReconciler> {
-    let nested = SyncReconciler::new(|ctx, r: &mut DynamicObject| {
+    let nested = SyncReconciler::new_async(|ctx, r: &mut DynamicObject| {
         Box::pin(async move { Ok(ctx.config().recorder.normal(r, "Sync", "").await?) })
     })
-    .finalize(|ctx, r: &mut DynamicObject| {
+    .finalize_async(|ctx, r: &mut DynamicObject| {
         Box::pin(async move {
             ctx.config().recorder.normal(r, "Finalize", "").await?;
             match r.data["spec"]["fields"].get("fail") {

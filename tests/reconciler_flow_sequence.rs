@@ -66,8 +66,8 @@ impl Child {
                 if writes {
                     r.set_field(STILL_RUNNING, "true").unwrap();
                 }
-                let outcome = outcome.clone();
-                Box::pin(async move { outcome })
+
+                outcome.clone()
             },
         ))
     }

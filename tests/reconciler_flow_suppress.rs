@@ -61,7 +61,7 @@ fn nested() -> SyncReconciler {
             Some("durable") => Some(ReconcileError::durable()),
             _ => None,
         };
-        Box::pin(async move { Outcome::with(nested_result(), error) })
+        Outcome::with(nested_result(), error)
     })
 }
 

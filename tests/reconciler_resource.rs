@@ -49,10 +49,7 @@ type Step = fn(&mut DynamicObject) -> Outcome;
 
 /// A SyncReconciler running `step` (not while the resource is being deleted).
 fn syncing(step: Step) -> SyncReconciler {
-    SyncReconciler::with_result(move |_ctx, r: &mut DynamicObject| {
-        let outcome = step(r);
-        Box::pin(async move { outcome })
-    })
+    SyncReconciler::with_result(move |_ctx, r: &mut DynamicObject| step(r))
 }
 
 /// A root over TestResource built by `build` from the config.
@@ -151,7 +148,7 @@ fn expecting(result: ReconcileResult, mut case: ReconcilerTestCase) -> Reconcile
 fn halting(result: ReconcileResult) -> Box<dyn SubReconciler> {
     let halt = SyncReconciler::with_result(move |_ctx, r: &mut DynamicObject| {
         r.data["status"]["fields"] = json!({"want": "this to run"});
-        Box::pin(async move { Outcome::with(result, Some(ReconcileError::halt())) })
+        Outcome::with(result, Some(ReconcileError::halt()))
     });
     let after = syncing(|r| {
         r.data["status"]["fields"] = json!({"don't want": "this to run"});
@@ -171,8 +168,7 @@ fn before(
 fn context_checks(config: &Config, now: Timestamp) -> SyncReconciler {
     let config = config.clone();
     SyncReconciler::new(move |ctx, _r: &mut DynamicObject| {
-        let checked = check_context(ctx, &config, &gvk(), &request(), now);
-        Box::pin(async move { checked })
+        check_context(ctx, &config, &gvk(), &request(), now)
     })
 }
 
@@ -197,7 +193,7 @@ fn reading_settings(config: &Config) -> ResourceReconciler {
     let copy_color = SyncReconciler::new(|ctx, resource: &mut DynamicObject| {
         let color: Option<String> = ctx.stash().retrieve("color");
         resource.data["status"]["fields"]["color"] = json!(color);
-        Box::pin(async { Ok(()) })
+        Ok(())
     });
     ResourceReconciler::new(gvk(), copy_color, config.clone()).before_reconcile(read_settings)
 }
@@ -426,8 +422,7 @@ async fn resource_reconciler() {
             root(move |config| {
                 let ran = ran.clone();
                 let sub = SyncReconciler::new(move |_ctx, _r: &mut DynamicObject| {
-                    let reconciled = ran.reconciled();
-                    Box::pin(async move { reconciled })
+                    ran.reconciled()
                 });
                 ResourceReconciler::new(gvk(), sub, config.clone())
             }),

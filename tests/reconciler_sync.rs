@@ -29,18 +29,12 @@ fn hours(n: u64) -> ReconcileResult {
 
 /// A SyncReconciler syncing with `sync`.
 fn syncing(sync: Step) -> SyncReconciler {
-    SyncReconciler::with_result(move |_ctx, r: &mut DynamicObject| {
-        let outcome = sync(r);
-        Box::pin(async move { outcome })
-    })
+    SyncReconciler::with_result(move |_ctx, r: &mut DynamicObject| sync(r))
 }
 
 /// A SyncReconciler syncing with `sync` and finalizing with `finalize`.
 fn finalizing(sync: Step, finalize: Step) -> SyncReconciler {
-    syncing(sync).finalize_with_result(move |_ctx, r: &mut DynamicObject| {
-        let outcome = finalize(r);
-        Box::pin(async move { outcome })
-    })
+    syncing(sync).finalize_with_result(move |_ctx, r: &mut DynamicObject| finalize(r))
 }
 
 fn factory(build: impl Fn() -> SyncReconciler + 'static) -> Factory {
@@ -119,7 +113,7 @@ async fn sync_reconciler() {
         (
             "sync success",
             case(resource()),
-            factory(|| SyncReconciler::new(|_, _: &mut DynamicObject| Box::pin(async { Ok(()) }))),
+            factory(|| SyncReconciler::new(|_, _: &mut DynamicObject| Ok(()))),
         ),
         (
             "sync with mutation",
@@ -217,8 +211,7 @@ async fn sync_reconciler() {
             Box::new(move |_| {
                 let ran = ran.clone();
                 Box::new(SyncReconciler::new(move |_ctx, _r: &mut DynamicObject| {
-                    let reconciled = ran.reconciled();
-                    Box::pin(async move { reconciled })
+                    ran.reconciled()
                 })) as Box<dyn SubReconciler>
             }),
         ),
@@ -229,7 +222,7 @@ async fn sync_reconciler() {
 
 /// Adds the finalizer "test.finalizer" unless spec.clear is set, in which case it clears it.
 fn finalizer_reconciler(_: &SubReconcilerTestCase, _: &Config) -> Box<dyn SubReconciler> {
-    Box::new(SyncReconciler::new(|ctx, r: &mut DynamicObject| {
+    Box::new(SyncReconciler::new_async(|ctx, r: &mut DynamicObject| {
         Box::pin(async move {
             match r.data["spec"]["clear"].as_bool() {
                 Some(true) => clear_finalizer(ctx, r, "test.finalizer").await,

@@ -34,7 +34,7 @@ fn other_config(ctx: Option<&Context>) -> Result<Config, ReconcileError> {
 
 /// Creates the ConfigMap `made-by-nested` through the current config.
 fn create_config_map() -> SyncReconciler {
-    SyncReconciler::new(|ctx, _resource: &mut DynamicObject| {
+    SyncReconciler::new_async(|ctx, _resource: &mut DynamicObject| {
         Box::pin(async move {
             let made = config_map("made-by-nested").build();
             ctx.config().client.create(&made).await?;
@@ -45,7 +45,7 @@ fn create_config_map() -> SyncReconciler {
 
 /// Tracks and reads the ConfigMap `settings`, copying its color into the status.
 fn copy_settings() -> SyncReconciler {
-    SyncReconciler::new(|ctx, resource: &mut DynamicObject| {
+    SyncReconciler::new_async(|ctx, resource: &mut DynamicObject| {
         Box::pin(async move {
             let key = ObjectKey::namespaced(NAMESPACE, "settings");
             let settings = ctx.track_and_get(&config_maps(), &key).await?;

@@ -63,13 +63,11 @@ fn marking_reconciler(
     let sub = SyncReconciler::new(move |_ctx, widget: &mut DynamicObject| {
         let mut seen = attempts.lock();
         seen.push(Instant::now());
-        let result = if seen.len() <= failures {
-            Err(ReconcileError::msg("not yet"))
-        } else {
-            widget.data["status"] = json!({"ready": true});
-            Ok(())
-        };
-        Box::pin(async move { result })
+        if seen.len() <= failures {
+            return Err(ReconcileError::msg("not yet"));
+        }
+        widget.data["status"] = json!({"ready": true});
+        Ok(())
     });
     ResourceReconciler::new(widget_gvk(), sub, config.clone())
 }
@@ -352,7 +350,7 @@ async fn shutdown_during_a_slow_reconcile_lets_it_finish() {
     let (client, config) = client_and_config(&kube);
     let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
     let started = Arc::new(Mutex::new(Some(started_tx)));
-    let slow = SyncReconciler::new(move |_ctx, widget: &mut DynamicObject| {
+    let slow = SyncReconciler::new_async(move |_ctx, widget: &mut DynamicObject| {
         if let Some(tx) = started.lock().take() {
             let _ = tx.send(());
         }
@@ -406,7 +404,7 @@ async fn with_config_watches_tracked_objects_on_the_other_cluster() {
         .await
         .unwrap();
 
-    let copy_color = SyncReconciler::new(|ctx, widget: &mut DynamicObject| {
+    let copy_color = SyncReconciler::new_async(|ctx, widget: &mut DynamicObject| {
         Box::pin(async move {
             let key = ObjectKey::namespaced("default", "settings");
             let settings = ctx

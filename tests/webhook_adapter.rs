@@ -90,10 +90,7 @@ fn syncing(
     step: impl Fn(&Context, &mut DynamicObject) -> Result<(), ReconcileError> + Send + Sync + 'static,
 ) -> SyncReconciler {
     let step = std::sync::Arc::new(step);
-    SyncReconciler::new(move |ctx, resource: &mut DynamicObject| {
-        let result = step(ctx, resource);
-        Box::pin(async move { result })
-    })
+    SyncReconciler::new(move |ctx, resource: &mut DynamicObject| step(ctx, resource))
 }
 
 fn adapter(reconciler: impl SubReconciler + 'static) -> Factory {
@@ -194,7 +191,7 @@ async fn admission_webhook_adapter() {
                 },
                 ..case(resource_request.clone(), allowed())
             },
-            adapter(SyncReconciler::new(|ctx, _resource: &mut DynamicObject| {
+            adapter(SyncReconciler::new_async(|ctx, _resource: &mut DynamicObject| {
                 Box::pin(async move {
                     let config_maps = Gvk::new("", "v1", "ConfigMap");
                     let key = ObjectKey::namespaced(NAMESPACE, NAME);
@@ -366,7 +363,7 @@ async fn admission_webhook_adapter_hooks_and_response() {
             adapter(CastResource::new(SyncReconciler::new(
                 |_ctx, sized: &mut Sized| {
                     sized.spec.size.get_or_insert(1);
-                    Box::pin(async { Ok(()) })
+                    Ok(())
                 },
             ))),
         ),

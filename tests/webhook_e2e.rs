@@ -83,7 +83,7 @@ fn labelling(
     label: &'static str,
     delay: Option<Duration>,
 ) -> AdmissionWebhookAdapter {
-    let reconciler = SyncReconciler::new(move |_ctx, object: &mut DynamicObject| {
+    let reconciler = SyncReconciler::new_async(move |_ctx, object: &mut DynamicObject| {
         let labels = object.metadata.labels.get_or_insert_with(Default::default);
         labels.insert("admitted".into(), label.into());
         Box::pin(async move {
@@ -496,7 +496,7 @@ async fn the_webhook_server_answers_healthz_and_refuses_a_body_that_is_no_review
 fn adapter(config: &Config, step: fn(&Context, &mut DynamicObject)) -> AdmissionWebhookAdapter {
     let reconciler = SyncReconciler::new(move |ctx, object: &mut DynamicObject| {
         step(ctx, object);
-        Box::pin(async { Ok(()) })
+        Ok(())
     });
     AdmissionWebhookAdapter::new(reconciler, config.clone())
 }

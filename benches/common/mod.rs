@@ -28,9 +28,7 @@ use std::time::{Duration, Instant};
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
 use dynrec::object::{ConditionSet, Gvk, ObjectKey, READY};
-use dynrec::reconcilers::{
-    ChildReconciler, Config, ReconcileError, ResourceReconciler, UpdatingObjectManager,
-};
+use dynrec::reconcilers::{ChildReconciler, Config, ResourceReconciler};
 use dynrec::runtime::{Manager, ManagerOptions};
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -307,35 +305,28 @@ impl Running {
 
 /// The dynamic reconciler: an owned ConfigMap child, Ready reflected from it.
 fn dynrec_reconciler(config: &Config) -> ResourceReconciler {
-    let child = ChildReconciler::new(config_map_gvk())
-        .desired_child(|_, widget| {
-            Box::pin(async move {
-                let config_map = json!({
-                    "apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": widget.metadata.name, "namespace": widget.metadata.namespace},
-                    "data": {"message": widget.data["spec"]["message"]}
-                });
-                serde_json::from_value(config_map)
-                    .map(Some)
-                    .map_err(ReconcileError::from_error)
-            })
-        })
-        .reflect_child_status_on_parent(|ctx, widget, child, _| {
-            let set = ConditionSet::living(&[]);
-            let mut conditions = set.manage(widget, ctx.now());
-            let marked = match child {
-                Some(_) => conditions.mark_true(READY, READY, ""),
-                None => conditions.mark_false(READY, "NoConfigMap", "the ConfigMap is missing"),
-            };
-            if let Err(err) = marked {
-                tracing::error!(%err, "conditions not marked");
+    let child = ChildReconciler::new(
+        config_map_gvk(),
+        |_, widget| {
+            let config_map = json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": widget.metadata.name, "namespace": widget.metadata.namespace},
+                "data": {"message": widget.data["spec"]["message"]}
+            });
+            Ok(Some(serde_json::from_value(config_map)?))
+        },
+        |ctx, widget, child, _| {
+            let mut conditions = ctx.conditions(widget);
+            match child {
+                Some(_) => conditions.mark_true(READY, READY, "")?,
+                None => conditions.mark_false(READY, "NoConfigMap", "the ConfigMap is missing")?,
             }
-        })
-        .child_object_manager(
-            UpdatingObjectManager::new(config_map_gvk()).merge_before_update(|current, desired| {
-                current.data["data"] = desired.data["data"].clone();
-            }),
-        );
+            Ok(())
+        },
+    )
+    .merge_before_update(|current, desired| {
+        current.data["data"] = desired.data["data"].clone();
+    });
     ResourceReconciler::new(widget_gvk(), child, config.clone())
         .conditions(ConditionSet::living(&[]))
 }

@@ -152,7 +152,7 @@ async fn check(
 /// object's deletion too) brings the ConfigMap up to date.
 fn reconciler(found: &KindMatch, config: &Config, directory: &Directory) -> ResourceReconciler {
     let kind = found.clone();
-    let sync = SyncReconciler::new(move |ctx, object: &mut DynamicObject| {
+    let sync = SyncReconciler::new_async(move |ctx, object: &mut DynamicObject| {
         let (ctx, kind, object) = (ctx.clone(), kind.clone(), object.clone());
         Box::pin(async move { check(&ctx, &kind, &object).await })
     });

@@ -104,7 +104,7 @@ async fn inject(
 /// The duck reconciler for one kind: sync by patch, watching the tracked ConfigMaps.
 fn reconciler(found: &KindMatch, config: &Config) -> ResourceReconciler {
     let (kind, projection) = (found.gvk.clone(), found.projection.clone());
-    let sync = SyncReconciler::new(move |ctx, workload: &mut DynamicObject| {
+    let sync = SyncReconciler::new_async(move |ctx, workload: &mut DynamicObject| {
         let (ctx, gvk, workload) = (ctx.clone(), kind.clone(), workload.clone());
         let projection = projection.clone();
         Box::pin(async move { inject(&ctx, &gvk, &projection, &workload).await })

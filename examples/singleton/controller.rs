@@ -31,7 +31,7 @@ const NAMESPACES: &str = "demo.dynrec.io/namespaces";
 
 /// Lists (and tracks) the namespaces, leaving their names in the stash.
 fn list_namespaces() -> impl SubReconciler {
-    let sync = SyncReconciler::new(|ctx, _summary: &mut DynamicObject| {
+    let sync = SyncReconciler::new_async(|ctx, _summary: &mut DynamicObject| {
         let ctx = ctx.clone();
         Box::pin(async move {
             let namespaces = ctx
@@ -57,23 +57,20 @@ fn list_namespaces() -> impl SubReconciler {
 
 /// The singleton's root reconciler.
 pub fn reconciler(config: &Config) -> AggregateReconciler {
-    let manager =
-        UpdatingObjectManager::new(config_map_gvk()).merge_before_update(|current, desired| {
-            current.data["data"] = desired.data["data"].clone();
-        });
+    let manager = UpdatingObjectManager::new(config_map_gvk(), |current, desired| {
+        current.data["data"] = desired.data["data"].clone();
+    });
     AggregateReconciler::new(config_map_gvk(), summary_key(), manager, config.clone())
         .reconciler(list_namespaces())
-        .desired_resource(|ctx, mut summary| {
-            Box::pin(async move {
-                let names: Vec<String> = ctx.stash().retrieve(NAMESPACES).unwrap_or_default();
-                let text = names.join(",");
-                if summary.data["data"]["namespaces"] != text.as_str() {
-                    println!("cluster-summary: namespaces {text}");
-                }
-                summary.data["data"] =
-                    json!({"namespaces": text, "count": names.len().to_string()});
-                Ok(Some(summary))
-            })
+        .desired_resource(|ctx, summary| {
+            let mut summary = summary.clone();
+            let names: Vec<String> = ctx.stash().retrieve(NAMESPACES).unwrap_or_default();
+            let text = names.join(",");
+            if summary.data["data"]["namespaces"] != text.as_str() {
+                println!("cluster-summary: namespaces {text}");
+            }
+            summary.data["data"] = json!({"namespaces": text, "count": names.len().to_string()});
+            Ok(Some(summary))
         })
 }
 

@@ -50,7 +50,7 @@ pub fn mutating(config: &Config) -> AdmissionWebhookAdapter {
             }
             _ => {}
         }
-        Box::pin(async { Ok(()) })
+        Ok(())
     });
     AdmissionWebhookAdapter::new(mutate, config.clone()).named("widget-defaults")
 }
@@ -69,12 +69,12 @@ pub fn validating(config: &Config) -> AdmissionWebhookAdapter {
                 response.warn(format!("a widget of {size} parts is hard to build"));
             }
         }
-        Box::pin(async move {
+        {
             match forbidden {
                 true => Err(ReconcileError::msg("forbidden greeting").with_quiet()),
                 false => Ok(()),
             }
-        })
+        }
     });
     AdmissionWebhookAdapter::new(validate, config.clone()).named("widget-greetings")
 }

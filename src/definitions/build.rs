@@ -271,9 +271,9 @@ fn child_reconciler(plan: Arc<ChildPlan>, shared: Arc<Shared>) -> ChildReconcile
         },
         reflect,
     )
-        .named(format!("{} (child {})", plan.path, plan.id))
-        .our_child(ours(&shared, &plan.id))
-        .shared_child_object_manager(object_manager(&plan, &shared))
+    .named(format!("{} (child {})", plan.path, plan.id))
+    .our_child(ours(&shared, &plan.id))
+    .shared_child_object_manager(object_manager(&plan, &shared))
 }
 
 async fn desired_child(
@@ -338,9 +338,9 @@ fn child_set_reconciler(plan: Arc<ChildSetPlan>, shared: Arc<Shared>) -> ChildSe
         identify,
         reflect,
     )
-        .named(format!("{} (childSet {})", plan.child.path, plan.child.id))
-        .our_child(ours(&shared, &plan.child.id))
-        .child_object_manager(object_manager(&plan.child, &shared))
+    .named(format!("{} (childSet {})", plan.child.path, plan.child.id))
+    .our_child(ours(&shared, &plan.child.id))
+    .child_object_manager(object_manager(&plan.child, &shared))
 }
 
 async fn desired_children(
@@ -462,9 +462,10 @@ fn object_manager(plan: &ChildPlan, shared: &Shared) -> Arc<dyn ObjectManager> {
         ManagerKind::Apply => Arc::new(Renaming(
             ApplyingObjectManager::new(plan.gvk.clone()).field_manager(field_manager),
         )),
-        ManagerKind::Update => Arc::new(Renaming(
-            UpdatingObjectManager::new(plan.gvk.clone(), merge_template),
-        )),
+        ManagerKind::Update => Arc::new(Renaming(UpdatingObjectManager::new(
+            plan.gvk.clone(),
+            merge_template,
+        ))),
     }
 }
 
@@ -579,7 +580,7 @@ fn readiness(
 fn sync_reconciler(plan: Arc<SyncPlan>, shared: Arc<Shared>) -> SyncReconciler {
     let name = plan.path.clone();
     SyncReconciler::new(move |ctx: &Context, parent: &mut DynamicObject| {
-        let result = bindings(ctx, parent).and_then(|b| {
+        bindings(ctx, parent).and_then(|b| {
             let status = plan
                 .status
                 .evaluate(&b, ctx.now())
@@ -594,8 +595,7 @@ fn sync_reconciler(plan: Arc<SyncPlan>, shared: Arc<Shared>) -> SyncReconciler {
             }
             shared.mark_true(ctx, parent, &plan.condition, "Synced", "");
             Ok(())
-        });
-        result
+        })
     })
     .named(name)
 }

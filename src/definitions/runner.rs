@@ -203,15 +203,16 @@ impl Definitions {
     pub fn reconciler(&self) -> ResourceReconciler {
         let sync_self = self.clone();
         let finalize_self = self.clone();
-        let sync = SyncReconciler::with_result_async(move |ctx: &Context, object: &mut DynamicObject| {
-            let this = sync_self.clone();
-            Box::pin(async move { this.sync(ctx, object).await })
-        })
-        .finalize(move |_ctx: &Context, object: &mut DynamicObject| {
-            finalize_self.stop(object.metadata.name.as_deref().unwrap_or_default());
-            Ok(())
-        })
-        .named("ReconcilerDefinition");
+        let sync =
+            SyncReconciler::with_result_async(move |ctx: &Context, object: &mut DynamicObject| {
+                let this = sync_self.clone();
+                Box::pin(async move { this.sync(ctx, object).await })
+            })
+            .finalize(move |_ctx: &Context, object: &mut DynamicObject| {
+                finalize_self.stop(object.metadata.name.as_deref().unwrap_or_default());
+                Ok(())
+            })
+            .named("ReconcilerDefinition");
         ResourceReconciler::new(
             definition_gvk(),
             WithFinalizer::new(FINALIZER, sync),

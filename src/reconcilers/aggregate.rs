@@ -19,7 +19,6 @@ use super::{
 };
 use crate::object::{Gvk, ObjectKey};
 
-
 /// The root reconciler of one object (reconciler.io's `AggregateReconciler`).
 pub struct AggregateReconciler {
     name: String,

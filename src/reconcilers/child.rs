@@ -23,8 +23,8 @@ use serde::Serialize;
 use tracing::{Instrument, debug, debug_span, info, warn};
 
 use super::child_set::known_children;
-use super::updating_object_manager::track;
 use super::steps::derive_as_async;
+use super::updating_object_manager::track;
 use super::{
     ApplyingObjectManager, AsyncDerive, ChildListOptions, Context, Derive, Merge, ObjectManager,
     Outcome, Predicate, ReconcileError, ReflectChild, Setup, SetupStep, SubReconciler,
@@ -147,7 +147,11 @@ impl ChildReconciler {
         desired: impl Derive<Option<DynamicObject>>,
         reflect: impl ReflectChild,
     ) -> Self {
-        Self::with_desired(child_type, derive_as_async(desired).into(), Arc::new(reflect))
+        Self::with_desired(
+            child_type,
+            derive_as_async(desired).into(),
+            Arc::new(reflect),
+        )
     }
 
     /// As [`ChildReconciler::new`], with a `desired` that may await, e.g. to read (and track)
@@ -448,7 +452,8 @@ impl SubReconciler<DynamicObject> for ChildReconciler {
     }
 
     async fn reconcile(&self, ctx: &Context, parent: &mut DynamicObject) -> Outcome {
-        let (manager, desired, reflect) = (&self.object_manager, &self.desired_child, &self.reflect);
+        let (manager, desired, reflect) =
+            (&self.object_manager, &self.desired_child, &self.reflect);
         let span = debug_span!("child", name = %self.name, child_type = %self.child_type);
         async {
             let managed = self

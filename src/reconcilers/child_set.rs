@@ -20,8 +20,8 @@ use super::child::{DesiredChild, ParentAndChild, is_only_reconcile_child_status}
 use super::steps::derive_as_async;
 use super::{
     AsyncDerive, ChildListOptions, ChildReconciler, Context, Derive, IdentifyChild, Merge,
-    ObjectManager, Outcome, Predicate, ReconcileError, ReflectChildren, Sequence, Setup,
-    SetupStep, Stasher, SubReconciler, ValidationError, WithFinalizer,
+    ObjectManager, Outcome, Predicate, ReconcileError, ReflectChildren, Sequence, Setup, SetupStep,
+    Stasher, SubReconciler, ValidationError, WithFinalizer,
 };
 use crate::object::Gvk;
 
@@ -91,7 +91,12 @@ impl ChildSetReconciler {
         identify: impl IdentifyChild,
         reflect: impl ReflectChildren,
     ) -> Self {
-        Self::with_desired(child_type, derive_as_async(desired).into(), identify, reflect)
+        Self::with_desired(
+            child_type,
+            derive_as_async(desired).into(),
+            identify,
+            reflect,
+        )
     }
 
     /// As [`ChildSetReconciler::new`], with a `desired` that may await:
@@ -115,7 +120,12 @@ impl ChildSetReconciler {
         let no_child: DesiredChild = Arc::new(|_: &Context, _: &DynamicObject| {
             Box::pin(std::future::ready(Ok(None))) as BoxFuture<'_, _>
         });
-        let no_reflect = Arc::new(|_: &Context, _: &mut DynamicObject, _: Option<&DynamicObject>, _: Option<&ReconcileError>| Ok(()));
+        let no_reflect = Arc::new(
+            |_: &Context,
+             _: &mut DynamicObject,
+             _: Option<&DynamicObject>,
+             _: Option<&ReconcileError>| Ok(()),
+        );
         Self {
             name: format!("{}ChildSetReconciler", child_type.kind),
             finalizer: String::new(),

@@ -2,7 +2,7 @@
 //! "now", and the resource type, as reconciler.io keeps them in Go's `context.Context`.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use jiff::Timestamp;
 use kube::api::DynamicObject;
@@ -10,7 +10,7 @@ use kube::api::DynamicObject;
 use super::config::Config;
 use super::stash::Stash;
 use crate::client::{Error, ListOptions};
-use crate::object::{Gvk, ObjectKey};
+use crate::object::{ConditionManager, ConditionSet, Gvk, ObjectKey};
 
 /// What is fixed for the whole request.
 struct Request {
@@ -20,6 +20,7 @@ struct Request {
     original_config: Config,
     original_resource_type: Gvk,
     additional_configs: BTreeMap<String, Config>,
+    conditions: Option<Arc<ConditionSet>>,
 }
 
 /// The context of one reconcile request. Cheap to clone; clones share the stash.
@@ -42,6 +43,7 @@ impl Context {
                 original_config: config.clone(),
                 original_resource_type: resource_type.clone(),
                 additional_configs: BTreeMap::new(),
+                conditions: None,
             }),
             config,
             resource_type,
@@ -51,18 +53,43 @@ impl Context {
 
     /// The same context with named configs for other clusters (used by tests of `WithConfig`).
     pub fn with_additional_configs(self, configs: BTreeMap<String, Config>) -> Self {
-        let request = Request {
+        self.with_request(|request| request.additional_configs = configs)
+    }
+
+    /// The same context with the root's condition set, which [`Context::conditions`] manages.
+    pub fn with_conditions(self, conditions: Arc<ConditionSet>) -> Self {
+        self.with_request(|request| request.conditions = Some(conditions))
+    }
+
+    /// The same context with a changed copy of the request.
+    fn with_request(self, change: impl FnOnce(&mut Request)) -> Self {
+        let mut request = Request {
             key: self.request.key.clone(),
             now: self.request.now,
             stash: self.request.stash.clone(),
             original_config: self.request.original_config.clone(),
             original_resource_type: self.request.original_resource_type.clone(),
-            additional_configs: configs,
+            additional_configs: self.request.additional_configs.clone(),
+            conditions: self.request.conditions.clone(),
         };
+        change(&mut request);
         Self {
             request: Arc::new(request),
             ..self
         }
+    }
+
+    /// The conditions of `resource`, as the root's condition set (`ResourceReconciler::
+    /// conditions`) defines them, stamped with the request's "now": marking a dependent
+    /// condition updates the happy one (`Ready`). Without a set on the root, conditions are
+    /// set as given and none is happy-derived.
+    pub fn conditions<'a>(
+        &'a self,
+        resource: &'a mut DynamicObject,
+    ) -> ConditionManager<'a, DynamicObject> {
+        static NO_SET: LazyLock<ConditionSet> = LazyLock::new(|| ConditionSet::living(&[]));
+        let set = self.request.conditions.as_deref().unwrap_or(&NO_SET);
+        set.manage(resource, self.request.now)
     }
 
     /// The object this request is for.

@@ -182,11 +182,22 @@ impl std::error::Error for ReconcileError {
     }
 }
 
-impl From<crate::client::Error> for ReconcileError {
-    fn from(error: crate::client::Error) -> Self {
-        Self::from_error(error)
-    }
+/// Errors a step commonly meets, for `?`: API calls, (de)serialising objects, conditions.
+macro_rules! from_cause {
+    ($($cause:ty),*) => {$(
+        impl From<$cause> for ReconcileError {
+            fn from(error: $cause) -> Self {
+                Self::from_error(error)
+            }
+        }
+    )*};
 }
+
+from_cause!(
+    crate::client::Error,
+    serde_json::Error,
+    crate::object::ConditionError
+);
 
 #[cfg(test)]
 mod tests {

@@ -16,7 +16,6 @@ use super::{
     AsyncDerive, Context, Derive, Outcome, ReconcileResult, Setup, SubReconciler, ValidationError,
 };
 
-
 /// Where a `ForEach` loop is: the index, the number of items, and the item. Serializable
 /// (when the item is) so that tests can compare a stashed cursor.
 #[derive(Clone, Debug, PartialEq, Serialize)]

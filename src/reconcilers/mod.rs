@@ -66,12 +66,12 @@ pub use result::ReconcileResult;
 pub use sequence::Sequence;
 pub use setup::{ScopedWatch, Setup, SetupStep, Watch};
 pub use stash::{Stash, Stasher};
-pub use suppress::SuppressTransientErrors;
 pub use steps::{
     AfterReconcile, AroundStep, AsyncDerive, AsyncStep, BeforeReconcile, ChildListOptions, Derive,
     Harmonize, IdentifyChild, Merge, OutcomeStep, ReflectChild, ReflectChildren, Sanitize,
     SelectConfig, Step,
 };
+pub use suppress::SuppressTransientErrors;
 pub use sync::{HasMetadata, SyncReconciler};
 pub use try_catch::TryCatch;
 pub use updating_object_manager::UpdatingObjectManager;

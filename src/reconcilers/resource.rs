@@ -10,6 +10,7 @@
 //! step (Go calls the resource's `Default` method).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use jiff::Timestamp;
@@ -80,7 +81,7 @@ pub struct ResourceReconciler {
     hooks: RootHooks,
     skip_request: Option<Predicate<ObjectKey>>,
     skip_resource: Option<Predicate<DynamicObject>>,
-    conditions: Option<ConditionSet>,
+    conditions: Option<Arc<ConditionSet>>,
 }
 
 /// The hooks both roots share.
@@ -167,7 +168,7 @@ impl ResourceReconciler {
 
     /// Initializes these conditions on the resource before each reconcile.
     pub fn conditions(mut self, conditions: ConditionSet) -> Self {
-        self.conditions = Some(conditions);
+        self.conditions = Some(Arc::new(conditions));
         self
     }
 
@@ -311,7 +312,10 @@ impl RootReconciler for ResourceReconciler {
 
     async fn reconcile_with(&self, request: &ObjectKey, options: RequestOptions) -> Outcome {
         let span = info_span!("reconcile", controller = %self.name, gvk = %self.resource_type, object = %request);
-        let ctx = request_context(request, &self.resource_type, &self.config, options);
+        let mut ctx = request_context(request, &self.resource_type, &self.config, options);
+        if let Some(conditions) = &self.conditions {
+            ctx = ctx.with_conditions(conditions.clone());
+        }
         async {
             if let Some(skip) = &self.skip_request
                 && skip.test(&ctx, request)

@@ -145,8 +145,10 @@ where
     R: 'static,
     T: Send + 'static,
 {
-    Box::new(move |ctx: &Context, resource: &R| -> BoxFuture<'_, Result<T, ReconcileError>> {
-        let done = derive(ctx, resource);
-        Box::pin(async move { done })
-    })
+    Box::new(
+        move |ctx: &Context, resource: &R| -> BoxFuture<'_, Result<T, ReconcileError>> {
+            let done = derive(ctx, resource);
+            Box::pin(async move { done })
+        },
+    )
 }

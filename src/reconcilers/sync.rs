@@ -53,10 +53,12 @@ pub struct SyncReconciler<R = DynamicObject> {
 fn with_done_result<R: Send + 'static>(
     step: impl AsyncStep<R, Result<(), ReconcileError>>,
 ) -> StoredStep<R> {
-    Box::new(move |ctx: &Context, resource: &mut R| -> BoxFuture<'_, Outcome> {
-        let step = step(ctx, resource);
-        Box::pin(async move { Outcome::from(step.await.map(|()| ReconcileResult::done())) })
-    })
+    Box::new(
+        move |ctx: &Context, resource: &mut R| -> BoxFuture<'_, Outcome> {
+            let step = step(ctx, resource);
+            Box::pin(async move { Outcome::from(step.await.map(|()| ReconcileResult::done())) })
+        },
+    )
 }
 
 impl<R: Send + 'static> SyncReconciler<R> {

@@ -13,7 +13,6 @@ use tracing::{Instrument, debug_span};
 use super::nested::{owner, validate_nested};
 use super::{Context, Outcome, SelectConfig, Setup, SubReconciler, ValidationError};
 
-
 /// Runs the nested reconciler with the config `config` derives from the current one; the
 /// original config (used for writes on the reconciled resource) does not change.
 pub struct WithConfig<R = DynamicObject> {
