@@ -1,0 +1,70 @@
+//! The smallest parent → child controller, as the README shows it: every Widget
+//! (`example.com/v1`) owns a ConfigMap holding its greeting, and is Ready when the ConfigMap
+//! is in place.
+//!
+//! `cargo run --example smallest` installs the Widget CRD and runs the controller on the
+//! embedded API server (or on your cluster with `--kubeconfig PATH`); then, in another shell:
+//!
+//! ```sh
+//! KUBECONFIG=.dynrec/kubeconfig kubectl apply -f - <<'YAML'
+//! apiVersion: example.com/v1
+//! kind: Widget
+//! metadata: {name: w1}
+//! spec: {greeting: hi}
+//! YAML
+//! KUBECONFIG=.dynrec/kubeconfig kubectl get widgets,configmaps
+//! ```
+
+// The Widget CRD comes from the widgets example; its controller is not used here.
+#[path = "widgets/controller.rs"]
+#[allow(dead_code)]
+mod widget_kind;
+
+use clap::Parser;
+use dynrec::object::{ConditionSet, Gvk};
+use dynrec::reconcilers::{ChildReconciler, Config, ResourceReconciler};
+use dynrec::runtime::{RunArgs, run_controllers};
+use serde_json::json;
+
+/// Widgets each own a ConfigMap holding their greeting, and are Ready when it is in place.
+pub fn widgets(config: &Config) -> ResourceReconciler {
+    let config_map = ChildReconciler::new(
+        Gvk::new("", "v1", "ConfigMap"),
+        |_ctx, widget| {
+            let name = format!("{}-greeting", widget.metadata.name.as_deref().unwrap_or_default());
+            let child = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": widget.metadata.namespace},
+                "data": {"greeting": widget.data["spec"]["greeting"]}});
+            Ok(Some(serde_json::from_value(child)?))
+        },
+        |ctx, widget, child, _error| {
+            let mut conditions = ctx.conditions(widget);
+            match child {
+                Some(_) => conditions.mark_true("ConfigMapReady", "Created", "")?,
+                None => conditions.mark_false("ConfigMapReady", "Missing", "no ConfigMap yet")?,
+            }
+            Ok(())
+        },
+    );
+    let widget = Gvk::new("example.com", "v1", "Widget");
+    ResourceReconciler::new(widget, config_map, config.clone())
+        .conditions(ConditionSet::living(&["ConfigMapReady"]))
+}
+
+#[derive(Parser)]
+struct Args {
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt().with_env_filter("info").init();
+    run_controllers(Args::parse().run, "smallest", |manager, config, kube| {
+        let kube = kube.clone();
+        tokio::spawn(async move { widget_kind::install_crd(&kube).await });
+        manager.register(widgets(config))
+    })
+    .await?;
+    Ok(())
+}
