@@ -23,18 +23,6 @@ fn widget_gvk() -> Gvk {
     Gvk::new("example.com", "v1", "Widget")
 }
 
-fn widget_crd() -> serde_json::Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"kind": "Widget", "plural": "widgets"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
-    })
-}
-
 fn api(
     client: &kube::Client,
     group: &str,
@@ -115,7 +103,10 @@ fn crds(kube: &kube::Client) -> Api<DynamicObject> {
 /// Installs the Widget CRD.
 async fn install_widget_crd(kube: &kube::Client) {
     crds(kube)
-        .create(&PostParams::default(), &object(widget_crd()))
+        .create(
+            &PostParams::default(),
+            &dynrec::testing::crd("example.com", "Widget", "widgets"),
+        )
         .await
         .unwrap();
 }
