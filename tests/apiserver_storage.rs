@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use dynrec_test_support::configmaps_api;
 use dynrec_test_support::process::ChildGuard;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use serde_json::json;
@@ -17,8 +18,7 @@ fn start(dir: &Path) -> (ChildGuard, Api<DynamicObject>) {
     let (child, url) =
         process_common::start_apiserver(dir, "127.0.0.1:0", &["--data-dir", data_dir]);
     let client = process_common::client(&url);
-    let configmaps = process_common::api(&client, "", "ConfigMap", "configmaps");
-    (ChildGuard(child), configmaps)
+    (ChildGuard(child), configmaps_api(&client))
 }
 
 fn configmap(i: usize) -> DynamicObject {

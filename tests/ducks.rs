@@ -2,7 +2,7 @@
 //! built-ins), and duck controllers started and stopped while the manager runs.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
@@ -16,6 +16,7 @@ use dynrec::ducks::{
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{Config, ResourceReconciler, SyncReconciler};
 use dynrec::runtime::{ControllerHandle, Manager, ManagerOptions};
+use dynrec_test_support::eventually;
 use futures::StreamExt;
 use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::EnvVar;
@@ -326,18 +327,6 @@ fn crds_api(kube: &kube::Client) -> Api<DynamicObject> {
 fn namespaced(kube: &kube::Client, gvk: (&str, &str, &str), plural: &str) -> Api<DynamicObject> {
     let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(gvk.0, gvk.1, gvk.2), plural);
     Api::namespaced_with(kube.clone(), "default", &ar)
-}
-
-async fn eventually<F, Fut>(what: &str, check: F)
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + DEADLINE;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 async fn create_crd(kube: &kube::Client, crd: &DynamicObject) {

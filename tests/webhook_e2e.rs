@@ -16,6 +16,7 @@ use dynrec::webhook::{
     AdmissionWebhookAdapter, CertSource, Operation, WebhookServer, WebhookServing,
     admission_request, admission_response,
 };
+use dynrec_test_support::{configmaps_api, widgets_api};
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
@@ -35,16 +36,6 @@ async fn cluster() -> (ApiServer, Config) {
     (server, config)
 }
 
-fn api(server: &ApiServer, group: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk(group, "v1", kind);
-    let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
-    Api::namespaced_with(server.client(), "default", &resource)
-}
-
-fn config_maps(server: &ApiServer) -> Api<DynamicObject> {
-    api(server, "", "ConfigMap", "configmaps")
-}
-
 fn config_map(name: &str, labels: Value) -> DynamicObject {
     serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": name, "labels": labels}, "data": {"a": "b"}}))
@@ -54,7 +45,7 @@ fn config_map(name: &str, labels: Value) -> DynamicObject {
 /// Creates the ConfigMap `name` labelled `test=<test>` in the default namespace.
 async fn create(server: &ApiServer, name: &str, test: &str) -> Result<DynamicObject, kube::Error> {
     let object = config_map(name, json!({"test": test}));
-    config_maps(server)
+    configmaps_api(&server.client())
         .create(&PostParams::default(), &object)
         .await
 }
@@ -235,7 +226,7 @@ async fn the_widgets_controller_converges_on_a_child_the_webhook_mutates() {
     let running = tokio::spawn(manager.run(async move {
         let _ = stopped.await;
     }));
-    let widgets_api = api(&server, "example.com", "Widget", "widgets");
+    let widgets_api = widgets_api(&server.client());
     let w1: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1",
         "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"greeting": "hi"}}))
     .unwrap();
@@ -244,7 +235,7 @@ async fn the_widgets_controller_converges_on_a_child_the_webhook_mutates() {
         .await
         .unwrap();
     let labelled = || async {
-        let child = config_maps(&server)
+        let child = configmaps_api(&server.client())
             .get_opt("w1-config")
             .await
             .ok()
@@ -523,7 +514,7 @@ async fn a_validating_webhook_can_refuse_a_delete_and_sees_the_old_object() {
         &webhook_config("Validating", "protected", &url, &ca, json!({})),
     )
     .await;
-    let api = config_maps(&server);
+    let api = configmaps_api(&server.client());
     api.create(
         &PostParams::default(),
         &config_map("a", json!({"test": "protected"})),
@@ -641,7 +632,7 @@ async fn selectors_rules_and_reinvocation_decide_which_webhooks_run() {
         None,
         "namespaceSelector leaves default out"
     );
-    let api = config_maps(&server);
+    let api = configmaps_api(&server.client());
     let params = PostParams {
         dry_run: true,
         ..Default::default()
@@ -678,7 +669,7 @@ async fn a_patch_and_an_update_are_mutated_as_a_create_is() {
     register(&server, &mutating_config("stamp", &url, &ca, json!({}))).await;
     let created = create(&server, "a", "stamp").await.unwrap();
     assert_eq!(labels_of(&created)["last"], "create");
-    let api = config_maps(&server);
+    let api = configmaps_api(&server.client());
     let patch = json!({"data": {"a": "patched"}});
     let patched = api
         .patch("a", &Default::default(), &kube::api::Patch::Merge(patch))
@@ -721,7 +712,7 @@ async fn mutating_webhooks_run_before_schema_validation_and_may_fix_the_object()
         &mutating_config("clamp", &serving.url("/clamp"), &ca, widgets_only),
     )
     .await;
-    let api = api(&server, "example.com", "Widget", "widgets");
+    let api = widgets_api(&server.client());
     let widget = |name: &str| {
         serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Widget",
             "metadata": {"name": name}, "spec": {"size": -1}}))
