@@ -16,6 +16,7 @@ use dynrec::webhook::{
     AdmissionWebhookAdapter, CertSource, Operation, WebhookServer, WebhookServing,
     admission_request, admission_response,
 };
+use dynrec_test_support::process::{Run, run};
 use dynrec_test_support::{configmaps_api, widgets_api};
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
@@ -157,36 +158,44 @@ async fn kubectl_apply_shows_the_webhook_default_and_its_denial() {
         );
         let refused = kubectl(&kube, &["apply", "-f", path_str(&boo)]);
         let warned = kubectl(&kube, &["apply", "-f", path_str(&big)]);
-        assert!(warned.0, "kubectl apply of big failed: {}", warned.2);
+        assert!(
+            warned.succeeded(),
+            "kubectl apply of big failed: {}",
+            warned.stderr
+        );
         assert!(
             warned
-                .2
+                .stderr
                 .contains("Warning: a widget of 12 parts is hard to build"),
             "kubectl shows the webhook's warning: {}",
-            warned.2
+            warned.stderr
         );
         (applied, got, refused)
     })
     .await
     .unwrap();
-    assert!(applied.0, "kubectl apply of w1 failed: {}", applied.2);
+    assert!(
+        applied.succeeded(),
+        "kubectl apply of w1 failed: {}",
+        applied.stderr
+    );
     assert_eq!(
-        got.1.trim(),
+        got.stdout.trim(),
         "1",
         "the mutating webhook defaults spec.size: {}",
-        got.2
+        got.stderr
     );
     assert!(
-        !refused.0,
+        !refused.succeeded(),
         "kubectl apply of the widget greeting boo succeeded: {}",
-        refused.1
+        refused.stdout
     );
     assert!(
-        refused.2.contains(
+        refused.stderr.contains(
             "admission webhook \"greetings.widgets.example.com\" denied the request: greeting \"boo\" is forbidden"
         ),
         "kubectl shows the denial: {}",
-        refused.2
+        refused.stderr
     );
 }
 
@@ -194,20 +203,15 @@ fn path_str(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
-/// Runs kubectl: whether it succeeded, its stdout and stderr.
-fn kubectl(kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
-    let output = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--request-timeout=10s")
-        .args(args)
-        .output()
-        .expect("kubectl is on PATH");
-    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
-    (
-        output.status.success(),
-        text(&output.stdout),
-        text(&output.stderr),
+/// Runs kubectl to completion (within 30 s).
+fn kubectl(kubeconfig: &Path, args: &[&str]) -> Run {
+    run(
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--request-timeout=10s")
+            .args(args),
+        Duration::from_secs(30),
     )
 }
 
