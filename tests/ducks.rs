@@ -17,6 +17,7 @@ use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{Config, ResourceReconciler, SyncReconciler};
 use dynrec::runtime::{ControllerHandle, Manager, ManagerOptions};
 use dynrec_test_support::eventually;
+use dynrec_test_support::process::kubectl_on_path;
 use futures::StreamExt;
 use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::EnvVar;
@@ -1238,12 +1239,7 @@ async fn kubectl(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_kubectl_a_podspecable_crd_is_reconciled_a_mapping_reports_ready_and_deleting_the_crd_stops_its_controller()
  {
-    if std::process::Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_err()
-    {
-        eprintln!("kubectl is not installed; skipped");
+    if kubectl_on_path().is_none() {
         return;
     }
     let running = run_manager(podspecable::register);
