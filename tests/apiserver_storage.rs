@@ -1,61 +1,24 @@
 //! Durable storage: a server killed with SIGKILL mid-stream keeps every write it answered.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod process_common;
+
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
-use kube::core::GroupVersionKind;
+use dynrec_test_support::configmaps_api;
+use dynrec_test_support::process::ChildGuard;
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use serde_json::json;
 
-/// A `dynrec apiserver` process, killed when dropped.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(data_dir: &std::path::Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dynrec"))
-        .args(["apiserver", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir)
-        .arg("--kubeconfig-out")
-        .arg(data_dir.join("kubeconfig"))
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("dynrec starts");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(url) = line.strip_prefix("dynrec apiserver listening on ") {
-                let _ = sender.send(url.to_string());
-            }
-        }
-    });
-    let url = receiver
-        .recv_timeout(Duration::from_secs(30))
-        .expect("dynrec apiserver prints its URL");
-    Server { child, url }
-}
-
-fn configmaps(url: &str) -> Api<DynamicObject> {
-    let config = kube::Config::new(url.parse().expect("a URL"));
-    let client = kube::Client::try_from(config).expect("a client");
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("", "v1", "ConfigMap"),
-        "configmaps",
-    );
-    Api::namespaced_with(client, "default", &ar)
+/// Starts `dynrec apiserver` keeping its objects in `dir`: the process, killed when dropped,
+/// and its ConfigMaps in `default`.
+fn start(dir: &Path) -> (ChildGuard, Api<DynamicObject>) {
+    let data_dir = dir.to_str().expect("a UTF-8 temp dir");
+    let (child, url) =
+        process_common::start_apiserver(dir, "127.0.0.1:0", &["--data-dir", data_dir]);
+    let client = process_common::client(&url);
+    (ChildGuard(child), configmaps_api(&client))
 }
 
 fn configmap(i: usize) -> DynamicObject {
@@ -67,8 +30,7 @@ fn configmap(i: usize) -> DynamicObject {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigkilled_server_keeps_every_acknowledged_write() {
     let dir = tempfile::tempdir().unwrap();
-    let mut server = start(dir.path());
-    let cms = configmaps(&server.url);
+    let (mut server, cms) = start(dir.path());
     let acknowledged = Arc::new(Mutex::new(Vec::<(String, u64)>::new()));
     let writer = {
         let acknowledged = acknowledged.clone();
@@ -95,8 +57,8 @@ async fn a_sigkilled_server_keeps_every_acknowledged_write() {
         assert!(Instant::now() < deadline, "300 writes within a minute");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    server.child.kill().expect("SIGKILL");
-    server.child.wait().expect("the process ends");
+    server.0.kill().expect("SIGKILL");
+    server.0.wait().expect("the process ends");
     let stopped_at = tokio::time::timeout(Duration::from_secs(30), writer)
         .await
         .expect("the writer notices")
@@ -104,8 +66,7 @@ async fn a_sigkilled_server_keeps_every_acknowledged_write() {
     assert!(stopped_at < 1_000, "the server was killed mid-stream");
     let acknowledged = acknowledged.lock().unwrap().clone();
 
-    let server = start(dir.path());
-    let cms = configmaps(&server.url);
+    let (_server, cms) = start(dir.path());
     let stored: std::collections::HashSet<String> = cms
         .list(&ListParams::default())
         .await

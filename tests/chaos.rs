@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
+use dynrec_test_support::{configmaps_api, widgets_api};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use process_common::*;
 use serde_json::json;
@@ -89,11 +90,11 @@ impl Cluster {
     }
 
     fn widgets(&self) -> Api<DynamicObject> {
-        api(&self.kube, "example.com", "Widget", "widgets")
+        widgets_api(&self.kube)
     }
 
     fn configmaps(&self) -> Api<DynamicObject> {
-        api(&self.kube, "", "ConfigMap", "configmaps")
+        configmaps_api(&self.kube)
     }
 }
 

@@ -5,6 +5,7 @@ mod process_common;
 
 use std::time::{Duration, Instant};
 
+use dynrec_test_support::{configmaps_api, widgets_api};
 use kube::api::{DynamicObject, PostParams};
 use process_common::*;
 use serde_json::json;
@@ -28,7 +29,7 @@ async fn a_failed_child_write_is_one_uncoloured_log_line() {
     let widget: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1",
         "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"greeting": "hi"}}))
     .unwrap();
-    let widgets = api(&kube, "example.com", "Widget", "widgets");
+    let widgets = widgets_api(&kube);
     let deadline = Instant::now() + DEADLINE;
     while widgets
         .create(&PostParams::default(), &widget)
@@ -38,7 +39,7 @@ async fn a_failed_child_write_is_one_uncoloured_log_line() {
         assert!(Instant::now() < deadline, "the Widget kind is served");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let configmaps = api(&kube, "", "ConfigMap", "configmaps");
+    let configmaps = configmaps_api(&kube);
     let greeting_is = |greeting: &'static str| {
         let configmaps = configmaps.clone();
         async move {

@@ -4,7 +4,8 @@ mod client_common;
 
 use std::time::Duration;
 
-use client_common::{config_map, crd, crd_gvk, eventually, object, start};
+use client_common::{config_map, crd_gvk, eventually, object, start};
+use dynrec::testing::crd;
 use dynrec::{
     client::{EventRecorder, ListOptions, reasons},
     object::{Fields, Gvk, ObjectKey, StatusExt},

@@ -4,7 +4,8 @@ mod client_common;
 
 use std::time::Duration;
 
-use client_common::{crd, crd_gvk, eventually, start};
+use client_common::{crd_gvk, eventually, start};
+use dynrec::testing::crd;
 use dynrec::{
     client::{Error, ResolveError},
     object::{Gvk, ObjectKey},

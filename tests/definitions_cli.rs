@@ -10,8 +10,8 @@ use dynrec::client::Client;
 use dynrec::definitions::{Definitions, load_file};
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{Manager, ManagerOptions};
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
-use kube::core::GroupVersionKind;
+use dynrec_test_support::{configmaps_api, widgets_api};
+use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
 const DEADLINE: Duration = Duration::from_secs(10);
@@ -142,14 +142,14 @@ async fn converged_server(dir: &Path) -> (ApiServer, dynrec::apiserver::Serving,
     let running = tokio::spawn(manager.run(async move {
         let _ = stopped.await;
     }));
-    let widgets = widgets(&kube);
+    let widgets = widgets_api(&kube);
     let deadline = Instant::now() + DEADLINE;
     while widgets.list(&Default::default()).await.is_err() {
         assert!(Instant::now() < deadline, "the Widget kind is served");
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     set_greeting(&kube, "hi").await;
-    let config_maps = config_maps(&kube);
+    let config_maps = configmaps_api(&kube);
     loop {
         let ready = widgets.get("w1").await.ok().is_some_and(|w| {
             w.data["status"]["conditions"].as_array().is_some_and(|c| {
@@ -168,26 +168,10 @@ async fn converged_server(dir: &Path) -> (ApiServer, dynrec::apiserver::Serving,
     (server, serving, path)
 }
 
-fn widgets(kube: &kube::Client) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("example.com", "v1", "Widget"),
-        "widgets",
-    );
-    Api::namespaced_with(kube.clone(), "default", &ar)
-}
-
-fn config_maps(kube: &kube::Client) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("", "v1", "ConfigMap"),
-        "configmaps",
-    );
-    Api::namespaced_with(kube.clone(), "default", &ar)
-}
-
 async fn set_greeting(kube: &kube::Client, greeting: &str) {
     let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
         "metadata": {"name": "w1", "namespace": "default"}, "spec": {"greeting": greeting}});
-    widgets(kube)
+    widgets_api(kube)
         .patch(
             "w1",
             &PatchParams::apply("test").force(),
@@ -246,7 +230,7 @@ async fn dynrec_plan_shows_what_would_change_without_changing_it() {
         "{}",
         text(&changed)
     );
-    let config_map = config_maps(&server.client())
+    let config_map = configmaps_api(&server.client())
         .get("w1-config")
         .await
         .unwrap();
@@ -255,7 +239,7 @@ async fn dynrec_plan_shows_what_would_change_without_changing_it() {
         "a plan changed the cluster"
     );
 
-    config_maps(&server.client())
+    configmaps_api(&server.client())
         .delete("w1-config", &Default::default())
         .await
         .unwrap();
@@ -273,7 +257,7 @@ async fn dynrec_plan_shows_what_would_change_without_changing_it() {
         text(&missing)
     );
     assert!(
-        config_maps(&server.client())
+        configmaps_api(&server.client())
             .get_opt("w1-config")
             .await
             .unwrap()

@@ -24,27 +24,12 @@ use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{Manager, ManagerOptions};
+use dynrec_test_support::{api, configmaps_api, eventually, widgets_api};
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 use serde_json::json;
 
 const DEADLINE: Duration = Duration::from_secs(20);
-
-fn widgets_api(client: &kube::Client) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("example.com", "v1", "Widget"),
-        "widgets",
-    );
-    Api::namespaced_with(client.clone(), "default", &ar)
-}
-
-fn configmaps_api(client: &kube::Client) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("", "v1", "ConfigMap"),
-        "configmaps",
-    );
-    Api::namespaced_with(client.clone(), "default", &ar)
-}
 
 fn widget(name: &str, greeting: &str) -> DynamicObject {
     serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Widget",
@@ -218,24 +203,6 @@ async fn start_demo(
         let _ = stopped.await;
     }));
     (kube, stop, running)
-}
-
-/// Polls `check` until it holds.
-async fn eventually<F, Fut>(what: &str, check: F)
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + DEADLINE;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
-fn api(client: &kube::Client, group: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural);
-    Api::namespaced_with(client.clone(), "default", &ar)
 }
 
 fn env_of(deployment: &DynamicObject) -> serde_json::Value {

@@ -4,7 +4,8 @@ mod client_common;
 
 use std::time::Duration;
 
-use client_common::{crd, crd_gvk, object, pod_template, start};
+use client_common::{crd_gvk, object, pod_template, start};
+use dynrec::testing::crd;
 use dynrec::{
     client::{Client, DuckEvent, Ducked, Error},
     duck::{KResource, PodSpecable},

@@ -12,7 +12,7 @@ mod addressable;
 mod podspecable;
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
@@ -25,6 +25,8 @@ use dynrec::ducks::{
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{Config, ResourceReconciler, SyncReconciler};
 use dynrec::runtime::{ControllerHandle, Manager, ManagerOptions};
+use dynrec_test_support::eventually;
+use dynrec_test_support::process::kubectl_on_path;
 use futures::StreamExt;
 use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::EnvVar;
@@ -335,18 +337,6 @@ fn crds_api(kube: &kube::Client) -> Api<DynamicObject> {
 fn namespaced(kube: &kube::Client, gvk: (&str, &str, &str), plural: &str) -> Api<DynamicObject> {
     let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(gvk.0, gvk.1, gvk.2), plural);
     Api::namespaced_with(kube.clone(), "default", &ar)
-}
-
-async fn eventually<F, Fut>(what: &str, check: F)
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + DEADLINE;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 async fn create_crd(kube: &kube::Client, crd: &DynamicObject) {
@@ -1257,12 +1247,7 @@ async fn kubectl(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_kubectl_a_podspecable_crd_is_reconciled_a_mapping_reports_ready_and_deleting_the_crd_stops_its_controller()
  {
-    if std::process::Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_err()
-    {
-        eprintln!("kubectl is not installed; skipped");
+    if kubectl_on_path().is_none() {
         return;
     }
     let running = run_manager(podspecable::register);

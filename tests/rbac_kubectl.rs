@@ -5,53 +5,57 @@
 mod process_common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
+use std::process::Command;
+use std::time::Duration;
 
+use dynrec_test_support::process::{ChildGuard, Run, kubectl_on_path, run};
 use serde_json::Value;
 use tempfile::TempDir;
 
+/// How long one kubectl call may take (the longest waits 20 s for a condition).
+const KUBECTL_DEADLINE: Duration = Duration::from_secs(60);
+
 /// A `dynrec apiserver` process and kubectl calls against it, in one temp dir.
 struct Cluster {
+    /// Declared first so it drops first: the server stops before its temp dir goes.
+    _server: ChildGuard,
+    kubectl: PathBuf,
     dir: TempDir,
-    server: Child,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        process_common::stop(&mut self.server, "KILL");
-    }
 }
 
 impl Cluster {
-    fn start(extra: &[&str]) -> Cluster {
+    /// Starts the server; `None` when kubectl is missing and the test is skipped.
+    fn start(extra: &[&str]) -> Option<Cluster> {
+        let kubectl = kubectl_on_path()?;
         let dir = tempfile::tempdir().unwrap();
         let (server, _) = process_common::start_apiserver(dir.path(), "127.0.0.1:0", extra);
-        Cluster { dir, server }
+        Some(Cluster {
+            _server: ChildGuard(server),
+            kubectl,
+            dir,
+        })
     }
 
     /// Runs kubectl with this cluster's kubeconfig and its own discovery cache.
-    fn kubectl(&self, args: &[&str]) -> Output {
-        Command::new("kubectl")
-            .env_remove("KUBECONFIG")
-            .arg("--kubeconfig")
-            .arg(self.dir.path().join("kubeconfig"))
-            .arg("--cache-dir")
-            .arg(self.dir.path().join("kube-cache"))
-            .arg("--request-timeout=10s")
-            .args(args)
-            .output()
-            .unwrap()
+    fn kubectl(&self, args: &[&str]) -> Run {
+        run(
+            Command::new(&self.kubectl)
+                .env_remove("KUBECONFIG")
+                .arg("--kubeconfig")
+                .arg(self.dir.path().join("kubeconfig"))
+                .arg("--cache-dir")
+                .arg(self.dir.path().join("kube-cache"))
+                .arg("--request-timeout=10s")
+                .args(args),
+            KUBECTL_DEADLINE,
+        )
     }
 
     /// Runs kubectl and fails the test unless it succeeds; returns its stdout.
     fn ok(&self, args: &[&str]) -> String {
-        let output = self.kubectl(args);
-        assert!(
-            output.status.success(),
-            "kubectl {args:?}: {}",
-            text(&output.stderr)
-        );
-        text(&output.stdout)
+        self.kubectl(args)
+            .expect_ok(&format!("kubectl {args:?}"))
+            .stdout
     }
 }
 
@@ -59,34 +63,21 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn kubectl_present() -> bool {
-    let present = Command::new("kubectl")
-        .arg("version")
-        .arg("--client")
-        .output()
-        .is_ok();
-    if !present {
-        eprintln!("skipped: kubectl is not on the PATH");
-    }
-    present
-}
-
 const AS_SA: &str = "--as=system:serviceaccount:ns:sa";
 
 #[test]
 fn kubectl_auth_can_i_and_as_a_service_account_follow_the_bindings() {
-    if !kubectl_present() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens.csv");
     std::fs::write(&tokens, "alice-token,alice,u1,\"auditors\"\n").unwrap();
-    let cluster = Cluster::start(&[
+    let Some(cluster) = Cluster::start(&[
         "--authorization",
         "rbac",
         "--token-auth-file",
         tokens.to_str().unwrap(),
-    ]);
+    ]) else {
+        return;
+    };
     cluster.ok(&["create", "namespace", "ns"]);
     cluster.ok(&["create", "serviceaccount", "sa", "-n", "ns"]);
     cluster.ok(&[
@@ -116,7 +107,7 @@ fn kubectl_auth_can_i_and_as_a_service_account_follow_the_bindings() {
     );
     let denied = cluster.kubectl(&["auth", "can-i", "delete", "configmaps", "-n", "ns", AS_SA]);
     assert_eq!(
-        (denied.status.code(), text(&denied.stdout).trim()),
+        (denied.status.code(), denied.stdout.trim()),
         (Some(1), "no")
     );
     let listed = cluster.ok(&["auth", "can-i", "--list", "-n", "ns", AS_SA]);
@@ -129,9 +120,9 @@ fn kubectl_auth_can_i_and_as_a_service_account_follow_the_bindings() {
 
     cluster.ok(&["create", "configmap", "c1", "-n", "ns", AS_SA]);
     let refused = cluster.kubectl(&["create", "configmap", "c2", "-n", "default", AS_SA]);
-    assert!(!refused.status.success());
+    assert!(!refused.succeeded());
     assert_eq!(
-        text(&refused.stderr).trim(),
+        refused.stderr.trim(),
         "error: failed to create configmap: configmaps is forbidden: User \"system:serviceaccount:ns:sa\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"default\""
     );
     // A token-file user is who the token says, and may not impersonate.
@@ -147,10 +138,14 @@ fn kubectl_auth_can_i_and_as_a_service_account_follow_the_bindings() {
         AS_SA,
     ]);
     assert!(
-        text(&refused.stderr).contains("users \"system:serviceaccount:ns:sa\" is forbidden")
-            || text(&refused.stderr).contains("serviceaccounts \"sa\" is forbidden"),
+        refused
+            .stderr
+            .contains("users \"system:serviceaccount:ns:sa\" is forbidden")
+            || refused
+                .stderr
+                .contains("serviceaccounts \"sa\" is forbidden"),
         "{}",
-        text(&refused.stderr)
+        refused.stderr
     );
 }
 
@@ -215,10 +210,9 @@ fn contains(stored: &Value, written: &Value) -> bool {
 
 #[test]
 fn kubectl_apply_k_deploy_is_accepted_as_written_with_strict_validation() {
-    if !kubectl_present() {
+    let Some(cluster) = Cluster::start(&[]) else {
         return;
-    }
-    let cluster = Cluster::start(&[]);
+    };
     let deploy = deploy_dir();
     let deploy = deploy.to_str().unwrap();
     let rendered = cluster.ok(&["create", "-k", deploy, "--dry-run=client", "-o", "json"]);
@@ -306,10 +300,9 @@ fn wait_readyz(port: u16, what: &str, check: impl Fn(u16, &str) -> bool) {
 
 #[test]
 fn dynrec_run_as_the_deployed_account_waits_for_a_definition_s_permissions_and_names_them() {
-    if !kubectl_present() {
+    let Some(cluster) = Cluster::start(&["--authorization", "rbac"]) else {
         return;
-    }
-    let cluster = Cluster::start(&["--authorization", "rbac"]);
+    };
     cluster.ok(&["apply", "-k", deploy_dir().to_str().unwrap()]);
     // The Deployment's account, as its pod would use it.
     let token = cluster.ok(&["create", "token", "dynrec", "-n", "dynrec-system"]);
@@ -326,7 +319,7 @@ fn dynrec_run_as_the_deployed_account_waits_for_a_definition_s_permissions_and_n
         .unwrap()
         .port();
     let log = std::fs::File::create(cluster.dir.path().join("run.log")).unwrap();
-    let mut run = Command::new(env!("CARGO_BIN_EXE_dynrec"))
+    let controller = Command::new(env!("CARGO_BIN_EXE_dynrec"))
         .arg("run")
         .arg("--kubeconfig")
         .arg(&account_config)
@@ -342,7 +335,7 @@ fn dynrec_run_as_the_deployed_account_waits_for_a_definition_s_permissions_and_n
         .stderr(log)
         .spawn()
         .unwrap();
-    let _guard = KillOnDrop(&mut run);
+    let _guard = ChildGuard(controller);
     wait_readyz(
         port,
         "dynrec run is ready with the deployed role",
@@ -402,13 +395,4 @@ fn dynrec_run_as_the_deployed_account_waits_for_a_definition_s_permissions_and_n
         "jsonpath={.data.greeting}",
     ]);
     assert_eq!(data, "hi");
-}
-
-/// Kills the process when the test ends, however it ends.
-struct KillOnDrop<'a>(&'a mut Child);
-
-impl Drop for KillOnDrop<'_> {
-    fn drop(&mut self) {
-        process_common::stop(self.0, "KILL");
-    }
 }

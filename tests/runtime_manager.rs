@@ -12,6 +12,7 @@ use dynrec::reconcilers::{
     SyncReconciler, ValidationError, WithConfig,
 };
 use dynrec::runtime::{Backoff, Manager, ManagerOptions, QueueConfig};
+use dynrec_test_support::{configmaps_api, widgets_api};
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 use parking_lot::Mutex;
@@ -21,33 +22,6 @@ const DEADLINE: Duration = Duration::from_secs(10);
 
 fn widget_gvk() -> Gvk {
     Gvk::new("example.com", "v1", "Widget")
-}
-
-fn widget_crd() -> serde_json::Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"kind": "Widget", "plural": "widgets"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
-    })
-}
-
-fn api(
-    client: &kube::Client,
-    group: &str,
-    kind: &str,
-    plural: &str,
-    namespaced: bool,
-) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural);
-    if namespaced {
-        Api::namespaced_with(client.clone(), "default", &ar)
-    } else {
-        Api::all_with(client.clone(), &ar)
-    }
 }
 
 fn object(value: serde_json::Value) -> DynamicObject {
@@ -101,19 +75,20 @@ async fn ready(widgets: &Api<DynamicObject>, name: &str) -> bool {
 
 /// The CustomResourceDefinitions of a server.
 fn crds(kube: &kube::Client) -> Api<DynamicObject> {
-    api(
-        kube,
-        "apiextensions.k8s.io",
-        "CustomResourceDefinition",
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
         "customresourcedefinitions",
-        false,
-    )
+    );
+    Api::all_with(kube.clone(), &ar)
 }
 
 /// Installs the Widget CRD.
 async fn install_widget_crd(kube: &kube::Client) {
     crds(kube)
-        .create(&PostParams::default(), &object(widget_crd()))
+        .create(
+            &PostParams::default(),
+            &dynrec::testing::crd("example.com", "Widget", "widgets"),
+        )
         .await
         .unwrap();
 }
@@ -197,7 +172,7 @@ async fn a_controller_waits_for_its_crd_runs_and_stops_when_it_goes() {
     })
     .await;
     install_widget_crd(&kube).await;
-    let widgets = api(&kube, "example.com", "Widget", "widgets", true);
+    let widgets = widgets_api(&kube);
     create_widget(&widgets, "w1").await;
     let deadline = Instant::now() + DEADLINE;
     while !ready(&widgets, "w1").await {
@@ -248,7 +223,7 @@ async fn a_failing_reconcile_is_retried_with_growing_delays_then_succeeds() {
         .unwrap();
     let metrics = manager.metrics();
     let running = Running::start(manager);
-    let widgets = api(&kube, "example.com", "Widget", "widgets", true);
+    let widgets = widgets_api(&kube);
     create_widget(&widgets, "w1").await;
     let deadline = Instant::now() + DEADLINE;
     while !ready(&widgets, "w1").await {
@@ -310,7 +285,7 @@ async fn only_the_leader_reconciles_and_another_takes_over_when_it_stops() {
         Arc::new(Mutex::new(Vec::new())),
     );
     let first = start("first", first_attempts.clone());
-    let widgets = api(&kube, "example.com", "Widget", "widgets", true);
+    let widgets = widgets_api(&kube);
     create_widget(&widgets, "w1").await;
     wait_until("the first replica reconciles", || {
         !first_attempts.lock().is_empty()
@@ -371,7 +346,7 @@ async fn shutdown_during_a_slow_reconcile_lets_it_finish() {
         .register(ResourceReconciler::new(widget_gvk(), slow, config.clone()))
         .unwrap();
     let running = Running::start(manager);
-    let widgets = api(&kube, "example.com", "Widget", "widgets", true);
+    let widgets = widgets_api(&kube);
     create_widget(&widgets, "w1").await;
     tokio::time::timeout(DEADLINE, started_rx)
         .await
@@ -394,7 +369,7 @@ async fn with_config_watches_tracked_objects_on_the_other_cluster() {
     let remote = remote_server.client();
     let (client, config) = client_and_config(&home);
     let (_, remote_config) = client_and_config(&remote);
-    let settings = api(&remote, "", "ConfigMap", "configmaps", true);
+    let settings = configmaps_api(&remote);
     settings
         .create(
             &PostParams::default(),
@@ -425,7 +400,7 @@ async fn with_config_watches_tracked_objects_on_the_other_cluster() {
         .register(ResourceReconciler::new(widget_gvk(), tree, config.clone()))
         .unwrap();
     let running = Running::start(manager);
-    let widgets = api(&home, "example.com", "Widget", "widgets", true);
+    let widgets = widgets_api(&home);
     create_widget(&widgets, "w1").await;
     let color = |widget: Option<DynamicObject>| widget.map(|w| w.data["status"]["color"].clone());
     let deadline = Instant::now() + DEADLINE;
@@ -512,7 +487,7 @@ async fn a_deleted_object_is_not_resynced() {
     let mut manager = Manager::new(client, options);
     manager.register(counting).unwrap();
     let running = Running::start(manager);
-    let widgets = api(&kube, "example.com", "Widget", "widgets", true);
+    let widgets = widgets_api(&kube);
     for name in ["kept", "deleted"] {
         create_widget(&widgets, name).await;
     }

@@ -25,6 +25,8 @@ use dynrec::webhook::{
     AdmissionWebhookAdapter, CertSource, Operation, WebhookServer, WebhookServing,
     admission_request, admission_response,
 };
+use dynrec_test_support::process::{Run, run};
+use dynrec_test_support::{configmaps_api, widgets_api};
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
@@ -44,16 +46,6 @@ async fn cluster() -> (ApiServer, Config) {
     (server, config)
 }
 
-fn api(server: &ApiServer, group: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk(group, "v1", kind);
-    let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
-    Api::namespaced_with(server.client(), "default", &resource)
-}
-
-fn config_maps(server: &ApiServer) -> Api<DynamicObject> {
-    api(server, "", "ConfigMap", "configmaps")
-}
-
 fn config_map(name: &str, labels: Value) -> DynamicObject {
     serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": name, "labels": labels}, "data": {"a": "b"}}))
@@ -63,7 +55,7 @@ fn config_map(name: &str, labels: Value) -> DynamicObject {
 /// Creates the ConfigMap `name` labelled `test=<test>` in the default namespace.
 async fn create(server: &ApiServer, name: &str, test: &str) -> Result<DynamicObject, kube::Error> {
     let object = config_map(name, json!({"test": test}));
-    config_maps(server)
+    configmaps_api(&server.client())
         .create(&PostParams::default(), &object)
         .await
 }
@@ -175,36 +167,44 @@ async fn kubectl_apply_shows_the_webhook_default_and_its_denial() {
         );
         let refused = kubectl(&kube, &["apply", "-f", path_str(&boo)]);
         let warned = kubectl(&kube, &["apply", "-f", path_str(&big)]);
-        assert!(warned.0, "kubectl apply of big failed: {}", warned.2);
+        assert!(
+            warned.succeeded(),
+            "kubectl apply of big failed: {}",
+            warned.stderr
+        );
         assert!(
             warned
-                .2
+                .stderr
                 .contains("Warning: a widget of 12 parts is hard to build"),
             "kubectl shows the webhook's warning: {}",
-            warned.2
+            warned.stderr
         );
         (applied, got, refused)
     })
     .await
     .unwrap();
-    assert!(applied.0, "kubectl apply of w1 failed: {}", applied.2);
+    assert!(
+        applied.succeeded(),
+        "kubectl apply of w1 failed: {}",
+        applied.stderr
+    );
     assert_eq!(
-        got.1.trim(),
+        got.stdout.trim(),
         "1",
         "the mutating webhook defaults spec.size: {}",
-        got.2
+        got.stderr
     );
     assert!(
-        !refused.0,
+        !refused.succeeded(),
         "kubectl apply of the widget greeting boo succeeded: {}",
-        refused.1
+        refused.stdout
     );
     assert!(
-        refused.2.contains(
+        refused.stderr.contains(
             "admission webhook \"greetings.widgets.example.com\" denied the request: greeting \"boo\" is forbidden"
         ),
         "kubectl shows the denial: {}",
-        refused.2
+        refused.stderr
     );
 }
 
@@ -212,20 +212,15 @@ fn path_str(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
-/// Runs kubectl: whether it succeeded, its stdout and stderr.
-fn kubectl(kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
-    let output = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--request-timeout=10s")
-        .args(args)
-        .output()
-        .expect("kubectl is on PATH");
-    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
-    (
-        output.status.success(),
-        text(&output.stdout),
-        text(&output.stderr),
+/// Runs kubectl to completion (within 30 s).
+fn kubectl(kubeconfig: &Path, args: &[&str]) -> Run {
+    run(
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--request-timeout=10s")
+            .args(args),
+        Duration::from_secs(30),
     )
 }
 
@@ -244,7 +239,7 @@ async fn the_widgets_controller_converges_on_a_child_the_webhook_mutates() {
     let running = tokio::spawn(manager.run(async move {
         let _ = stopped.await;
     }));
-    let widgets_api = api(&server, "example.com", "Widget", "widgets");
+    let widgets_api = widgets_api(&server.client());
     let w1: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1",
         "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"greeting": "hi"}}))
     .unwrap();
@@ -253,7 +248,7 @@ async fn the_widgets_controller_converges_on_a_child_the_webhook_mutates() {
         .await
         .unwrap();
     let labelled = || async {
-        let child = config_maps(&server)
+        let child = configmaps_api(&server.client())
             .get_opt("w1-config")
             .await
             .ok()
@@ -532,7 +527,7 @@ async fn a_validating_webhook_can_refuse_a_delete_and_sees_the_old_object() {
         &webhook_config("Validating", "protected", &url, &ca, json!({})),
     )
     .await;
-    let api = config_maps(&server);
+    let api = configmaps_api(&server.client());
     api.create(
         &PostParams::default(),
         &config_map("a", json!({"test": "protected"})),
@@ -650,7 +645,7 @@ async fn selectors_rules_and_reinvocation_decide_which_webhooks_run() {
         None,
         "namespaceSelector leaves default out"
     );
-    let api = config_maps(&server);
+    let api = configmaps_api(&server.client());
     let params = PostParams {
         dry_run: true,
         ..Default::default()
@@ -687,7 +682,7 @@ async fn a_patch_and_an_update_are_mutated_as_a_create_is() {
     register(&server, &mutating_config("stamp", &url, &ca, json!({}))).await;
     let created = create(&server, "a", "stamp").await.unwrap();
     assert_eq!(labels_of(&created)["last"], "create");
-    let api = config_maps(&server);
+    let api = configmaps_api(&server.client());
     let patch = json!({"data": {"a": "patched"}});
     let patched = api
         .patch("a", &Default::default(), &kube::api::Patch::Merge(patch))
@@ -730,7 +725,7 @@ async fn mutating_webhooks_run_before_schema_validation_and_may_fix_the_object()
         &mutating_config("clamp", &serving.url("/clamp"), &ca, widgets_only),
     )
     .await;
-    let api = api(&server, "example.com", "Widget", "widgets");
+    let api = widgets_api(&server.client());
     let widget = |name: &str| {
         serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Widget",
             "metadata": {"name": name}, "spec": {"size": -1}}))

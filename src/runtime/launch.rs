@@ -1,6 +1,9 @@
 //! Starting controllers as a program: on a real cluster (kubeconfig or in-cluster), or on
 //! the embedded API server when no cluster is configured; with signals, metrics and
 //! leader election set from command-line flags. Used by `dynrec run` and the examples.
+//!
+//! The flags are clap's only with the `cli` feature, and the embedded API server exists only
+//! with the `embedded` feature: without it a cluster must be configured.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -9,53 +12,75 @@ use std::time::Duration;
 use tracing::info;
 
 use super::{LeaderConfig, Manager, ManagerError, ManagerOptions};
+#[cfg(feature = "embedded")]
 use crate::apiserver::{ApiServer, Serving, StorageError, kubeconfig};
 use crate::client::Client;
 use crate::reconcilers::Config;
 
 /// Where the embedded API server writes its kubeconfig.
+#[cfg(feature = "embedded")]
 pub const EMBEDDED_KUBECONFIG: &str = ".dynrec/kubeconfig";
 
-/// Command-line flags shared by `dynrec run` and the examples.
-#[derive(clap::Args, Clone, Debug)]
+/// Command-line flags shared by `dynrec run` and the examples (clap's with the `cli` feature;
+/// [`RunArgs::default`] gives their defaults).
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct RunArgs {
     /// Use this kubeconfig (otherwise KUBECONFIG, ~/.kube/config or the in-cluster config;
     /// with none of them, the embedded API server).
-    #[arg(long)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub kubeconfig: Option<PathBuf>,
     /// Run against the embedded API server even if a cluster is configured.
-    #[arg(long)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub embedded: bool,
     /// Keep the embedded API server's objects in this directory across restarts.
-    #[arg(long)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub data_dir: Option<PathBuf>,
     /// Workers per controller.
-    #[arg(long, default_value_t = 2)]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 2))]
     pub workers: usize,
     /// Serve /metrics, /healthz and /readyz on this address.
-    #[arg(long)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub metrics_address: Option<SocketAddr>,
     /// Leader election: on by default against a real cluster, off on the embedded server.
-    #[arg(long)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub leader_elect: Option<bool>,
     /// Namespace of the leader election Lease.
-    #[arg(long, default_value = "default")]
+    #[cfg_attr(feature = "cli", arg(long, default_value = "default"))]
     pub lease_namespace: String,
     /// How long a shutdown waits for in-flight reconciles, in seconds.
-    #[arg(long, default_value_t = 30)]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 30))]
     pub shutdown_timeout: u64,
+}
+
+impl Default for RunArgs {
+    /// The flags' defaults, as if none were given.
+    fn default() -> Self {
+        Self {
+            kubeconfig: None,
+            embedded: false,
+            data_dir: None,
+            workers: 2,
+            metrics_address: None,
+            leader_elect: None,
+            lease_namespace: "default".to_string(),
+            shutdown_timeout: 30,
+        }
+    }
 }
 
 /// Why controllers could not be started.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LaunchError {
     /// The kubeconfig or in-cluster config could not be loaded.
     #[error("cannot load the cluster configuration: {0}")]
     Config(String),
-    /// The embedded API server could not start.
+    /// The embedded API server could not start (or dynrec was built without it).
     #[error("cannot start the embedded API server: {0}")]
     Embedded(String),
     /// The embedded server's durable store could not open.
+    #[cfg(feature = "embedded")]
     #[error(transparent)]
     Storage(#[from] StorageError),
     /// The manager refused a controller or could not run.
@@ -70,12 +95,14 @@ pub struct Cluster {
     /// Whether it is the embedded API server.
     pub embedded: bool,
     /// The embedded server, kept running while the cluster lives.
+    #[cfg(feature = "embedded")]
     serving: Option<(ApiServer, Serving)>,
 }
 
 impl Cluster {
     /// Stops the embedded API server, if one runs.
     pub async fn shutdown(self) {
+        #[cfg(feature = "embedded")]
         if let Some((_, serving)) = self.serving {
             serving.shutdown().await;
         }
@@ -95,10 +122,14 @@ fn cluster_configured(args: &RunArgs) -> bool {
 }
 
 /// Connects to the configured cluster, or starts the embedded API server on a loopback port
-/// and writes a kubeconfig for it to `.dynrec/kubeconfig`.
+/// and writes a kubeconfig for it to `.dynrec/kubeconfig` (without the `embedded` feature,
+/// an error that says a cluster must be configured).
 pub async fn connect(args: &RunArgs) -> Result<Cluster, LaunchError> {
     if args.embedded || !cluster_configured(args) {
+        #[cfg(feature = "embedded")]
         return start_embedded(args).await;
+        #[cfg(not(feature = "embedded"))]
+        return Err(no_embedded_server());
     }
     connect_configured(args).await
 }
@@ -109,12 +140,17 @@ pub async fn connect_in_process(args: &RunArgs) -> Result<Cluster, LaunchError> 
     if !args.embedded && cluster_configured(args) {
         return connect_configured(args).await;
     }
-    let server = embedded_server(args)?;
-    Ok(Cluster {
-        client: server.client(),
-        embedded: true,
-        serving: None,
-    })
+    #[cfg(feature = "embedded")]
+    {
+        let server = embedded_server(args)?;
+        Ok(Cluster {
+            client: server.client(),
+            embedded: true,
+            serving: None,
+        })
+    }
+    #[cfg(not(feature = "embedded"))]
+    Err(no_embedded_server())
 }
 
 async fn connect_configured(args: &RunArgs) -> Result<Cluster, LaunchError> {
@@ -135,11 +171,23 @@ async fn connect_configured(args: &RunArgs) -> Result<Cluster, LaunchError> {
     Ok(Cluster {
         client,
         embedded: false,
+        #[cfg(feature = "embedded")]
         serving: None,
     })
 }
 
+/// Why [`connect`] fails without the `embedded` feature when no cluster is configured.
+#[cfg(not(feature = "embedded"))]
+fn no_embedded_server() -> LaunchError {
+    LaunchError::Embedded(
+        "dynrec was built without the `embedded` feature; configure a cluster instead \
+         (--kubeconfig, KUBECONFIG, ~/.kube/config or the in-cluster environment)"
+            .to_string(),
+    )
+}
+
 /// The embedded API server, durable when a data directory is given.
+#[cfg(feature = "embedded")]
 fn embedded_server(args: &RunArgs) -> Result<ApiServer, LaunchError> {
     Ok(match &args.data_dir {
         Some(dir) => ApiServer::builder().build_persistent(dir)?,
@@ -147,6 +195,7 @@ fn embedded_server(args: &RunArgs) -> Result<ApiServer, LaunchError> {
     })
 }
 
+#[cfg(feature = "embedded")]
 async fn start_embedded(args: &RunArgs) -> Result<Cluster, LaunchError> {
     let server = embedded_server(args)?;
     let address: SocketAddr = ([127, 0, 0, 1], 0).into();
@@ -234,5 +283,24 @@ pub async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = interrupt.await;
+    }
+}
+
+#[cfg(all(test, feature = "cli"))]
+mod tests {
+    use clap::Parser;
+
+    use super::RunArgs;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    #[test]
+    fn default_is_what_no_flags_give() {
+        let parsed = Flags::parse_from(["dynrec"]).run;
+        assert_eq!(format!("{parsed:?}"), format!("{:?}", RunArgs::default()));
     }
 }

@@ -10,9 +10,11 @@ mod preflight;
 mod queue;
 
 pub use health::{HealthError, HealthServer, Readiness, router};
+#[cfg(feature = "embedded")]
+pub use launch::EMBEDDED_KUBECONFIG;
 pub use launch::{
-    Cluster, EMBEDDED_KUBECONFIG, LaunchError, RunArgs, connect, connect_in_process,
-    manager_options, run_controllers, shutdown_signal,
+    Cluster, LaunchError, RunArgs, connect, connect_in_process, manager_options, run_controllers,
+    shutdown_signal,
 };
 pub use leader::{LeaderConfig, LeaderElector, LeaderError};
 pub use manager::{ControllerHandle, Manager, ManagerError, ManagerOptions};

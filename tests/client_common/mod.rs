@@ -19,33 +19,7 @@ pub fn object(value: Value) -> DynamicObject {
     serde_json::from_value(value).expect("test objects are valid")
 }
 
-/// A namespaced CRD `{plural}.{group}` serving `v1` of `kind`, with a status subresource and
-/// an open spec.
-pub fn crd(group: &str, kind: &str, plural: &str) -> DynamicObject {
-    object(json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{plural}.{group}")},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase(), "listKind": format!("{kind}List")},
-            "versions": [{
-                "name": "v1", "served": true, "storage": true,
-                "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {
-                    "type": "object",
-                    "properties": {
-                        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
-                    }
-                }}
-            }]
-        }
-    }))
-}
-
-/// The GVK of a CRD made by [`crd`].
+/// The GVK of a CRD made by `dynrec::testing::crd`.
 pub fn crd_gvk(group: &str, kind: &str) -> Gvk {
     Gvk::new(group, "v1", kind)
 }

@@ -8,9 +8,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, ApiResource, DynamicObject};
-use kube::core::GroupVersionKind;
-
 /// How long a process may take to start or stop.
 pub const PROCESS_DEADLINE: Duration = Duration::from_secs(30);
 
@@ -93,10 +90,4 @@ pub fn stop(child: &mut Child, signal: &str) {
 /// A client of the server at `url` (plain http on loopback).
 pub fn client(url: &str) -> kube::Client {
     kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap()
-}
-
-/// The `kind`s (plural `plural`, version v1) in namespace `default`.
-pub fn api(client: &kube::Client, group: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural);
-    Api::namespaced_with(client.clone(), "default", &ar)
 }
