@@ -16,6 +16,6 @@ pub use launch::{
 };
 pub use leader::{LeaderConfig, LeaderElector, LeaderError};
 pub use manager::{ControllerHandle, Manager, ManagerError, ManagerOptions};
-pub use metrics::{Metrics, ReconcileResult};
+pub use metrics::{Metrics, ResultLabel};
 pub use preflight::{Missing, RECHECK, manager_permissions, missing, wait_until_allowed};
-pub use queue::{Backoff, Outcome, QueueConfig, QueueError, QueueStats, WorkQueue};
+pub use queue::{Backoff, QueueConfig, QueueError, QueueStats, WorkOutcome, WorkQueue};
