@@ -23,8 +23,8 @@ use kube::api::DynamicObject;
 use serde::Serialize;
 use tracing::{Instrument, debug, debug_span, info, warn};
 
-use super::child_set::known_children;
-use super::updating_object_manager::track;
+use super::known_children::known_children;
+use super::object_manager::track;
 use super::{
     Context, ObjectManager, Outcome, Predicate, ReconcileError, Setup, SetupStep, SubReconciler,
     ValidationError,

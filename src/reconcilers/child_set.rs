@@ -15,9 +15,10 @@ use parking_lot::Mutex;
 use tracing::{Instrument, debug_span};
 
 use super::child::{DesiredFn, ParentAndChild, is_only_reconcile_child_status};
+use super::known_children::{clear_known_children, stash_known_children};
 use super::{
     ChildReconciler, Context, ObjectManager, Outcome, Predicate, ReconcileError, Sequence, Setup,
-    SetupStep, Stasher, SubReconciler, ValidationError, WithFinalizer,
+    SetupStep, SubReconciler, ValidationError, WithFinalizer,
 };
 use crate::client::ListOptions;
 use crate::object::Gvk;
@@ -58,23 +59,6 @@ impl ChildSetResult {
     pub fn aggregate_error(&self) -> Option<ReconcileError> {
         ReconcileError::join(self.children.iter().filter_map(|c| c.error.clone()))
     }
-}
-
-/// The children a child set listed for this request.
-#[derive(Clone)]
-struct KnownChildren {
-    child_type: Gvk,
-    children: Vec<Arc<DynamicObject>>,
-}
-
-const KNOWN_CHILDREN: Stasher<KnownChildren> = Stasher::new("dynrec.io/known-children");
-
-/// The children of `child_type` an enclosing child set listed for this request, if any.
-pub fn known_children(ctx: &Context, child_type: &Gvk) -> Option<Vec<Arc<DynamicObject>>> {
-    KNOWN_CHILDREN
-        .retrieve(ctx.stash())
-        .filter(|known| known.child_type == *child_type)
-        .map(|known| known.children)
 }
 
 /// Manages a set of children correlated by id (reconciler.io's `ChildSetReconciler`).
@@ -250,13 +234,7 @@ impl ChildSetReconciler {
         let known = self.children.list_our_children(ctx, parent).await?;
         let known_ids: BTreeSet<String> = known.iter().map(|c| identify(c)).collect();
         let child_type = self.children.child_type().clone();
-        KNOWN_CHILDREN.store(
-            ctx.stash(),
-            KnownChildren {
-                child_type,
-                children: known,
-            },
-        );
+        stash_known_children(ctx, child_type, known);
         let (desired, status_only) = match desired_children(ctx, parent).await {
             Ok(desired) => (desired, None),
             Err(err) if is_only_reconcile_child_status(&err) => (Vec::new(), Some(err)),
@@ -323,7 +301,7 @@ impl SubReconciler<DynamicObject> for ChildSetReconciler {
             let outcome = self
                 .reconcile_children(ctx, parent, identify, desired, &results)
                 .await;
-            KNOWN_CHILDREN.clear(ctx.stash());
+            clear_known_children(ctx);
             let outcome = match outcome {
                 Ok(outcome) => outcome,
                 Err(err) => return Outcome::err(err),

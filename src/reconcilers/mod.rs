@@ -17,10 +17,12 @@ mod child_set;
 mod config;
 mod context;
 mod error;
+mod events;
 pub(crate) mod failure;
 mod finalizers;
 mod flow;
 mod for_each;
+mod known_children;
 mod nested;
 mod object_manager;
 mod override_setup;
@@ -52,7 +54,7 @@ pub use child::{
 };
 pub use child_set::{
     ChildSetPartialResult, ChildSetReconciler, ChildSetResult, DesiredChildren, IdentifyChild,
-    ReflectChildrenStatus, known_children,
+    ReflectChildrenStatus,
 };
 pub use config::Config;
 pub use context::Context;

@@ -18,11 +18,12 @@ use kube::api::DynamicObject;
 use serde_json::Value;
 use tracing::{Instrument, debug, info, info_span};
 
+use super::events::{api_message, log_unrecorded};
 use super::{
     Config, Context, Outcome, Predicate, ReconcileError, ReconcileResult, Setup, SubReconciler,
     ValidationError, Watch,
 };
-use crate::client::{Error, reasons};
+use crate::client::reasons;
 use crate::object::{ConditionSet, Gvk, ObjectKey, StatusExt};
 
 /// Runs before the resource is read (and may await, e.g. read another object); returns the
@@ -413,24 +414,6 @@ fn sync_last_transition_times(resource: &mut DynamicObject, original: &DynamicOb
                 None => fields.remove("lastTransitionTime"),
             };
         }
-    }
-}
-
-/// The message of an API error as the server wrote it (else the error itself), for events.
-pub(super) fn api_message(err: &Error) -> String {
-    match err {
-        Error::Api(api) => match &api.source {
-            kube::Error::Api(status) => status.message.clone(),
-            other => other.to_string(),
-        },
-        other => other.to_string(),
-    }
-}
-
-/// Logs an event that could not be recorded (events are best effort).
-pub(super) fn log_unrecorded(recorded: Result<(), Error>) {
-    if let Err(err) = recorded {
-        debug!(%err, "event not recorded");
     }
 }
 
