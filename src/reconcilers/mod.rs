@@ -38,6 +38,7 @@ mod suppress;
 mod sync;
 mod try_catch;
 mod updating_object_manager;
+mod validation;
 mod with_config;
 mod with_finalizer;
 
@@ -80,6 +81,7 @@ pub use try_catch::TryCatch;
 pub use updating_object_manager::{
     HarmonizeImmutableFields, MergeBeforeUpdate, Sanitize, UpdatingObjectManager,
 };
+pub use validation::ValidationError;
 pub use with_config::WithConfig;
 pub use with_finalizer::WithFinalizer;
 
@@ -137,11 +139,6 @@ impl From<Result<ReconcileResult, ReconcileError>> for Outcome {
         }
     }
 }
-
-/// Why a reconciler tree is not complete (missing callbacks, contradictory options).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ValidationError(pub String);
 
 /// A reconciler that changes `resource` in place. `R` is the resource type: a
 /// `DynamicObject`, or a duck type inside `CastResource`.
