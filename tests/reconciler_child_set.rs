@@ -1,11 +1,12 @@
-//! ChildSetReconciler table tests (spec section 6; reconciler.io's childset_test.go): ConfigMap
+//! ChildSetReconciler table tests (reconciler.io's childset_test.go): ConfigMap
 //! children identified by an annotation, their data reflected as `status.fields["<id>.<key>"]`
 //! and Ready. Every list but the first fails (Go's `CalledAtMostTimes`), so each case also
 //! shows that the children are listed once.
 //!
 //! Mapping: each of the 18 cases of `TestChildSetReconciler` has a case of the same name.
 //! "defines a finalizer when requested" keeps its given children because a
-//! finalizer drops owner references for the listing too (quirk 8 fixed, see `child_set.rs`);
+//! finalizer drops owner references for the listing too (unlike reconciler.io, see the module
+//! doc of `child_set.rs`);
 //! a further case creates children without owner references under the finalizer.
 
 mod harness_common;

@@ -4,7 +4,7 @@
 //!
 //! Deliberate departures from reconciler.io:
 //! - with `OnlyReconcileChildStatus` and no existing child, the reflect function sees
-//!   `None` (quirk 9 fixed), never a blank object;
+//!   `None`, never the blank object reconciler.io passes;
 //! - `our_child` is a [`Predicate`] over [`ParentAndChild`], so it can be CEL
 //!   (`self.child.metadata.labels.app == self.parent.metadata.name`);
 //! - a desired child already controlled by another object is an

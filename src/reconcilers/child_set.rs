@@ -3,8 +3,9 @@
 //! sorted id order), and one reflection of every child's outcome onto the parent.
 //!
 //! Deliberate departures from reconciler.io: a finalizer implies skipping owner references
-//! everywhere, including the listing and the setup watches (quirk 8 fixed); and, as in
-//! `ChildReconciler`, a missing child is `None`.
+//! everywhere, including the listing and the setup watches (reconciler.io builds its
+//! listing before a finalizer turns owner references off, so it still lists and watches by
+//! owner); and, as in `ChildReconciler`, a missing child is `None`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -1,5 +1,6 @@
 //! Reconcilers: the `SubReconciler` contract and the reconciler types built on it, in the
-//! style of reconciler.io runtime (see `../shared/reference/reconcilerio-spec.md`).
+//! style of reconciler.io runtime (`reconciler.io/runtime/reconcilers`); each module
+//! describes where it departs from it.
 //!
 //! A sub-reconciler changes the resource in place; the root reconciler persists status
 //! changes. Results aggregate ([`ReconcileResult::aggregate`]) and errors carry markers

@@ -1,10 +1,11 @@
 //! `ResourceReconciler`: the root reconciler of one kind. It reads the requested resource,
 //! runs its sub-reconciler and writes the status back when it changed.
 //!
-//! Deliberate departures from reconciler.io (issue 5): a quiet `before_reconcile` error
-//! requeues (quirk 3 fixed), and dynamic objects get `status.observedGeneration` (for kinds
-//! with a status subresource, unless the root does not own the status: see
-//! [`ResourceReconciler::status_owned`]) and kept condition `lastTransitionTime`s (quirk 13 fixed).
+//! Deliberate departures from reconciler.io: a quiet `before_reconcile` error requeues, as
+//! in reconciler.io's `AggregateReconciler` (its `ResourceReconciler` returns it as is), and
+//! dynamic objects get `status.observedGeneration` (for kinds with a status subresource,
+//! unless the root does not own the status: see [`ResourceReconciler::status_owned`]) and
+//! kept condition `lastTransitionTime`s, which reconciler.io gives typed resources only.
 //! Every status is written with an update of the status subresource: Go merge-patches the
 //! status of duck types, which dynamic objects do not distinguish. There is no defaulting
 //! step (Go calls the resource's `Default` method).

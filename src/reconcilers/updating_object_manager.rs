@@ -5,7 +5,8 @@
 //!
 //! Deliberate departures from reconciler.io:
 //! - the mutation cache's generation guard compares the cached entry's generation with the
-//!   actual object's (quirk 7 fixed), so it takes effect for kinds with a generation too;
+//!   actual object's, so it takes effect for kinds with a generation too (reconciler.io
+//!   compares the desired object's generation with the server's, which rarely match);
 //! - there is no `DangerouslyAllowDuckTypes`: every object is a `DynamicObject`.
 
 use std::borrow::Cow;
