@@ -8,10 +8,10 @@ Each SRC_DIR holds a crate root (`lib.rs` and/or `main.rs`); the files reached t
 that B defines, through a `use` line or a path in code (`crate::..`, `super::..`,
 `self::..`). A `use` whose name the file does not mention again is a re-export, no
 dependency. Unit-test modules (`#[cfg(test)] mod x { .. }`) are left out: no file imports
-them. Names are resolved through re-exports to the file that
-defines them, so `use super::Outcome` depends on the file defining `Outcome`, not on the
-`mod.rs` that re-exports it. Exits 1 when some files import each other, directly or in a
-longer loop, and prints each loop.
+them. Names are resolved through re-exports to the file that defines them, so
+`use super::Outcome` depends on the file defining `Outcome`, not on the `mod.rs` that
+re-exports it. Exits 1 when some files import each other, directly or in a longer loop,
+and prints each loop.
 """
 
 import os
@@ -201,7 +201,7 @@ def resolve(modules, module, segs, seen=None):
     return {current.file}
 
 
-def exports(modules, module):
+def exports(module):
     """Names a glob import of `module` brings in."""
     names = set(module.defined) | set(module.children)
     names |= {name for public, _, name, _ in module.uses if public and name != "*"}
@@ -212,32 +212,35 @@ def dependencies(modules, module):
     """Files `module` depends on."""
     deps = set()
     code = module.code
-    for public, segs, name, span in module.uses:
+    for _, segs, name, span in module.uses:
         if not segs or segs[0] not in ("crate", "super", "self"):
             continue
-        inside = [start for start in module.inline if start < span[0] and depth_at(code, start, span[0])]
-        target = module
-        if inside and segs[0] == "super":
+        if segs[0] == "super" and in_inline_module(module, span[0]):
             segs = ["self"] + segs[1:]
+        # Everything but the `use` itself (and `mod x;` lines, which name no item).
+        rest = MOD_DECL.sub("", code[: span[0]] + code[span[1]:])
         if name == "*":
-            glob_target = resolve(modules, target, segs)
+            glob_target = resolve(modules, module, segs)
             for candidate in modules.values():
                 if candidate.file in glob_target:
-                    for exported in exports(modules, candidate):
-                        if re.search(r"\b%s\b" % re.escape(exported), code[: span[0]] + code[span[1]:]):
-                            deps |= resolve(modules, target, segs + [exported])
+                    for exported in exports(candidate):
+                        if re.search(r"\b%s\b" % re.escape(exported), rest):
+                            deps |= resolve(modules, module, segs + [exported])
             continue
-        rest = MOD_DECL.sub("", code[: span[0]] + code[span[1]:])
-        if not re.search(r"\b%s\b" % re.escape(name), rest):
-            continue
-        deps |= resolve(modules, target, segs)
+        if re.search(r"\b%s\b" % re.escape(name), rest):
+            deps |= resolve(modules, module, segs)
     for m in PATH.finditer(code):
         segs = re.sub(r"\s+", "", m.group(1)).split("::")
-        if segs[0] == "super" and any(depth_at(code, start, m.start()) for start in module.inline if start < m.start()):
+        if segs[0] == "super" and in_inline_module(module, m.start()):
             segs = ["self"] + segs[1:]
         deps |= resolve(modules, module, segs)
     deps.discard(module.file)
     return deps
+
+
+def in_inline_module(module, pos):
+    """Whether `pos` lies inside an inline `mod x { .. }` of `module`."""
+    return any(depth_at(module.code, start, pos) for start in module.inline if start < pos)
 
 
 def depth_at(code, start, pos):
