@@ -31,7 +31,10 @@ pub fn widgets(config: &Config) -> ResourceReconciler {
     let config_map = ChildReconciler::new(
         Gvk::new("", "v1", "ConfigMap"),
         |_ctx, widget| {
-            let name = format!("{}-greeting", widget.metadata.name.as_deref().unwrap_or_default());
+            let name = format!(
+                "{}-greeting",
+                widget.metadata.name.as_deref().unwrap_or_default()
+            );
             let child = json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": name, "namespace": widget.metadata.namespace},
                 "data": {"greeting": widget.data["spec"]["greeting"]}});

@@ -1,5 +1,5 @@
 //! Condition sets on the `status.conditions[]` of any `DynamicObject` (reconciler.io
-//! `apis.ConditionSet`, spec §10.6).
+//! `apis.ConditionSet`).
 
 use dynrec::object::{ConditionError, ConditionSet, StatusExt};
 use jiff::Timestamp;

@@ -362,9 +362,9 @@ async fn owned_config_maps(kube: &kube::Client) -> Vec<String> {
         .collect()
 }
 
-/// The race of issue 15: a reconcile working from a cache that has not yet seen its Widget's
-/// deletion re-creates the ConfigMap the garbage collector has just deleted, owned by a uid
-/// that no longer exists. As kube's collector, the server deletes such a dependent.
+/// The race of a deleted parent: a reconcile working from a cache that has not yet seen its
+/// Widget's deletion re-creates the ConfigMap the garbage collector has just deleted, owned by
+/// a uid that no longer exists. As kube's collector, the server deletes such a dependent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_widgets_mid_reconcile_leaves_no_config_map_behind() {
     const WIDGETS: usize = 100;

@@ -1,4 +1,4 @@
-//! UpdatingObjectManager table tests (spec section 7; reconciler.io's objectmanager_test.go),
+//! UpdatingObjectManager table tests (reconciler.io's objectmanager_test.go),
 //! run through the object manager harness: a ConfigMap child managed for the TestResource,
 //! with the manager's result stashed by the harness.
 //!
@@ -7,7 +7,7 @@
 //! cases repeat them with a duck type (and `DangerouslyAllowDuckTypes`), which has no
 //! counterpart among dynamic objects: the typed cases stand for them. Further cases: the
 //! mutation cache replaying server defaults at the captured generation, over additional
-//! reconciles of one manager (quirk 7 fixed, see `updating_object_manager.rs`). `TestPatch`
+//! reconciles of one manager (a departure, see `updating_object_manager.rs`). `TestPatch`
 //! is a unit test of the mutation in that file.
 
 mod harness_common;

@@ -1,8 +1,8 @@
-//! AggregateReconciler table tests (spec section 3; reconciler.io's aggregate_test.go, all
+//! AggregateReconciler table tests (reconciler.io's aggregate_test.go, all
 //! 23 cases): ConfigMap `test-resource` reconciled and written as its own child, with the
 //! StubObjectManager as in Go. Its three "context ..." cases are one case here; a quiet
 //! BeforeReconcile error requeues, as in Go (the same hooks as the ResourceReconciler's,
-//! where this is quirk 3 fixed). Validation stays a plain test.
+//! where this departs from Go). Validation stays a plain test.
 
 mod harness_common;
 

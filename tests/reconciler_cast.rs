@@ -1,4 +1,4 @@
-//! CastResource table tests (spec 8.9): a nested reconciler of a typed projection of the
+//! CastResource table tests: a nested reconciler of a typed projection of the
 //! resource runs, and what it changed, and only that, is applied back onto the resource.
 
 mod flow_common;

@@ -1,4 +1,4 @@
-//! ChildReconciler table tests (spec section 5; reconciler.io's child_test.go): a
+//! ChildReconciler table tests (reconciler.io's child_test.go): a
 //! TestResource parent whose `spec.fields` become the data of a ConfigMap child, reflected
 //! back as `status.fields` and Ready. The child object manager is the UpdatingObjectManager
 //! (Go's suite uses the stub), so the events are asserted too.
@@ -9,8 +9,9 @@
 //! finalization" uses the reconciler without owner references that also keeps a finalizer.
 //! Further cases: a desired child made from a referenced ConfigMap it tracks (found or
 //! missing), children without owner references (in sync, finalizer cleared), a status-only
-//! reconcile without a child (quirk 9 fixed), a child owned by another controller (an error,
-//! see `child.rs`), a cluster-scoped parent and refused owner references.
+//! reconcile without a child (`None`, not reconciler.io's blank child), a child owned by
+//! another controller (an error, see `child.rs`), a cluster-scoped parent and refused owner
+//! references.
 
 mod harness_common;
 

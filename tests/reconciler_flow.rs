@@ -1,4 +1,4 @@
-//! Table tests of IfThen, While, ForEach, TryCatch and OverrideSetup (spec 8.4 to 8.8),
+//! Table tests of IfThen, While, ForEach, TryCatch and OverrideSetup,
 //! ported from reconciler.io's flow_test.go, then their validation and setup.
 //!
 //! As in Go, the nested reconcilers mark `spec.fields.<step>` with "called"; each step also

@@ -1,4 +1,4 @@
-//! Advice (spec 8.3) table tests.
+//! Advice table tests.
 
 mod flow_common;
 mod harness_common;

@@ -1,4 +1,4 @@
-//! WithFinalizer (spec 8.11) table tests: the finalizer is added before the nested
+//! WithFinalizer table tests: the finalizer is added before the nested
 //! reconciler runs and cleared once a terminating resource is cleaned up.
 
 mod flow_common;

@@ -1,4 +1,4 @@
-//! Sequence and Always table tests (spec 8.1, 8.2; reconciler.io's sequence_test.go and
+//! Sequence and Always table tests (reconciler.io's sequence_test.go and
 //! always_test.go): how the results and errors of their children combine. Plus their
 //! validation and setup cascading as plain tests.
 
@@ -297,8 +297,8 @@ async fn sequence() {
                 halted(),
             ),
         ),
-        // The earlier 1m is dropped: only the failing child's result is returned (quirk 5;
-        // reconciler.io's case has no earlier child and its expected result is not compared).
+        // The earlier 1m is dropped: only the failing child's result is returned, as in
+        // reconciler.io (whose case has no earlier child and does not compare the result).
         (
             "ignores result on err",
             returns(
@@ -334,7 +334,7 @@ async fn always() {
                 loud("not quiet"),
             ),
         ),
-        // The quiet halt is dropped next to a loud error (quirk 6).
+        // The quiet halt is dropped next to a loud error, as in reconciler.io's `Always`.
         (
             "mixed quiet and non-quiet errors are not quiet",
             returns(
@@ -391,7 +391,8 @@ fn sequence_and_always_validate_every_child_with_its_index() {
             format!("{kind} must have a valid {kind}[1]: TestReconciler is invalid")
         );
     }
-    // Departure (quirk 11): reconciler.io skips an Always nested by value; we validate it.
+    // Departure: reconciler.io skips an Always nested by value (its `Validate` has a pointer
+    // receiver); we validate it.
     let nested = Sequence::new(vec![Box::new(Always::new(vec![child(false), child(true)]))]);
     assert_eq!(
         nested.validate().unwrap_err().to_string(),

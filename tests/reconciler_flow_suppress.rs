@@ -1,4 +1,4 @@
-//! SuppressTransientErrors (spec 8.12) table tests: the first errors of a generation are
+//! SuppressTransientErrors table tests: the first errors of a generation are
 //! quiet and skip the status update; persistent ones pass through. The reconciler keeps
 //! counters between requests, so most cases reconcile several times (`additional_reconciles`).
 

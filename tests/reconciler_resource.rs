@@ -1,11 +1,11 @@
-//! ResourceReconciler table tests (spec section 2; reconciler.io's resource_test.go), against
+//! ResourceReconciler table tests (reconciler.io's resource_test.go), against
 //! the embedded server.
 //!
 //! Mapping of reconciler.io's suites (every object here is a `DynamicObject`):
 //! - `TestResourceReconciler` (main): every case has a counterpart named after it, except
 //!   "resource is defaulted" (dynamic objects have no Go `Default` method). "sub reconciler
 //!   halted" (with and without a result) expects an empty result: since reconciler.io #609 a
-//!   successful status write drops the sub-reconciler's result (spec 2.2 step 8), which the
+//!   successful status write drops the sub-reconciler's result, which the
 //!   older Go expectation of `Requeue` predates. Its three "context ..." cases are one case.
 //! - `_Unstructured` ("in sync status", "status update") and `_NilableStatus` are the
 //!   "in sync resource is not written", "reconciler mutated status" and "status update
@@ -14,14 +14,15 @@
 //!   it (there are no ducks among dynamic objects), so "status patch failed" is "status update
 //!   failed".
 //! - `_NoStatus`/`_EmptyStatus`: "kind without status subresource is never status-written";
-//!   a TestResource without status gets `observedGeneration` written (quirk 13 fixed, see
-//!   the module doc of `resource.rs`): "observed generation is written on a resource without
-//!   status".
+//!   a TestResource without status gets `observedGeneration` written (which reconciler.io
+//!   does for typed resources only, see the module doc of `resource.rs`): "observed
+//!   generation is written on a resource without status".
 //! - `_UnexportedFields`, `_Default`, `_LegacyDefault`, `_ObjectDefault`: no counterpart
 //!   (no Go struct fields or defaulters).
 //!
-//! Departures tested: a quiet BeforeReconcile error requeues (quirk 3 fixed); dynamic objects
-//! get observedGeneration and initialized conditions (quirk 13 fixed).
+//! Departures tested: a quiet BeforeReconcile error requeues (reconciler.io's
+//! ResourceReconciler returns it as is); dynamic objects get observedGeneration and
+//! initialized conditions (reconciler.io gives them to typed resources only).
 
 mod harness_common;
 

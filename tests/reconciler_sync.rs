@@ -1,5 +1,4 @@
-//! SyncReconciler table tests (spec section 4; reconciler.io's sync_test.go) and the
-//! finalizer helpers (section 10.4).
+//! SyncReconciler table tests (reconciler.io's sync_test.go) and the finalizer helpers.
 
 mod harness_common;
 

@@ -1,4 +1,4 @@
-//! WithConfig table tests (spec 8.10): nested reconcilers read, write and track through
+//! WithConfig table tests: nested reconcilers read, write and track through
 //! another config (cluster), while writes on the reconciled resource itself (finalizers)
 //! keep going through the original config; the config function also runs at setup, where
 //! the watches nested reconcilers declare are scoped to its config.

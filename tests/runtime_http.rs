@@ -8,7 +8,7 @@ use dynrec::{
     client::Client,
     object::Gvk,
     runtime::{
-        HealthServer, Metrics, Outcome, QueueConfig, QueueStats, Readiness, ReconcileResult,
+        HealthServer, Metrics, QueueConfig, QueueStats, Readiness, ResultLabel, WorkOutcome,
         WorkQueue,
     },
 };
@@ -122,15 +122,15 @@ async fn metrics_expose_reconciles_queues_caches_and_leadership() {
     let metrics = Metrics::new();
     metrics.observe_client(&client);
     metrics.set_leader(true);
+    metrics.record_reconcile("widgets", ResultLabel::Success, Duration::from_millis(3));
     metrics.record_reconcile(
         "widgets",
-        ReconcileResult::Success,
-        Duration::from_millis(3),
+        WorkOutcome::Error.into(),
+        Duration::from_millis(40),
     );
-    metrics.record_reconcile("widgets", Outcome::Error.into(), Duration::from_millis(40));
     metrics.record_reconcile(
         "widgets",
-        Outcome::RequeueAfter(Duration::ZERO).into(),
+        WorkOutcome::RequeueAfter(Duration::ZERO).into(),
         Duration::ZERO,
     );
     let queue = WorkQueue::new(QueueConfig::default());

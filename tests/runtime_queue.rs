@@ -10,7 +10,7 @@ use std::{
     time::Duration,
 };
 
-use dynrec::runtime::{Backoff, Outcome, QueueConfig, QueueError, WorkQueue};
+use dynrec::runtime::{Backoff, QueueConfig, QueueError, WorkOutcome, WorkQueue};
 use parking_lot::Mutex;
 use tokio::{
     task::JoinHandle,
@@ -74,7 +74,7 @@ fn start<H, F>(
 ) -> JoinHandle<Result<(), QueueError>>
 where
     H: Fn(&'static str) -> F + Send + 'static,
-    F: Future<Output = Outcome> + Send + 'static,
+    F: Future<Output = WorkOutcome> + Send + 'static,
 {
     let queue = queue.clone();
     tokio::spawn(async move { queue.run(workers, handler).await })
@@ -87,7 +87,7 @@ fn start_logged<F>(
     outcome: impl Fn(usize) -> F + Send + 'static,
 ) -> (Log, JoinHandle<Result<(), QueueError>>)
 where
-    F: Future<Output = Outcome> + Send + 'static,
+    F: Future<Output = WorkOutcome> + Send + 'static,
 {
     let log = Log::new();
     let handler_log = log.clone();
@@ -127,11 +127,11 @@ impl Overlap {
     }
 
     /// A handler body: busy for 100 ms, then done.
-    fn busy(&self) -> impl Future<Output = Outcome> + Send + use<> {
+    fn busy(&self) -> impl Future<Output = WorkOutcome> + Send + use<> {
         let overlap = self.clone();
         async move {
             overlap.hold(100 * MS).await;
-            Outcome::Success
+            WorkOutcome::Success
         }
     }
 
@@ -148,7 +148,7 @@ async fn a_key_added_many_times_is_processed_once() {
     queue.add("a");
     queue.add("b");
     assert_eq!(queue.len(), 2, "one entry per key");
-    let (log, run) = start_logged(&queue, 2, |_| async { Outcome::Success });
+    let (log, run) = start_logged(&queue, 2, |_| async { WorkOutcome::Success });
     sleep(Duration::from_secs(60)).await;
     assert_eq!(
         log.times("a"),
@@ -216,8 +216,8 @@ async fn requeue_after_runs_the_key_again_after_the_delay() {
     let queue = WorkQueue::new(config());
     let (log, run) = start_logged(&queue, 1, |call| async move {
         match call {
-            1 => Outcome::RequeueAfter(Duration::from_secs(30)),
-            _ => Outcome::Success,
+            1 => WorkOutcome::RequeueAfter(Duration::from_secs(30)),
+            _ => WorkOutcome::Success,
         }
     });
     queue.add("a");
@@ -247,9 +247,9 @@ async fn failures_back_off_exponentially_and_the_backoff_resets_after_a_success(
             .is_ok();
         async move {
             if fail {
-                Outcome::Error
+                WorkOutcome::Error
             } else {
-                Outcome::Success
+                WorkOutcome::Success
             }
         }
     });
@@ -282,9 +282,9 @@ async fn a_plain_requeue_backs_off_and_a_panic_counts_as_an_error() {
     let queue = WorkQueue::new(config());
     let (log, run) = start_logged(&queue, 1, |call| async move {
         match call {
-            1 => Outcome::Requeue,
+            1 => WorkOutcome::Requeue,
             2 => panic!("reconciler bug"),
-            _ => Outcome::Success,
+            _ => WorkOutcome::Success,
         }
     });
     queue.add("a");
@@ -300,7 +300,7 @@ async fn resync_re_adds_every_known_key_and_forget_drops_one() {
         resync: Some(Duration::from_secs(10)),
         ..config()
     });
-    let (log, run) = start_logged(&queue, 2, |_| async { Outcome::Success });
+    let (log, run) = start_logged(&queue, 2, |_| async { WorkOutcome::Success });
     queue.add("a");
     queue.add("b");
     sleep(Duration::from_secs(15)).await;
@@ -334,7 +334,7 @@ async fn forget_unless_pending_keeps_a_key_added_again_while_in_flight() {
                 queue.add("b");
             }
             queue.forget_unless_pending(&key);
-            Outcome::Success
+            WorkOutcome::Success
         }
     });
     queue.add("a");
@@ -360,7 +360,7 @@ async fn shutdown_stops_taking_work_and_waits_for_work_in_flight() {
         async move {
             sleep(Duration::from_secs(2)).await;
             finished.fetch_add(1, Ordering::SeqCst);
-            Outcome::Success
+            WorkOutcome::Success
         }
     });
     queue.add("slow");
@@ -396,7 +396,7 @@ async fn shutdown_gives_up_on_work_running_past_the_bound() {
     });
     let run = start(&queue, 2, |_| async {
         sleep(Duration::from_secs(3600)).await;
-        Outcome::Success
+        WorkOutcome::Success
     });
     queue.add("stuck");
     sleep(10 * MS).await;
@@ -415,9 +415,9 @@ async fn shutdown_gives_up_on_work_running_past_the_bound() {
 #[tokio::test(start_paused = true)]
 async fn a_queue_runs_once() {
     let queue: WorkQueue<&'static str> = WorkQueue::new(config());
-    let run = start(&queue, 1, |_| async { Outcome::Success });
+    let run = start(&queue, 1, |_| async { WorkOutcome::Success });
     sleep(MS).await;
-    let again = queue.run(1, |_| async { Outcome::Success }).await;
+    let again = queue.run(1, |_| async { WorkOutcome::Success }).await;
     assert!(
         matches!(again, Err(QueueError::AlreadyStarted)),
         "{again:?}"

@@ -1,4 +1,4 @@
-//! AdmissionWebhookAdapter table tests (spec §9 and §11.3; reconciler.io's
+//! AdmissionWebhookAdapter table tests (reconciler.io's
 //! webhook_test.go, every case by name), plus its validation and what dynrec adds:
 //! the hooks, denying and warning through the response, and a panic.
 

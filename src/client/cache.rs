@@ -20,7 +20,7 @@ use tokio::{
 };
 use tracing::{debug, info, warn};
 
-use super::{ListOptions, Resolved, resolver::Kinds, store::Store};
+use super::{ListOptions, Resolved, resolved::Kinds, store::Store};
 use crate::object::{Gvk, ObjectKey};
 
 /// How many unread events a cache subscriber may fall behind by.

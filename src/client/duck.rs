@@ -183,6 +183,13 @@ pub enum DuckEvent<T> {
     Deleted(Ducked<T>),
 }
 
+impl Client {
+    /// A patch-only client for duck type `T`.
+    pub fn duck<T: Duck>(&self) -> DuckClient<T> {
+        DuckClient::new(self.clone())
+    }
+}
+
 impl<T: Duck> DuckClient<T> {
     /// A duck client over `client`.
     pub fn new(client: Client) -> Self {

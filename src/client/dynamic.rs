@@ -9,7 +9,7 @@ use kube::{
 use serde_json::Value;
 use tracing::{Instrument, debug, debug_span};
 
-use super::{ApiError, Cache, DuckClient, Error, ListOptions, Resolved, Resolver, cache::Caches};
+use super::{ApiError, Cache, Error, ListOptions, Resolved, Resolver, cache::Caches};
 use crate::object::{Gvk, ObjectKey};
 
 /// A client for objects of any kind, named by GVK at run time. Cheap to clone.
@@ -99,11 +99,6 @@ impl Client {
         ApiReader {
             client: self.clone(),
         }
-    }
-
-    /// A patch-only client for duck type `T`.
-    pub fn duck<T: dynrec_duck::Duck>(&self) -> DuckClient<T> {
-        DuckClient::new(self.clone())
     }
 
     /// The ready cache of a kind, if one runs and the kind is still served (a cache stops

@@ -3,8 +3,6 @@ use kube::{
     core::{Selector, SelectorExt},
 };
 
-use super::store::controller_uids;
-
 /// Which objects a list (or delete-collection) covers: a namespace, a label selector and a
 /// controller.
 ///
@@ -77,4 +75,12 @@ impl ListOptions {
             None => ListParams::default(),
         }
     }
+}
+
+/// The UIDs of an object's controller ownerReferences (the API server allows one).
+pub(super) fn controller_uids(object: &DynamicObject) -> impl Iterator<Item = &str> {
+    let references = object.metadata.owner_references.iter().flatten();
+    references
+        .filter(|r| r.controller == Some(true))
+        .map(|r| r.uid.as_str())
 }

@@ -1,9 +1,15 @@
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use kube::{
     api::ApiResource,
     discovery::{ApiCapabilities, Scope},
 };
 
 use crate::object::Gvk;
+
+/// Every kind the resolver knows, shared copy-on-write with the caches.
+pub(crate) type Kinds = Arc<BTreeMap<Gvk, Resolved>>;
 
 /// A kind as the API server serves it: its resource (plural), scope and subresources.
 #[derive(Clone, Debug, PartialEq, Eq)]

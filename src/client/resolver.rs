@@ -17,11 +17,9 @@ use tokio::{
 };
 use tracing::{debug, info};
 
+use super::resolved::Kinds;
 use super::{Cache, CacheEvent, ResolveError, Resolved, cache::Caches, crd::served_kinds};
 use crate::object::Gvk;
-
-/// Every kind the resolver knows, shared copy-on-write with the caches.
-pub(crate) type Kinds = Arc<BTreeMap<Gvk, Resolved>>;
 
 /// How long a group's discovery answer is trusted before a miss asks again.
 const DISCOVERY_TTL: Duration = Duration::from_secs(2);

@@ -14,6 +14,7 @@ use kube::{api::DynamicObject, runtime::watcher::Event};
 use parking_lot::{Mutex, RwLock};
 
 use super::ListOptions;
+use super::list::controller_uids;
 use crate::object::ObjectKey;
 
 /// The objects of one kind, indexed; see the module doc.
@@ -153,14 +154,6 @@ impl Objects {
             }
         }
     }
-}
-
-/// The UIDs of an object's controller ownerReferences (the API server allows one).
-pub(super) fn controller_uids(object: &DynamicObject) -> impl Iterator<Item = &str> {
-    let references = object.metadata.owner_references.iter().flatten();
-    references
-        .filter(|r| r.controller == Some(true))
-        .map(|r| r.uid.as_str())
 }
 
 /// The key an object is stored under (watched objects always have a name).

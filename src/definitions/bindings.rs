@@ -6,7 +6,6 @@ use std::sync::Arc;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
-use super::build::Readiness;
 use super::compile::{ChildPlan, upper_camel};
 use super::expr::Bindings;
 use crate::object::ConditionSet;
@@ -153,4 +152,16 @@ impl Shared {
             }
         }
     }
+}
+
+/// What a child step reflects onto its condition.
+pub(super) enum Readiness {
+    /// Every child exists and is ready (their names).
+    Ready(Vec<String>),
+    /// A child exists and a `readyWhen` is false.
+    NotReady(String),
+    /// There is no child (yet, or the parent is going).
+    Missing,
+    /// `includeWhen` is false.
+    Excluded(String),
 }

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
-use super::bindings::{Shared, bind, bindings, child_json, error_message};
+use super::bindings::{Readiness, Shared, bind, bindings, child_json, error_message};
 use super::compile::{
     ChildPlan, ChildSetPlan, CompiledDefinition, Plan, RefPlan, SyncPlan, upper_camel,
 };
@@ -529,18 +529,6 @@ impl<M: ObjectManager> ObjectManager for Renaming<M> {
         }
         self.0.manage(ctx, resource, actual, desired).await
     }
-}
-
-/// What a child step reflects onto its condition.
-pub(super) enum Readiness {
-    /// Every child exists and is ready (their names).
-    Ready(Vec<String>),
-    /// A child exists and a `readyWhen` is false.
-    NotReady(String),
-    /// There is no child (yet, or the parent is going).
-    Missing,
-    /// `includeWhen` is false.
-    Excluded(String),
 }
 
 /// Evaluates `readyWhen` over each child (bound as `child` and by the step's id).

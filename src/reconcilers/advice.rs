@@ -2,7 +2,7 @@
 //!
 //! Departures from reconciler.io:
 //! - Setup always cascades to the nested reconciler (Go cascades only when Advice's own
-//!   Setup is set, quirk 11), and validation always recurses into it.
+//!   Setup is set), and validation always recurses into it.
 //! - "at least one of Before, Around or After" is checked (it is dead code in Go, whose
 //!   defaults are filled in before the check).
 

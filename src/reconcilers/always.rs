@@ -1,7 +1,7 @@
 //! `Always`: every sub-reconciler is called, even after errors.
 //!
-//! Departures from reconciler.io: `Always` always validates its children (Go skips this when
-//! it is used by value, quirk 11).
+//! Departures from reconciler.io: `Always` always validates its children (Go's `Validate`
+//! has a pointer receiver, so an `Always` used by value is not validated).
 
 use async_trait::async_trait;
 use kube::api::DynamicObject;

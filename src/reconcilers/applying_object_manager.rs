@@ -12,7 +12,7 @@ use kube::api::DynamicObject;
 use serde_json::{Map, Value};
 use tracing::{debug, info};
 
-use super::updating_object_manager::{Write, prepare, present, record, report_write, track};
+use super::object_manager::{Write, prepare, present, record, report_write, track};
 use super::{Context, ObjectManager, ReconcileError, Setup, ValidationError};
 use crate::object::Gvk;
 

@@ -10,7 +10,8 @@
 //!   such field; a dynamic resource has no type to drop it by).
 //! - When the changed resource is no longer a valid object, the resource is left unchanged
 //!   (reconciler.io leaves it partly rewritten).
-//! - The nested reconciler is always validated (quirk 11).
+//! - The nested reconciler is always validated (reconciler.io validates nested reconcilers
+//!   only when asked to validate recursively).
 
 use std::any::type_name;
 use std::marker::PhantomData;

@@ -7,15 +7,11 @@
 //! bool, or fails (a missing field read without `has()`), is false and logged.
 
 use std::any::Any;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, LazyLock};
 
-use cel::common::types::{
-    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelTimestamp,
-    CelUInt,
-};
-use cel::common::value::Val;
+use cel::common::types::CelTimestamp;
 use cel::{ExecutionError, ParseErrors, Program, Value};
 use jiff::Timestamp;
 use kube::api::DynamicObject;
@@ -202,28 +198,6 @@ fn typed_fields(
         );
     }
     Ok(typed)
-}
-
-/// A CEL value over JSON: integers are `int` (`uint` only beyond `i64`), strings and keys
-/// borrow from `json`.
-pub(crate) fn to_val(json: &Json) -> Box<dyn Val + '_> {
-    match json {
-        Json::Null => Box::new(CelNull),
-        Json::Bool(b) => Box::new(CelBool::from(*b)),
-        Json::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => Box::new(CelInt::from(i)),
-            (None, Some(u)) => Box::new(CelUInt::from(u)),
-            (None, None) => Box::new(CelDouble::from(n.as_f64().unwrap_or(f64::NAN))),
-        },
-        Json::String(s) => Box::new(CelString::from(s.as_str())),
-        Json::Array(items) => Box::new(CelList::from(items.iter().map(to_val).collect::<Vec<_>>())),
-        Json::Object(fields) => Box::new(CelMap::from(
-            fields
-                .iter()
-                .map(|(k, v)| (CelMapKey::from(k.as_str()), to_val(v)))
-                .collect::<HashMap<_, _>>(),
-        )),
-    }
 }
 
 /// `now` as a CEL timestamp (UTC).

@@ -11,11 +11,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
-use cel::common::types::{CelMap, CelMapKey, CelNull};
+use cel::common::types::{
+    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
+};
 use cel::common::value::Val;
 use serde_json::Value as Json;
-
-use super::cel::to_val;
 
 /// The part of a value an expression reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -303,6 +303,28 @@ pub(crate) fn project_fields<'a>(
         })
         .collect();
     Box::new(CelMap::from(map))
+}
+
+/// A CEL value over JSON: integers are `int` (`uint` only beyond `i64`), strings and keys
+/// borrow from `json`.
+fn to_val(json: &Json) -> Box<dyn Val + '_> {
+    match json {
+        Json::Null => Box::new(CelNull),
+        Json::Bool(b) => Box::new(CelBool::from(*b)),
+        Json::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Box::new(CelInt::from(i)),
+            (None, Some(u)) => Box::new(CelUInt::from(u)),
+            (None, None) => Box::new(CelDouble::from(n.as_f64().unwrap_or(f64::NAN))),
+        },
+        Json::String(s) => Box::new(CelString::from(s.as_str())),
+        Json::Array(items) => Box::new(CelList::from(items.iter().map(to_val).collect::<Vec<_>>())),
+        Json::Object(fields) => Box::new(CelMap::from(
+            fields
+                .iter()
+                .map(|(k, v)| (CelMapKey::from(k.as_str()), to_val(v)))
+                .collect::<HashMap<_, _>>(),
+        )),
+    }
 }
 
 #[cfg(test)]

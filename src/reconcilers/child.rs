@@ -4,7 +4,7 @@
 //!
 //! Deliberate departures from reconciler.io:
 //! - with `OnlyReconcileChildStatus` and no existing child, the reflect function sees
-//!   `None` (quirk 9 fixed), never a blank object;
+//!   `None`, never the blank object reconciler.io passes;
 //! - `our_child` is a [`Predicate`] over [`ParentAndChild`], so it can be CEL
 //!   (`self.child.metadata.labels.app == self.parent.metadata.name`);
 //! - a desired child already controlled by another object is an
@@ -22,9 +22,9 @@ use kube::api::DynamicObject;
 use serde::Serialize;
 use tracing::{Instrument, debug, debug_span, info, warn};
 
-use super::child_set::known_children;
+use super::known_children::known_children;
+use super::object_manager::track;
 use super::steps::derive_as_async;
-use super::updating_object_manager::track;
 use super::{
     ApplyingObjectManager, AsyncDerive, ChildListOptions, Context, Derive, Merge, ObjectManager,
     Outcome, Predicate, ReconcileError, ReflectChild, Setup, SetupStep, SubReconciler,

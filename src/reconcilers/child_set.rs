@@ -3,8 +3,9 @@
 //! sorted id order), and one reflection of every child's outcome onto the parent.
 //!
 //! Deliberate departures from reconciler.io: a finalizer implies skipping owner references
-//! everywhere, including the listing and the setup watches (quirk 8 fixed); and, as in
-//! `ChildReconciler`, a missing child is `None`.
+//! everywhere, including the listing and the setup watches (reconciler.io builds its
+//! listing before a finalizer turns owner references off, so it still lists and watches by
+//! owner); and, as in `ChildReconciler`, a missing child is `None`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -17,11 +18,12 @@ use tracing::{Instrument, debug_span};
 use futures::future::BoxFuture;
 
 use super::child::{DesiredChild, ParentAndChild, is_only_reconcile_child_status};
+use super::known_children::{clear_known_children, stash_known_children};
 use super::steps::derive_as_async;
 use super::{
     AsyncDerive, ChildListOptions, ChildReconciler, Context, Derive, IdentifyChild, Merge,
     ObjectManager, Outcome, Predicate, ReconcileError, ReflectChildren, Sequence, Setup, SetupStep,
-    Stasher, SubReconciler, ValidationError, WithFinalizer,
+    SubReconciler, ValidationError, WithFinalizer,
 };
 use crate::object::Gvk;
 
@@ -48,23 +50,6 @@ impl ChildSetResult {
     pub fn aggregate_error(&self) -> Option<ReconcileError> {
         ReconcileError::join(self.children.iter().filter_map(|c| c.error.clone()))
     }
-}
-
-/// The children a child set listed for this request.
-#[derive(Clone)]
-struct KnownChildren {
-    child_type: Gvk,
-    children: Vec<Arc<DynamicObject>>,
-}
-
-const KNOWN_CHILDREN: Stasher<KnownChildren> = Stasher::new("dynrec.io/known-children");
-
-/// The children of `child_type` an enclosing child set listed for this request, if any.
-pub fn known_children(ctx: &Context, child_type: &Gvk) -> Option<Vec<Arc<DynamicObject>>> {
-    KNOWN_CHILDREN
-        .retrieve(ctx.stash())
-        .filter(|known| known.child_type == *child_type)
-        .map(|known| known.children)
 }
 
 /// Manages a set of children correlated by id (reconciler.io's `ChildSetReconciler`). As
@@ -268,13 +253,7 @@ impl ChildSetReconciler {
         let known = self.children.list_our_children(ctx, parent).await?;
         let known_ids: BTreeSet<String> = known.iter().map(|c| identify(c)).collect();
         let child_type = self.children.child_type().clone();
-        KNOWN_CHILDREN.store(
-            ctx.stash(),
-            KnownChildren {
-                child_type,
-                children: known,
-            },
-        );
+        stash_known_children(ctx, child_type, known);
         let (desired, status_only) = match desired_children(ctx, parent).await {
             Ok(desired) => (desired, None),
             Err(err) if is_only_reconcile_child_status(&err) => (Vec::new(), Some(err)),
@@ -325,7 +304,7 @@ impl SubReconciler<DynamicObject> for ChildSetReconciler {
             let outcome = self
                 .reconcile_children(ctx, parent, identify, desired, &results)
                 .await;
-            KNOWN_CHILDREN.clear(ctx.stash());
+            clear_known_children(ctx);
             let outcome = match outcome {
                 Ok(outcome) => outcome,
                 Err(err) => return Outcome::err(err),

@@ -67,13 +67,13 @@ async fn patch_finalizer(
             debug!(%gvk, object = %key, finalizer, %err, "unable to patch finalizer");
             let message = format!(
                 "Failed to patch finalizer {finalizer:?}: {}",
-                super::resource::api_message(&err)
+                super::events::api_message(&err)
             );
             let recorded = config
                 .recorder
                 .warning(resource, reasons::FINALIZER_PATCH_FAILED, message)
                 .await;
-            super::resource::log_unrecorded(recorded);
+            super::events::log_unrecorded(recorded);
             Err(err.into())
         }
         Ok(patched) => {
@@ -83,7 +83,7 @@ async fn patch_finalizer(
                 .recorder
                 .normal(resource, reasons::FINALIZER_PATCHED, message)
                 .await;
-            super::resource::log_unrecorded(recorded);
+            super::events::log_unrecorded(recorded);
             resource.metadata.finalizers = patched.metadata.finalizers;
             resource.metadata.resource_version = patched.metadata.resource_version;
             resource.metadata.generation = patched.metadata.generation;

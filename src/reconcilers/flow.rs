@@ -1,6 +1,7 @@
 //! Branches and loops: `IfThen` and `While`.
 //!
-//! Departures from reconciler.io: both always validate their nested reconcilers (quirk 11);
+//! Departures from reconciler.io: both always validate their nested reconcilers (Go
+//! validates nested reconcilers only when asked to validate recursively);
 //! their conditions and reconcilers are required by the constructors, so the "must
 //! implement If/Then/Condition/Reconciler" errors of Go cannot occur.
 

@@ -1,7 +1,9 @@
 //! `ForEach`: a reconciler called once per item, with a [`Cursor`] in the stash.
 //!
-//! Departure from reconciler.io: the nested reconciler is always validated (quirk 11). As in Go, the stash is request-wide: the last cursor stays
-//! stashed after the loop, and nested loops over the same item type share one key.
+//! Departure from reconciler.io: the nested reconciler is always validated (reconciler.io
+//! validates nested reconcilers only when asked to validate recursively). As in Go, the
+//! stash is request-wide: the last cursor stays stashed after the loop, and nested loops
+//! over the same item type share one key.
 
 use std::any::{Any, type_name};
 

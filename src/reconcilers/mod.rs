@@ -1,5 +1,6 @@
 //! Reconcilers: the `SubReconciler` contract and the reconciler types built on it, in the
-//! style of reconciler.io runtime (see `../shared/reference/reconcilerio-spec.md`).
+//! style of reconciler.io runtime (`reconciler.io/runtime/reconcilers`); each module
+//! describes where it departs from it.
 //!
 //! A sub-reconciler changes the resource in place; the root reconciler persists status
 //! changes. Results aggregate ([`ReconcileResult::aggregate`]) and errors carry markers
@@ -17,10 +18,12 @@ mod child_set;
 mod config;
 mod context;
 mod error;
+mod events;
 pub(crate) mod failure;
 mod finalizers;
 mod flow;
 mod for_each;
+mod known_children;
 mod nested;
 mod object_manager;
 mod override_setup;
@@ -37,6 +40,7 @@ mod suppress;
 mod sync;
 mod try_catch;
 mod updating_object_manager;
+mod validation;
 mod with_config;
 mod with_finalizer;
 
@@ -50,7 +54,7 @@ pub use child::{
     ChildReconciler, OnlyReconcileChildStatus, OwnerReferenceError, ParentAndChild, api_reason,
     api_status,
 };
-pub use child_set::{ChildSetPartialResult, ChildSetReconciler, ChildSetResult, known_children};
+pub use child_set::{ChildSetPartialResult, ChildSetReconciler, ChildSetResult};
 pub use config::Config;
 pub use context::Context;
 pub use error::{Markers, ReconcileError};
@@ -75,6 +79,7 @@ pub use suppress::SuppressTransientErrors;
 pub use sync::{HasMetadata, SyncReconciler};
 pub use try_catch::TryCatch;
 pub use updating_object_manager::UpdatingObjectManager;
+pub use validation::ValidationError;
 pub use with_config::WithConfig;
 pub use with_finalizer::WithFinalizer;
 
@@ -132,11 +137,6 @@ impl From<Result<ReconcileResult, ReconcileError>> for Outcome {
         }
     }
 }
-
-/// Why a reconciler tree is not complete (missing callbacks, contradictory options).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ValidationError(pub String);
 
 /// A reconciler that changes `resource` in place. `R` is the resource type: a
 /// `DynamicObject`, or a duck type inside `CastResource`.

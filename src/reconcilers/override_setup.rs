@@ -1,7 +1,8 @@
 //! `OverrideSetup`: replaces the nested reconciler's setup with its own.
 //!
-//! Departures from reconciler.io: the nested reconciler is validated (quirk 11), though its
-//! setup is still not called, which is the point of this type.
+//! Departures from reconciler.io: the nested reconciler is always validated (reconciler.io
+//! validates nested reconcilers only when asked to validate recursively), though its setup
+//! is still not called, which is the point of this type.
 
 use async_trait::async_trait;
 use kube::api::DynamicObject;

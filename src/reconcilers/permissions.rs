@@ -2,7 +2,6 @@
 //! watches, each naming the reconciler that needs it: what `dynrec rbac` prints and what the
 //! Manager checks before it starts a controller.
 
-use super::{Setup, Watch};
 use crate::object::Gvk;
 
 /// Verbs that read a kind: what a watch (list, then watch) and a cached get need.
@@ -51,49 +50,6 @@ impl Permission {
             "" => plural,
             sub => format!("{plural}/{sub}"),
         }
-    }
-}
-
-impl Setup {
-    /// Declares that the reconciler `by` needs `verbs` on `gvk` (its `subresource` when not
-    /// empty).
-    pub fn require(&mut self, by: &str, gvk: &Gvk, subresource: &str, verbs: &[&str]) {
-        let permission = Permission::new(gvk, subresource, verbs, by);
-        if !self.required.contains(&permission) {
-            self.required.push(permission);
-        }
-    }
-
-    /// The kind the tree reconciles, once its root declared it.
-    pub fn resource_type(&self) -> Option<&Gvk> {
-        self.watches().iter().find_map(|watch| match watch {
-            Watch::For(gvk) => Some(gvk),
-            _ => None,
-        })
-    }
-
-    /// Everything the tree of `controller` needs: reads of every kind it watches (through
-    /// the root's config) and what its reconcilers declared (each named "X in controller").
-    pub fn permissions(&self, controller: &str) -> Vec<Permission> {
-        let reads = self.watches().iter().map(|watch| {
-            let (gvk, why) = match watch {
-                Watch::For(gvk) => (gvk, "watches the kind it reconciles"),
-                Watch::Owns(gvk) => (gvk, "watches the children it owns"),
-                Watch::Tracked(gvk) => (gvk, "watches tracked objects"),
-            };
-            Permission::new(gvk, "", READ, format!("{controller} ({why})"))
-        });
-        let declared = self.required.iter().map(|p| match p.by == controller {
-            true => p.clone(),
-            false => Permission {
-                by: format!("{} in {controller}", p.by),
-                ..p.clone()
-            },
-        });
-        let mut all: Vec<Permission> = reads.chain(declared).collect();
-        all.sort();
-        all.dedup();
-        all
     }
 }
 

@@ -1,10 +1,11 @@
 //! `ResourceReconciler`: the root reconciler of one kind. It reads the requested resource,
 //! runs its sub-reconciler and writes the status back when it changed.
 //!
-//! Deliberate departures from reconciler.io (issue 5): a quiet `before_reconcile` error
-//! requeues (quirk 3 fixed), and dynamic objects get `status.observedGeneration` (for kinds
-//! with a status subresource, unless the root does not own the status: see
-//! [`ResourceReconciler::status_owned`]) and kept condition `lastTransitionTime`s (quirk 13 fixed).
+//! Deliberate departures from reconciler.io: a quiet `before_reconcile` error requeues, as
+//! in reconciler.io's `AggregateReconciler` (its `ResourceReconciler` returns it as is), and
+//! dynamic objects get `status.observedGeneration` (for kinds with a status subresource,
+//! unless the root does not own the status: see [`ResourceReconciler::status_owned`]) and
+//! kept condition `lastTransitionTime`s, which reconciler.io gives typed resources only.
 //! Every status is written with an update of the status subresource: Go merge-patches the
 //! status of duck types, which dynamic objects do not distinguish. There is no defaulting
 //! step (Go calls the resource's `Default` method).
@@ -18,11 +19,12 @@ use kube::api::DynamicObject;
 use serde_json::Value;
 use tracing::{Instrument, debug, info, info_span};
 
+use super::events::{api_message, log_unrecorded};
 use super::{
     AfterReconcile, BeforeReconcile, Config, Context, Outcome, Predicate, ReconcileError,
     ReconcileResult, Setup, SubReconciler, ValidationError, Watch,
 };
-use crate::client::{Error, reasons};
+use crate::client::reasons;
 use crate::object::{ConditionSet, Gvk, ObjectKey, StatusExt};
 
 /// Per-request settings a caller (the runtime, or a test) may choose.
@@ -416,24 +418,6 @@ fn sync_last_transition_times(resource: &mut DynamicObject, original: &DynamicOb
                 None => fields.remove("lastTransitionTime"),
             };
         }
-    }
-}
-
-/// The message of an API error as the server wrote it (else the error itself), for events.
-pub(super) fn api_message(err: &Error) -> String {
-    match err {
-        Error::Api(api) => match &api.source {
-            kube::Error::Api(status) => status.message.clone(),
-            other => other.to_string(),
-        },
-        other => other.to_string(),
-    }
-}
-
-/// Logs an event that could not be recorded (events are best effort).
-pub(super) fn log_unrecorded(recorded: Result<(), Error>) {
-    if let Err(err) = recorded {
-        debug!(%err, "event not recorded");
     }
 }
 

@@ -1,7 +1,7 @@
 //! `Sequence`: sub-reconcilers called in order, stopping at the first error.
 //!
-//! Departures from reconciler.io: a `Sequence` always validates its children (Go skips this
-//! when the `Sequence` is used by value, quirk 11).
+//! Departures from reconciler.io: a `Sequence` always validates its children (Go's
+//! `Validate` has a pointer receiver, so a `Sequence` used by value is not validated).
 
 use async_trait::async_trait;
 use kube::api::DynamicObject;

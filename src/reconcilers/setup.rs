@@ -1,7 +1,7 @@
 //! What a reconciler tree declares at setup: the watches the runtime must open for it, and
 //! through which config (cluster) each is opened.
 
-use super::{Config, ValidationError};
+use super::{Config, Permission, READ, ValidationError};
 use crate::object::Gvk;
 
 /// A setup step of a reconciler's own, e.g. declaring the kinds it tracks (reconciler.io's
@@ -46,7 +46,7 @@ pub struct Setup {
     watches: Vec<Watch>,
     scoped_watches: Vec<ScopedWatch>,
     /// Permissions declared with [`Setup::require`].
-    pub(super) required: Vec<super::Permission>,
+    pub(super) required: Vec<Permission>,
 }
 
 impl Setup {
@@ -111,5 +111,48 @@ impl Setup {
     /// The watches declared under `WithConfig`, in declaration order.
     pub fn scoped_watches(&self) -> &[ScopedWatch] {
         &self.scoped_watches
+    }
+}
+
+impl Setup {
+    /// Declares that the reconciler `by` needs `verbs` on `gvk` (its `subresource` when not
+    /// empty).
+    pub fn require(&mut self, by: &str, gvk: &Gvk, subresource: &str, verbs: &[&str]) {
+        let permission = Permission::new(gvk, subresource, verbs, by);
+        if !self.required.contains(&permission) {
+            self.required.push(permission);
+        }
+    }
+
+    /// The kind the tree reconciles, once its root declared it.
+    pub fn resource_type(&self) -> Option<&Gvk> {
+        self.watches().iter().find_map(|watch| match watch {
+            Watch::For(gvk) => Some(gvk),
+            _ => None,
+        })
+    }
+
+    /// Everything the tree of `controller` needs: reads of every kind it watches (through
+    /// the root's config) and what its reconcilers declared (each named "X in controller").
+    pub fn permissions(&self, controller: &str) -> Vec<Permission> {
+        let reads = self.watches().iter().map(|watch| {
+            let (gvk, why) = match watch {
+                Watch::For(gvk) => (gvk, "watches the kind it reconciles"),
+                Watch::Owns(gvk) => (gvk, "watches the children it owns"),
+                Watch::Tracked(gvk) => (gvk, "watches tracked objects"),
+            };
+            Permission::new(gvk, "", READ, format!("{controller} ({why})"))
+        });
+        let declared = self.required.iter().map(|p| match p.by == controller {
+            true => p.clone(),
+            false => Permission {
+                by: format!("{} in {controller}", p.by),
+                ..p.clone()
+            },
+        });
+        let mut all: Vec<Permission> = reads.chain(declared).collect();
+        all.sort();
+        all.dedup();
+        all
     }
 }

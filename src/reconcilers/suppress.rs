@@ -3,7 +3,8 @@
 //!
 //! Departures from reconciler.io: the kind listed for the stale-counter purge defaults to
 //! the reconciled kind of the request (Go needs a `ListType`); the nested reconciler is
-//! always validated (quirk 11).
+//! always validated (reconciler.io validates nested reconcilers only when asked to validate
+//! recursively).
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;

@@ -1,6 +1,7 @@
 //! `TryCatch`: try, catch and finally, in that order.
 //!
-//! Departure from reconciler.io: `Try` and `Finally` are always validated (quirk 11).
+//! Departure from reconciler.io: `Try` and `Finally` are always validated (reconciler.io
+//! validates nested reconcilers only when asked to validate recursively).
 
 use async_trait::async_trait;
 use kube::api::DynamicObject;

@@ -3,11 +3,10 @@
 //! finalizer on that resource, and a mutation cache that replays what the server changed on
 //! the last update (defaults, admission mutations) onto the next desired object.
 //!
-//! Also home of the steps every object manager shares (finalizer, delete, write events).
-//!
 //! Deliberate departures from reconciler.io:
 //! - the mutation cache's generation guard compares the cached entry's generation with the
-//!   actual object's (quirk 7 fixed), so it takes effect for kinds with a generation too;
+//!   actual object's, so it takes effect for kinds with a generation too (reconciler.io
+//!   compares the desired object's generation with the server's, which rarely match);
 //! - there is no `DangerouslyAllowDuckTypes`: every object is a `DynamicObject`.
 
 use std::borrow::Cow;
@@ -16,18 +15,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use kube::api::{DeleteParams, DynamicObject};
+use kube::api::DynamicObject;
 use parking_lot::Mutex;
 use serde_json::Value;
 use tracing::{debug, info};
 
-use super::resource::{api_message, log_unrecorded};
+use super::object_manager::{Write, prepare, present, record, report_write, track};
 use super::{
     Context, Harmonize, Merge, ObjectManager, ReconcileError, Sanitize, Setup, ValidationError,
-    add_finalizer, clear_finalizer,
 };
-use crate::client::{self, EventType, reasons};
-use crate::object::{Gvk, ObjectKey};
+use crate::object::Gvk;
 
 /// How long a captured mutation is replayed.
 const MUTATION_TTL: Duration = Duration::from_secs(3600);
@@ -204,189 +201,6 @@ impl ObjectManager for UpdatingObjectManager {
         record(ctx, resource, Write::Update.done(), &updated).await;
         Ok(Some(updated))
     }
-}
-
-/// The actual object, unless it is absent (none, or never persisted).
-pub(super) fn present(actual: Option<&DynamicObject>) -> Option<&DynamicObject> {
-    actual.filter(|a| a.metadata.creation_timestamp.is_some())
-}
-
-/// The steps every manager takes before writing: with nothing desired, deletes the actual
-/// object (or, once it is gone, clears the finalizer); otherwise adds the finalizer and
-/// returns the desired object.
-pub(super) async fn prepare<'d>(
-    ctx: &Context,
-    resource: &mut DynamicObject,
-    finalizer: &str,
-    actual: Option<&DynamicObject>,
-    desired: Option<&'d DynamicObject>,
-) -> Result<Option<&'d DynamicObject>, ReconcileError> {
-    match (actual, desired) {
-        (None, None) => {
-            clear_finalizer(ctx, resource, finalizer).await?;
-            Ok(None)
-        }
-        (Some(actual), None) => {
-            delete(ctx, resource, actual).await?;
-            Ok(None)
-        }
-        (_, Some(desired)) => {
-            add_finalizer(ctx, resource, finalizer).await?;
-            Ok(Some(desired))
-        }
-    }
-}
-
-/// Deletes `actual` unless it is already terminating; the finalizer stays until it is gone.
-async fn delete(
-    ctx: &Context,
-    resource: &DynamicObject,
-    actual: &DynamicObject,
-) -> Result<(), ReconcileError> {
-    if actual.metadata.deletion_timestamp.is_some() {
-        return Ok(());
-    }
-    let gvk = Gvk::of(actual).map_err(client::Error::from)?;
-    let key = ObjectKey::of(actual).map_err(client::Error::from)?;
-    info!(%gvk, child = %key, "deleting child");
-    let deleted = ctx
-        .config()
-        .client
-        .delete(&gvk, &key, &DeleteParams::default())
-        .await;
-    match deleted {
-        Ok(_) => {
-            record(ctx, resource, Done::Deleted, actual).await;
-            Ok(())
-        }
-        Err(err) => {
-            failed(
-                ctx,
-                resource,
-                "delete",
-                reasons::DELETE_FAILED,
-                actual,
-                &err,
-            )
-            .await;
-            Err(err.into())
-        }
-    }
-}
-
-/// A write of a managed object.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Write {
-    /// The object did not exist.
-    Create,
-    /// The object existed.
-    Update,
-}
-
-/// A write that succeeded, as its event says it.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Done {
-    Created,
-    Updated,
-    Deleted,
-}
-
-impl Write {
-    /// The event of the write's success.
-    pub(super) fn done(self) -> Done {
-        match self {
-            Write::Create => Done::Created,
-            Write::Update => Done::Updated,
-        }
-    }
-}
-
-/// Records the Warning event of a failed write (`Failed to <verb> <Kind> "<name>": ...`)
-/// and returns the error; passes a success through.
-pub(super) async fn report_write(
-    ctx: &Context,
-    resource: &DynamicObject,
-    write: Write,
-    object: &DynamicObject,
-    result: Result<DynamicObject, client::Error>,
-) -> Result<DynamicObject, ReconcileError> {
-    let (verb, reason) = match write {
-        Write::Create => ("create", reasons::CREATION_FAILED),
-        Write::Update => ("update", reasons::UPDATE_FAILED),
-    };
-    match result {
-        Ok(written) => Ok(written),
-        Err(err) => {
-            failed(ctx, resource, verb, reason, object, &err).await;
-            Err(err.into())
-        }
-    }
-}
-
-/// The kind and name of an object as events show them (the name may be empty).
-fn describe(object: &DynamicObject) -> (String, String) {
-    let kind = object.types.as_ref().map(|t| t.kind.clone());
-    let name = object.metadata.name.clone();
-    (kind.unwrap_or_default(), name.unwrap_or_default())
-}
-
-/// Logs a failed write and records its Warning event on the resource.
-async fn failed(
-    ctx: &Context,
-    resource: &DynamicObject,
-    verb: &str,
-    reason: &str,
-    object: &DynamicObject,
-    err: &client::Error,
-) {
-    let (kind, name) = describe(object);
-    debug!(%kind, %name, %err, "unable to {verb} child");
-    let message = format!("Failed to {verb} {kind} {name:?}: {}", api_message(err));
-    let recorded = ctx
-        .original_config()
-        .recorder
-        .record(resource, EventType::Warning, reason, message)
-        .await;
-    log_unrecorded(recorded);
-}
-
-/// Records the Normal event of a successful write on the resource.
-pub(super) async fn record(
-    ctx: &Context,
-    resource: &DynamicObject,
-    done: Done,
-    object: &DynamicObject,
-) {
-    let (kind, name) = describe(object);
-    let (reason, verb) = match done {
-        Done::Created => (reasons::CREATED, "Created"),
-        Done::Updated => (reasons::UPDATED, "Updated"),
-        Done::Deleted => (reasons::DELETED, "Deleted"),
-    };
-    let recorded = ctx
-        .original_config()
-        .recorder
-        .record(
-            resource,
-            EventType::Normal,
-            reason,
-            format!("{verb} {kind} {name:?}"),
-        )
-        .await;
-    log_unrecorded(recorded);
-}
-
-/// Tracks `object` for the resource, so that its changes requeue the resource.
-pub(super) fn track(
-    ctx: &Context,
-    resource: &DynamicObject,
-    object: &DynamicObject,
-) -> Result<(), ReconcileError> {
-    let observer = ObjectKey::of(resource).map_err(client::Error::from)?;
-    ctx.config()
-        .tracker
-        .track_object(object, &observer)
-        .map_err(ReconcileError::from_error)
 }
 
 /// The mutation cache: what the server changed on the last update, per object UID.

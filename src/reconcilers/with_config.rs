@@ -4,7 +4,8 @@
 //! context argument is `None`) and at each reconcile, each time from the current config.
 //! The watches the nested reconcilers declare at setup are opened through the config of
 //! setup, so a child or tracked object on another cluster triggers reconciles of the
-//! resource. The nested reconciler is always validated (quirk 11).
+//! resource. The nested reconciler is always validated (reconciler.io validates nested
+//! reconcilers only when asked to validate recursively).
 
 use async_trait::async_trait;
 use kube::api::DynamicObject;

@@ -1,7 +1,8 @@
 //! `WithFinalizer`: keeps a finalizer on the resource while the nested reconciler has state
 //! to clean up, and clears it once the resource is terminating and cleanup is done.
 //!
-//! Departures from reconciler.io: the nested reconciler is always validated (quirk 11).
+//! Departures from reconciler.io: the nested reconciler is always validated (reconciler.io
+//! validates nested reconcilers only when asked to validate recursively).
 
 use async_trait::async_trait;
 use kube::api::DynamicObject;

@@ -16,8 +16,8 @@ use tokio::task::{JoinHandle, JoinSet};
 use tracing::{Instrument, info, info_span, warn};
 
 use super::{
-    DEFAULT_RESYNC, HealthServer, LeaderConfig, LeaderElector, Metrics, Outcome, QueueConfig,
-    Readiness, ReconcileResult, WorkQueue,
+    DEFAULT_RESYNC, HealthServer, LeaderConfig, LeaderElector, Metrics, QueueConfig, Readiness,
+    ResultLabel, WorkOutcome, WorkQueue,
 };
 use crate::client::{CacheEvent, Client};
 use crate::object::{Gvk, ObjectKey};
@@ -588,7 +588,7 @@ impl ControllerRun {
                 if let Some(err) = &outcome.error {
                     crate::reconcilers::failure::log_failed_reconcile(err);
                 }
-                if matches!(queued, Outcome::Success) {
+                if matches!(queued, WorkOutcome::Success) {
                     forget_gone.forget_if_gone(&key);
                 }
                 queued
@@ -738,14 +738,14 @@ fn controller_owner(child: &DynamicObject, owner: &Gvk, owner_namespaced: bool) 
 }
 
 /// What the queue does next after a reconcile, and the metric label.
-fn queue_outcome(outcome: &reconcilers::Outcome) -> (Outcome, ReconcileResult) {
+fn queue_outcome(outcome: &reconcilers::Outcome) -> (WorkOutcome, ResultLabel) {
     if outcome.error.is_some() {
-        return (Outcome::Error, ReconcileResult::Error);
+        return (WorkOutcome::Error, ResultLabel::Error);
     }
     match (outcome.result.requeue_after, outcome.result.requeue) {
-        (Some(delay), _) => (Outcome::RequeueAfter(delay), ReconcileResult::Requeue),
-        (None, true) => (Outcome::Requeue, ReconcileResult::Requeue),
-        (None, false) => (Outcome::Success, ReconcileResult::Success),
+        (Some(delay), _) => (WorkOutcome::RequeueAfter(delay), ResultLabel::Requeue),
+        (None, true) => (WorkOutcome::Requeue, ResultLabel::Requeue),
+        (None, false) => (WorkOutcome::Success, ResultLabel::Success),
     }
 }
 
@@ -778,17 +778,17 @@ mod tests {
     #[test]
     fn outcomes_map_to_queue_decisions() {
         let error = reconcilers::Outcome::err(reconcilers::ReconcileError::msg("x"));
-        assert_eq!(queue_outcome(&error).0, Outcome::Error);
+        assert_eq!(queue_outcome(&error).0, WorkOutcome::Error);
         let later = reconcilers::Outcome::ok(reconcilers::ReconcileResult::requeue_after(
             std::time::Duration::from_secs(3),
         ));
         assert_eq!(
             queue_outcome(&later).0,
-            Outcome::RequeueAfter(std::time::Duration::from_secs(3))
+            WorkOutcome::RequeueAfter(std::time::Duration::from_secs(3))
         );
         assert_eq!(
             queue_outcome(&reconcilers::Outcome::done()).0,
-            Outcome::Success
+            WorkOutcome::Success
         );
     }
 }

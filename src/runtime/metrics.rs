@@ -18,12 +18,12 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use super::{Outcome, QueueStats};
+use super::{QueueStats, WorkOutcome};
 use crate::client::Client;
 
 /// How a reconcile ended, as a metric label.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
-pub enum ReconcileResult {
+pub enum ResultLabel {
     /// Finished with nothing more to do.
     Success,
     /// Failed.
@@ -32,7 +32,7 @@ pub enum ReconcileResult {
     Requeue,
 }
 
-impl ReconcileResult {
+impl ResultLabel {
     /// The label value: `success`, `error` or `requeue`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -43,18 +43,18 @@ impl ReconcileResult {
     }
 }
 
-impl EncodeLabelValue for ReconcileResult {
+impl EncodeLabelValue for ResultLabel {
     fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), fmt::Error> {
         self.as_str().encode(encoder)
     }
 }
 
-impl From<Outcome> for ReconcileResult {
-    fn from(outcome: Outcome) -> Self {
+impl From<WorkOutcome> for ResultLabel {
+    fn from(outcome: WorkOutcome) -> Self {
         match outcome {
-            Outcome::Success => Self::Success,
-            Outcome::Error => Self::Error,
-            Outcome::Requeue | Outcome::RequeueAfter(_) => Self::Requeue,
+            WorkOutcome::Success => Self::Success,
+            WorkOutcome::Error => Self::Error,
+            WorkOutcome::Requeue | WorkOutcome::RequeueAfter(_) => Self::Requeue,
         }
     }
 }
@@ -62,7 +62,7 @@ impl From<Outcome> for ReconcileResult {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReconcileLabels {
     controller: String,
-    result: ReconcileResult,
+    result: ResultLabel,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -171,7 +171,7 @@ impl Metrics {
     }
 
     /// Counts one reconcile of `controller` and how long it took.
-    pub fn record_reconcile(&self, controller: &str, result: ReconcileResult, took: Duration) {
+    pub fn record_reconcile(&self, controller: &str, result: ResultLabel, took: Duration) {
         let controller = controller.to_owned();
         self.inner
             .durations

@@ -89,7 +89,7 @@ impl Default for QueueConfig {
 
 /// What processing a key came to; decides whether and when the key runs again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub enum WorkOutcome {
     /// Done: the key's backoff resets and it runs again only when re-added.
     Success,
     /// Run again soon, after the key's next backoff delay.
@@ -250,7 +250,7 @@ impl<K: Clone + Eq + Hash> State<K> {
     }
 
     /// Records the end of a key's processing; the follow-up it needs, if any.
-    fn finish(&mut self, key: &K, outcome: Outcome, backoff: &Backoff) -> Option<Duration> {
+    fn finish(&mut self, key: &K, outcome: WorkOutcome, backoff: &Backoff) -> Option<Duration> {
         let entry = self.keys.get_mut(key)?;
         entry.in_flight = false;
         self.in_flight -= 1;
@@ -263,15 +263,15 @@ impl<K: Clone + Eq + Hash> State<K> {
             self.schedule.push(Reverse(Slot { due, ticket, key }));
         }
         match outcome {
-            Outcome::Success => {
+            WorkOutcome::Success => {
                 entry.failures = 0;
                 None
             }
-            Outcome::RequeueAfter(delay) => {
+            WorkOutcome::RequeueAfter(delay) => {
                 entry.failures = 0;
                 Some(delay)
             }
-            Outcome::Requeue | Outcome::Error => {
+            WorkOutcome::Requeue | WorkOutcome::Error => {
                 entry.failures = entry.failures.saturating_add(1);
                 Some(backoff.delay(entry.failures))
             }
@@ -407,13 +407,13 @@ where
 
     /// Processes keys with `handler` on up to `workers` concurrent tasks until shutdown.
     ///
-    /// A handler that panics counts as an [`Outcome::Error`]. Handlers run as tasks inside the
+    /// A handler that panics counts as a [`WorkOutcome::Error`]. Handlers run as tasks inside the
     /// caller's tracing span; dropping this future instead of calling [`WorkQueue::shutdown`]
     /// aborts them.
     pub async fn run<H, F>(&self, workers: usize, handler: H) -> Result<(), QueueError>
     where
         H: Fn(K) -> F,
-        F: Future<Output = Outcome> + Send + 'static,
+        F: Future<Output = WorkOutcome> + Send + 'static,
     {
         if self.shared.started.swap(true, Ordering::SeqCst) {
             return Err(QueueError::AlreadyStarted);
@@ -439,7 +439,7 @@ where
                         async move {
                             let outcome = work.await.unwrap_or_else(|_| {
                                 error!(?key, "work item panicked");
-                                Outcome::Error
+                                WorkOutcome::Error
                             });
                             (key, outcome)
                         }
@@ -452,7 +452,7 @@ where
     }
 
     /// Waits for in-flight work, up to the shutdown bound.
-    async fn drain(&self, mut tasks: JoinSet<(K, Outcome)>) -> Result<(), QueueError> {
+    async fn drain(&self, mut tasks: JoinSet<(K, WorkOutcome)>) -> Result<(), QueueError> {
         let bound = self.shared.config.shutdown_timeout;
         info!(in_flight = tasks.len(), ?bound, "work queue shutting down");
         let finished = timeout(bound, async {
@@ -472,7 +472,7 @@ where
     }
 
     /// Records a finished task and schedules its follow-up.
-    fn settle(&self, done: Result<(K, Outcome), JoinError>) {
+    fn settle(&self, done: Result<(K, WorkOutcome), JoinError>) {
         let (key, outcome) = match done {
             Ok(done) => done,
             Err(err) => {
@@ -488,7 +488,7 @@ where
             }
             follow_up
         };
-        if follow_up.is_some() && matches!(outcome, Outcome::Requeue | Outcome::Error) {
+        if follow_up.is_some() && matches!(outcome, WorkOutcome::Requeue | WorkOutcome::Error) {
             self.shared.retries.fetch_add(1, Ordering::Relaxed);
         }
         debug!(?key, ?outcome, ?follow_up, "work item finished");

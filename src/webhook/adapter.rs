@@ -1,4 +1,4 @@
-//! `AdmissionWebhookAdapter`: a sub-reconciler as an admission webhook (spec §9).
+//! `AdmissionWebhookAdapter`: a sub-reconciler as an admission webhook.
 
 use jiff::Timestamp;
 use kube::api::DynamicObject;
@@ -21,9 +21,10 @@ pub type HandleHook = Box<dyn Fn(&Context, &mut AdmissionResponse) + Send + Sync
 /// reconciled; a reconcile error denies the request with code 500 and the error's message
 /// unless the reconciler set a result on the response itself. When the reconciler changed
 /// the object and set no patch, the response carries an RFC 6902 patch from the object as
-/// received to the changed one. Divergence from reconciler.io (its quirk 14): the patch
-/// starts from the decoded object, not from the raw request bytes, so serializer
-/// artifacts never appear in it; there are no type defaulters over dynamic objects.
+/// received to the changed one. Divergence from reconciler.io, whose patch starts from the
+/// raw request bytes (so it carries every default once any patch is emitted): the patch
+/// starts from the decoded object, so serializer artifacts never appear in it; there are
+/// no type defaulters over dynamic objects.
 pub struct AdmissionWebhookAdapter {
     name: String,
     reconciler: Box<dyn SubReconciler>,
