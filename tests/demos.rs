@@ -1,5 +1,5 @@
-//! The demo controllers (run by `dynrec run` and the examples) reaching their end states:
-//! widgets in-process and as `dynrec run` (the binary), podspecable and singleton in-process.
+//! The examples' controllers reaching their end states: widgets in-process and as
+//! `dynrec run` (the binary), the smallest controller, podspecable and singleton in-process.
 
 /// The podspecable example's controller (each user of it uses a part).
 #[path = "../examples/podspecable/controller.rs"]
@@ -10,6 +10,11 @@ mod podspecable;
 #[path = "../examples/singleton/controller.rs"]
 #[allow(dead_code)]
 mod singleton;
+
+/// The smallest example (its `main` is not used here).
+#[path = "../examples/smallest.rs"]
+#[allow(dead_code)]
+mod smallest;
 
 /// The widgets example's controller (each user of it uses a part).
 #[path = "../examples/widgets/controller.rs"]
@@ -417,4 +422,74 @@ async fn deleting_widgets_mid_reconcile_leaves_no_config_map_behind() {
         .unwrap()
         .unwrap()
         .unwrap();
+}
+
+/// The README's smallest controller, with the default object manager (server-side apply):
+/// the child is created, follows the parent, and the parent is Ready through the condition
+/// the root declares.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_smallest_controller_applies_its_child_and_reports_ready() {
+    let (kube, stop, running) = start_demo(|manager, config| {
+        manager.register(smallest::widgets(config)).unwrap();
+    })
+    .await;
+    widgets::install_crd(&kube).await.unwrap();
+    let created = || async {
+        widgets_api(&kube)
+            .create(&PostParams::default(), &widget("w1", "hi"))
+            .await
+            .is_ok()
+    };
+    eventually("the Widget kind is served", created).await;
+    let greeting = |expected: &'static str| {
+        let kube = kube.clone();
+        move || {
+            let kube = kube.clone();
+            async move {
+                let widget = widgets_api(&kube).get("w1").await.unwrap();
+                let ready = widget.data["status"]["conditions"]
+                    .as_array()
+                    .is_some_and(|cs| {
+                        cs.iter()
+                            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                    });
+                let child = configmaps_api(&kube).get_opt("w1-greeting").await.unwrap();
+                ready && child.is_some_and(|c| c.data["data"]["greeting"] == expected)
+            }
+        }
+    };
+    eventually(
+        "the ConfigMap holds the greeting and the widget is Ready",
+        greeting("hi"),
+    )
+    .await;
+    let child = configmaps_api(&kube).get("w1-greeting").await.unwrap();
+    let managers: Vec<_> = child
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .map(|m| (m.manager.clone(), m.operation.clone()))
+        .collect();
+    assert!(
+        managers.contains(&(
+            Some("ConfigMapApplyingObjectManager".into()),
+            Some("Apply".into())
+        )),
+        "the child is applied by the default object manager: {managers:?}"
+    );
+
+    let mut changed = widgets_api(&kube).get("w1").await.unwrap();
+    changed.data["spec"]["greeting"] = json!("hello again");
+    widgets_api(&kube)
+        .replace("w1", &PostParams::default(), &changed)
+        .await
+        .unwrap();
+    eventually(
+        "the ConfigMap follows the greeting",
+        greeting("hello again"),
+    )
+    .await;
+    let _ = stop.send(());
+    running.await.unwrap().unwrap();
 }

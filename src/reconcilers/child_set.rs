@@ -21,36 +21,11 @@ use super::child::{DesiredChild, ParentAndChild, is_only_reconcile_child_status}
 use super::known_children::{clear_known_children, stash_known_children};
 use super::steps::derive_as_async;
 use super::{
-    AsyncDerive, ChildListOptions, ChildReconciler, Context, Derive, IdentifyChild, Merge,
-    ObjectManager, Outcome, Predicate, ReconcileError, ReflectChildren, Sequence, Setup, SetupStep,
-    SubReconciler, ValidationError, WithFinalizer,
+    AsyncDerive, ChildListOptions, ChildReconciler, ChildSetPartialResult, ChildSetResult, Context,
+    Derive, IdentifyChild, Merge, ObjectManager, Outcome, Predicate, ReconcileError,
+    ReflectChildren, Sequence, Setup, SetupStep, SubReconciler, ValidationError, WithFinalizer,
 };
 use crate::object::Gvk;
-
-/// The outcome of one child of a set.
-#[derive(Clone, Debug)]
-pub struct ChildSetPartialResult {
-    /// The child's id.
-    pub id: String,
-    /// The child as persisted (`None`: there is none).
-    pub child: Option<DynamicObject>,
-    /// The reflected error that kept it from being written.
-    pub error: Option<ReconcileError>,
-}
-
-/// The outcomes of the children of a set, in id order.
-#[derive(Clone, Debug, Default)]
-pub struct ChildSetResult {
-    /// One entry per child reconciled.
-    pub children: Vec<ChildSetPartialResult>,
-}
-
-impl ChildSetResult {
-    /// Every child's error joined (`None` when there is none).
-    pub fn aggregate_error(&self) -> Option<ReconcileError> {
-        ReconcileError::join(self.children.iter().filter_map(|c| c.error.clone()))
-    }
-}
 
 /// Manages a set of children correlated by id (reconciler.io's `ChildSetReconciler`). As
 /// with [`ChildReconciler`], children are written by server-side apply unless

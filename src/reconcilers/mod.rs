@@ -15,6 +15,7 @@ pub(crate) mod cel;
 pub(crate) mod cel_reads;
 mod child;
 mod child_set;
+mod child_set_result;
 mod config;
 mod context;
 mod error;
@@ -54,7 +55,8 @@ pub use child::{
     ChildReconciler, OnlyReconcileChildStatus, OwnerReferenceError, ParentAndChild, api_reason,
     api_status,
 };
-pub use child_set::{ChildSetPartialResult, ChildSetReconciler, ChildSetResult};
+pub use child_set::ChildSetReconciler;
+pub use child_set_result::{ChildSetPartialResult, ChildSetResult};
 pub use config::Config;
 pub use context::Context;
 pub use error::{Markers, ReconcileError};
