@@ -15,10 +15,10 @@
 //! KUBECONFIG=.dynrec/kubeconfig kubectl get widgets,configmaps
 //! ```
 
-// The Widget CRD comes from the widgets example; its controller is not used here.
+/// The Widget kind and its CRD, from the widgets example (its controller is not used here).
 #[path = "widgets/controller.rs"]
 #[allow(dead_code)]
-mod widget_kind;
+pub mod widget_kind;
 
 use clap::Parser;
 use dynrec::object::{ConditionSet, Gvk};
