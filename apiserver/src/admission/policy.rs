@@ -48,7 +48,8 @@ pub(super) fn covering(state: &State, write: &Attributes, objects: &[&Value]) ->
             let spec = &policy["spec"];
             let constraints = &spec["matchConstraints"];
             let rules = constraints["resourceRules"].as_array()?;
-            let selector = |field: &str| crate::scale::format_selector(&constraints[field]);
+            let selector =
+                |field: &str| crate::selector::format_label_selector(&constraints[field]);
             let matched = rules.iter().any(|rule| rule_covers(rule, write))
                 && selects(
                     state,

@@ -9,7 +9,7 @@ use super::delete::DeleteOptions;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::resources::{ResourceInfo, ResourceKey};
-use crate::selector::LabelSelector;
+use crate::selector::{LabelSelector, format_label_selector};
 
 const BUDGET_VIOLATED: &str = "Cannot evict pod as it would violate the pod's disruption budget.";
 
@@ -122,36 +122,8 @@ fn selects(budget: &Value, pod: &Value) -> bool {
     if selector.is_null() {
         return false;
     }
-    LabelSelector::parse(&selector_string(selector))
+    LabelSelector::parse(&format_label_selector(selector))
         .is_ok_and(|parsed| parsed.matches(meta::labels(pod)))
-}
-
-/// A metav1.LabelSelector in the string form label selectors are parsed from.
-pub fn selector_string(selector: &Value) -> String {
-    let mut terms: Vec<String> = selector["matchLabels"]
-        .as_object()
-        .map(|labels| {
-            labels
-                .iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-                .collect()
-        })
-        .unwrap_or_default();
-    for expression in selector["matchExpressions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        let key = expression["key"].as_str().unwrap_or_default();
-        let values = meta::string_list(&expression["values"]).join(",");
-        terms.push(match expression["operator"].as_str() {
-            Some("In") => format!("{key} in ({values})"),
-            Some("NotIn") => format!("{key} notin ({values})"),
-            Some("DoesNotExist") => format!("!{key}"),
-            _ => key.to_string(),
-        });
-    }
-    terms.join(",")
 }
 
 #[cfg(test)]
@@ -159,10 +131,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn selectors_and_percentages() {
-        let selector = json!({"matchLabels": {"app": "web"},
-            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]});
-        assert_eq!(selector_string(&selector), "app=web,tier in (a,b)");
+    fn percentages_round_up() {
         assert_eq!(scaled(&json!("50%"), 3), 2);
         assert_eq!(scaled(&json!(1), 3), 1);
     }
