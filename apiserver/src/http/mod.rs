@@ -147,9 +147,9 @@ async fn dispatch(shared: &Arc<Shared>, mut request: Request<Body>) -> ApiResult
     if let Some(version) = aggregated::requested(accept.and_then(|v| v.to_str().ok()))
         && matches!(route, Route::CoreVersions | Route::Groups)
     {
-        let registry = &shared.state.read().registry;
+        let state = shared.state.read();
         return Ok(aggregated::respond(
-            registry,
+            state.registry(),
             route == Route::CoreVersions,
             version,
         ));
@@ -163,11 +163,11 @@ async fn dispatch(shared: &Arc<Shared>, mut request: Request<Body>) -> ApiResult
         )),
         Route::Groups => Ok(respond::json(
             200,
-            &discovery::groups(&shared.state.read().registry),
+            &discovery::groups(shared.state.read().registry()),
         )),
-        Route::Group(group) => found(discovery::group(&shared.state.read().registry, &group)),
+        Route::Group(group) => found(discovery::group(shared.state.read().registry(), &group)),
         Route::ResourceList { group, version } => found(discovery::resource_list(
-            &shared.state.read().registry,
+            shared.state.read().registry(),
             &group,
             &version,
         )),

@@ -70,7 +70,7 @@ pub async fn serve(
     let info = shared
         .state
         .read()
-        .registry
+        .registry()
         .get(&path.group, &path.version, &path.plural)
         .ok_or_else(|| ApiError::no_such_path(request.uri().path()))?;
     let Some(warning) = info.deprecation_warning.clone() else {

@@ -77,7 +77,7 @@ fn bind(shared: &Arc<Shared>, namespace: &str, binding: &Value) -> ApiResult<Res
     let pods = shared
         .state
         .read()
-        .registry
+        .registry()
         .get("", "v1", "pods")
         .ok_or_else(|| ApiError::internal("pods are not served"))?;
     subresource::bind(shared, &pods, namespace, meta::name(binding), binding)

@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
-use super::State;
 use super::delete::DeleteOptions;
+use super::state::State;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::resources::{ResourceInfo, ResourceKey};

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use super::State;
+use super::state::State;
 use crate::resources::ResourceKey;
 
 /// The cluster IP of the `default/kubernetes` Service.

@@ -4,7 +4,11 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{ChangeKind, State};
+use super::builtin_defaults;
+use super::delete::lingers;
+use super::schemas::{self, FieldValidation};
+use super::state::State;
+use super::watch::ChangeKind;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;
 use crate::resources::ResourceInfo;
@@ -16,7 +20,7 @@ pub struct WriteOptions {
     /// `dryRun=All`: validate and answer, but store nothing.
     pub dry_run: bool,
     /// `fieldValidation`: what unknown fields of custom objects do.
-    pub field_validation: super::FieldValidation,
+    pub field_validation: FieldValidation,
     /// `fieldManager`: who owns the fields this write sets (required for apply).
     pub field_manager: Option<String>,
     /// The client's `User-Agent`, from which the manager of other writes is derived.
@@ -137,7 +141,7 @@ impl State {
         if info.status_subresource {
             remove_field(&mut object, "status");
         }
-        super::builtin_defaults::apply(info, &mut object);
+        builtin_defaults::apply(info, &mut object);
         self.prepare_create_of_kind(info, &mut object)?;
         self.enforce_schema(info, &mut object, None, options.field_validation)?;
         if record {
@@ -148,7 +152,7 @@ impl State {
             return Ok(Arc::new(object));
         }
         check_stored_size(&object)?;
-        let rv = self.next_rv();
+        let rv = self.objects.next_rv();
         meta::set_meta(&mut object, "resourceVersion", Value::from(rv.to_string()));
         let stored = self.commit_put(&info.key(), object, ChangeKind::Added);
         self.after_write_of_kind(info, &stored);
@@ -178,7 +182,7 @@ impl State {
         if info.namespaced && self.namespace(&namespace).is_none() {
             let ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
             let ns_info = self
-                .registry
+                .registry()
                 .get("", "v1", "namespaces")
                 .ok_or_else(|| ApiError::internal("namespaces are not served"))?;
             self.create(&ns_info, None, ns, &WriteOptions::default())?;
@@ -196,7 +200,7 @@ impl State {
             Err(_) => default_rv,
         };
         meta::set_meta(&mut object, "resourceVersion", Value::from(rv.to_string()));
-        self.rv = self.rv.max(rv);
+        self.objects.raise_rv(rv);
         let stored = self.commit_put(&info.key(), object, ChangeKind::Added);
         self.after_write_of_kind(info, &stored);
         Ok(stored)
@@ -337,7 +341,7 @@ impl State {
             Target::Part(path) => part_only(old, &new, path),
         };
         if target != Target::Status {
-            super::builtin_defaults::apply(info, &mut result);
+            builtin_defaults::apply(info, &mut result);
         }
         check_finalizers_while_deleting(info, old, &result)?;
         crate::typecheck::check(info, &result)?;
@@ -359,13 +363,13 @@ impl State {
         if options.dry_run {
             return Ok(Arc::new(result));
         }
-        if meta::is_deleting(&result) && !super::delete::lingers(&info.key(), &result) {
+        if meta::is_deleting(&result) && !lingers(&info.key(), &result) {
             let removed = self.commit_remove(&info.key(), result);
             self.run_pending();
             return Ok(removed);
         }
         check_stored_size(&result)?;
-        let rv = self.next_rv();
+        let rv = self.objects.next_rv();
         meta::set_meta(&mut result, "resourceVersion", Value::from(rv.to_string()));
         let stored = self.commit_put(&info.key(), result, ChangeKind::Modified);
         self.after_write_of_kind(info, &stored);
@@ -451,6 +455,21 @@ impl State {
             .iter()
             .map(|b| NAME_ALPHABET[*b as usize % NAME_ALPHABET.len()] as char)
             .collect()
+    }
+
+    /// Prunes, defaults and validates an object of a custom kind against its version's
+    /// schema, gathering the write's warnings (see [`schemas::enforce`]).
+    fn enforce_schema(
+        &mut self,
+        info: &ResourceInfo,
+        object: &mut Value,
+        old: Option<&Value>,
+        validation: FieldValidation,
+    ) -> ApiResult<()> {
+        let Some(schema) = self.kinds.schema(info) else {
+            return Ok(());
+        };
+        schemas::enforce(&schema, info, object, old, validation, &mut self.warnings)
     }
 
     /// Refuses creation in a namespace that is missing or terminating.
