@@ -29,7 +29,7 @@ async fn a_deployments_scale_is_read_updated_and_patched() {
     )
     .await;
     assert_eq!(code, 201);
-    let (code, scale) = raw(&client, "GET", DEPLOYMENT_SCALE, "application/json", "").await;
+    let (code, scale) = get_json(&client, DEPLOYMENT_SCALE).await;
     assert_eq!(code, 200, "{scale}");
     assert_eq!(scale["kind"], "Scale");
     assert_eq!(scale["apiVersion"], "autoscaling/v1");
@@ -88,14 +88,7 @@ async fn a_deployments_scale_is_read_updated_and_patched() {
         "{patched}"
     );
 
-    let (_, stored) = raw(
-        &client,
-        "GET",
-        "/apis/apps/v1/namespaces/default/deployments/web",
-        "application/json",
-        "",
-    )
-    .await;
+    let (_, stored) = get_json(&client, "/apis/apps/v1/namespaces/default/deployments/web").await;
     assert_eq!(stored["spec"]["replicas"], 5);
     assert_eq!(stored["metadata"]["generation"], 4);
 
@@ -112,23 +105,13 @@ async fn a_deployments_scale_is_read_updated_and_patched() {
         status["message"],
         "Scale.autoscaling \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
     );
-    let (code, _) = raw(
+    let (code, _) = get_json(
         &client,
-        "GET",
         "/apis/apps/v1/namespaces/default/deployments/nope/scale",
-        "application/json",
-        "",
     )
     .await;
     assert_eq!(code, 404);
-    let (code, _) = raw(
-        &client,
-        "GET",
-        "/api/v1/namespaces/default/configmaps/x/scale",
-        "application/json",
-        "",
-    )
-    .await;
+    let (code, _) = get_json(&client, "/api/v1/namespaces/default/configmaps/x/scale").await;
     assert_eq!(code, 404);
 }
 
@@ -182,7 +165,7 @@ async fn a_crd_declaring_scale_serves_it_at_its_paths_and_validates_the_result()
     .await;
     assert_eq!(code, 200);
     let path = "/apis/example.com/v1/namespaces/default/pools/p/scale";
-    let (code, scale) = raw(&client, "GET", path, "application/json", "").await;
+    let (code, scale) = get_json(&client, path).await;
     assert_eq!(code, 200, "{scale}");
     assert_eq!(scale["spec"]["replicas"], 2);
     assert_eq!(scale["status"], json!({"replicas": 2, "selector": "app=p"}));
@@ -199,14 +182,7 @@ async fn a_crd_declaring_scale_serves_it_at_its_paths_and_validates_the_result()
         (200, &json!(7)),
         "{scale}"
     );
-    let (_, stored) = raw(
-        &client,
-        "GET",
-        "/apis/example.com/v1/namespaces/default/pools/p",
-        "application/json",
-        "",
-    )
-    .await;
+    let (_, stored) = get_json(&client, "/apis/example.com/v1/namespaces/default/pools/p").await;
     assert_eq!(stored["spec"]["size"], 7);
     // The object's schema still applies.
     let (code, status) = raw(
@@ -230,7 +206,7 @@ async fn a_crd_declaring_scale_serves_it_at_its_paths_and_validates_the_result()
 #[tokio::test]
 async fn discovery_lists_scale_subresources_as_autoscaling_v1_scale() {
     let (_server, client) = server();
-    let (_, apps) = raw(&client, "GET", "/apis/apps/v1", "application/json", "").await;
+    let (_, apps) = get_json(&client, "/apis/apps/v1").await;
     let resources = apps["resources"].as_array().unwrap();
     for plural in ["deployments", "statefulsets", "replicasets"] {
         let scale = resources

@@ -21,7 +21,7 @@ async fn a_reopened_server_serves_its_objects_and_custom_kinds() {
         );
         let held = object(json!({"apiVersion": "example.com/v1", "kind": "Widget",
             "metadata": {"name": "held", "finalizers": ["example.com/x"]}, "spec": {"size": 2}}));
-        widgets.create(&PostParams::default(), &held).await.unwrap();
+        create(&widgets, &held).await;
         widgets
             .delete("held", &DeleteParams::default())
             .await

@@ -69,12 +69,7 @@ async fn watch_from_a_resource_version_replays_changes_in_order() {
         .metadata
         .resource_version
         .unwrap();
-    cms.create(
-        &PostParams::default(),
-        &configmap("a", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create(&cms, &configmap("a", json!({}), json!({}))).await;
     cms.patch(
         "a",
         &PatchParams::default(),
@@ -124,12 +119,7 @@ async fn live_changes_reach_an_open_watch() {
         .await
         .unwrap()
         .boxed();
-    cms.create(
-        &PostParams::default(),
-        &configmap("live", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create(&cms, &configmap("live", json!({}), json!({}))).await;
     assert_eq!(
         describe(&next(&mut stream).await),
         ("ADDED".into(), "live".into())
@@ -140,12 +130,7 @@ async fn live_changes_reach_an_open_watch() {
 async fn watch_without_a_version_starts_with_the_current_objects() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    cms.create(
-        &PostParams::default(),
-        &configmap("there", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create(&cms, &configmap("there", json!({}), json!({}))).await;
     // Every namespace also holds the kube-root-ca.crt ConfigMap; leave it out.
     let mut stream = cms
         .watch(&WatchParams::default().fields(NOT_ROOT_CA), "0")
@@ -164,12 +149,7 @@ async fn an_expired_resource_version_gets_410_gone() {
     let client = server.client();
     let cms = configmaps(&client, "default");
     for i in 0..5 {
-        cms.create(
-            &PostParams::default(),
-            &configmap(&format!("c{i}"), json!({}), json!({})),
-        )
-        .await
-        .unwrap();
+        create(&cms, &configmap(&format!("c{i}"), json!({}), json!({}))).await;
     }
     let mut stream = cms
         .watch(&WatchParams::default(), "1")
@@ -240,12 +220,7 @@ async fn bookmarks_carry_the_current_resource_version() {
 async fn selectors_turn_relabelling_into_added_and_deleted() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    cms.create(
-        &PostParams::default(),
-        &configmap("c", json!({"app": "web"}), json!({})),
-    )
-    .await
-    .unwrap();
+    create(&cms, &configmap("c", json!({"app": "web"}), json!({}))).await;
     let rv = cms
         .list(&Default::default())
         .await
@@ -265,12 +240,7 @@ async fn selectors_turn_relabelling_into_added_and_deleted() {
     )
     .await
     .unwrap();
-    cms.create(
-        &PostParams::default(),
-        &configmap("ignored", json!({"app": "db"}), json!({})),
-    )
-    .await
-    .unwrap();
+    create(&cms, &configmap("ignored", json!({"app": "db"}), json!({}))).await;
     cms.patch(
         "c",
         &PatchParams::default(),
@@ -327,12 +297,7 @@ async fn a_slow_watcher_is_cut_off_without_blocking_writers() {
     assert_eq!(server.open_watches().get("/configmaps"), Some(&1));
     let writes = async {
         for i in 0..200 {
-            cms.create(
-                &PostParams::default(),
-                &configmap(&format!("c{i}"), json!({}), json!({})),
-            )
-            .await
-            .unwrap();
+            create(&cms, &configmap(&format!("c{i}"), json!({}), json!({}))).await;
         }
     };
     tokio::time::timeout(DEADLINE, writes)
@@ -351,7 +316,13 @@ async fn deleting_a_crd_sends_deleted_events_for_its_objects() {
     install_widget_crd(&client).await;
     let widgets =
         kube::Api::<DynamicObject>::namespaced_with(client.clone(), "default", &widget_resource());
-    widgets.create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}))).await.unwrap();
+    create(
+        &widgets,
+        &object(
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+        ),
+    )
+    .await;
     let rv = widgets
         .list(&Default::default())
         .await
@@ -364,7 +335,7 @@ async fn deleting_a_crd_sends_deleted_events_for_its_objects() {
         .await
         .unwrap()
         .boxed();
-    kube::Api::<DynamicObject>::all_with(client.clone(), &crd_resource())
+    crds(&client)
         .delete("widgets.example.com", &DeleteParams::default())
         .await
         .unwrap();
@@ -382,23 +353,13 @@ async fn deleting_a_crd_sends_deleted_events_for_its_objects() {
 async fn kube_runtime_watcher_follows_the_server() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    cms.create(
-        &PostParams::default(),
-        &configmap("before", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create(&cms, &configmap("before", json!({}), json!({}))).await;
     let mut objects = watcher(cms.clone(), watcher::Config::default().fields(NOT_ROOT_CA))
         .applied_objects()
         .boxed();
     let first = next_item(&mut objects).await;
     assert_eq!(first.metadata.name.as_deref(), Some("before"));
-    cms.create(
-        &PostParams::default(),
-        &configmap("after", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create(&cms, &configmap("after", json!({}), json!({}))).await;
     let second = next_item(&mut objects).await;
     assert_eq!(second.metadata.name.as_deref(), Some("after"));
 }
@@ -407,12 +368,7 @@ async fn kube_runtime_watcher_follows_the_server() {
 async fn kube_runtime_streaming_list_watcher_works() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    cms.create(
-        &PostParams::default(),
-        &configmap("before", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create(&cms, &configmap("before", json!({}), json!({}))).await;
     let config = watcher::Config::default().streaming_lists();
     let mut events = watcher(cms.clone(), config).boxed();
     let mut init_done = false;
@@ -437,21 +393,11 @@ async fn kube_runtime_watcher_recovers_when_watches_are_cut() {
     let mut objects = watcher(cms.clone(), watcher::Config::default().fields(NOT_ROOT_CA))
         .applied_objects()
         .boxed();
-    cms.create(
-        &PostParams::default(),
-        &configmap("one", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create(&cms, &configmap("one", json!({}), json!({}))).await;
     let first = next_item(&mut objects).await;
     assert_eq!(first.metadata.name.as_deref(), Some("one"));
     server.close_all_watches();
-    cms.create(
-        &PostParams::default(),
-        &configmap("two", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create(&cms, &configmap("two", json!({}), json!({}))).await;
     let second = next_item(&mut objects).await;
     assert_eq!(second.metadata.name.as_deref(), Some("two"));
 }

@@ -4,12 +4,21 @@
 use dynrec_apiserver::ApiServer;
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 /// A fresh server and an in-process client for it.
 pub fn server() -> (ApiServer, kube::Client) {
     let server = ApiServer::new();
     let client = server.client();
+    (server, client)
+}
+
+/// A fresh server, its client, and a CRD installed in it.
+pub async fn server_with_crd(crd: Value) -> (ApiServer, kube::Client) {
+    let (server, client) = server();
+    install_crd(&client, crd).await;
     (server, client)
 }
 
@@ -48,18 +57,39 @@ pub fn crd_resource() -> ApiResource {
     )
 }
 
+/// The CustomResourceDefinition API.
+pub fn crds(client: &kube::Client) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &crd_resource())
+}
+
+/// Creates a CRD, which must be accepted.
+pub async fn install_crd(client: &kube::Client, crd: Value) -> DynamicObject {
+    create(&crds(client), &object(crd)).await
+}
+
 /// Creates the Widget CRD.
 pub async fn install_widget_crd(client: &kube::Client) -> DynamicObject {
-    let crds: Api<DynamicObject> = Api::all_with(client.clone(), &crd_resource());
-    let crd: DynamicObject = serde_json::from_value(widget_crd()).expect("valid CRD");
-    crds.create(&PostParams::default(), &crd)
-        .await
-        .expect("CRD created")
+    install_crd(client, widget_crd()).await
+}
+
+/// A typed object from JSON.
+pub fn typed<T: DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).expect("a valid object")
 }
 
 /// A DynamicObject from JSON.
 pub fn object(value: Value) -> DynamicObject {
-    serde_json::from_value(value).expect("a valid object")
+    typed(value)
+}
+
+/// Creates an object, which must succeed; returns it as stored.
+pub async fn create<K>(api: &Api<K>, object: &K) -> K
+where
+    K: Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+{
+    api.create(&PostParams::default(), object)
+        .await
+        .expect("the object is created")
 }
 
 /// A namespaced DynamicObject API for a built-in kind.
@@ -103,6 +133,11 @@ pub async fn create_namespace(client: &kube::Client, name: &str) {
         .expect("namespace created");
 }
 
+/// The Deployment API in a namespace.
+pub fn deployments(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+    api(client, "apps", "v1", "Deployment", "deployments", ns)
+}
+
 /// A ConfigMap API in a namespace.
 pub fn configmaps(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
     api(client, "", "v1", "ConfigMap", "configmaps", ns)
@@ -144,6 +179,11 @@ pub async fn raw(
         .to_bytes();
     let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     (code, value)
+}
+
+/// GETs a path; returns (status code, parsed JSON body).
+pub async fn get_json(client: &kube::Client, uri: &str) -> (u16, Value) {
+    raw(client, "GET", uri, "application/json", "").await
 }
 
 /// Sends a request; returns its status code and the texts of its `Warning` headers.
