@@ -79,6 +79,7 @@ pub(super) fn hooks(state: &State, mutating: bool) -> Vec<Hook> {
         plural: plural.into(),
     };
     state
+        .objects()
         .list(&key, None, None)
         .flat_map(|config| config["webhooks"].as_array().cloned().unwrap_or_default())
         .map(|webhook| hook(&webhook))

@@ -30,13 +30,19 @@ struct Grant {
 /// binding that grants it.
 fn grants(state: &State, user: &User, namespace: &str) -> Vec<Grant> {
     let mut grants = Vec::new();
-    for binding in state.list(&key("clusterrolebindings"), None, None) {
+    for binding in state
+        .objects()
+        .list(&key("clusterrolebindings"), None, None)
+    {
         if binds(binding, user) {
             grants.push(grant(state, binding, "ClusterRoleBinding", ""));
         }
     }
     if !namespace.is_empty() {
-        for binding in state.list(&key("rolebindings"), Some(namespace), None) {
+        for binding in state
+            .objects()
+            .list(&key("rolebindings"), Some(namespace), None)
+        {
             if binds(binding, user) {
                 grants.push(grant(state, binding, "RoleBinding", namespace));
             }

@@ -336,6 +336,7 @@ fn delete_collection(
     let selectors = Selectors::from_query(&call.query, &call.info)?;
     let ((items, metadata), _) = shared.write(|state| {
         let doomed: Vec<(String, String)> = state
+            .objects()
             .list(&call.info.key(), call.namespace.as_deref(), None)
             .filter(|object| selectors.matches(object))
             .map(|o| (meta::namespace(o).to_string(), meta::name(o).to_string()))

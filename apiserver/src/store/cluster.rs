@@ -267,6 +267,7 @@ impl State {
     pub fn set_root_ca(&mut self, certificate_pem: &str) {
         self.root_ca = Some(certificate_pem.to_string());
         let namespaces: Vec<String> = self
+            .objects
             .list(&crate::resources::namespace_resource_key(), None, None)
             .filter(|ns| !meta::is_deleting(ns))
             .map(|ns| meta::name(ns).to_string())

@@ -35,6 +35,7 @@ impl State {
             .ok_or_else(|| ApiError::not_found(pods, name))?;
         if !ignores_budgets(&pod) {
             let budgets: Vec<Value> = self
+                .objects
                 .list(&budgets_key(), Some(namespace), None)
                 .filter(|budget| selects(budget, &pod))
                 .map(|budget| (**budget).clone())
@@ -58,6 +59,7 @@ impl State {
             plural: "pods".into(),
         };
         let covered: Vec<&Value> = self
+            .objects
             .list(&pods_key, Some(namespace), None)
             .map(|p| &**p)
             .filter(|p| selects(budget, p))

@@ -158,13 +158,14 @@ impl State {
         }
         let mut empty = true;
         for key in self.objects.kinds() {
-            let contents: Vec<Arc<Value>> = self.list(&key, Some(name), None).cloned().collect();
+            let contents: Vec<Arc<Value>> =
+                self.objects.list(&key, Some(name), None).cloned().collect();
             for object in contents {
                 if !meta::is_deleting(&object) {
                     self.delete_object(&key, &object, Propagation::Background);
                 }
             }
-            empty &= self.list(&key, Some(name), None).next().is_none();
+            empty &= self.objects.list(&key, Some(name), None).next().is_none();
         }
         if !empty {
             return;
@@ -191,7 +192,7 @@ impl State {
         let key = crd::custom_key(&crd);
         // A CRD whose names clashed never served its kind: what is stored there is not its.
         let instances: Vec<Arc<Value>> = if crd::names_accepted(&crd) {
-            self.list(&key, None, None).cloned().collect()
+            self.objects.list(&key, None, None).cloned().collect()
         } else {
             Vec::new()
         };
@@ -200,7 +201,7 @@ impl State {
                 self.delete_object(&key, &object, Propagation::Background);
             }
         }
-        if crd::names_accepted(&crd) && self.count(&key) > 0 {
+        if crd::names_accepted(&crd) && self.objects.count(&key) > 0 {
             return;
         }
         if let Some(crd) = self.get(&crd_resource_key(), "", name) {

@@ -84,7 +84,7 @@ impl State {
     }
 
     fn services(&self) -> impl Iterator<Item = &std::sync::Arc<Value>> {
-        self.list(&services_key(), None, None)
+        self.objects.list(&services_key(), None, None)
     }
 
     fn free_cluster_ip(&self) -> String {

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::gc_queue::GcQueue;
 use super::kinds::Kinds;
-use super::objects::{ObjectKey, Objects};
+use super::objects::Objects;
 use super::persist::Storage;
 use super::watch::{Change, ChangeKind, StoreConfig, Subscription, WatchHub, WatchStart};
 use crate::error::ApiResult;
@@ -69,25 +69,9 @@ impl State {
         self.objects.get(key, namespace, name).cloned()
     }
 
-    /// One object, borrowed.
-    pub fn get_ref(&self, key: &ResourceKey, namespace: &str, name: &str) -> Option<&Arc<Value>> {
-        self.objects.get(key, namespace, name)
-    }
-
-    /// Objects of a kind in one namespace (or all, with `None`), in (namespace, name) order,
-    /// starting after `after` when given.
-    pub fn list<'a>(
-        &'a self,
-        key: &ResourceKey,
-        namespace: Option<&str>,
-        after: Option<&ObjectKey>,
-    ) -> impl Iterator<Item = &'a Arc<Value>> + use<'a> {
-        self.objects.list(key, namespace, after)
-    }
-
-    /// Number of objects of a kind.
-    pub fn count(&self, key: &ResourceKey) -> usize {
-        self.objects.count(key)
+    /// The stored objects, to read.
+    pub fn objects(&self) -> &Objects {
+        &self.objects
     }
 
     /// Registers a watcher of a kind.
@@ -95,6 +79,7 @@ impl State {
         let initial = match start {
             WatchStart::After(rv) => self.watch.replay(key, rv)?,
             WatchStart::Snapshot => self
+                .objects
                 .list(key, None, None)
                 .map(|object| {
                     Arc::new(Change {
