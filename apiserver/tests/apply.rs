@@ -251,15 +251,8 @@ async fn strategic_merge_patch_merges_containers_by_name_and_deletes_by_directiv
 async fn strategic_merge_patch_on_a_custom_kind_is_unsupported() {
     let (_server, client) = server();
     install_widget_crd(&client).await;
-    let widgets =
-        kube::Api::<DynamicObject>::namespaced_with(client.clone(), "default", &widget_resource());
-    create(
-        &widgets,
-        &object(
-            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
-        ),
-    )
-    .await;
+    let widgets = widgets(&client, "default");
+    create(&widgets, &widget("w")).await;
     let status = status_of(
         widgets
             .patch(

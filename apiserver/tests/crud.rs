@@ -11,7 +11,7 @@ async fn create_assigns_identity_version_and_generation() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
     let a = create(&cms, &configmap("a", json!({}), json!({"k": "v"}))).await;
-    let b = create(&cms, &configmap("b", json!({}), json!({}))).await;
+    let b = create_configmap(&cms, "b").await;
     let rv = |o: &kube::api::DynamicObject| {
         o.metadata
             .resource_version
@@ -54,7 +54,7 @@ async fn generate_name_gets_a_random_suffix() {
 async fn duplicate_create_is_already_exists() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    create(&cms, &configmap("a", json!({}), json!({}))).await;
+    create_configmap(&cms, "a").await;
     let status = status_of(
         cms.create(
             &PostParams::default(),
@@ -103,7 +103,7 @@ async fn namespaced_create_needs_an_existing_live_namespace() {
 
     create_namespace(&client, "demo").await;
     let demo = configmaps(&client, "demo");
-    create(&demo, &configmap("held", json!({}), json!({}))).await;
+    create_configmap(&demo, "held").await;
     demo.patch(
         "held",
         &PatchParams::default(),
@@ -179,8 +179,8 @@ async fn list_filters_by_label_selector_operators() {
 async fn list_filters_by_field_selector_and_reports_its_resource_version() {
     let (server, client) = server();
     let cms = configmaps(&client, "default");
-    create(&cms, &configmap("a", json!({}), json!({}))).await;
-    create(&cms, &configmap("b", json!({}), json!({}))).await;
+    create_configmap(&cms, "a").await;
+    create_configmap(&cms, "b").await;
     let list = cms
         .list(&ListParams::default().fields("metadata.name=b"))
         .await
@@ -231,7 +231,7 @@ async fn list_pages_with_limit_and_continue() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
     for i in 0..7 {
-        create(&cms, &configmap(&format!("cm{i}"), json!({}), json!({}))).await;
+        create_configmap(&cms, &format!("cm{i}")).await;
     }
     let mut seen = Vec::new();
     let mut token: Option<String> = None;
@@ -297,11 +297,7 @@ async fn stale_update_is_a_conflict_and_a_configmap_never_gets_a_generation() {
 async fn custom_resources_need_a_resource_version_to_update() {
     let (_server, client) = server();
     install_widget_crd(&client).await;
-    let widgets = kube::Api::<kube::api::DynamicObject>::namespaced_with(
-        client.clone(),
-        "default",
-        &widget_resource(),
-    );
+    let widgets = widgets(&client, "default");
     create(&widgets, &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}}))).await;
     let blind = object(
         json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 2}}),
@@ -319,11 +315,7 @@ async fn custom_resources_need_a_resource_version_to_update() {
 async fn status_subresource_separates_spec_and_status_writes() {
     let (_server, client) = server();
     install_widget_crd(&client).await;
-    let widgets = kube::Api::<kube::api::DynamicObject>::namespaced_with(
-        client.clone(),
-        "default",
-        &widget_resource(),
-    );
+    let widgets = widgets(&client, "default");
     let created = create(
         &widgets,
         &object(json!({"apiVersion": "example.com/v1", "kind": "Widget",
@@ -413,7 +405,7 @@ async fn json_patch_applies_operations_and_fails_whole_on_a_failed_test() {
 async fn merge_patch_with_a_stale_resource_version_is_a_conflict() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    create(&cms, &configmap("a", json!({}), json!({}))).await;
+    create_configmap(&cms, "a").await;
     let patch = json!({"metadata": {"resourceVersion": "1"}, "data": {"x": "y"}});
     let status = status_of(
         cms.patch("a", &PatchParams::default(), &Patch::Merge(patch))
@@ -425,11 +417,9 @@ async fn merge_patch_with_a_stale_resource_version_is_a_conflict() {
 #[tokio::test]
 async fn bad_requests_get_clear_errors() {
     let (_server, client) = server();
-    let (code, body) = raw(
+    let (code, body) = post_json(
         &client,
-        "POST",
         "/api/v1/namespaces/default/configmaps",
-        "application/json",
         "{not json",
     )
     .await;
@@ -439,11 +429,9 @@ async fn bad_requests_get_clear_errors() {
         "{body}"
     );
 
-    let (code, body) = raw(
+    let (code, body) = post_json(
         &client,
-        "POST",
         "/api/v1/namespaces/default/configmaps",
-        "application/json",
         r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}"#,
     )
     .await;
@@ -453,11 +441,9 @@ async fn bad_requests_get_clear_errors() {
         "{body}"
     );
 
-    let (code, body) = raw(
+    let (code, body) = post_json(
         &client,
-        "POST",
         "/api/v1/namespaces/default/configmaps",
-        "application/json",
         r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Not_Valid"}}"#,
     )
     .await;
@@ -856,7 +842,7 @@ async fn deeply_nested_bodies_are_refused_with_400_and_the_server_keeps_answerin
         "]".repeat(100_000)
     );
     let uri = "/api/v1/namespaces/default/configmaps";
-    let (code, status) = raw(&client, "POST", uri, "application/json", &deep).await;
+    let (code, status) = post_json(&client, uri, &deep).await;
     assert_eq!(
         (code, &status["reason"]),
         (400, &json!("BadRequest")),

@@ -17,6 +17,20 @@ fn owned_configmap(name: &str, owner: &DynamicObject, block: bool) -> DynamicObj
     )
 }
 
+/// A ConfigMap owned by `first` and `second`, neither reference blocking.
+fn owned_by_both(name: &str, first: &DynamicObject, second: &DynamicObject) -> DynamicObject {
+    let mut dependent = owned_configmap(name, first, false);
+    let mut refs = dependent.metadata.owner_references.clone().unwrap();
+    refs.extend(
+        owned_configmap(name, second, false)
+            .metadata
+            .owner_references
+            .unwrap(),
+    );
+    dependent.metadata.owner_references = Some(refs);
+    dependent
+}
+
 #[tokio::test]
 async fn an_object_with_finalizers_waits_for_them() {
     let (_server, client) = server();
@@ -72,7 +86,7 @@ async fn an_object_with_finalizers_waits_for_them() {
 async fn delete_preconditions_are_checked() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    create(&cms, &configmap("a", json!({}), json!({}))).await;
+    create_configmap(&cms, "a").await;
     let params = DeleteParams::default().preconditions(Preconditions {
         uid: Some("other".into()),
         resource_version: None,
@@ -91,20 +105,10 @@ async fn delete_preconditions_are_checked() {
 async fn background_deletion_collects_dependents() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    let owner = create(&cms, &configmap("owner", json!({}), json!({}))).await;
-    let other = create(&cms, &configmap("other", json!({}), json!({}))).await;
+    let owner = create_configmap(&cms, "owner").await;
+    let other = create_configmap(&cms, "other").await;
     create(&cms, &owned_configmap("child", &owner, false)).await;
-    let mut shared = owned_configmap("shared", &owner, false);
-    let mut refs = shared.metadata.owner_references.clone().unwrap();
-    refs.push(
-        owned_configmap("x", &other, false)
-            .metadata
-            .owner_references
-            .unwrap()[0]
-            .clone(),
-    );
-    shared.metadata.owner_references = Some(refs);
-    create(&cms, &shared).await;
+    create(&cms, &owned_by_both("shared", &owner, &other)).await;
 
     cms.delete("owner", &DeleteParams::background())
         .await
@@ -134,7 +138,7 @@ fn reference_with_uid(owner: &DynamicObject, uid: &str) -> DynamicObject {
 async fn a_dependent_written_for_an_owner_that_is_gone_is_collected() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    let owner = create(&cms, &configmap("owner", json!({}), json!({}))).await;
+    let owner = create_configmap(&cms, "owner").await;
 
     let never = reference_with_uid(&owner, "00000000-0000-0000-0000-000000000000");
     let created = create(&cms, &owned_configmap("orphan", &never, false)).await;
@@ -157,24 +161,14 @@ async fn a_dependent_written_for_an_owner_that_is_gone_is_collected() {
     );
 
     // One live owner and one gone: the dependent stays, without the dangling reference.
-    let mut shared = owned_configmap("shared", &owner, false);
-    let mut refs = shared.metadata.owner_references.clone().unwrap();
-    refs.push(
-        owned_configmap("x", &never, false)
-            .metadata
-            .owner_references
-            .unwrap()[0]
-            .clone(),
-    );
-    shared.metadata.owner_references = Some(refs);
-    create(&cms, &shared).await;
+    create(&cms, &owned_by_both("shared", &owner, &never)).await;
     let shared = cms.get("shared").await.unwrap();
     let refs = shared.metadata.owner_references.unwrap();
     assert_eq!(refs.len(), 1, "the dangling reference is dropped");
     assert_eq!(refs[0].uid, owner.metadata.uid.clone().unwrap());
 
     // An update that names an owner that is gone collects the dependent too.
-    create(&cms, &configmap("plain", json!({}), json!({}))).await;
+    create_configmap(&cms, "plain").await;
     let refs = owned_configmap("x", &never, false)
         .metadata
         .owner_references;
@@ -196,7 +190,7 @@ async fn a_dependent_written_for_an_owner_that_is_gone_is_collected() {
 async fn foreground_deletion_waits_for_blocking_dependents() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    let owner = create(&cms, &configmap("owner", json!({}), json!({}))).await;
+    let owner = create_configmap(&cms, "owner").await;
     let mut child = owned_configmap("child", &owner, true);
     child.metadata.finalizers = Some(vec!["example.com/slow".into()]);
     create(&cms, &child).await;
@@ -236,7 +230,7 @@ async fn foreground_deletion_waits_for_blocking_dependents() {
 async fn orphan_deletion_keeps_dependents_without_the_reference() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    let owner = create(&cms, &configmap("owner", json!({}), json!({}))).await;
+    let owner = create_configmap(&cms, "owner").await;
     create(&cms, &owned_configmap("child", &owner, false)).await;
     cms.delete("owner", &DeleteParams::orphan()).await.unwrap();
     assert!(cms.get_opt("owner").await.unwrap().is_none());
@@ -280,18 +274,12 @@ async fn deleting_a_namespace_deletes_its_contents_then_itself() {
     let (_server, client) = server();
     create_namespace(&client, "demo").await;
     let cms = configmaps(&client, "demo");
-    create(&cms, &configmap("plain", json!({}), json!({}))).await;
+    create_configmap(&cms, "plain").await;
     let held = object(
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "held", "finalizers": ["example.com/x"]}}),
     );
     create(&cms, &held).await;
-    configmaps(&client, "default")
-        .create(
-            &PostParams::default(),
-            &configmap("elsewhere", json!({}), json!({})),
-        )
-        .await
-        .unwrap();
+    create_configmap(&configmaps(&client, "default"), "elsewhere").await;
 
     namespaces(&client)
         .delete("demo", &DeleteParams::default())
@@ -330,15 +318,8 @@ async fn deleting_a_namespace_deletes_its_contents_then_itself() {
 async fn deleting_a_crd_removes_the_kind_and_its_objects() {
     let (_server, client) = server();
     install_widget_crd(&client).await;
-    let widgets =
-        kube::Api::<DynamicObject>::namespaced_with(client.clone(), "default", &widget_resource());
-    create(
-        &widgets,
-        &object(
-            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
-        ),
-    )
-    .await;
+    let widgets = widgets(&client, "default");
+    create(&widgets, &widget("w")).await;
     let crds = crds(&client);
     crds.delete("widgets.example.com", &DeleteParams::default())
         .await

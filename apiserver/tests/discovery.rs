@@ -226,15 +226,8 @@ async fn a_crd_with_two_versions_serves_one_object_at_both() {
         {"name": "v1beta1", "served": true, "storage": false}
     ]);
     create(&crds, &object(crd)).await;
-    let v1 =
-        kube::Api::<DynamicObject>::namespaced_with(client.clone(), "default", &widget_resource());
-    create(
-        &v1,
-        &object(
-            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
-        ),
-    )
-    .await;
+    let v1 = widgets(&client, "default");
+    create(&v1, &widget("w")).await;
     let (code, doc) = get_json(
         &client,
         "/apis/example.com/v1beta1/namespaces/default/widgets/w",

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
-use support::{create, typed};
+use support::{create, typed, widget};
 
 fn rbac_server() -> ApiServer {
     ApiServer::builder()
@@ -163,9 +163,7 @@ async fn a_cluster_role_grants_subresources_and_groups_as_bound() {
         "default",
         &support::widget_resource(),
     );
-    let widget = typed(
-        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}}),
-    );
+    let widget = widget("w1");
     create(&widgets, &widget).await;
     rbac_object(&server, json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
         "metadata": {"name": "status-writer"},

@@ -20,11 +20,9 @@ const DEPLOYMENT_SCALE: &str = "/apis/apps/v1/namespaces/default/deployments/web
 #[tokio::test]
 async fn a_deployments_scale_is_read_updated_and_patched() {
     let (_server, client) = server();
-    let (code, _) = raw(
+    let (code, _) = post_json(
         &client,
-        "POST",
         "/apis/apps/v1/namespaces/default/deployments",
-        "application/json",
         &deployment().to_string(),
     )
     .await;
@@ -61,14 +59,8 @@ async fn a_deployments_scale_is_read_updated_and_patched() {
     .await;
     assert_eq!(code, 409, "{status}");
 
-    let (code, patched) = raw(
-        &client,
-        "PATCH",
-        DEPLOYMENT_SCALE,
-        "application/merge-patch+json",
-        r#"{"spec":{"replicas":4}}"#,
-    )
-    .await;
+    let (code, patched) =
+        merge_patch(&client, DEPLOYMENT_SCALE, r#"{"spec":{"replicas":4}}"#).await;
     assert_eq!(
         (code, &patched["spec"]["replicas"]),
         (200, &json!(4)),
@@ -92,14 +84,8 @@ async fn a_deployments_scale_is_read_updated_and_patched() {
     assert_eq!(stored["spec"]["replicas"], 5);
     assert_eq!(stored["metadata"]["generation"], 4);
 
-    let (code, status) = raw(
-        &client,
-        "PATCH",
-        DEPLOYMENT_SCALE,
-        "application/merge-patch+json",
-        r#"{"spec":{"replicas":-1}}"#,
-    )
-    .await;
+    let (code, status) =
+        merge_patch(&client, DEPLOYMENT_SCALE, r#"{"spec":{"replicas":-1}}"#).await;
     assert_eq!(code, 422);
     assert_eq!(
         status["message"],
@@ -135,31 +121,25 @@ fn scalable_crd() -> Value {
 #[tokio::test]
 async fn a_crd_declaring_scale_serves_it_at_its_paths_and_validates_the_result() {
     let (_server, client) = server();
-    let (code, _) = raw(
+    let (code, _) = post_json(
         &client,
-        "POST",
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        "application/json",
         &scalable_crd().to_string(),
     )
     .await;
     assert_eq!(code, 201);
     let pool = json!({"apiVersion": "example.com/v1", "kind": "Pool", "metadata": {"name": "p"},
         "spec": {"size": 2}});
-    let (code, _) = raw(
+    let (code, _) = post_json(
         &client,
-        "POST",
         "/apis/example.com/v1/namespaces/default/pools",
-        "application/json",
         &pool.to_string(),
     )
     .await;
     assert_eq!(code, 201);
-    let (code, _) = raw(
+    let (code, _) = merge_patch(
         &client,
-        "PATCH",
         "/apis/example.com/v1/namespaces/default/pools/p/status",
-        "application/merge-patch+json",
         r#"{"status":{"ready":2,"selector":"app=p"}}"#,
     )
     .await;
@@ -169,14 +149,7 @@ async fn a_crd_declaring_scale_serves_it_at_its_paths_and_validates_the_result()
     assert_eq!(code, 200, "{scale}");
     assert_eq!(scale["spec"]["replicas"], 2);
     assert_eq!(scale["status"], json!({"replicas": 2, "selector": "app=p"}));
-    let (code, scale) = raw(
-        &client,
-        "PATCH",
-        path,
-        "application/merge-patch+json",
-        r#"{"spec":{"replicas":7}}"#,
-    )
-    .await;
+    let (code, scale) = merge_patch(&client, path, r#"{"spec":{"replicas":7}}"#).await;
     assert_eq!(
         (code, &scale["spec"]["replicas"]),
         (200, &json!(7)),
@@ -185,14 +158,7 @@ async fn a_crd_declaring_scale_serves_it_at_its_paths_and_validates_the_result()
     let (_, stored) = get_json(&client, "/apis/example.com/v1/namespaces/default/pools/p").await;
     assert_eq!(stored["spec"]["size"], 7);
     // The object's schema still applies.
-    let (code, status) = raw(
-        &client,
-        "PATCH",
-        path,
-        "application/merge-patch+json",
-        r#"{"spec":{"replicas":11}}"#,
-    )
-    .await;
+    let (code, status) = merge_patch(&client, path, r#"{"spec":{"replicas":11}}"#).await;
     assert_eq!(code, 422, "{status}");
     assert!(
         status["message"]
@@ -262,11 +228,9 @@ async fn discovery_lists_scale_subresources_as_autoscaling_v1_scale() {
 #[tokio::test]
 async fn a_scale_as_a_table_has_kubes_desired_and_available_columns() {
     let (_server, client) = server();
-    let (code, _) = raw(
+    let (code, _) = post_json(
         &client,
-        "POST",
         "/apis/apps/v1/namespaces/default/deployments",
-        "application/json",
         &deployment().to_string(),
     )
     .await;

@@ -112,11 +112,9 @@ async fn unknown_fields_are_pruned_and_defaults_applied() {
 async fn field_validation_strict_refuses_and_warn_warns() {
     let (_server, client) = server_with_crd(gadget_crd()).await;
     let body = r#"{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{"replicas":1,"bogus":1}}"#;
-    let (code, status) = raw(
+    let (code, status) = post_json(
         &client,
-        "POST",
         "/apis/example.com/v1/namespaces/default/gadgets?fieldValidation=Strict",
-        "application/json",
         body,
     )
     .await;

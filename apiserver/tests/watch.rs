@@ -8,7 +8,7 @@ use std::time::Duration;
 use dynrec_apiserver::ApiServer;
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{
-    DeleteParams, DynamicObject, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+    Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
@@ -55,6 +55,16 @@ fn describe(event: &WatchEvent<DynamicObject>) -> (String, String) {
     }
 }
 
+/// The resourceVersion a list of the API's kind is current at.
+async fn list_rv(api: &Api<DynamicObject>) -> String {
+    api.list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap()
+}
+
 /// A field selector that leaves out the `kube-root-ca.crt` ConfigMap every namespace holds.
 const NOT_ROOT_CA: &str = "metadata.name!=kube-root-ca.crt";
 
@@ -62,14 +72,8 @@ const NOT_ROOT_CA: &str = "metadata.name!=kube-root-ca.crt";
 async fn watch_from_a_resource_version_replays_changes_in_order() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    let start = cms
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
-    create(&cms, &configmap("a", json!({}), json!({}))).await;
+    let start = list_rv(&cms).await;
+    create_configmap(&cms, "a").await;
     cms.patch(
         "a",
         &PatchParams::default(),
@@ -107,19 +111,13 @@ async fn watch_from_a_resource_version_replays_changes_in_order() {
 async fn live_changes_reach_an_open_watch() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    let rv = cms
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_rv(&cms).await;
     let mut stream = cms
         .watch(&WatchParams::default(), &rv)
         .await
         .unwrap()
         .boxed();
-    create(&cms, &configmap("live", json!({}), json!({}))).await;
+    create_configmap(&cms, "live").await;
     assert_eq!(
         describe(&next(&mut stream).await),
         ("ADDED".into(), "live".into())
@@ -130,7 +128,7 @@ async fn live_changes_reach_an_open_watch() {
 async fn watch_without_a_version_starts_with_the_current_objects() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    create(&cms, &configmap("there", json!({}), json!({}))).await;
+    create_configmap(&cms, "there").await;
     // Every namespace also holds the kube-root-ca.crt ConfigMap; leave it out.
     let mut stream = cms
         .watch(&WatchParams::default().fields(NOT_ROOT_CA), "0")
@@ -149,7 +147,7 @@ async fn an_expired_resource_version_gets_410_gone() {
     let client = server.client();
     let cms = configmaps(&client, "default");
     for i in 0..5 {
-        create(&cms, &configmap(&format!("c{i}"), json!({}), json!({}))).await;
+        create_configmap(&cms, &format!("c{i}")).await;
     }
     let mut stream = cms
         .watch(&WatchParams::default(), "1")
@@ -172,13 +170,7 @@ async fn bookmarks_carry_the_current_resource_version() {
         .build();
     let client = server.client();
     let cms = configmaps(&client, "default");
-    let rv = cms
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_rv(&cms).await;
     let mut stream = cms
         .watch(
             &WatchParams {
@@ -221,13 +213,7 @@ async fn selectors_turn_relabelling_into_added_and_deleted() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
     create(&cms, &configmap("c", json!({"app": "web"}), json!({}))).await;
-    let rv = cms
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_rv(&cms).await;
     let mut stream = cms
         .watch(&WatchParams::default().labels("app=web"), &rv)
         .await
@@ -262,13 +248,7 @@ async fn selectors_turn_relabelling_into_added_and_deleted() {
 async fn a_watch_ends_after_its_timeout() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    let rv = cms
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_rv(&cms).await;
     let mut stream = cms
         .watch(&WatchParams::default().timeout(1), &rv)
         .await
@@ -285,19 +265,13 @@ async fn a_slow_watcher_is_cut_off_without_blocking_writers() {
     let server = ApiServer::builder().watch_buffer(4).build();
     let client = server.client();
     let cms = configmaps(&client, "default");
-    let rv = cms
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_rv(&cms).await;
     // Open a watch and never read it.
     let _stalled = cms.watch(&WatchParams::default(), &rv).await.unwrap();
     assert_eq!(server.open_watches().get("/configmaps"), Some(&1));
     let writes = async {
         for i in 0..200 {
-            create(&cms, &configmap(&format!("c{i}"), json!({}), json!({}))).await;
+            create_configmap(&cms, &format!("c{i}")).await;
         }
     };
     tokio::time::timeout(DEADLINE, writes)
@@ -314,22 +288,9 @@ async fn a_slow_watcher_is_cut_off_without_blocking_writers() {
 async fn deleting_a_crd_sends_deleted_events_for_its_objects() {
     let (_server, client) = server();
     install_widget_crd(&client).await;
-    let widgets =
-        kube::Api::<DynamicObject>::namespaced_with(client.clone(), "default", &widget_resource());
-    create(
-        &widgets,
-        &object(
-            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
-        ),
-    )
-    .await;
-    let rv = widgets
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let widgets = widgets(&client, "default");
+    create(&widgets, &widget("w")).await;
+    let rv = list_rv(&widgets).await;
     let mut stream = widgets
         .watch(&WatchParams::default(), &rv)
         .await
@@ -353,13 +314,13 @@ async fn deleting_a_crd_sends_deleted_events_for_its_objects() {
 async fn kube_runtime_watcher_follows_the_server() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    create(&cms, &configmap("before", json!({}), json!({}))).await;
+    create_configmap(&cms, "before").await;
     let mut objects = watcher(cms.clone(), watcher::Config::default().fields(NOT_ROOT_CA))
         .applied_objects()
         .boxed();
     let first = next_item(&mut objects).await;
     assert_eq!(first.metadata.name.as_deref(), Some("before"));
-    create(&cms, &configmap("after", json!({}), json!({}))).await;
+    create_configmap(&cms, "after").await;
     let second = next_item(&mut objects).await;
     assert_eq!(second.metadata.name.as_deref(), Some("after"));
 }
@@ -368,7 +329,7 @@ async fn kube_runtime_watcher_follows_the_server() {
 async fn kube_runtime_streaming_list_watcher_works() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    create(&cms, &configmap("before", json!({}), json!({}))).await;
+    create_configmap(&cms, "before").await;
     let config = watcher::Config::default().streaming_lists();
     let mut events = watcher(cms.clone(), config).boxed();
     let mut init_done = false;
@@ -393,11 +354,11 @@ async fn kube_runtime_watcher_recovers_when_watches_are_cut() {
     let mut objects = watcher(cms.clone(), watcher::Config::default().fields(NOT_ROOT_CA))
         .applied_objects()
         .boxed();
-    create(&cms, &configmap("one", json!({}), json!({}))).await;
+    create_configmap(&cms, "one").await;
     let first = next_item(&mut objects).await;
     assert_eq!(first.metadata.name.as_deref(), Some("one"));
     server.close_all_watches();
-    create(&cms, &configmap("two", json!({}), json!({}))).await;
+    create_configmap(&cms, "two").await;
     let second = next_item(&mut objects).await;
     assert_eq!(second.metadata.name.as_deref(), Some("two"));
 }

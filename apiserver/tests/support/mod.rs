@@ -30,6 +30,16 @@ pub fn widget_resource() -> ApiResource {
     )
 }
 
+/// The Widget API in a namespace.
+pub fn widgets(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), ns, &widget_resource())
+}
+
+/// A Widget with no spec.
+pub fn widget(name: &str) -> DynamicObject {
+    object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}}))
+}
+
 /// A CRD for `widgets.example.com`, namespaced, with a status subresource.
 pub fn widget_crd() -> Value {
     json!({
@@ -149,6 +159,11 @@ pub fn configmap(name: &str, labels: Value, data: Value) -> DynamicObject {
         "metadata": {"name": name, "labels": labels}, "data": data}))
 }
 
+/// Creates an empty ConfigMap with no labels.
+pub async fn create_configmap(api: &Api<DynamicObject>, name: &str) -> DynamicObject {
+    create(api, &configmap(name, json!({}), json!({}))).await
+}
+
 /// The `kube::Error::Api` status of a failed call.
 pub fn status_of<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> kube::core::Status {
     match result {
@@ -184,6 +199,16 @@ pub async fn raw(
 /// GETs a path; returns (status code, parsed JSON body).
 pub async fn get_json(client: &kube::Client, uri: &str) -> (u16, Value) {
     raw(client, "GET", uri, "application/json", "").await
+}
+
+/// POSTs a JSON body; returns (status code, parsed JSON body).
+pub async fn post_json(client: &kube::Client, uri: &str, body: &str) -> (u16, Value) {
+    raw(client, "POST", uri, "application/json", body).await
+}
+
+/// Sends a JSON merge patch; returns (status code, parsed JSON body).
+pub async fn merge_patch(client: &kube::Client, uri: &str, patch: &str) -> (u16, Value) {
+    raw(client, "PATCH", uri, "application/merge-patch+json", patch).await
 }
 
 /// Sends a request; returns its status code and the texts of its `Warning` headers.
