@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::Attributes;
-use crate::http::User;
+use super::user::User;
 use crate::meta;
 use crate::resources::ResourceKey;
 use crate::store::State;

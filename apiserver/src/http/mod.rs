@@ -4,6 +4,7 @@ mod admit;
 mod aggregated;
 mod authorize;
 pub(crate) mod builtin;
+mod call;
 mod deleted;
 mod discovery;
 mod list;
@@ -31,13 +32,13 @@ use axum::extract::State as AxumState;
 use http::{Method, Request, Response};
 use parking_lot::RwLock;
 
+use crate::auth::User;
 use crate::error::{ApiError, ApiResult};
 use crate::store::State;
 use route::Route;
 
 pub use discovery::KUBERNETES_MINOR;
 pub use tokens::Signer;
-pub(crate) use tokens::User;
 
 /// Settings of the front end.
 #[derive(Clone, Debug)]
@@ -51,7 +52,7 @@ pub struct FrontConfig {
     /// How requests are authorized.
     pub authorization: crate::auth::Authorization,
     /// Users of static bearer tokens (a token file), by token.
-    pub static_tokens: BTreeMap<String, tokens::User>,
+    pub static_tokens: BTreeMap<String, User>,
 }
 
 impl Default for FrontConfig {
@@ -184,7 +185,7 @@ async fn dispatch(shared: &Arc<Shared>, mut request: Request<Body>) -> ApiResult
 /// Who a request comes from: a ServiceAccount when it carries a token this server issued,
 /// the user of a static token, else the administrator; with a server token set, any other
 /// request is 401.
-fn authenticate(shared: &Shared, request: &Request<Body>) -> ApiResult<tokens::User> {
+fn authenticate(shared: &Shared, request: &Request<Body>) -> ApiResult<User> {
     let given = request
         .headers()
         .get(http::header::AUTHORIZATION)
@@ -200,6 +201,6 @@ fn authenticate(shared: &Shared, request: &Request<Body>) -> ApiResult<tokens::U
     }
     match &shared.config.token {
         Some(token) if given != Some(token.as_str()) => Err(ApiError::unauthorized()),
-        _ => Ok(tokens::User::admin()),
+        _ => Ok(User::admin()),
     }
 }

@@ -6,59 +6,18 @@ use axum::body::Body;
 use http::{Method, Request, Response, header};
 use serde_json::{Value, json};
 
+use super::call::Call;
 use super::list::{self, Selectors};
 use super::negotiate::{self, BodyType, Representation};
 use super::query::Query;
 use super::route::ResourcePath;
-use super::{
-    Shared, admit, deleted, protobuf, respond, reviews, subresource, table, tokens, watch,
-};
+use super::{Shared, admit, deleted, protobuf, respond, reviews, subresource, table, watch};
+use crate::auth::User;
 use crate::error::{ApiError, ApiResult};
 use crate::faults::{RequestFacts, Verdict};
 use crate::meta;
 use crate::resources::ResourceInfo;
-use crate::store::{
-    DeleteOptions, DeleteOutcome, FieldValidation, PatchBody, Propagation, Target, WriteOptions,
-};
-
-/// One request on a resource path, decoded.
-pub(super) struct Call {
-    pub(super) info: Arc<ResourceInfo>,
-    namespace: Option<String>,
-    query: Query,
-    pub(super) representation: Representation,
-    pub(super) content_type: Option<String>,
-    user_agent: Option<String>,
-}
-
-impl Call {
-    /// The namespace of an object request ("" for cluster-scoped kinds).
-    pub(super) fn object_namespace(&self) -> ApiResult<&str> {
-        match (&self.namespace, self.info.namespaced) {
-            (_, false) => Ok(""),
-            (Some(ns), true) => Ok(ns),
-            (None, true) => Err(ApiError::bad_request(format!(
-                "{} is namespaced: the path must name a namespace",
-                self.info.plural
-            ))),
-        }
-    }
-
-    /// The options of a create, update or patch, from the query.
-    pub(super) fn write_options(&self) -> ApiResult<WriteOptions> {
-        Ok(WriteOptions {
-            dry_run: self.query.dry_run()?,
-            field_validation: FieldValidation::parse(self.query.get("fieldValidation"))?,
-            field_manager: self.query.get("fieldManager").map(str::to_string),
-            user_agent: self.user_agent.clone(),
-            force: self.query.flag("force")?,
-        })
-    }
-
-    fn respond(&self, code: u16, object: &Value) -> Response<Body> {
-        respond::json(code, &list::render(object, &self.info, self.representation))
-    }
-}
+use crate::store::{DeleteOptions, DeleteOutcome, PatchBody, Propagation, Target};
 
 /// Serves a request on a collection, object or subresource; a request at a deprecated
 /// CRD version gets its deprecation `Warning`, whatever the answer.
@@ -135,8 +94,8 @@ async fn serve_kind(
         Verdict::Fail(error) => return Err(error),
     }
     // Admission webhooks see who asks.
-    let user = parts.extensions.get::<tokens::User>().cloned();
-    let user = user.unwrap_or_else(tokens::User::admin).username;
+    let user = parts.extensions.get::<User>().cloned();
+    let user = user.unwrap_or_else(User::admin).username;
     if let (Some("scale"), Some(name)) = (path.subresource.as_deref(), &path.name) {
         return super::scale::serve(shared, &call, parts.method, name, body).await;
     }
@@ -170,9 +129,9 @@ async fn serve_kind(
     if call.info.is_virtual() && parts.method == Method::POST && path.name.is_none() {
         let user = parts
             .extensions
-            .get::<tokens::User>()
+            .get::<User>()
             .cloned()
-            .unwrap_or_else(tokens::User::admin);
+            .unwrap_or_else(User::admin);
         return reviews::create(
             shared,
             &call.info.plural,

@@ -8,9 +8,10 @@ use axum::body::Body;
 use http::Response;
 use serde_json::{Value, json};
 
-use super::tokens::{self, User};
+use super::tokens;
 use super::{Shared, respond, subresource};
 use crate::auth;
+use crate::auth::User;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::resources::ResourceKey;

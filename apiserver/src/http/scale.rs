@@ -7,8 +7,9 @@ use axum::body::Body;
 use http::{Method, Response};
 use serde_json::Value;
 
+use super::call::Call;
 use super::negotiate::Representation;
-use super::resource::{Call, read_json, read_patch};
+use super::resource::{read_json, read_patch};
 use super::{Shared, respond, table};
 use crate::error::{ApiError, ApiResult};
 use crate::scale::{scale_of, with_replicas};
