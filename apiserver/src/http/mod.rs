@@ -3,6 +3,7 @@
 mod admit;
 mod aggregated;
 mod authorize;
+mod body;
 pub(crate) mod builtin;
 mod call;
 mod deleted;
