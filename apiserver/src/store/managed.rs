@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::body::{PatchBody, check_body};
 use super::crd;
 use super::state::State;
-use super::write::{PatchBody, Target, WriteOptions, check_body};
+use super::write::{Target, WriteOptions};
 use crate::apply::{self, MergeSchema, Part, Writer};
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;

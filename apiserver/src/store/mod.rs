@@ -6,6 +6,7 @@
 //! `kinds`, `persist`); the files that add its operations (writes, deletion, garbage
 //! collection, the rules of particular kinds) orchestrate those parts.
 
+mod body;
 mod builtin_defaults;
 mod cluster;
 mod crd;
@@ -21,16 +22,18 @@ mod managed;
 mod objects;
 mod persist;
 mod schemas;
+mod server_fields;
 mod services;
 mod startup;
 mod state;
 mod watch;
 mod write;
 
+pub use body::{PatchBody, apply_patch};
 pub use delete::{DeleteOptions, DeleteOutcome, Propagation};
 pub use objects::ObjectKey;
 pub use persist::StorageError;
 pub use schemas::FieldValidation;
 pub use state::State;
 pub use watch::{Change, ChangeKind, StoreConfig, Subscription, WatchStart};
-pub use write::{PatchBody, Target, WriteOptions, apply_patch};
+pub use write::{Target, WriteOptions};
