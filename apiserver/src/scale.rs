@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta::{self, at_path};
 use crate::resources::{ResourceInfo, ScalePaths, ScaleSelector};
+use crate::selector;
 
 /// Sets the value at a dotted `path` of `object`, creating objects on the way.
 fn set(object: &mut Value, path: &str, value: Value) {
@@ -19,41 +20,6 @@ fn set(object: &mut Value, path: &str, value: Value) {
         current = map.entry(key.to_string()).or_insert(Value::Null);
     }
     *current = value;
-}
-
-/// A `LabelSelector` as `metav1.FormatLabelSelector` writes it: `app=web,tier in (a,b)`.
-pub fn format_selector(selector: &Value) -> String {
-    let mut parts: Vec<String> = selector["matchLabels"]
-        .as_object()
-        .map(|labels| {
-            labels
-                .iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-                .collect()
-        })
-        .unwrap_or_default();
-    for expression in selector["matchExpressions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        let key = expression["key"].as_str().unwrap_or_default();
-        let values: Vec<&str> = expression["values"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        let values = values.join(",");
-        parts.push(match expression["operator"].as_str().unwrap_or_default() {
-            "In" => format!("{key} in ({values})"),
-            "NotIn" => format!("{key} notin ({values})"),
-            "Exists" => key.to_string(),
-            "DoesNotExist" => format!("!{key}"),
-            other => format!("{key} {other} ({values})"),
-        });
-    }
-    parts.join(",")
 }
 
 /// The paths of `info`'s scale subresource, or 404.
@@ -86,7 +52,9 @@ pub fn scale_of(info: &ResourceInfo, object: &Value) -> ApiResult<Value> {
         ScaleSelector::Path(path) => at_path(object, path.as_str())
             .and_then(Value::as_str)
             .map(str::to_string),
-        ScaleSelector::SpecSelector => Some(format_selector(&object["spec"]["selector"])),
+        ScaleSelector::SpecSelector => {
+            Some(selector::format_label_selector(&object["spec"]["selector"]))
+        }
     };
     if let Some(selector) = selector.filter(|s| !s.is_empty()) {
         status["selector"] = Value::from(selector);
@@ -144,17 +112,6 @@ pub fn with_replicas(info: &ResourceInfo, object: &Value, scale: &Value) -> ApiR
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn selectors_are_written_as_kube_writes_them() {
-        let selector = json!({"matchLabels": {"app": "web", "tier": "front"},
-            "matchExpressions": [{"key": "env", "operator": "In", "values": ["a", "b"]},
-                                 {"key": "gone", "operator": "DoesNotExist"}]});
-        assert_eq!(
-            format_selector(&selector),
-            "app=web,tier=front,env in (a,b),!gone"
-        );
-    }
 
     #[test]
     fn set_creates_the_path() {

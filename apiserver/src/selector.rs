@@ -532,6 +532,41 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// A `LabelSelector` as `metav1.FormatLabelSelector` writes it: `app=web,tier in (a,b)`.
+pub fn format_label_selector(selector: &Value) -> String {
+    let mut parts: Vec<String> = selector["matchLabels"]
+        .as_object()
+        .map(|labels| {
+            labels
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    for expression in selector["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let key = expression["key"].as_str().unwrap_or_default();
+        let values: Vec<&str> = expression["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let values = values.join(",");
+        parts.push(match expression["operator"].as_str().unwrap_or_default() {
+            "In" => format!("{key} in ({values})"),
+            "NotIn" => format!("{key} notin ({values})"),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            other => format!("{key} {other} ({values})"),
+        });
+    }
+    parts.join(",")
+}
+
 // ---------------------------------------------------------------------------
 // Field selectors
 // ---------------------------------------------------------------------------
@@ -673,6 +708,17 @@ fn unescape_value(raw: &str) -> Result<String, SelectorError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn selectors_are_written_as_kube_writes_them() {
+        let selector = json!({"matchLabels": {"app": "web", "tier": "front"},
+            "matchExpressions": [{"key": "env", "operator": "In", "values": ["a", "b"]},
+                                 {"key": "gone", "operator": "DoesNotExist"}]});
+        assert_eq!(
+            format_label_selector(&selector),
+            "app=web,tier=front,env in (a,b),!gone"
+        );
+    }
 
     fn labels(v: Value) -> Map<String, Value> {
         match v {

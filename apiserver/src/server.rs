@@ -204,7 +204,7 @@ impl ApiServer {
             let kind = object["kind"].as_str().unwrap_or_default().to_string();
             self.shared.write(|state| {
                 let info = state
-                    .registry
+                    .registry()
                     .in_group_version(group, version)
                     .into_iter()
                     .find(|info| info.kind == kind)

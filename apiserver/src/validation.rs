@@ -136,7 +136,8 @@ fn max_len_error(length: usize) -> String {
     format!("must be no more than {length} characters")
 }
 
-/// Kubernetes' `RegexError`, including its quirky `',  or '` separator.
+/// Kubernetes' `RegexError`: every example quoted and followed by `, `, and each after the
+/// first led by ` or `, so that two examples read `'a',  or 'b', `.
 fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
     if examples.is_empty() {
         return format!("{msg} (regex used for validation is '{fmt}')");

@@ -9,8 +9,8 @@ use serde_json::Value;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta::{self, at_path};
 use crate::resources::ResourceInfo;
-use crate::scale::format_selector;
 use crate::selector::LabelSelector;
+use crate::selector::format_label_selector;
 
 /// Where a kind keeps its pod spec, and whether it has a selector to check.
 fn pod_spec_path(info: &ResourceInfo) -> Option<(&'static str, bool)> {
@@ -78,7 +78,7 @@ fn check_selector(info: &ResourceInfo, object: &Value, causes: &mut Vec<Cause>) 
 
 /// Whether a `LabelSelector` selects `labels` (a selector that does not parse selects nothing).
 fn selects(selector: &Value, labels: &Value) -> bool {
-    LabelSelector::parse(&format_selector(selector))
+    LabelSelector::parse(&format_label_selector(selector))
         .is_ok_and(|parsed| parsed.matches(labels.as_object()))
 }
 

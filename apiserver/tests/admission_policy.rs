@@ -36,14 +36,8 @@ async fn bind_policy(client: &kube::Client, actions: serde_json::Value) {
     let binding = object(json!({"apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "max-entries-binding"},
         "spec": {"policyName": "max-entries", "validationActions": actions}}));
-    policies
-        .create(&PostParams::default(), &policy)
-        .await
-        .unwrap();
-    bindings
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
+    create(&policies, &policy).await;
+    create(&bindings, &binding).await;
 }
 
 #[tokio::test]

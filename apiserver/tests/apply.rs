@@ -15,10 +15,6 @@ fn deployment(containers: Value, replicas: Option<i64>) -> Value {
     json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": spec})
 }
 
-fn deployments(client: &kube::Client) -> kube::Api<DynamicObject> {
-    api(client, "apps", "v1", "Deployment", "deployments", "default")
-}
-
 fn container_names(object: &DynamicObject) -> Vec<String> {
     object.data["spec"]["template"]["spec"]["containers"]
         .as_array()
@@ -47,7 +43,7 @@ fn managers(object: &DynamicObject) -> Vec<(String, String)> {
 #[tokio::test]
 async fn apply_creates_then_conflicts_with_another_manager_until_forced() {
     let (_server, client) = server();
-    let api = deployments(&client);
+    let api = deployments(&client, "default");
     let alice = PatchParams::apply("alice");
     let created = api
         .patch(
@@ -107,7 +103,7 @@ async fn apply_creates_then_conflicts_with_another_manager_until_forced() {
 #[tokio::test]
 async fn reapplying_without_a_field_removes_it_unless_someone_else_owns_it() {
     let (_server, client) = server();
-    let api = deployments(&client);
+    let api = deployments(&client, "default");
     let alice = PatchParams::apply("alice");
     api.patch(
         "web",
@@ -139,7 +135,7 @@ async fn reapplying_without_a_field_removes_it_unless_someone_else_owns_it() {
 #[tokio::test]
 async fn list_items_keyed_by_name_merge_across_managers() {
     let (_server, client) = server();
-    let api = deployments(&client);
+    let api = deployments(&client, "default");
     api.patch(
         "web",
         &PatchParams::apply("alice"),
@@ -217,12 +213,12 @@ async fn apply_requires_a_field_manager() {
 #[tokio::test]
 async fn strategic_merge_patch_merges_containers_by_name_and_deletes_by_directive() {
     let (_server, client) = server();
-    let api = deployments(&client);
+    let api = deployments(&client, "default");
     let body = object(deployment(
         json!([{"name": "app", "image": "a:1"}, {"name": "old", "image": "o:1"}]),
         Some(1),
     ));
-    api.create(&PostParams::default(), &body).await.unwrap();
+    create(&api, &body).await;
     let patch = json!({"spec": {"template": {"spec": {"containers": [
         {"name": "app", "image": "a:2"},
         {"name": "old", "$patch": "delete"},
@@ -255,12 +251,8 @@ async fn strategic_merge_patch_merges_containers_by_name_and_deletes_by_directiv
 async fn strategic_merge_patch_on_a_custom_kind_is_unsupported() {
     let (_server, client) = server();
     install_widget_crd(&client).await;
-    let widgets =
-        kube::Api::<DynamicObject>::namespaced_with(client.clone(), "default", &widget_resource());
-    widgets
-        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}})))
-        .await
-        .unwrap();
+    let widgets = widgets(&client, "default");
+    create(&widgets, &widget("w")).await;
     let status = status_of(
         widgets
             .patch(
@@ -276,7 +268,7 @@ async fn strategic_merge_patch_on_a_custom_kind_is_unsupported() {
 #[tokio::test]
 async fn dry_run_apply_stores_nothing() {
     let (_server, client) = server();
-    let api = deployments(&client);
+    let api = deployments(&client, "default");
     let mut params = PatchParams::apply("alice");
     params.dry_run = true;
     let answered = api

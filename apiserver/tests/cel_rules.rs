@@ -84,19 +84,6 @@ fn good_spec() -> Value {
         "version": "v1", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]})
 }
 
-async fn install(client: &kube::Client, crd: Value) {
-    Api::<DynamicObject>::all_with(client.clone(), &crd_resource())
-        .create(&PostParams::default(), &object(crd))
-        .await
-        .expect("the CRD is accepted");
-}
-
-async fn setup() -> (dynrec_apiserver::ApiServer, kube::Client) {
-    let (server, client) = server();
-    install(&client, gateway_crd()).await;
-    (server, client)
-}
-
 /// The causes of a 422, as `field: message`.
 fn causes(status: &kube::core::Status) -> Vec<(String, String, String)> {
     status
@@ -122,7 +109,7 @@ async fn merge(
 
 #[tokio::test]
 async fn an_object_rule_failure_is_a_422_in_kubes_words() {
-    let (_server, client) = setup().await;
+    let (_server, client) = server_with_crd(gateway_crd()).await;
     let api = gateways(&client);
     let mut spec = good_spec();
     spec["minReplicas"] = json!(5);
@@ -151,7 +138,7 @@ async fn an_object_rule_failure_is_a_422_in_kubes_words() {
 
 #[tokio::test]
 async fn list_item_rules_use_message_expression_and_each_failure_is_a_cause() {
-    let (_server, client) = setup().await;
+    let (_server, client) = server_with_crd(gateway_crd()).await;
     let api = gateways(&client);
     let mut spec = good_spec();
     spec["listeners"] = json!([
@@ -197,12 +184,10 @@ async fn list_item_rules_use_message_expression_and_each_failure_is_a_cause() {
 
 #[tokio::test]
 async fn transition_rules_run_on_updates_only() {
-    let (_server, client) = setup().await;
+    let (_server, client) = server_with_crd(gateway_crd()).await;
     let api = gateways(&client);
     // Created with any className and replicas: rules on oldSelf are skipped on create.
-    api.create(&PostParams::default(), &gateway("gw", good_spec()))
-        .await
-        .unwrap();
+    create(&api, &gateway("gw", good_spec())).await;
     let status = status_of(merge(&api, "gw", json!({"spec": {"className": "slow"}})).await);
     assert_eq!(
         status.message,
@@ -228,7 +213,7 @@ async fn transition_rules_run_on_updates_only() {
 
 #[tokio::test]
 async fn optional_old_self_rules_run_on_create_with_no_old_value() {
-    let (_server, client) = setup().await;
+    let (_server, client) = server_with_crd(gateway_crd()).await;
     let api = gateways(&client);
     let mut spec = good_spec();
     spec["version"] = json!("1.0");
@@ -240,9 +225,7 @@ async fn optional_old_self_rules_run_on_create_with_no_old_value() {
         causes(&status)[0].2,
         "Invalid value: \"string\": new versions must start with v"
     );
-    api.create(&PostParams::default(), &gateway("gw", good_spec()))
-        .await
-        .unwrap();
+    create(&api, &gateway("gw", good_spec())).await;
     merge(&api, "gw", json!({"spec": {"version": "1.0"}}))
         .await
         .expect("oldSelf has a value on update");
@@ -251,7 +234,7 @@ async fn optional_old_self_rules_run_on_create_with_no_old_value() {
 #[tokio::test]
 async fn a_rule_that_does_not_compile_refuses_the_crd_naming_rule_path_and_position() {
     let (_server, client) = server();
-    let crds = Api::<DynamicObject>::all_with(client.clone(), &crd_resource());
+    let crds = crds(&client);
     let mut crd = gateway_crd();
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
         json!([{"rule": "self.minReplicas <="}, {"rule": "self.maxReplicas.frobnicate() > 1"}]);
@@ -328,8 +311,7 @@ fn probe_spec() -> Value {
 
 #[tokio::test]
 async fn kubernetes_cel_libraries_are_available_to_rules() {
-    let (_server, client) = server();
-    install(&client, library_crd()).await;
+    let (_server, client) = server_with_crd(library_crd()).await;
     let api = api(&client, "example.com", "v1", "Probe", "probes", "default");
     let probe = |name: &str, spec: Value| {
         object(
@@ -394,7 +376,7 @@ async fn a_rule_over_its_cost_limit_is_refused_promptly() {
     let (_server, client) = server();
     let mut crd = library_crd();
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = json!([{"rule": "self.weights.all(a, self.weights.all(b, self.weights.all(c, a + b + c >= 0)))"}]);
-    install(&client, crd).await;
+    install_crd(&client, crd).await;
     let api = api(&client, "example.com", "v1", "Probe", "probes", "default");
     let weights: Vec<i64> = (0..500).collect();
     let body = object(json!({"apiVersion": "example.com/v1", "kind": "Probe",
@@ -424,15 +406,13 @@ async fn a_failure_on_an_unchanged_value_is_a_warning_not_an_error() {
     let spec_schema =
         &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
     let rules = spec_schema["x-kubernetes-validations"].take();
-    install(&client, crd.clone()).await;
+    install_crd(&client, crd.clone()).await;
     let api = gateways(&client);
     let mut spec = good_spec();
     spec["minReplicas"] = json!(9);
-    api.create(&PostParams::default(), &gateway("gw", spec))
-        .await
-        .unwrap();
+    create(&api, &gateway("gw", spec)).await;
     // The rule arrives after the object was stored.
-    let crds = Api::<DynamicObject>::all_with(client.clone(), &crd_resource());
+    let crds = crds(&client);
     let mut stored = crds.get("gateways.example.com").await.unwrap();
     stored.data["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
         rules;
@@ -485,7 +465,7 @@ async fn formatted_strings_are_timestamps_durations_and_bytes_in_rules() {
                         }}
                 }}}}]}
     });
-    install(&client, crd).await;
+    install_crd(&client, crd).await;
     let api = api(&client, "example.com", "v1", "Window", "windows", "default");
     let window = |name: &str, spec: Value| {
         object(
@@ -544,7 +524,7 @@ async fn properties_are_named_with_kubes_escaping() {
                         }}
                 }}}}]}
     });
-    install(&client, crd).await;
+    install_crd(&client, crd).await;
     let api = api(&client, "example.com", "v1", "Ref", "refs", "default");
     let reference = |spec: Value| {
         object(
@@ -572,7 +552,7 @@ async fn properties_are_named_with_kubes_escaping() {
 
 #[tokio::test]
 async fn a_list_level_rule_reports_the_list_and_its_type() {
-    let (_server, client) = setup().await;
+    let (_server, client) = server_with_crd(gateway_crd()).await;
     let api = gateways(&client);
     let mut spec = good_spec();
     spec["listeners"] = json!([
@@ -591,8 +571,8 @@ async fn a_list_level_rule_reports_the_list_and_its_type() {
 
 #[tokio::test]
 async fn an_update_that_adds_a_rule_that_does_not_compile_is_refused() {
-    let (_server, client) = setup().await;
-    let crds = Api::<DynamicObject>::all_with(client.clone(), &crd_resource());
+    let (_server, client) = server_with_crd(gateway_crd()).await;
+    let crds = crds(&client);
     let mut crd = crds.get("gateways.example.com").await.unwrap();
     crd.data["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
         ["tls"]["x-kubernetes-validations"] = json!([{"rule": "self &&& true"}]);
@@ -617,7 +597,7 @@ async fn rules_that_fail_to_evaluate_are_reported_in_kubes_words() {
     let (_server, client) = server();
     let mut crd = library_crd();
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = json!([{"rule": "self.name == 'x' || self.missing == 'y'"}, {"rule": "self.weights[0] + self.name == 'y'"}, {"rule": "self.weights[0] / self.weights[1] == 0"}]);
-    install(&client, crd).await;
+    install_crd(&client, crd).await;
     let api = api(&client, "example.com", "v1", "Probe", "probes", "default");
     let body = object(json!({"apiVersion": "example.com/v1", "kind": "Probe",
         "metadata": {"name": "p"}, "spec": {"name": "web", "weights": [1, 0]}}));

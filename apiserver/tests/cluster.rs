@@ -13,10 +13,6 @@ use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
 use support::*;
 
-fn typed<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
-    serde_json::from_value(value).expect("a valid object")
-}
-
 #[tokio::test]
 async fn the_kubernetes_service_points_at_the_server() {
     let (_server, client) = server();
@@ -122,7 +118,7 @@ async fn a_pod_is_stored_as_a_cluster_stores_it() {
         {"name": "latest", "image": "nginx"},
         {"name": "pinned", "image": "nginx:1.27", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}
     ]}}));
-    let created = pods.create(&PostParams::default(), &pod).await.unwrap();
+    let created = create(&pods, &pod).await;
     assert_eq!(
         created.metadata.generation, None,
         "1.32 pods have no generation"
@@ -182,10 +178,7 @@ fn deployment(replicas: Option<i32>) -> Deployment {
 async fn a_deployment_gets_the_defaults_controllers_read_and_a_generation() {
     let (_server, client) = server();
     let deployments = Api::<Deployment>::namespaced(client, "default");
-    let created = deployments
-        .create(&PostParams::default(), &deployment(None))
-        .await
-        .unwrap();
+    let created = create(&deployments, &deployment(None)).await;
     assert_eq!(created.metadata.generation, Some(1));
     let spec = created.spec;
     assert_eq!(spec.replicas, Some(1));
@@ -224,10 +217,7 @@ async fn a_service_gets_a_type_session_affinity_and_a_cluster_ip() {
     let services = Api::<Service>::namespaced(client, "default");
     let service: Service = typed(json!({"metadata": {"name": "web"},
         "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}));
-    let created = services
-        .create(&PostParams::default(), &service)
-        .await
-        .unwrap();
+    let created = create(&services, &service).await;
     assert_eq!(created.metadata.generation, None);
     let spec = created.spec.expect("a spec");
     assert_eq!(spec.type_.as_deref(), Some("ClusterIP"));
@@ -267,7 +257,7 @@ async fn a_job_gets_completions_parallelism_and_a_backoff_limit() {
         json!({"metadata": {"name": "once"}, "spec": {"template": {"spec": {
         "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}),
     );
-    let created = jobs.create(&PostParams::default(), &job).await.unwrap();
+    let created = create(&jobs, &job).await;
     let spec = created.spec.expect("a spec");
     assert_eq!(
         (spec.completions, spec.parallelism, spec.backoff_limit),
@@ -288,7 +278,7 @@ async fn probes_and_volume_modes_get_kube_s_defaults() {
         "volumes": [{"name": "settings", "configMap": {"name": "settings"}}],
         "containers": [{"name": "c", "image": "nginx:1.27",
             "readinessProbe": {"httpGet": {"path": "/", "port": 80}}}]}}));
-    let created = pods.create(&PostParams::default(), &pod).await.unwrap();
+    let created = create(&pods, &pod).await;
     let spec = created.spec.expect("a spec");
     let probe = spec.containers[0].readiness_probe.clone().expect("a probe");
     assert_eq!(
@@ -321,10 +311,7 @@ async fn storage_classes_and_network_policies_get_kube_s_defaults() {
         json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
         "metadata": {"name": "fast"}, "provisioner": "example.com/disk"}),
     );
-    let created = classes
-        .create(&PostParams::default(), &class)
-        .await
-        .unwrap();
+    let created = create(&classes, &class).await;
     assert_eq!(created.data["reclaimPolicy"], "Delete");
     assert_eq!(created.data["volumeBindingMode"], "Immediate");
     let policies = api(
@@ -340,10 +327,7 @@ async fn storage_classes_and_network_policies_get_kube_s_defaults() {
         "metadata": {"name": "deny"}, "spec": {"podSelector": {},
             "egress": [{"ports": [{"port": 53}]}]}}),
     );
-    let created = policies
-        .create(&PostParams::default(), &policy)
-        .await
-        .unwrap();
+    let created = create(&policies, &policy).await;
     assert_eq!(
         created.data["spec"]["policyTypes"],
         json!(["Ingress", "Egress"])

@@ -2,7 +2,7 @@
 
 mod support;
 
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use support::*;
 
@@ -10,20 +10,8 @@ use support::*;
 async fn create_assigns_identity_version_and_generation() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    let a = cms
-        .create(
-            &PostParams::default(),
-            &configmap("a", json!({}), json!({"k": "v"})),
-        )
-        .await
-        .unwrap();
-    let b = cms
-        .create(
-            &PostParams::default(),
-            &configmap("b", json!({}), json!({})),
-        )
-        .await
-        .unwrap();
+    let a = create(&cms, &configmap("a", json!({}), json!({"k": "v"}))).await;
+    let b = create_configmap(&cms, "b").await;
     let rv = |o: &kube::api::DynamicObject| {
         o.metadata
             .resource_version
@@ -50,8 +38,8 @@ async fn generate_name_gets_a_random_suffix() {
     let body = object(
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "cfg-"}}),
     );
-    let a = cms.create(&PostParams::default(), &body).await.unwrap();
-    let b = cms.create(&PostParams::default(), &body).await.unwrap();
+    let a = create(&cms, &body).await;
+    let b = create(&cms, &body).await;
     assert_eq!(
         a.metadata.generate_name.as_deref(),
         Some("cfg-"),
@@ -66,12 +54,7 @@ async fn generate_name_gets_a_random_suffix() {
 async fn duplicate_create_is_already_exists() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    cms.create(
-        &PostParams::default(),
-        &configmap("a", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create_configmap(&cms, "a").await;
     let status = status_of(
         cms.create(
             &PostParams::default(),
@@ -94,14 +77,7 @@ async fn duplicate_create_is_already_exists() {
 #[tokio::test]
 async fn missing_object_is_not_found_with_details() {
     let (_server, client) = server();
-    let deployments = api(
-        &client,
-        "apps",
-        "v1",
-        "Deployment",
-        "deployments",
-        "default",
-    );
+    let deployments = deployments(&client, "default");
     let status = status_of(deployments.get("web").await);
     assert_eq!((status.code, status.reason.as_str()), (404, "NotFound"));
     assert_eq!(status.message, "deployments.apps \"web\" not found");
@@ -127,12 +103,7 @@ async fn namespaced_create_needs_an_existing_live_namespace() {
 
     create_namespace(&client, "demo").await;
     let demo = configmaps(&client, "demo");
-    demo.create(
-        &PostParams::default(),
-        &configmap("held", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create_configmap(&demo, "held").await;
     demo.patch(
         "held",
         &PatchParams::default(),
@@ -168,9 +139,7 @@ async fn list_filters_by_label_selector_operators() {
         ("api", json!({"app": "api", "tier": "back"})),
         ("db", json!({"app": "db"})),
     ] {
-        cms.create(&PostParams::default(), &configmap(name, labels, json!({})))
-            .await
-            .unwrap();
+        create(&cms, &configmap(name, labels, json!({}))).await;
     }
     let names = |selector: &'static str| {
         let cms = cms.clone();
@@ -210,18 +179,8 @@ async fn list_filters_by_label_selector_operators() {
 async fn list_filters_by_field_selector_and_reports_its_resource_version() {
     let (server, client) = server();
     let cms = configmaps(&client, "default");
-    cms.create(
-        &PostParams::default(),
-        &configmap("a", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
-    cms.create(
-        &PostParams::default(),
-        &configmap("b", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create_configmap(&cms, "a").await;
+    create_configmap(&cms, "b").await;
     let list = cms
         .list(&ListParams::default().fields("metadata.name=b"))
         .await
@@ -272,12 +231,7 @@ async fn list_pages_with_limit_and_continue() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
     for i in 0..7 {
-        cms.create(
-            &PostParams::default(),
-            &configmap(&format!("cm{i}"), json!({}), json!({})),
-        )
-        .await
-        .unwrap();
+        create_configmap(&cms, &format!("cm{i}")).await;
     }
     let mut seen = Vec::new();
     let mut token: Option<String> = None;
@@ -303,13 +257,7 @@ async fn list_pages_with_limit_and_continue() {
 async fn stale_update_is_a_conflict_and_a_configmap_never_gets_a_generation() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    let created = cms
-        .create(
-            &PostParams::default(),
-            &configmap("a", json!({}), json!({"k": "1"})),
-        )
-        .await
-        .unwrap();
+    let created = create(&cms, &configmap("a", json!({}), json!({"k": "1"}))).await;
     let mut first = created.clone();
     first.data["data"]["k"] = json!("2");
     let updated = cms
@@ -349,15 +297,8 @@ async fn stale_update_is_a_conflict_and_a_configmap_never_gets_a_generation() {
 async fn custom_resources_need_a_resource_version_to_update() {
     let (_server, client) = server();
     install_widget_crd(&client).await;
-    let widgets = kube::Api::<kube::api::DynamicObject>::namespaced_with(
-        client.clone(),
-        "default",
-        &widget_resource(),
-    );
-    widgets
-        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}})))
-        .await
-        .unwrap();
+    let widgets = widgets(&client, "default");
+    create(&widgets, &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}}))).await;
     let blind = object(
         json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 2}}),
     );
@@ -374,19 +315,13 @@ async fn custom_resources_need_a_resource_version_to_update() {
 async fn status_subresource_separates_spec_and_status_writes() {
     let (_server, client) = server();
     install_widget_crd(&client).await;
-    let widgets = kube::Api::<kube::api::DynamicObject>::namespaced_with(
-        client.clone(),
-        "default",
-        &widget_resource(),
-    );
-    let created = widgets
-        .create(
-            &PostParams::default(),
-            &object(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+    let widgets = widgets(&client, "default");
+    let created = create(
+        &widgets,
+        &object(json!({"apiVersion": "example.com/v1", "kind": "Widget",
             "metadata": {"name": "w"}, "spec": {"size": 1}, "status": {"ready": true}})),
-        )
-        .await
-        .unwrap();
+    )
+    .await;
     assert!(
         created.data.get("status").is_none(),
         "status is dropped on create"
@@ -439,12 +374,7 @@ async fn status_subresource_separates_spec_and_status_writes() {
 async fn json_patch_applies_operations_and_fails_whole_on_a_failed_test() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    cms.create(
-        &PostParams::default(),
-        &configmap("a", json!({}), json!({"k": "1"})),
-    )
-    .await
-    .unwrap();
+    create(&cms, &configmap("a", json!({}), json!({"k": "1"}))).await;
     let ops: json_patch::Patch = serde_json::from_value(json!([
         {"op": "test", "path": "/data/k", "value": "1"},
         {"op": "add", "path": "/data/n", "value": "2"}
@@ -475,12 +405,7 @@ async fn json_patch_applies_operations_and_fails_whole_on_a_failed_test() {
 async fn merge_patch_with_a_stale_resource_version_is_a_conflict() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    cms.create(
-        &PostParams::default(),
-        &configmap("a", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create_configmap(&cms, "a").await;
     let patch = json!({"metadata": {"resourceVersion": "1"}, "data": {"x": "y"}});
     let status = status_of(
         cms.patch("a", &PatchParams::default(), &Patch::Merge(patch))
@@ -492,11 +417,9 @@ async fn merge_patch_with_a_stale_resource_version_is_a_conflict() {
 #[tokio::test]
 async fn bad_requests_get_clear_errors() {
     let (_server, client) = server();
-    let (code, body) = raw(
+    let (code, body) = post_json(
         &client,
-        "POST",
         "/api/v1/namespaces/default/configmaps",
-        "application/json",
         "{not json",
     )
     .await;
@@ -506,11 +429,9 @@ async fn bad_requests_get_clear_errors() {
         "{body}"
     );
 
-    let (code, body) = raw(
+    let (code, body) = post_json(
         &client,
-        "POST",
         "/api/v1/namespaces/default/configmaps",
-        "application/json",
         r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}"#,
     )
     .await;
@@ -520,11 +441,9 @@ async fn bad_requests_get_clear_errors() {
         "{body}"
     );
 
-    let (code, body) = raw(
+    let (code, body) = post_json(
         &client,
-        "POST",
         "/api/v1/namespaces/default/configmaps",
-        "application/json",
         r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Not_Valid"}}"#,
     )
     .await;
@@ -561,14 +480,7 @@ async fn bad_requests_get_clear_errors() {
     .await;
     assert_eq!(code, 405);
 
-    let (code, body) = raw(
-        &client,
-        "GET",
-        "/apis/nothing.example.com/v1/things",
-        "application/json",
-        "",
-    )
-    .await;
+    let (code, body) = get_json(&client, "/apis/nothing.example.com/v1/things").await;
     assert_eq!((code, body["reason"].as_str()), (404, Some("NotFound")));
 }
 
@@ -597,10 +509,7 @@ async fn events_recorded_through_events_k8s_io_are_listed_as_core_events() {
         "regarding": {"apiVersion": "example.com/v1", "kind": "Widget", "name": "w1", "namespace": "default"},
         "reason": "Created", "note": "Created ConfigMap \"w1-config\"", "type": "Normal",
         "action": "Created", "reportingController": "widgets", "reportingInstance": "r1"}));
-    v1_events
-        .create(&PostParams::default(), &event)
-        .await
-        .unwrap();
+    create(&v1_events, &event).await;
     let core_events = api(&client, "", "v1", "Event", "events", "default");
     let listed = core_events
         .list(&ListParams::default().fields("involvedObject.name=w1,involvedObject.kind=Widget"))
@@ -623,12 +532,7 @@ async fn events_recorded_through_events_k8s_io_are_listed_as_core_events() {
 async fn objects_are_written_with_kind_and_api_version_first_as_go_writes_them() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    cms.create(
-        &PostParams::default(),
-        &configmap("ordered", json!({}), json!({"a": "b"})),
-    )
-    .await
-    .unwrap();
+    create(&cms, &configmap("ordered", json!({}), json!({"a": "b"}))).await;
     let request = http::Request::get("/api/v1/namespaces/default/configmaps/ordered")
         .body(Vec::new())
         .unwrap();
@@ -650,7 +554,7 @@ async fn objects_are_written_with_kind_and_api_version_first_as_go_writes_them()
 #[tokio::test]
 async fn a_crd_is_defaulted_as_kube_defaults_it() {
     let (_server, client) = server();
-    let crds = Api::<DynamicObject>::all_with(client.clone(), &crd_resource());
+    let crds = crds(&client);
     let bare = object(json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "gizmos.example.com"},
@@ -659,7 +563,7 @@ async fn a_crd_is_defaulted_as_kube_defaults_it() {
             "versions": [{"name": "v1", "served": true, "storage": true,
                 "schema": {"openAPIV3Schema": {"type": "object"}}}]}
     }));
-    crds.create(&PostParams::default(), &bare).await.unwrap();
+    create(&crds, &bare).await;
     let stored = crds.get("gizmos.example.com").await.unwrap();
     let spec = &stored.data["spec"];
     assert_eq!(spec["names"]["singular"], "gizmo");
@@ -703,12 +607,7 @@ async fn a_builtin_body_of_the_wrong_type_is_a_bad_request_in_gos_words() {
         status.message,
         "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
     );
-    cms.create(
-        &PostParams::default(),
-        &configmap("c", json!({}), json!({"a": "1"})),
-    )
-    .await
-    .unwrap();
+    create(&cms, &configmap("c", json!({}), json!({"a": "1"}))).await;
     let status = status_of(
         cms.patch(
             "c",
@@ -725,14 +624,7 @@ async fn a_builtin_body_of_the_wrong_type_is_a_bad_request_in_gos_words() {
         "{}",
         status.message
     );
-    let deployments = api(
-        &client,
-        "apps",
-        "v1",
-        "Deployment",
-        "deployments",
-        "default",
-    );
+    let deployments = deployments(&client, "default");
     let mut body = web_deployment();
     body.data["spec"]["replicas"] = json!("three");
     let status = status_of(deployments.create(&PostParams::default(), &body).await);
@@ -754,14 +646,7 @@ fn web_deployment() -> DynamicObject {
 #[tokio::test]
 async fn workloads_need_a_matching_selector_and_unique_container_names() {
     let (_server, client) = server();
-    let deployments = api(
-        &client,
-        "apps",
-        "v1",
-        "Deployment",
-        "deployments",
-        "default",
-    );
+    let deployments = deployments(&client, "default");
     let mut body = web_deployment();
     body.data["spec"]["template"]["metadata"]["labels"] = json!({"app": "other"});
     let status = status_of(deployments.create(&PostParams::default(), &body).await);
@@ -792,10 +677,7 @@ async fn workloads_need_a_matching_selector_and_unique_container_names() {
         status.message,
         "Deployment.apps \"web\" is invalid: spec.selector: Required value"
     );
-    deployments
-        .create(&PostParams::default(), &web_deployment())
-        .await
-        .unwrap();
+    create(&deployments, &web_deployment()).await;
     // An update is checked too.
     let status = status_of(
         deployments
@@ -825,14 +707,7 @@ async fn warnings_of_get(client: &kube::Client, uri: &str) -> (u16, Vec<String>)
         .uri(uri)
         .body(kube::client::Body::empty())
         .unwrap();
-    let response = client.send(request).await.unwrap();
-    let warnings = response
-        .headers()
-        .get_all("warning")
-        .iter()
-        .filter_map(|v| v.to_str().ok().map(str::to_string))
-        .collect();
-    (response.status().as_u16(), warnings)
+    send_for_warnings(client, request).await
 }
 
 #[tokio::test]
@@ -859,7 +734,7 @@ async fn requests_at_a_deprecated_crd_version_carry_kubes_warning() {
                     "deprecationWarning": "v2alpha1 goes away in 2027"})),
             ]}
     }));
-    Api::<DynamicObject>::all_with(client.clone(), &crd_resource())
+    crds(&client)
         .create(&PostParams::default(), &crd)
         .await
         .unwrap();
@@ -895,7 +770,7 @@ async fn requests_at_a_deprecated_crd_version_carry_kubes_warning() {
 #[tokio::test]
 async fn crd_schemas_with_free_form_keywords_pass_the_type_check() {
     let (_server, client) = server();
-    let crds = Api::<DynamicObject>::all_with(client.clone(), &crd_resource());
+    let crds = crds(&client);
     let crd = object(json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "things.example.com"},
@@ -946,10 +821,7 @@ async fn limits_are_kubes_a_body_over_3_mib_and_an_object_over_etcds_1_5_mib() {
     assert_eq!(status.message, "etcdserver: request is too large");
     assert!(cms.get_opt("big").await.unwrap().is_none(), "never stored");
 
-    let fits = cms
-        .create(&PostParams::default(), &sized("fits", 1_000_000))
-        .await
-        .unwrap();
+    let fits = create(&cms, &sized("fits", 1_000_000)).await;
     let mut grown = fits.clone();
     grown.data["data"]["blob"] = json!("y".repeat(1_600_000));
     let status = status_of(cms.replace("fits", &PostParams::default(), &grown).await);
@@ -970,7 +842,7 @@ async fn deeply_nested_bodies_are_refused_with_400_and_the_server_keeps_answerin
         "]".repeat(100_000)
     );
     let uri = "/api/v1/namespaces/default/configmaps";
-    let (code, status) = raw(&client, "POST", uri, "application/json", &deep).await;
+    let (code, status) = post_json(&client, uri, &deep).await;
     assert_eq!(
         (code, &status["reason"]),
         (400, &json!("BadRequest")),

@@ -17,13 +17,27 @@ fn owned_configmap(name: &str, owner: &DynamicObject, block: bool) -> DynamicObj
     )
 }
 
+/// A ConfigMap owned by `first` and `second`, neither reference blocking.
+fn owned_by_both(name: &str, first: &DynamicObject, second: &DynamicObject) -> DynamicObject {
+    let mut dependent = owned_configmap(name, first, false);
+    let mut refs = dependent.metadata.owner_references.clone().unwrap();
+    refs.extend(
+        owned_configmap(name, second, false)
+            .metadata
+            .owner_references
+            .unwrap(),
+    );
+    dependent.metadata.owner_references = Some(refs);
+    dependent
+}
+
 #[tokio::test]
 async fn an_object_with_finalizers_waits_for_them() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
     let body = object(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "held", "finalizers": ["example.com/a", "example.com/b"]}}));
-    cms.create(&PostParams::default(), &body).await.unwrap();
+    create(&cms, &body).await;
     let deleting = cms.delete("held", &DeleteParams::default()).await.unwrap();
     let deleting = deleting
         .left()
@@ -72,12 +86,7 @@ async fn an_object_with_finalizers_waits_for_them() {
 async fn delete_preconditions_are_checked() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    cms.create(
-        &PostParams::default(),
-        &configmap("a", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create_configmap(&cms, "a").await;
     let params = DeleteParams::default().preconditions(Preconditions {
         uid: Some("other".into()),
         resource_version: None,
@@ -96,37 +105,10 @@ async fn delete_preconditions_are_checked() {
 async fn background_deletion_collects_dependents() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    let owner = cms
-        .create(
-            &PostParams::default(),
-            &configmap("owner", json!({}), json!({})),
-        )
-        .await
-        .unwrap();
-    let other = cms
-        .create(
-            &PostParams::default(),
-            &configmap("other", json!({}), json!({})),
-        )
-        .await
-        .unwrap();
-    cms.create(
-        &PostParams::default(),
-        &owned_configmap("child", &owner, false),
-    )
-    .await
-    .unwrap();
-    let mut shared = owned_configmap("shared", &owner, false);
-    let mut refs = shared.metadata.owner_references.clone().unwrap();
-    refs.push(
-        owned_configmap("x", &other, false)
-            .metadata
-            .owner_references
-            .unwrap()[0]
-            .clone(),
-    );
-    shared.metadata.owner_references = Some(refs);
-    cms.create(&PostParams::default(), &shared).await.unwrap();
+    let owner = create_configmap(&cms, "owner").await;
+    let other = create_configmap(&cms, "other").await;
+    create(&cms, &owned_configmap("child", &owner, false)).await;
+    create(&cms, &owned_by_both("shared", &owner, &other)).await;
 
     cms.delete("owner", &DeleteParams::background())
         .await
@@ -156,22 +138,10 @@ fn reference_with_uid(owner: &DynamicObject, uid: &str) -> DynamicObject {
 async fn a_dependent_written_for_an_owner_that_is_gone_is_collected() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    let owner = cms
-        .create(
-            &PostParams::default(),
-            &configmap("owner", json!({}), json!({})),
-        )
-        .await
-        .unwrap();
+    let owner = create_configmap(&cms, "owner").await;
 
     let never = reference_with_uid(&owner, "00000000-0000-0000-0000-000000000000");
-    let created = cms
-        .create(
-            &PostParams::default(),
-            &owned_configmap("orphan", &never, false),
-        )
-        .await
-        .unwrap();
+    let created = create(&cms, &owned_configmap("orphan", &never, false)).await;
     assert_eq!(
         created.metadata.name.as_deref(),
         Some("orphan"),
@@ -184,41 +154,21 @@ async fn a_dependent_written_for_an_owner_that_is_gone_is_collected() {
 
     // The owner's name exists, but with another uid: the owner named is gone.
     let recreated = reference_with_uid(&owner, "11111111-1111-1111-1111-111111111111");
-    cms.create(
-        &PostParams::default(),
-        &owned_configmap("stale", &recreated, true),
-    )
-    .await
-    .unwrap();
+    create(&cms, &owned_configmap("stale", &recreated, true)).await;
     assert!(
         cms.get_opt("stale").await.unwrap().is_none(),
         "an owner of the same name with another uid: collected"
     );
 
     // One live owner and one gone: the dependent stays, without the dangling reference.
-    let mut shared = owned_configmap("shared", &owner, false);
-    let mut refs = shared.metadata.owner_references.clone().unwrap();
-    refs.push(
-        owned_configmap("x", &never, false)
-            .metadata
-            .owner_references
-            .unwrap()[0]
-            .clone(),
-    );
-    shared.metadata.owner_references = Some(refs);
-    cms.create(&PostParams::default(), &shared).await.unwrap();
+    create(&cms, &owned_by_both("shared", &owner, &never)).await;
     let shared = cms.get("shared").await.unwrap();
     let refs = shared.metadata.owner_references.unwrap();
     assert_eq!(refs.len(), 1, "the dangling reference is dropped");
     assert_eq!(refs[0].uid, owner.metadata.uid.clone().unwrap());
 
     // An update that names an owner that is gone collects the dependent too.
-    cms.create(
-        &PostParams::default(),
-        &configmap("plain", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create_configmap(&cms, "plain").await;
     let refs = owned_configmap("x", &never, false)
         .metadata
         .owner_references;
@@ -240,16 +190,10 @@ async fn a_dependent_written_for_an_owner_that_is_gone_is_collected() {
 async fn foreground_deletion_waits_for_blocking_dependents() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    let owner = cms
-        .create(
-            &PostParams::default(),
-            &configmap("owner", json!({}), json!({})),
-        )
-        .await
-        .unwrap();
+    let owner = create_configmap(&cms, "owner").await;
     let mut child = owned_configmap("child", &owner, true);
     child.metadata.finalizers = Some(vec!["example.com/slow".into()]);
-    cms.create(&PostParams::default(), &child).await.unwrap();
+    create(&cms, &child).await;
 
     cms.delete("owner", &DeleteParams::foreground())
         .await
@@ -286,19 +230,8 @@ async fn foreground_deletion_waits_for_blocking_dependents() {
 async fn orphan_deletion_keeps_dependents_without_the_reference() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    let owner = cms
-        .create(
-            &PostParams::default(),
-            &configmap("owner", json!({}), json!({})),
-        )
-        .await
-        .unwrap();
-    cms.create(
-        &PostParams::default(),
-        &owned_configmap("child", &owner, false),
-    )
-    .await
-    .unwrap();
+    let owner = create_configmap(&cms, "owner").await;
+    create(&cms, &owned_configmap("child", &owner, false)).await;
     cms.delete("owner", &DeleteParams::orphan()).await.unwrap();
     assert!(cms.get_opt("owner").await.unwrap().is_none());
     let child = cms.get("child").await.unwrap();
@@ -310,12 +243,7 @@ async fn delete_collection_deletes_what_the_selector_matches() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
     for (name, app) in [("a", "x"), ("b", "x"), ("c", "y")] {
-        cms.create(
-            &PostParams::default(),
-            &configmap(name, json!({"app": app}), json!({})),
-        )
-        .await
-        .unwrap();
+        create(&cms, &configmap(name, json!({"app": app}), json!({}))).await;
     }
     let deleted = cms
         .delete_collection(
@@ -346,23 +274,12 @@ async fn deleting_a_namespace_deletes_its_contents_then_itself() {
     let (_server, client) = server();
     create_namespace(&client, "demo").await;
     let cms = configmaps(&client, "demo");
-    cms.create(
-        &PostParams::default(),
-        &configmap("plain", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create_configmap(&cms, "plain").await;
     let held = object(
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "held", "finalizers": ["example.com/x"]}}),
     );
-    cms.create(&PostParams::default(), &held).await.unwrap();
-    configmaps(&client, "default")
-        .create(
-            &PostParams::default(),
-            &configmap("elsewhere", json!({}), json!({})),
-        )
-        .await
-        .unwrap();
+    create(&cms, &held).await;
+    create_configmap(&configmaps(&client, "default"), "elsewhere").await;
 
     namespaces(&client)
         .delete("demo", &DeleteParams::default())
@@ -401,17 +318,16 @@ async fn deleting_a_namespace_deletes_its_contents_then_itself() {
 async fn deleting_a_crd_removes_the_kind_and_its_objects() {
     let (_server, client) = server();
     install_widget_crd(&client).await;
-    let widgets =
-        kube::Api::<DynamicObject>::namespaced_with(client.clone(), "default", &widget_resource());
-    widgets.create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}))).await.unwrap();
-    let crds = kube::Api::<DynamicObject>::all_with(client.clone(), &crd_resource());
+    let widgets = widgets(&client, "default");
+    create(&widgets, &widget("w")).await;
+    let crds = crds(&client);
     crds.delete("widgets.example.com", &DeleteParams::default())
         .await
         .unwrap();
     assert!(crds.get_opt("widgets.example.com").await.unwrap().is_none());
     let status = status_of(widgets.list(&ListParams::default()).await);
     assert_eq!(status.code, 404);
-    let (_, apis) = raw(&client, "GET", "/apis", "application/json", "").await;
+    let (_, apis) = get_json(&client, "/apis").await;
     let groups: Vec<&Value> = apis["groups"]
         .as_array()
         .unwrap()
@@ -427,7 +343,7 @@ async fn an_immediate_delete_answers_a_success_status_naming_the_plural_resource
     let cms = configmaps(&client, "default");
     let body =
         object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gone"}}));
-    let created = cms.create(&PostParams::default(), &body).await.unwrap();
+    let created = create(&cms, &body).await;
     let answer = cms.delete("gone", &DeleteParams::default()).await.unwrap();
     let status = answer.right().expect("a Status, as kube-apiserver answers");
     assert_eq!(
@@ -441,23 +357,13 @@ async fn an_immediate_delete_answers_a_success_status_naming_the_plural_resource
     assert_eq!(details.kind, "configmaps");
     assert_eq!(Some(details.uid), created.metadata.uid);
 
-    let deployments = api(
-        &client,
-        "apps",
-        "v1",
-        "Deployment",
-        "deployments",
-        "default",
-    );
+    let deployments = deployments(&client, "default");
     let body = object(
         json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
         "spec": {"selector": {"matchLabels": {"a": "b"}},
             "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
     );
-    deployments
-        .create(&PostParams::default(), &body)
-        .await
-        .unwrap();
+    create(&deployments, &body).await;
     let details = deployments
         .delete("d", &DeleteParams::default())
         .await
@@ -479,7 +385,7 @@ async fn an_immediate_delete_of_a_pod_answers_the_pod_as_its_registry_does() {
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
         "spec": {"containers": [{"name": "c", "image": "nginx"}]}}),
     );
-    pods.create(&PostParams::default(), &body).await.unwrap();
+    create(&pods, &body).await;
     let pod = pods
         .delete("p", &DeleteParams::default())
         .await
@@ -493,22 +399,12 @@ async fn an_immediate_delete_of_a_pod_answers_the_pod_as_its_registry_does() {
 #[tokio::test]
 async fn marking_an_object_with_a_generation_for_deletion_moves_it_to_the_next() {
     let (_server, client) = server();
-    let deployments = api(
-        &client,
-        "apps",
-        "v1",
-        "Deployment",
-        "deployments",
-        "default",
-    );
+    let deployments = deployments(&client, "default");
     let body = object(json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "held", "finalizers": ["example.com/hold"]},
         "spec": {"selector": {"matchLabels": {"a": "b"}},
             "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}));
-    let created = deployments
-        .create(&PostParams::default(), &body)
-        .await
-        .unwrap();
+    let created = create(&deployments, &body).await;
     assert_eq!(created.metadata.generation, Some(1));
     let deleting = deployments
         .delete("held", &DeleteParams::default())
@@ -520,7 +416,7 @@ async fn marking_an_object_with_a_generation_for_deletion_moves_it_to_the_next()
     let cms = configmaps(&client, "default");
     let held = object(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "held", "finalizers": ["example.com/hold"]}}));
-    cms.create(&PostParams::default(), &held).await.unwrap();
+    create(&cms, &held).await;
     let deleting = cms
         .delete("held", &DeleteParams::default())
         .await

@@ -72,7 +72,7 @@ async fn kube_discovery_finds_every_builtin_kind_with_its_scope() {
 #[tokio::test]
 async fn resource_lists_carry_names_verbs_and_short_names() {
     let (_server, client) = server();
-    let (code, doc) = raw(&client, "GET", "/apis/apps/v1", "application/json", "").await;
+    let (code, doc) = get_json(&client, "/apis/apps/v1").await;
     assert_eq!(code, 200);
     let deployments = doc["resources"]
         .as_array()
@@ -89,7 +89,7 @@ async fn resource_lists_carry_names_verbs_and_short_names() {
             .unwrap()
             .contains(&json!("watch"))
     );
-    let (code, version) = raw(&client, "GET", "/version", "application/json", "").await;
+    let (code, version) = get_json(&client, "/version").await;
     assert_eq!((code, version["major"].as_str()), (200, Some("1")));
     let info = client.apiserver_version().await.unwrap();
     assert_eq!(info.major, "1");
@@ -121,13 +121,10 @@ async fn a_crd_appears_in_discovery_at_once_with_its_conditions() {
             .any(|(sub, _)| sub.plural == "status")
     );
     let widgets = kube::Api::<DynamicObject>::namespaced_with(client.clone(), "default", &ar);
-    let w = widgets
-        .create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"a": 1}})))
-        .await
-        .unwrap();
+    let w = create(&widgets, &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"a": 1}}))).await;
     assert_eq!(w.data["spec"]["a"], 1);
 
-    kube::Api::<DynamicObject>::all_with(client.clone(), &crd_resource())
+    crds(&client)
         .delete("widgets.example.com", &DeleteParams::default())
         .await
         .unwrap();
@@ -142,7 +139,7 @@ async fn a_crd_appears_in_discovery_at_once_with_its_conditions() {
 #[tokio::test]
 async fn an_invalid_crd_is_refused_with_each_problem() {
     let (_server, client) = server();
-    let crds = kube::Api::<DynamicObject>::all_with(client, &crd_resource());
+    let crds = crds(&client);
     let bad = object(
         json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "wrong"},
@@ -178,7 +175,7 @@ fn condition(crd: &DynamicObject, kind: &str) -> String {
 #[tokio::test]
 async fn a_crd_whose_names_clash_is_not_established() {
     let (_server, client) = server();
-    let crds = kube::Api::<DynamicObject>::all_with(client.clone(), &crd_resource());
+    let crds = crds(&client);
     let leases = api(
         &client,
         "coordination.k8s.io",
@@ -187,14 +184,8 @@ async fn a_crd_whose_names_clash_is_not_established() {
         "leases",
         "default",
     );
-    leases.create(&PostParams::default(), &object(json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"}}))).await.unwrap();
-    let builtin = crds
-        .create(
-            &PostParams::default(),
-            &crd("coordination.k8s.io", "Lease", "leases"),
-        )
-        .await
-        .unwrap();
+    create(&leases, &object(json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"}}))).await;
+    let builtin = create(&crds, &crd("coordination.k8s.io", "Lease", "leases")).await;
     assert_eq!(
         (
             condition(&builtin, "NamesAccepted"),
@@ -216,22 +207,9 @@ async fn a_crd_whose_names_clash_is_not_established() {
         "the built-in kind and its objects are untouched"
     );
     install_widget_crd(&client).await;
-    let same_kind = crds
-        .create(
-            &PostParams::default(),
-            &crd("example.com", "Widget", "gizmos"),
-        )
-        .await
-        .unwrap();
+    let same_kind = create(&crds, &crd("example.com", "Widget", "gizmos")).await;
     assert_eq!(condition(&same_kind, "NamesAccepted"), "False");
-    let (code, _) = raw(
-        &client,
-        "GET",
-        "/apis/example.com/v1/gizmos",
-        "application/json",
-        "",
-    )
-    .await;
+    let (code, _) = get_json(&client, "/apis/example.com/v1/gizmos").await;
     assert_eq!(
         code, 404,
         "a kind whose names were not accepted is not served"
@@ -241,36 +219,23 @@ async fn a_crd_whose_names_clash_is_not_established() {
 #[tokio::test]
 async fn a_crd_with_two_versions_serves_one_object_at_both() {
     let (_server, client) = server();
-    let crds = kube::Api::<DynamicObject>::all_with(client.clone(), &crd_resource());
+    let crds = crds(&client);
     let mut crd = widget_crd();
     crd["spec"]["versions"] = json!([
         {"name": "v1", "served": true, "storage": true},
         {"name": "v1beta1", "served": true, "storage": false}
     ]);
-    crds.create(&PostParams::default(), &object(crd))
-        .await
-        .unwrap();
-    let v1 =
-        kube::Api::<DynamicObject>::namespaced_with(client.clone(), "default", &widget_resource());
-    v1.create(
-        &PostParams::default(),
-        &object(
-            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
-        ),
-    )
-    .await
-    .unwrap();
-    let (code, doc) = raw(
+    create(&crds, &object(crd)).await;
+    let v1 = widgets(&client, "default");
+    create(&v1, &widget("w")).await;
+    let (code, doc) = get_json(
         &client,
-        "GET",
         "/apis/example.com/v1beta1/namespaces/default/widgets/w",
-        "application/json",
-        "",
     )
     .await;
     assert_eq!(code, 200);
     assert_eq!(doc["apiVersion"], "example.com/v1beta1");
-    let (_, group) = raw(&client, "GET", "/apis/example.com", "application/json", "").await;
+    let (_, group) = get_json(&client, "/apis/example.com").await;
     assert_eq!(group["preferredVersion"]["version"], "v1");
 }
 

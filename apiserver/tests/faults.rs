@@ -21,13 +21,7 @@ fn update_configmaps() -> FaultMatch {
 async fn an_injected_500_is_seen_once_then_the_call_succeeds() {
     let (server, client) = server();
     let cms = configmaps(&client, "default");
-    let created = cms
-        .create(
-            &PostParams::default(),
-            &configmap("a", json!({}), json!({})),
-        )
-        .await
-        .unwrap();
+    let created = create_configmap(&cms, "a").await;
     server.add_fault(Fault::fail(update_configmaps(), 500, "InternalError").times(1));
     let status = status_of(cms.replace("a", &PostParams::default(), &created).await);
     assert_eq!(

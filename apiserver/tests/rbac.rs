@@ -11,10 +11,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
-
-fn typed<T: serde::de::DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).unwrap()
-}
+use support::{create, typed, widget};
 
 fn rbac_server() -> ApiServer {
     ApiServer::builder()
@@ -57,13 +54,7 @@ async fn service_account_token(server: &ApiServer, namespace: &str, name: &str) 
         )
         .await;
     let accounts = Api::<ServiceAccount>::namespaced(admin, namespace);
-    accounts
-        .create(
-            &PostParams::default(),
-            &typed(json!({"metadata": {"name": name}})),
-        )
-        .await
-        .unwrap();
+    create(&accounts, &typed(json!({"metadata": {"name": name}}))).await;
     let request: TokenRequest = typed(json!({"spec": {"audiences": []}}));
     let issued: TokenRequest = accounts
         .create_subresource("token", name, &PostParams::default(), &request)
@@ -81,9 +72,7 @@ async fn rbac_object(server: &ApiServer, object: Value) {
         Some(ns) => Api::namespaced_with(server.client(), ns, &ar),
         None => Api::all_with(server.client(), &ar),
     };
-    api.create(&PostParams::default(), &typed(object))
-        .await
-        .unwrap();
+    create(&api, &typed(object)).await;
 }
 
 fn config_map(name: &str) -> ConfigMap {
@@ -124,14 +113,8 @@ async fn a_service_account_is_refused_in_kube_s_words_until_a_role_binding_allow
         "subjects": [{"kind": "ServiceAccount", "name": "sa", "namespace": "ns"}]}),
     )
     .await;
-    config_maps
-        .create(&PostParams::default(), &config_map("c1"))
-        .await
-        .unwrap();
-    config_maps
-        .create(&PostParams::default(), &config_map("c2"))
-        .await
-        .unwrap();
+    create(&config_maps, &config_map("c1")).await;
+    create(&config_maps, &config_map("c2")).await;
     // Only the named object may be deleted; listing was never granted.
     config_maps.delete("c1", &Default::default()).await.unwrap();
     let refused = forbidden(config_maps.delete("c2", &Default::default()).await);
@@ -174,21 +157,14 @@ async fn a_cluster_role_grants_subresources_and_groups_as_bound() {
             "CustomResourceDefinition",
         )),
     );
-    crds.create(&PostParams::default(), &typed(support::widget_crd()))
-        .await
-        .unwrap();
+    create(&crds, &typed(support::widget_crd())).await;
     let widgets = Api::<DynamicObject>::namespaced_with(
         server.client(),
         "default",
         &support::widget_resource(),
     );
-    let widget = typed(
-        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}}),
-    );
-    widgets
-        .create(&PostParams::default(), &widget)
-        .await
-        .unwrap();
+    let widget = widget("w1");
+    create(&widgets, &widget).await;
     rbac_object(&server, json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
         "metadata": {"name": "status-writer"},
         "rules": [{"apiGroups": ["example.com"], "resources": ["widgets/status"], "verbs": ["get", "update"]}]}))
@@ -232,10 +208,7 @@ async fn access_and_rules_reviews_answer_what_the_bindings_allow() {
             "resource": "deployments", "namespace": namespace}}}),
         )
     };
-    let allowed = reviews
-        .create(&PostParams::default(), &ask("list", "ns"))
-        .await
-        .unwrap();
+    let allowed = create(&reviews, &ask("list", "ns")).await;
     let status = allowed.status.unwrap();
     assert!(status.allowed);
     assert_eq!(
@@ -245,10 +218,7 @@ async fn access_and_rules_reviews_answer_what_the_bindings_allow() {
         )
     );
     for (verb, namespace) in [("delete", "ns"), ("list", "other")] {
-        let denied = reviews
-            .create(&PostParams::default(), &ask(verb, namespace))
-            .await
-            .unwrap();
+        let denied = create(&reviews, &ask(verb, namespace)).await;
         assert!(!denied.status.unwrap().allowed, "{verb} in {namespace}");
     }
     let rules: SelfSubjectRulesReview = typed(json!({"spec": {"namespace": "ns"}}));

@@ -20,16 +20,14 @@ const DEPLOYMENT_SCALE: &str = "/apis/apps/v1/namespaces/default/deployments/web
 #[tokio::test]
 async fn a_deployments_scale_is_read_updated_and_patched() {
     let (_server, client) = server();
-    let (code, _) = raw(
+    let (code, _) = post_json(
         &client,
-        "POST",
         "/apis/apps/v1/namespaces/default/deployments",
-        "application/json",
         &deployment().to_string(),
     )
     .await;
     assert_eq!(code, 201);
-    let (code, scale) = raw(&client, "GET", DEPLOYMENT_SCALE, "application/json", "").await;
+    let (code, scale) = get_json(&client, DEPLOYMENT_SCALE).await;
     assert_eq!(code, 200, "{scale}");
     assert_eq!(scale["kind"], "Scale");
     assert_eq!(scale["apiVersion"], "autoscaling/v1");
@@ -61,14 +59,8 @@ async fn a_deployments_scale_is_read_updated_and_patched() {
     .await;
     assert_eq!(code, 409, "{status}");
 
-    let (code, patched) = raw(
-        &client,
-        "PATCH",
-        DEPLOYMENT_SCALE,
-        "application/merge-patch+json",
-        r#"{"spec":{"replicas":4}}"#,
-    )
-    .await;
+    let (code, patched) =
+        merge_patch(&client, DEPLOYMENT_SCALE, r#"{"spec":{"replicas":4}}"#).await;
     assert_eq!(
         (code, &patched["spec"]["replicas"]),
         (200, &json!(4)),
@@ -88,47 +80,24 @@ async fn a_deployments_scale_is_read_updated_and_patched() {
         "{patched}"
     );
 
-    let (_, stored) = raw(
-        &client,
-        "GET",
-        "/apis/apps/v1/namespaces/default/deployments/web",
-        "application/json",
-        "",
-    )
-    .await;
+    let (_, stored) = get_json(&client, "/apis/apps/v1/namespaces/default/deployments/web").await;
     assert_eq!(stored["spec"]["replicas"], 5);
     assert_eq!(stored["metadata"]["generation"], 4);
 
-    let (code, status) = raw(
-        &client,
-        "PATCH",
-        DEPLOYMENT_SCALE,
-        "application/merge-patch+json",
-        r#"{"spec":{"replicas":-1}}"#,
-    )
-    .await;
+    let (code, status) =
+        merge_patch(&client, DEPLOYMENT_SCALE, r#"{"spec":{"replicas":-1}}"#).await;
     assert_eq!(code, 422);
     assert_eq!(
         status["message"],
         "Scale.autoscaling \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
     );
-    let (code, _) = raw(
+    let (code, _) = get_json(
         &client,
-        "GET",
         "/apis/apps/v1/namespaces/default/deployments/nope/scale",
-        "application/json",
-        "",
     )
     .await;
     assert_eq!(code, 404);
-    let (code, _) = raw(
-        &client,
-        "GET",
-        "/api/v1/namespaces/default/configmaps/x/scale",
-        "application/json",
-        "",
-    )
-    .await;
+    let (code, _) = get_json(&client, "/api/v1/namespaces/default/configmaps/x/scale").await;
     assert_eq!(code, 404);
 }
 
@@ -152,71 +121,44 @@ fn scalable_crd() -> Value {
 #[tokio::test]
 async fn a_crd_declaring_scale_serves_it_at_its_paths_and_validates_the_result() {
     let (_server, client) = server();
-    let (code, _) = raw(
+    let (code, _) = post_json(
         &client,
-        "POST",
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        "application/json",
         &scalable_crd().to_string(),
     )
     .await;
     assert_eq!(code, 201);
     let pool = json!({"apiVersion": "example.com/v1", "kind": "Pool", "metadata": {"name": "p"},
         "spec": {"size": 2}});
-    let (code, _) = raw(
+    let (code, _) = post_json(
         &client,
-        "POST",
         "/apis/example.com/v1/namespaces/default/pools",
-        "application/json",
         &pool.to_string(),
     )
     .await;
     assert_eq!(code, 201);
-    let (code, _) = raw(
+    let (code, _) = merge_patch(
         &client,
-        "PATCH",
         "/apis/example.com/v1/namespaces/default/pools/p/status",
-        "application/merge-patch+json",
         r#"{"status":{"ready":2,"selector":"app=p"}}"#,
     )
     .await;
     assert_eq!(code, 200);
     let path = "/apis/example.com/v1/namespaces/default/pools/p/scale";
-    let (code, scale) = raw(&client, "GET", path, "application/json", "").await;
+    let (code, scale) = get_json(&client, path).await;
     assert_eq!(code, 200, "{scale}");
     assert_eq!(scale["spec"]["replicas"], 2);
     assert_eq!(scale["status"], json!({"replicas": 2, "selector": "app=p"}));
-    let (code, scale) = raw(
-        &client,
-        "PATCH",
-        path,
-        "application/merge-patch+json",
-        r#"{"spec":{"replicas":7}}"#,
-    )
-    .await;
+    let (code, scale) = merge_patch(&client, path, r#"{"spec":{"replicas":7}}"#).await;
     assert_eq!(
         (code, &scale["spec"]["replicas"]),
         (200, &json!(7)),
         "{scale}"
     );
-    let (_, stored) = raw(
-        &client,
-        "GET",
-        "/apis/example.com/v1/namespaces/default/pools/p",
-        "application/json",
-        "",
-    )
-    .await;
+    let (_, stored) = get_json(&client, "/apis/example.com/v1/namespaces/default/pools/p").await;
     assert_eq!(stored["spec"]["size"], 7);
     // The object's schema still applies.
-    let (code, status) = raw(
-        &client,
-        "PATCH",
-        path,
-        "application/merge-patch+json",
-        r#"{"spec":{"replicas":11}}"#,
-    )
-    .await;
+    let (code, status) = merge_patch(&client, path, r#"{"spec":{"replicas":11}}"#).await;
     assert_eq!(code, 422, "{status}");
     assert!(
         status["message"]
@@ -230,7 +172,7 @@ async fn a_crd_declaring_scale_serves_it_at_its_paths_and_validates_the_result()
 #[tokio::test]
 async fn discovery_lists_scale_subresources_as_autoscaling_v1_scale() {
     let (_server, client) = server();
-    let (_, apps) = raw(&client, "GET", "/apis/apps/v1", "application/json", "").await;
+    let (_, apps) = get_json(&client, "/apis/apps/v1").await;
     let resources = apps["resources"].as_array().unwrap();
     for plural in ["deployments", "statefulsets", "replicasets"] {
         let scale = resources
@@ -286,11 +228,9 @@ async fn discovery_lists_scale_subresources_as_autoscaling_v1_scale() {
 #[tokio::test]
 async fn a_scale_as_a_table_has_kubes_desired_and_available_columns() {
     let (_server, client) = server();
-    let (code, _) = raw(
+    let (code, _) = post_json(
         &client,
-        "POST",
         "/apis/apps/v1/namespaces/default/deployments",
-        "application/json",
         &deployment().to_string(),
     )
     .await;

@@ -38,18 +38,9 @@ fn gadget(spec: Value) -> DynamicObject {
     )
 }
 
-async fn setup() -> (dynrec_apiserver::ApiServer, kube::Client) {
-    let (server, client) = server();
-    kube::Api::<DynamicObject>::all_with(client.clone(), &crd_resource())
-        .create(&PostParams::default(), &object(gadget_crd()))
-        .await
-        .unwrap();
-    (server, client)
-}
-
 #[tokio::test]
 async fn each_keyword_rejects_a_bad_object_with_kubes_message() {
-    let (_server, client) = setup().await;
+    let (_server, client) = server_with_crd(gadget_crd()).await;
     let api = gadgets(&client);
     let cases = [
         (
@@ -90,15 +81,13 @@ async fn each_keyword_rejects_a_bad_object_with_kubes_message() {
 
 #[tokio::test]
 async fn unknown_fields_are_pruned_and_defaults_applied() {
-    let (_server, client) = setup().await;
+    let (_server, client) = server_with_crd(gadget_crd()).await;
     let api = gadgets(&client);
-    let created = api
-        .create(
-            &PostParams::default(),
-            &gadget(json!({"replicas": 2, "bogus": true, "extra": {"free": 1}})),
-        )
-        .await
-        .unwrap();
+    let created = create(
+        &api,
+        &gadget(json!({"replicas": 2, "bogus": true, "extra": {"free": 1}})),
+    )
+    .await;
     assert_eq!(
         created.data["spec"],
         json!({"replicas": 2, "mode": "slow", "extra": {"free": 1}})
@@ -121,13 +110,11 @@ async fn unknown_fields_are_pruned_and_defaults_applied() {
 
 #[tokio::test]
 async fn field_validation_strict_refuses_and_warn_warns() {
-    let (_server, client) = setup().await;
+    let (_server, client) = server_with_crd(gadget_crd()).await;
     let body = r#"{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{"replicas":1,"bogus":1}}"#;
-    let (code, status) = raw(
+    let (code, status) = post_json(
         &client,
-        "POST",
         "/apis/example.com/v1/namespaces/default/gadgets?fieldValidation=Strict",
-        "application/json",
         body,
     )
     .await;
@@ -160,7 +147,7 @@ async fn a_crd_with_a_bad_schema_is_refused() {
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["name"]
         ["pattern"] = json!("([");
     let status = status_of(
-        kube::Api::<DynamicObject>::all_with(client, &crd_resource())
+        crds(&client)
             .create(&PostParams::default(), &object(crd))
             .await,
     );
@@ -204,11 +191,7 @@ fn router_crd() -> Value {
 
 #[tokio::test]
 async fn list_maps_and_sets_refuse_duplicates_in_kubes_words() {
-    let (_server, client) = server();
-    kube::Api::<DynamicObject>::all_with(client.clone(), &crd_resource())
-        .create(&PostParams::default(), &object(router_crd()))
-        .await
-        .unwrap();
+    let (_server, client) = server_with_crd(router_crd()).await;
     let routers = api(&client, "example.com", "v1", "Router", "routers", "default");
     let router = |spec: Value| {
         object(json!({"apiVersion": "example.com/v1", "kind": "Router",

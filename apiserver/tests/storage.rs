@@ -3,7 +3,7 @@
 mod support;
 
 use dynrec_apiserver::ApiServer;
-use kube::api::{DeleteParams, DynamicObject, PostParams};
+use kube::api::{DeleteParams, PostParams};
 use serde_json::json;
 use support::*;
 
@@ -14,14 +14,10 @@ async fn a_reopened_server_serves_its_objects_and_custom_kinds() {
         let server = ApiServer::builder().build_persistent(dir.path()).unwrap();
         let client = server.client();
         install_widget_crd(&client).await;
-        let widgets = kube::Api::<DynamicObject>::namespaced_with(
-            client.clone(),
-            "default",
-            &widget_resource(),
-        );
+        let widgets = widgets(&client, "default");
         let held = object(json!({"apiVersion": "example.com/v1", "kind": "Widget",
             "metadata": {"name": "held", "finalizers": ["example.com/x"]}, "spec": {"size": 2}}));
-        widgets.create(&PostParams::default(), &held).await.unwrap();
+        create(&widgets, &held).await;
         widgets
             .delete("held", &DeleteParams::default())
             .await
@@ -45,8 +41,7 @@ async fn a_reopened_server_serves_its_objects_and_custom_kinds() {
     let server = reopen(dir.path()).await;
     assert_eq!(server.resource_version(), before_restart);
     let client = server.client();
-    let widgets =
-        kube::Api::<DynamicObject>::namespaced_with(client.clone(), "default", &widget_resource());
+    let widgets = widgets(&client, "default");
     let held = widgets.get("held").await.unwrap();
     assert!(
         held.metadata.deletion_timestamp.is_some(),

@@ -15,15 +15,11 @@ use kube::{Api, Client};
 use serde_json::json;
 use support::*;
 
-fn typed<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
-    serde_json::from_value(value).expect("a valid object")
-}
-
 async fn create_pod(client: &Client, name: &str, labels: serde_json::Value) -> Api<Pod> {
     let pods = Api::<Pod>::namespaced(client.clone(), "default");
     let pod: Pod = typed(json!({"metadata": {"name": name, "labels": labels},
         "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}));
-    pods.create(&PostParams::default(), &pod).await.unwrap();
+    create(&pods, &pod).await;
     pods
 }
 
@@ -36,30 +32,23 @@ async fn run(pods: &Api<Pod>, name: &str) {
         .unwrap();
 }
 
-fn api_error(result: Result<impl std::fmt::Debug, kube::Error>) -> kube::core::Status {
-    match result {
-        Err(kube::Error::Api(status)) => *status,
-        other => panic!("expected an API error, got {other:?}"),
-    }
-}
-
 #[tokio::test]
 async fn logs_of_a_pod_with_no_node_are_refused_as_kube_refuses_them() {
     let (_server, client) = server();
     let pods = create_pod(&client, "web", json!({})).await;
-    let status = api_error(pods.logs("web", &LogParams::default()).await);
+    let status = status_of(pods.logs("web", &LogParams::default()).await);
     assert_eq!(status.code, 400);
     assert_eq!(status.message, "pod web does not have a host assigned");
     let exec =
         http::Request::post("/api/v1/namespaces/default/pods/web/exec?command=ls&stdout=true")
             .body(Vec::new())
             .unwrap();
-    let status = api_error(client.request_text(exec).await);
+    let status = status_of(client.request_text(exec).await);
     assert_eq!(
         (status.code, status.message.as_str()),
         (400, "pod web does not have a host assigned")
     );
-    let missing = api_error(pods.logs("nobody", &LogParams::default()).await);
+    let missing = status_of(pods.logs("nobody", &LogParams::default()).await);
     assert_eq!(missing.code, 404);
 }
 
@@ -73,10 +62,7 @@ async fn eviction_honours_pod_disruption_budgets() {
     let budgets = Api::<PodDisruptionBudget>::namespaced(client.clone(), "default");
     let budget: PodDisruptionBudget = typed(json!({"metadata": {"name": "web"},
         "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}}));
-    budgets
-        .create(&PostParams::default(), &budget)
-        .await
-        .unwrap();
+    create(&budgets, &budget).await;
 
     let first = pods.evict("web-1", &EvictParams::default()).await.unwrap();
     assert!(first.is_success());
@@ -85,7 +71,7 @@ async fn eviction_honours_pod_disruption_budgets() {
         "the first pod goes"
     );
 
-    let status = api_error(pods.evict("web-2", &EvictParams::default()).await);
+    let status = status_of(pods.evict("web-2", &EvictParams::default()).await);
     assert_eq!(
         (status.code, status.reason.as_str()),
         (429, "TooManyRequests")
@@ -136,7 +122,7 @@ async fn binding_assigns_a_node_once() {
             &binding,
         )
         .await;
-    let status = api_error(again);
+    let status = status_of(again);
     assert_eq!(status.code, 409);
     assert!(
         status
@@ -146,7 +132,7 @@ async fn binding_assigns_a_node_once() {
         status.message
     );
     // With a node, logs would need a kubelet: none runs.
-    let status = api_error(pods.logs("web", &LogParams::default()).await);
+    let status = status_of(pods.logs("web", &LogParams::default()).await);
     assert_eq!(status.code, 500);
 }
 
@@ -194,10 +180,7 @@ async fn a_token_request_issues_a_token_that_token_review_accepts() {
 
     let reviews = Api::<TokenReview>::all(client.clone());
     let review: TokenReview = typed(json!({"spec": {"token": token, "audiences": ["api"]}}));
-    let answered = reviews
-        .create(&PostParams::default(), &review)
-        .await
-        .unwrap();
+    let answered = create(&reviews, &review).await;
     let result = answered.status.expect("a status");
     assert_eq!(result.authenticated, Some(true));
     let user = result.user.expect("the user");
@@ -213,14 +196,11 @@ async fn a_token_request_issues_a_token_that_token_review_accepts() {
     );
 
     let forged: TokenReview = typed(json!({"spec": {"token": "a.b.c"}}));
-    let refused = reviews
-        .create(&PostParams::default(), &forged)
-        .await
-        .unwrap();
+    let refused = create(&reviews, &forged).await;
     assert_eq!(refused.status.unwrap().authenticated, Some(false));
 
     let short: TokenRequest = typed(json!({"spec": {"expirationSeconds": 60}}));
-    let status = api_error(
+    let status = status_of(
         accounts
             .create_subresource::<_, TokenRequest>(
                 "token",
@@ -286,12 +266,9 @@ async fn access_reviews_allow_everything_and_are_never_stored() {
     let reviews = Api::<SelfSubjectAccessReview>::all(client.clone());
     let review: SelfSubjectAccessReview = typed(json!({"spec": {"resourceAttributes":
         {"verb": "delete", "resource": "nodes"}}}));
-    let answered = reviews
-        .create(&PostParams::default(), &review)
-        .await
-        .unwrap();
+    let answered = create(&reviews, &review).await;
     assert!(answered.status.unwrap().allowed);
-    let status = api_error(reviews.list(&Default::default()).await);
+    let status = status_of(reviews.list(&Default::default()).await);
     assert_eq!(
         (status.code, status.reason.as_str()),
         (405, "MethodNotAllowed")
@@ -304,7 +281,7 @@ async fn a_csr_is_approved_through_its_approval_subresource() {
     let csrs = Api::<CertificateSigningRequest>::all(client.clone());
     let csr: CertificateSigningRequest = typed(json!({"metadata": {"name": "me"},
         "spec": {"request": "LS0tLS1CRUdJTg==", "signerName": "example.com/signer", "usages": ["client auth"]}}));
-    csrs.create(&PostParams::default(), &csr).await.unwrap();
+    create(&csrs, &csr).await;
     let approval = json!({"status": {"conditions": [{"type": "Approved", "status": "True",
         "reason": "Test", "message": "approved by the test"}]}});
     let approved = csrs
@@ -321,7 +298,7 @@ async fn a_csr_is_approved_through_its_approval_subresource() {
     // The main endpoint cannot approve: status is its own subresource.
     let nodes = Api::<Node>::all(client);
     let node: Node = typed(json!({"metadata": {"name": "node-1"}}));
-    nodes.create(&PostParams::default(), &node).await.unwrap();
+    create(&nodes, &node).await;
     let ready = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
     let updated = nodes
         .patch_status("node-1", &PatchParams::default(), &Patch::Merge(ready))

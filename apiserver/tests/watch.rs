@@ -8,7 +8,7 @@ use std::time::Duration;
 use dynrec_apiserver::ApiServer;
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{
-    DeleteParams, DynamicObject, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+    Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
@@ -55,6 +55,16 @@ fn describe(event: &WatchEvent<DynamicObject>) -> (String, String) {
     }
 }
 
+/// The resourceVersion a list of the API's kind is current at.
+async fn list_rv(api: &Api<DynamicObject>) -> String {
+    api.list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap()
+}
+
 /// A field selector that leaves out the `kube-root-ca.crt` ConfigMap every namespace holds.
 const NOT_ROOT_CA: &str = "metadata.name!=kube-root-ca.crt";
 
@@ -62,19 +72,8 @@ const NOT_ROOT_CA: &str = "metadata.name!=kube-root-ca.crt";
 async fn watch_from_a_resource_version_replays_changes_in_order() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    let start = cms
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
-    cms.create(
-        &PostParams::default(),
-        &configmap("a", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    let start = list_rv(&cms).await;
+    create_configmap(&cms, "a").await;
     cms.patch(
         "a",
         &PatchParams::default(),
@@ -112,24 +111,13 @@ async fn watch_from_a_resource_version_replays_changes_in_order() {
 async fn live_changes_reach_an_open_watch() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    let rv = cms
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_rv(&cms).await;
     let mut stream = cms
         .watch(&WatchParams::default(), &rv)
         .await
         .unwrap()
         .boxed();
-    cms.create(
-        &PostParams::default(),
-        &configmap("live", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create_configmap(&cms, "live").await;
     assert_eq!(
         describe(&next(&mut stream).await),
         ("ADDED".into(), "live".into())
@@ -140,12 +128,7 @@ async fn live_changes_reach_an_open_watch() {
 async fn watch_without_a_version_starts_with_the_current_objects() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    cms.create(
-        &PostParams::default(),
-        &configmap("there", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create_configmap(&cms, "there").await;
     // Every namespace also holds the kube-root-ca.crt ConfigMap; leave it out.
     let mut stream = cms
         .watch(&WatchParams::default().fields(NOT_ROOT_CA), "0")
@@ -164,12 +147,7 @@ async fn an_expired_resource_version_gets_410_gone() {
     let client = server.client();
     let cms = configmaps(&client, "default");
     for i in 0..5 {
-        cms.create(
-            &PostParams::default(),
-            &configmap(&format!("c{i}"), json!({}), json!({})),
-        )
-        .await
-        .unwrap();
+        create_configmap(&cms, &format!("c{i}")).await;
     }
     let mut stream = cms
         .watch(&WatchParams::default(), "1")
@@ -192,13 +170,7 @@ async fn bookmarks_carry_the_current_resource_version() {
         .build();
     let client = server.client();
     let cms = configmaps(&client, "default");
-    let rv = cms
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_rv(&cms).await;
     let mut stream = cms
         .watch(
             &WatchParams {
@@ -240,19 +212,8 @@ async fn bookmarks_carry_the_current_resource_version() {
 async fn selectors_turn_relabelling_into_added_and_deleted() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    cms.create(
-        &PostParams::default(),
-        &configmap("c", json!({"app": "web"}), json!({})),
-    )
-    .await
-    .unwrap();
-    let rv = cms
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    create(&cms, &configmap("c", json!({"app": "web"}), json!({}))).await;
+    let rv = list_rv(&cms).await;
     let mut stream = cms
         .watch(&WatchParams::default().labels("app=web"), &rv)
         .await
@@ -265,12 +226,7 @@ async fn selectors_turn_relabelling_into_added_and_deleted() {
     )
     .await
     .unwrap();
-    cms.create(
-        &PostParams::default(),
-        &configmap("ignored", json!({"app": "db"}), json!({})),
-    )
-    .await
-    .unwrap();
+    create(&cms, &configmap("ignored", json!({"app": "db"}), json!({}))).await;
     cms.patch(
         "c",
         &PatchParams::default(),
@@ -292,13 +248,7 @@ async fn selectors_turn_relabelling_into_added_and_deleted() {
 async fn a_watch_ends_after_its_timeout() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    let rv = cms
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_rv(&cms).await;
     let mut stream = cms
         .watch(&WatchParams::default().timeout(1), &rv)
         .await
@@ -315,24 +265,13 @@ async fn a_slow_watcher_is_cut_off_without_blocking_writers() {
     let server = ApiServer::builder().watch_buffer(4).build();
     let client = server.client();
     let cms = configmaps(&client, "default");
-    let rv = cms
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_rv(&cms).await;
     // Open a watch and never read it.
     let _stalled = cms.watch(&WatchParams::default(), &rv).await.unwrap();
     assert_eq!(server.open_watches().get("/configmaps"), Some(&1));
     let writes = async {
         for i in 0..200 {
-            cms.create(
-                &PostParams::default(),
-                &configmap(&format!("c{i}"), json!({}), json!({})),
-            )
-            .await
-            .unwrap();
+            create_configmap(&cms, &format!("c{i}")).await;
         }
     };
     tokio::time::timeout(DEADLINE, writes)
@@ -349,22 +288,15 @@ async fn a_slow_watcher_is_cut_off_without_blocking_writers() {
 async fn deleting_a_crd_sends_deleted_events_for_its_objects() {
     let (_server, client) = server();
     install_widget_crd(&client).await;
-    let widgets =
-        kube::Api::<DynamicObject>::namespaced_with(client.clone(), "default", &widget_resource());
-    widgets.create(&PostParams::default(), &object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}))).await.unwrap();
-    let rv = widgets
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let widgets = widgets(&client, "default");
+    create(&widgets, &widget("w")).await;
+    let rv = list_rv(&widgets).await;
     let mut stream = widgets
         .watch(&WatchParams::default(), &rv)
         .await
         .unwrap()
         .boxed();
-    kube::Api::<DynamicObject>::all_with(client.clone(), &crd_resource())
+    crds(&client)
         .delete("widgets.example.com", &DeleteParams::default())
         .await
         .unwrap();
@@ -382,23 +314,13 @@ async fn deleting_a_crd_sends_deleted_events_for_its_objects() {
 async fn kube_runtime_watcher_follows_the_server() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    cms.create(
-        &PostParams::default(),
-        &configmap("before", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create_configmap(&cms, "before").await;
     let mut objects = watcher(cms.clone(), watcher::Config::default().fields(NOT_ROOT_CA))
         .applied_objects()
         .boxed();
     let first = next_item(&mut objects).await;
     assert_eq!(first.metadata.name.as_deref(), Some("before"));
-    cms.create(
-        &PostParams::default(),
-        &configmap("after", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create_configmap(&cms, "after").await;
     let second = next_item(&mut objects).await;
     assert_eq!(second.metadata.name.as_deref(), Some("after"));
 }
@@ -407,12 +329,7 @@ async fn kube_runtime_watcher_follows_the_server() {
 async fn kube_runtime_streaming_list_watcher_works() {
     let (_server, client) = server();
     let cms = configmaps(&client, "default");
-    cms.create(
-        &PostParams::default(),
-        &configmap("before", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create_configmap(&cms, "before").await;
     let config = watcher::Config::default().streaming_lists();
     let mut events = watcher(cms.clone(), config).boxed();
     let mut init_done = false;
@@ -437,21 +354,11 @@ async fn kube_runtime_watcher_recovers_when_watches_are_cut() {
     let mut objects = watcher(cms.clone(), watcher::Config::default().fields(NOT_ROOT_CA))
         .applied_objects()
         .boxed();
-    cms.create(
-        &PostParams::default(),
-        &configmap("one", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create_configmap(&cms, "one").await;
     let first = next_item(&mut objects).await;
     assert_eq!(first.metadata.name.as_deref(), Some("one"));
     server.close_all_watches();
-    cms.create(
-        &PostParams::default(),
-        &configmap("two", json!({}), json!({})),
-    )
-    .await
-    .unwrap();
+    create_configmap(&cms, "two").await;
     let second = next_item(&mut objects).await;
     assert_eq!(second.metadata.name.as_deref(), Some("two"));
 }

@@ -79,6 +79,7 @@ pub(super) fn hooks(state: &State, mutating: bool) -> Vec<Hook> {
         plural: plural.into(),
     };
     state
+        .objects()
         .list(&key, None, None)
         .flat_map(|config| config["webhooks"].as_array().cloned().unwrap_or_default())
         .map(|webhook| hook(&webhook))
@@ -87,7 +88,7 @@ pub(super) fn hooks(state: &State, mutating: bool) -> Vec<Hook> {
 
 fn hook(webhook: &Value) -> Hook {
     let text = |field: &str| webhook[field].as_str().unwrap_or_default();
-    let selector = |field: &str| crate::scale::format_selector(&webhook[field]);
+    let selector = |field: &str| crate::selector::format_label_selector(&webhook[field]);
     let timeout = webhook["timeoutSeconds"]
         .as_u64()
         .unwrap_or(DEFAULT_TIMEOUT);

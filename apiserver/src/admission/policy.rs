@@ -29,7 +29,7 @@ pub(super) fn any(state: &State) -> bool {
         group: "admissionregistration.k8s.io".into(),
         plural: "validatingadmissionpolicybindings".into(),
     };
-    state.list(&bindings, None, None).next().is_some()
+    state.objects().list(&bindings, None, None).next().is_some()
 }
 
 /// The bound policies whose match constraints cover the write of `objects`.
@@ -41,6 +41,7 @@ pub(super) fn covering(state: &State, write: &Attributes, objects: &[&Value]) ->
     let policies = key("validatingadmissionpolicies");
     let bindings = key("validatingadmissionpolicybindings");
     state
+        .objects()
         .list(&bindings, None, None)
         .filter_map(|binding| {
             let policy_name = binding["spec"]["policyName"].as_str()?;
@@ -48,7 +49,8 @@ pub(super) fn covering(state: &State, write: &Attributes, objects: &[&Value]) ->
             let spec = &policy["spec"];
             let constraints = &spec["matchConstraints"];
             let rules = constraints["resourceRules"].as_array()?;
-            let selector = |field: &str| crate::scale::format_selector(&constraints[field]);
+            let selector =
+                |field: &str| crate::selector::format_label_selector(&constraints[field]);
             let matched = rules.iter().any(|rule| rule_covers(rule, write))
                 && selects(
                     state,

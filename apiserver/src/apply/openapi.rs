@@ -1,7 +1,11 @@
-//! The merge schema of a CRD version, read from its `openAPIV3Schema`.
+//! The merge schema of a custom kind: read from its CRD version's `openAPIV3Schema`, or
+//! schemaless when it has none.
+
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::builtin;
 use super::schema::{KeyField, ListKind, ListNode, MergeSchema, Node, ObjectNode};
 
 impl MergeSchema {
@@ -17,10 +21,23 @@ impl MergeSchema {
             },
         };
         root.atomic = false;
-        root.fields
-            .insert("metadata".into(), super::builtin::metadata());
+        root.fields.insert("metadata".into(), builtin::metadata());
         MergeSchema {
             root: Node::Object(root),
+        }
+    }
+
+    /// Schemaless: every list atomic, every map granular (metadata rules still apply).
+    pub fn schemaless() -> MergeSchema {
+        let mut fields = BTreeMap::new();
+        fields.insert("metadata".to_string(), builtin::metadata());
+        MergeSchema {
+            root: Node::Object(ObjectNode {
+                fields,
+                other: Some(Box::new(Node::Deduced)),
+                atomic: false,
+                zero: false,
+            }),
         }
     }
 }

@@ -138,19 +138,3 @@ impl Node {
         }
     }
 }
-
-impl MergeSchema {
-    /// Schemaless: every list atomic, every map granular (metadata rules still apply).
-    pub fn schemaless() -> MergeSchema {
-        let mut fields = BTreeMap::new();
-        fields.insert("metadata".to_string(), super::builtin::metadata());
-        MergeSchema {
-            root: Node::Object(ObjectNode {
-                fields,
-                other: Some(Box::new(Node::Deduced)),
-                atomic: false,
-                zero: false,
-            }),
-        }
-    }
-}

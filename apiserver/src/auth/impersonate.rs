@@ -4,9 +4,9 @@
 
 use http::HeaderMap;
 
+use super::user::User;
 use super::{Attributes, Authorization, ResourceAttributes, authorize};
 use crate::error::{ApiError, ApiResult};
-use crate::http::User;
 use crate::store::State;
 
 /// The user a request acts as: the caller, or whom it impersonates when the caller may.

@@ -5,15 +5,16 @@
 mod impersonate;
 mod rbac;
 mod token_file;
+mod user;
 
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
-use crate::http::User;
 use crate::store::State;
 
 pub use impersonate::impersonate;
 pub use token_file::{TokenFileError, parse_token_file};
+pub use user::User;
 
 /// How requests are authorized.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

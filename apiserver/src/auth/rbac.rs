@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::Attributes;
-use crate::http::User;
+use super::user::User;
 use crate::meta;
 use crate::resources::ResourceKey;
 use crate::store::State;
@@ -30,13 +30,19 @@ struct Grant {
 /// binding that grants it.
 fn grants(state: &State, user: &User, namespace: &str) -> Vec<Grant> {
     let mut grants = Vec::new();
-    for binding in state.list(&key("clusterrolebindings"), None, None) {
+    for binding in state
+        .objects()
+        .list(&key("clusterrolebindings"), None, None)
+    {
         if binds(binding, user) {
             grants.push(grant(state, binding, "ClusterRoleBinding", ""));
         }
     }
     if !namespace.is_empty() {
-        for binding in state.list(&key("rolebindings"), Some(namespace), None) {
+        for binding in state
+            .objects()
+            .list(&key("rolebindings"), Some(namespace), None)
+        {
             if binds(binding, user) {
                 grants.push(grant(state, binding, "RoleBinding", namespace));
             }

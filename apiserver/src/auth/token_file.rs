@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::http::User;
+use super::user::User;
 
 /// A line of a token file that cannot be read.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

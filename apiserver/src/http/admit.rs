@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::Shared;
-use super::resource::Call;
+use super::call::Call;
 use crate::admission::{self, Admitted, Attributes, Proposal, Write};
 use crate::error::ApiResult;
 use crate::store::{PatchBody, State, Target, WriteOptions, apply_patch};

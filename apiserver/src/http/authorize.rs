@@ -8,7 +8,7 @@ use super::Shared;
 use super::query::Query;
 use super::resource::verb_of;
 use super::route::Route;
-use super::tokens::User;
+use crate::auth::User;
 use crate::auth::{self, Attributes, ResourceAttributes};
 use crate::error::ApiResult;
 

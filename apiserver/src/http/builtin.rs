@@ -7,7 +7,7 @@ use k8s_openapi::schemars::SchemaGenerator;
 use k8s_openapi::schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 
-use super::protobuf::{DecodeError, object};
+use super::protobuf::convert::{DecodeError, object};
 use crate::catalog::{BUILTIN_KINDS, add, add_schema};
 
 /// The OpenAPI v3 schema of a type: its component name and every component it needs.

@@ -85,10 +85,16 @@ pub fn list(
         match (selectors.exact_name(), namespace, info.namespaced) {
             // A list pinned to one name (as `kubectl wait` sends) is a single lookup.
             (Some(name), Some(ns), true) => {
-                Box::new(state.get_ref(&info.key(), ns, name).into_iter())
+                Box::new(state.objects().get(&info.key(), ns, name).into_iter())
             }
-            (Some(name), _, false) => Box::new(state.get_ref(&info.key(), "", name).into_iter()),
-            _ => Box::new(state.list(&info.key(), namespace, resume.as_ref().map(|c| &c.after))),
+            (Some(name), _, false) => {
+                Box::new(state.objects().get(&info.key(), "", name).into_iter())
+            }
+            _ => Box::new(state.objects().list(
+                &info.key(),
+                namespace,
+                resume.as_ref().map(|c| &c.after),
+            )),
         };
     let mut matching = candidates.filter(|object| selectors.matches(object));
     let items: Vec<&Arc<Value>> = match limit {

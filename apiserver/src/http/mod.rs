@@ -3,7 +3,9 @@
 mod admit;
 mod aggregated;
 mod authorize;
+mod body;
 pub(crate) mod builtin;
+mod call;
 mod deleted;
 mod discovery;
 mod list;
@@ -31,13 +33,13 @@ use axum::extract::State as AxumState;
 use http::{Method, Request, Response};
 use parking_lot::RwLock;
 
+use crate::auth::User;
 use crate::error::{ApiError, ApiResult};
 use crate::store::State;
 use route::Route;
 
 pub use discovery::KUBERNETES_MINOR;
 pub use tokens::Signer;
-pub(crate) use tokens::User;
 
 /// Settings of the front end.
 #[derive(Clone, Debug)]
@@ -51,7 +53,7 @@ pub struct FrontConfig {
     /// How requests are authorized.
     pub authorization: crate::auth::Authorization,
     /// Users of static bearer tokens (a token file), by token.
-    pub static_tokens: BTreeMap<String, tokens::User>,
+    pub static_tokens: BTreeMap<String, User>,
 }
 
 impl Default for FrontConfig {
@@ -147,9 +149,9 @@ async fn dispatch(shared: &Arc<Shared>, mut request: Request<Body>) -> ApiResult
     if let Some(version) = aggregated::requested(accept.and_then(|v| v.to_str().ok()))
         && matches!(route, Route::CoreVersions | Route::Groups)
     {
-        let registry = &shared.state.read().registry;
+        let state = shared.state.read();
         return Ok(aggregated::respond(
-            registry,
+            state.registry(),
             route == Route::CoreVersions,
             version,
         ));
@@ -163,11 +165,11 @@ async fn dispatch(shared: &Arc<Shared>, mut request: Request<Body>) -> ApiResult
         )),
         Route::Groups => Ok(respond::json(
             200,
-            &discovery::groups(&shared.state.read().registry),
+            &discovery::groups(shared.state.read().registry()),
         )),
-        Route::Group(group) => found(discovery::group(&shared.state.read().registry, &group)),
+        Route::Group(group) => found(discovery::group(shared.state.read().registry(), &group)),
         Route::ResourceList { group, version } => found(discovery::resource_list(
-            &shared.state.read().registry,
+            shared.state.read().registry(),
             &group,
             &version,
         )),
@@ -184,7 +186,7 @@ async fn dispatch(shared: &Arc<Shared>, mut request: Request<Body>) -> ApiResult
 /// Who a request comes from: a ServiceAccount when it carries a token this server issued,
 /// the user of a static token, else the administrator; with a server token set, any other
 /// request is 401.
-fn authenticate(shared: &Shared, request: &Request<Body>) -> ApiResult<tokens::User> {
+fn authenticate(shared: &Shared, request: &Request<Body>) -> ApiResult<User> {
     let given = request
         .headers()
         .get(http::header::AUTHORIZATION)
@@ -200,6 +202,6 @@ fn authenticate(shared: &Shared, request: &Request<Body>) -> ApiResult<tokens::U
     }
     match &shared.config.token {
         Some(token) if given != Some(token.as_str()) => Err(ApiError::unauthorized()),
-        _ => Ok(tokens::User::admin()),
+        _ => Ok(User::admin()),
     }
 }

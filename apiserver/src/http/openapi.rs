@@ -40,7 +40,7 @@ const LIST_PARAMS: &[(&str, &str)] = &[
 
 /// `/openapi/v3`: every served group/version with the URL of its document.
 pub fn index(state: &State) -> Value {
-    let registry = &state.registry;
+    let registry = state.registry();
     let mut paths = Map::new();
     let core = registry
         .versions_of("")
@@ -65,7 +65,7 @@ pub fn index(state: &State) -> Value {
 
 /// `/openapi/v3/api/v1` or `/openapi/v3/apis/{group}/{version}`; `None` when not served.
 pub fn group_version(state: &State, group: &str, version: &str) -> Option<Value> {
-    let infos = state.registry.in_group_version(group, version);
+    let infos = state.registry().in_group_version(group, version);
     if infos.is_empty() {
         return None;
     }
@@ -106,7 +106,7 @@ pub fn group_version(state: &State, group: &str, version: &str) -> Option<Value>
 fn fingerprint(state: &State, group: &str, version: &str) -> String {
     let mut hasher = DefaultHasher::new();
     env!("CARGO_PKG_VERSION").hash(&mut hasher);
-    for info in state.registry.in_group_version(group, version) {
+    for info in state.registry().in_group_version(group, version) {
         format!("{info:?}").hash(&mut hasher);
         crd_schema(state, &info)
             .map(|s| s.to_string())
@@ -305,7 +305,7 @@ mod tests {
     fn a_crd_schema_is_published_and_its_hash_follows_it() {
         let mut state = State::new(StoreConfig::default());
         let crds = state
-            .registry
+            .registry()
             .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
             .unwrap();
         let options = WriteOptions::default();

@@ -6,59 +6,19 @@ use axum::body::Body;
 use http::{Method, Request, Response, header};
 use serde_json::{Value, json};
 
+use super::body::{patch_body, read_object, read_optional_body, read_optional_json, read_patch};
+use super::call::Call;
 use super::list::{self, Selectors};
-use super::negotiate::{self, BodyType, Representation};
+use super::negotiate::{self, Representation};
 use super::query::Query;
 use super::route::ResourcePath;
-use super::{
-    Shared, admit, deleted, protobuf, respond, reviews, subresource, table, tokens, watch,
-};
+use super::{Shared, admit, deleted, respond, reviews, subresource, table, watch};
+use crate::auth::User;
 use crate::error::{ApiError, ApiResult};
 use crate::faults::{RequestFacts, Verdict};
 use crate::meta;
 use crate::resources::ResourceInfo;
-use crate::store::{
-    DeleteOptions, DeleteOutcome, FieldValidation, PatchBody, Propagation, Target, WriteOptions,
-};
-
-/// One request on a resource path, decoded.
-pub(super) struct Call {
-    pub(super) info: Arc<ResourceInfo>,
-    namespace: Option<String>,
-    query: Query,
-    pub(super) representation: Representation,
-    pub(super) content_type: Option<String>,
-    user_agent: Option<String>,
-}
-
-impl Call {
-    /// The namespace of an object request ("" for cluster-scoped kinds).
-    pub(super) fn object_namespace(&self) -> ApiResult<&str> {
-        match (&self.namespace, self.info.namespaced) {
-            (_, false) => Ok(""),
-            (Some(ns), true) => Ok(ns),
-            (None, true) => Err(ApiError::bad_request(format!(
-                "{} is namespaced: the path must name a namespace",
-                self.info.plural
-            ))),
-        }
-    }
-
-    /// The options of a create, update or patch, from the query.
-    pub(super) fn write_options(&self) -> ApiResult<WriteOptions> {
-        Ok(WriteOptions {
-            dry_run: self.query.dry_run()?,
-            field_validation: FieldValidation::parse(self.query.get("fieldValidation"))?,
-            field_manager: self.query.get("fieldManager").map(str::to_string),
-            user_agent: self.user_agent.clone(),
-            force: self.query.flag("force")?,
-        })
-    }
-
-    fn respond(&self, code: u16, object: &Value) -> Response<Body> {
-        respond::json(code, &list::render(object, &self.info, self.representation))
-    }
-}
+use crate::store::{DeleteOptions, DeleteOutcome, Propagation, Target};
 
 /// Serves a request on a collection, object or subresource; a request at a deprecated
 /// CRD version gets its deprecation `Warning`, whatever the answer.
@@ -70,7 +30,7 @@ pub async fn serve(
     let info = shared
         .state
         .read()
-        .registry
+        .registry()
         .get(&path.group, &path.version, &path.plural)
         .ok_or_else(|| ApiError::no_such_path(request.uri().path()))?;
     let Some(warning) = info.deprecation_warning.clone() else {
@@ -135,8 +95,8 @@ async fn serve_kind(
         Verdict::Fail(error) => return Err(error),
     }
     // Admission webhooks see who asks.
-    let user = parts.extensions.get::<tokens::User>().cloned();
-    let user = user.unwrap_or_else(tokens::User::admin).username;
+    let user = parts.extensions.get::<User>().cloned();
+    let user = user.unwrap_or_else(User::admin).username;
     if let (Some("scale"), Some(name)) = (path.subresource.as_deref(), &path.name) {
         return super::scale::serve(shared, &call, parts.method, name, body).await;
     }
@@ -170,9 +130,9 @@ async fn serve_kind(
     if call.info.is_virtual() && parts.method == Method::POST && path.name.is_none() {
         let user = parts
             .extensions
-            .get::<tokens::User>()
+            .get::<User>()
             .cloned()
-            .unwrap_or_else(tokens::User::admin);
+            .unwrap_or_else(User::admin);
         return reviews::create(
             shared,
             &call.info.plural,
@@ -336,6 +296,7 @@ fn delete_collection(
     let selectors = Selectors::from_query(&call.query, &call.info)?;
     let ((items, metadata), _) = shared.write(|state| {
         let doomed: Vec<(String, String)> = state
+            .objects()
             .list(&call.info.key(), call.namespace.as_deref(), None)
             .filter(|object| selectors.matches(object))
             .map(|o| (meta::namespace(o).to_string(), meta::name(o).to_string()))
@@ -358,27 +319,6 @@ fn delete_collection(
         200,
         &list::list_body(&call.info, call.representation, metadata, items),
     ))
-}
-
-pub(super) fn patch_body(call: &Call, body: Value) -> ApiResult<PatchBody> {
-    match negotiate::body_type(call.content_type.as_deref())? {
-        BodyType::MergePatch => Ok(PatchBody::Merge(body)),
-        BodyType::JsonPatch => Ok(PatchBody::Json(body)),
-        BodyType::StrategicMergePatch => Ok(PatchBody::Strategic(body)),
-        BodyType::ApplyPatch => Ok(PatchBody::Apply(body)),
-        BodyType::Json => Err(ApiError::unsupported_media_type(
-            call.content_type.as_deref().unwrap_or("application/json"),
-        )),
-    }
-}
-
-fn expect_json(content_type: &Option<String>) -> ApiResult<()> {
-    match negotiate::body_type(content_type.as_deref())? {
-        BodyType::Json => Ok(()),
-        _ => Err(ApiError::unsupported_media_type(
-            content_type.as_deref().unwrap_or_default(),
-        )),
-    }
 }
 
 /// The delete options of a request, from its body (`DeleteOptions`) and query.
@@ -413,68 +353,4 @@ fn delete_options(query: &Query, body: Option<Value>) -> ApiResult<DeleteOptions
             .map(str::to_string),
         dry_run: dry_run_in_body || query.dry_run()?,
     })
-}
-
-async fn read_bytes(body: Body, limit: usize) -> ApiResult<bytes::Bytes> {
-    axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|_| ApiError::too_large(limit))
-}
-
-/// Reads the object of a create or update: JSON, or protobuf for a built-in kind.
-async fn read_object(call: &Call, body: Body, limit: usize) -> ApiResult<Value> {
-    if protobuf::is_protobuf(call.content_type.as_deref()) {
-        return protobuf::decode(&read_bytes(body, limit).await?);
-    }
-    expect_json(&call.content_type)?;
-    read_json(body, limit).await
-}
-
-/// Reads the optional body of an acting subresource: JSON, or protobuf (kubectl sends its
-/// Evictions, TokenRequests and Bindings as protobuf).
-async fn read_optional_body(call: &Call, body: Body, limit: usize) -> ApiResult<Option<Value>> {
-    if protobuf::is_protobuf(call.content_type.as_deref()) {
-        return protobuf::decode(&read_bytes(body, limit).await?).map(Some);
-    }
-    read_optional_json(body, limit).await
-}
-
-/// Reads a JSON body, with a clear error for malformed JSON.
-pub(super) async fn read_json(body: Body, limit: usize) -> ApiResult<Value> {
-    let bytes = read_bytes(body, limit).await?;
-    if bytes.is_empty() {
-        return Err(ApiError::bad_request("the request body is empty"));
-    }
-    decode(&bytes)
-}
-
-async fn read_optional_json(body: Body, limit: usize) -> ApiResult<Option<Value>> {
-    let bytes = read_bytes(body, limit).await?;
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(None);
-    }
-    decode(&bytes).map(Some)
-}
-
-/// Reads a patch body; an apply configuration may be YAML.
-pub(super) async fn read_patch(call: &Call, body: Body, limit: usize) -> ApiResult<Value> {
-    let apply = negotiate::body_type(call.content_type.as_deref())? == BodyType::ApplyPatch;
-    let bytes = read_bytes(body, limit).await?;
-    if !apply {
-        return decode(&bytes);
-    }
-    let text = std::str::from_utf8(&bytes)
-        .map_err(|_| ApiError::bad_request("the apply configuration is not UTF-8"))?;
-    serde_json::from_str(text).or_else(|_| {
-        serde_saphyr::from_str(text).map_err(|e| {
-            ApiError::bad_request(format!(
-                "the apply configuration is neither JSON nor YAML: {e}"
-            ))
-        })
-    })
-}
-
-fn decode(bytes: &[u8]) -> ApiResult<Value> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
 }

@@ -8,9 +8,10 @@ use axum::body::Body;
 use http::Response;
 use serde_json::{Value, json};
 
-use super::tokens::{self, User};
+use super::tokens;
 use super::{Shared, respond, subresource};
 use crate::auth;
+use crate::auth::User;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::resources::ResourceKey;
@@ -77,7 +78,7 @@ fn bind(shared: &Arc<Shared>, namespace: &str, binding: &Value) -> ApiResult<Res
     let pods = shared
         .state
         .read()
-        .registry
+        .registry()
         .get("", "v1", "pods")
         .ok_or_else(|| ApiError::internal("pods are not served"))?;
     subresource::bind(shared, &pods, namespace, meta::name(binding), binding)

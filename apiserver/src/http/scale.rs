@@ -7,8 +7,9 @@ use axum::body::Body;
 use http::{Method, Response};
 use serde_json::Value;
 
+use super::body::{patch_body, read_json, read_patch};
+use super::call::Call;
 use super::negotiate::Representation;
-use super::resource::{Call, read_json, read_patch};
 use super::{Shared, respond, table};
 use crate::error::{ApiError, ApiResult};
 use crate::scale::{scale_of, with_replicas};
@@ -39,16 +40,15 @@ pub(super) async fn serve(
         }
         Method::PUT => Change::Replace(read_json(body, limit).await?),
         Method::PATCH => {
-            let patch =
-                match super::resource::patch_body(call, read_patch(call, body, limit).await?)? {
-                    PatchBody::Strategic(patch) => PatchBody::Merge(patch),
-                    PatchBody::Apply(_) => {
-                        return Err(ApiError::unsupported_media_type(
-                            call.content_type.as_deref().unwrap_or_default(),
-                        ));
-                    }
-                    other => other,
-                };
+            let patch = match patch_body(call, read_patch(call, body, limit).await?)? {
+                PatchBody::Strategic(patch) => PatchBody::Merge(patch),
+                PatchBody::Apply(_) => {
+                    return Err(ApiError::unsupported_media_type(
+                        call.content_type.as_deref().unwrap_or_default(),
+                    ));
+                }
+                other => other,
+            };
             Change::Patch(patch)
         }
         other => {

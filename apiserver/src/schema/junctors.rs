@@ -7,16 +7,25 @@ use serde_json::Value;
 
 use super::node::Node;
 use super::render;
-use super::validate::validate;
 use crate::error::Cause;
 
-/// Checks the junctors of `node` on a non-null `value`.
-pub(super) fn check(node: &Node, value: &Value, name: &str, out: &mut Vec<Cause>) {
+/// Validates a value against a schema node, appending causes (the validator the branches
+/// of a junctor are checked with).
+pub(super) type Validator = fn(&Node, &Value, &str, &mut Vec<Cause>);
+
+/// Checks the junctors of `node` on a non-null `value`, each branch with `validate`.
+pub(super) fn check(
+    node: &Node,
+    value: &Value,
+    name: &str,
+    out: &mut Vec<Cause>,
+    validate: Validator,
+) {
     if !node.all_of.is_empty() {
         let mut valid = 0;
         let mut errors = Vec::new();
         for branch in &node.all_of {
-            let found = run(branch, value, name);
+            let found = run(validate, branch, value, name);
             valid += usize::from(found.is_empty());
             errors.extend(found);
         }
@@ -28,7 +37,11 @@ pub(super) fn check(node: &Node, value: &Value, name: &str, out: &mut Vec<Cause>
         out.extend(errors);
     }
     if !node.any_of.is_empty() {
-        let results: Vec<Vec<Cause>> = node.any_of.iter().map(|b| run(b, value, name)).collect();
+        let results: Vec<Vec<Cause>> = node
+            .any_of
+            .iter()
+            .map(|b| run(validate, b, value, name))
+            .collect();
         if !results.iter().any(Vec::is_empty) {
             let detail = format!("\"{name}\" must validate at least one schema (anyOf)");
             out.push(render::junctor(detail));
@@ -36,7 +49,11 @@ pub(super) fn check(node: &Node, value: &Value, name: &str, out: &mut Vec<Cause>
         }
     }
     if !node.one_of.is_empty() {
-        let results: Vec<Vec<Cause>> = node.one_of.iter().map(|b| run(b, value, name)).collect();
+        let results: Vec<Vec<Cause>> = node
+            .one_of
+            .iter()
+            .map(|b| run(validate, b, value, name))
+            .collect();
         let valid = results.iter().filter(|r| r.is_empty()).count();
         if valid != 1 {
             let found = match valid {
@@ -52,14 +69,14 @@ pub(super) fn check(node: &Node, value: &Value, name: &str, out: &mut Vec<Cause>
         }
     }
     if let Some(not) = &node.not
-        && run(not, value, name).is_empty()
+        && run(validate, not, value, name).is_empty()
     {
         let detail = format!("\"{name}\" must not validate the schema (not)");
         out.push(render::junctor(detail));
     }
 }
 
-fn run(branch: &Node, value: &Value, name: &str) -> Vec<Cause> {
+fn run(validate: Validator, branch: &Node, value: &Value, name: &str) -> Vec<Cause> {
     let mut found = Vec::new();
     validate(branch, value, name, &mut found);
     found

@@ -18,7 +18,7 @@ pub(super) fn validate(node: &Node, value: &Value, name: &str, out: &mut Vec<Cau
         check_enum(node, value, name, out);
         return;
     }
-    junctors::check(node, value, name, out);
+    junctors::check(node, value, name, out, validate);
     match value {
         Value::String(s) => check_string(node, s, name, out),
         Value::Number(n) => check_number(node, n, value, name, out),

@@ -1,13 +1,13 @@
-//! The objects every cluster has: the `default/kubernetes` Service with its Endpoints and
-//! EndpointSlice, the default ClusterRoles and their bindings, a `Local` APIService per
-//! built-in group/version, and in every namespace a `default` ServiceAccount and the
-//! `kube-root-ca.crt` ConfigMap.
+//! The objects every cluster has: the default namespaces, the `default/kubernetes` Service
+//! with its Endpoints and EndpointSlice, the default ClusterRoles and their bindings, a
+//! `Local` APIService per built-in group/version, and in every namespace a `default`
+//! ServiceAccount and the `kube-root-ca.crt` ConfigMap.
 
 use serde_json::{Value, json};
 
-use super::State;
 use super::services::KUBERNETES_SERVICE_IP;
-use super::write::WriteOptions;
+use super::state::State;
+use super::write::{Target, WriteOptions};
 use crate::meta;
 
 /// The address the `kubernetes` Endpoints name when the server is reached in-process (no
@@ -131,6 +131,22 @@ const CLUSTER_ROLE_BINDINGS: &[(&str, &str, &[&str])] = &[
 ];
 
 impl State {
+    /// Creates the namespaces every cluster has, when missing.
+    pub(super) fn create_default_namespaces(&mut self) {
+        let Some(info) = self.registry().get("", "v1", "namespaces") else {
+            return;
+        };
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            if self.namespace(ns).is_some() {
+                continue;
+            }
+            let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            if let Err(err) = self.create(&info, None, body, &WriteOptions::default()) {
+                tracing::error!(%err, namespace = ns, "cannot create a default namespace");
+            }
+        }
+    }
+
     /// Creates whatever of a cluster's standing objects is missing.
     pub(super) fn create_cluster_objects(&mut self) {
         for (name, rules) in cluster_roles() {
@@ -174,7 +190,7 @@ impl State {
         group_versions.sort();
         group_versions.dedup();
         let Some(info) = self
-            .registry
+            .registry()
             .get("apiregistration.k8s.io", "v1", "apiservices")
         else {
             return;
@@ -201,9 +217,7 @@ impl State {
             available["status"] = json!({"conditions": [{"type": "Available", "status": "True",
                 "lastTransitionTime": meta::now_rfc3339(), "reason": "Local",
                 "message": "Local APIServices are always available"}]});
-            if let Err(err) =
-                self.replace(&info, &created, available, super::Target::Status, &options)
-            {
+            if let Err(err) = self.replace(&info, &created, available, Target::Status, &options) {
                 tracing::error!(%err, name, "cannot mark a local APIService available");
             }
         }
@@ -253,6 +267,7 @@ impl State {
     pub fn set_root_ca(&mut self, certificate_pem: &str) {
         self.root_ca = Some(certificate_pem.to_string());
         let namespaces: Vec<String> = self
+            .objects
             .list(&crate::resources::namespace_resource_key(), None, None)
             .filter(|ns| !meta::is_deleting(ns))
             .map(|ns| meta::name(ns).to_string())
@@ -277,7 +292,7 @@ impl State {
 
     /// Creates an object of a built-in kind unless one of that name exists.
     fn ensure(&mut self, group: &str, plural: &str, namespace: &str, object: Value) {
-        let Some(info) = self.registry.get(group, "v1", plural) else {
+        let Some(info) = self.registry().get(group, "v1", plural) else {
             return;
         };
         if self
@@ -294,19 +309,13 @@ impl State {
 
     /// Creates or replaces an object of a built-in kind.
     fn put(&mut self, group: &str, plural: &str, namespace: &str, object: Value) {
-        let Some(info) = self.registry.get(group, "v1", plural) else {
+        let Some(info) = self.registry().get(group, "v1", plural) else {
             return;
         };
         let name = meta::name(&object).to_string();
         let result = match self.get(&info.key(), namespace, &name) {
             Some(old) => self
-                .replace(
-                    &info,
-                    &old,
-                    object,
-                    super::Target::Main,
-                    &WriteOptions::default(),
-                )
+                .replace(&info, &old, object, Target::Main, &WriteOptions::default())
                 .map(drop),
             None => self
                 .create(&info, Some(namespace), object, &WriteOptions::default())

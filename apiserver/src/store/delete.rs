@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{ChangeKind, State, Work};
+use super::gc_queue::Work;
+use super::state::State;
+use super::watch::ChangeKind;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::resources::{ResourceInfo, ResourceKey, crd_resource_key, namespace_resource_key};
@@ -120,17 +122,19 @@ impl State {
             }
             self.mark_terminating(key, &mut object);
         }
-        let rv = self.next_rv();
+        let rv = self.objects.next_rv();
         meta::set_meta(&mut object, "resourceVersion", Value::from(rv.to_string()));
         let stored = self.commit_put(key, object, ChangeKind::Modified);
         if propagation == Propagation::Foreground {
-            self.enqueue(Work::Foreground(uid));
+            self.gc_queue.push(Work::Foreground(uid));
         }
         if *key == namespace_resource_key() {
-            self.enqueue(Work::Namespace(meta::name(&stored).to_string()));
+            self.gc_queue
+                .push(Work::Namespace(meta::name(&stored).to_string()));
         }
         if *key == crd_resource_key() {
-            self.enqueue(Work::Crd(meta::name(&stored).to_string()));
+            self.gc_queue
+                .push(Work::Crd(meta::name(&stored).to_string()));
         }
         DeleteOutcome::Pending(stored)
     }
@@ -140,14 +144,14 @@ impl State {
         if meta::is_deleting(&object) && !lingers(key, &object) {
             return self.commit_remove(key, object);
         }
-        let rv = self.next_rv();
+        let rv = self.objects.next_rv();
         meta::set_meta(&mut object, "resourceVersion", Value::from(rv.to_string()));
         self.commit_put(key, object, ChangeKind::Modified)
     }
 
     /// Removes references to `owner_uid` from every dependent.
     fn orphan_dependents(&mut self, owner_uid: &str) {
-        let dependents = self.dependents.get(owner_uid).cloned().unwrap_or_default();
+        let dependents = self.objects.dependents_of(owner_uid);
         for (key, (namespace, name)) in dependents {
             if let Some(dependent) = self.get(&key, &namespace, &name) {
                 let mut changed = (*dependent).clone();

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::{ChangeKind, State};
-use crate::meta;
+use super::state::State;
+use super::watch::ChangeKind;
 use crate::resources::ResourceKey;
 
 /// The storage of `events.k8s.io/v1` Events.
@@ -95,20 +95,9 @@ impl State {
     /// Mirrors a written `events.k8s.io/v1` Event into the core kind.
     pub(super) fn mirror_event(&mut self, event: &Arc<Value>) {
         let key = core_events_key();
-        let core = to_core(event);
-        let object_key = (
-            meta::namespace(&core).to_string(),
-            meta::name(&core).to_string(),
-        );
-        let core = Arc::new(core);
-        let previous = self
-            .objects
-            .entry(key.clone())
-            .or_default()
-            .insert(object_key, core.clone());
-        if let Some(persistence) = self.persistence.as_mut() {
-            persistence.record_put(&key, &core);
-        }
+        let core = Arc::new(to_core(event));
+        let previous = self.objects.put_mirror(&key, core.clone());
+        self.storage.record_put(&key, &core);
         let kind = if previous.is_some() {
             ChangeKind::Modified
         } else {
@@ -120,20 +109,10 @@ impl State {
     /// Removes the core mirror of a removed `events.k8s.io/v1` Event.
     pub(super) fn remove_event_mirror(&mut self, event: &Value) {
         let key = core_events_key();
-        let object_key = (
-            meta::namespace(event).to_string(),
-            meta::name(event).to_string(),
-        );
-        let Some(removed) = self
-            .objects
-            .get_mut(&key)
-            .and_then(|objects| objects.remove(&object_key))
-        else {
+        let Some(removed) = self.objects.remove_mirror(&key, event) else {
             return;
         };
-        if let Some(persistence) = self.persistence.as_mut() {
-            persistence.record_remove(&key, &removed);
-        }
+        self.storage.record_remove(&key, &removed);
         self.publish(&key, ChangeKind::Deleted, removed.clone(), Some(removed));
     }
 }

@@ -4,12 +4,12 @@
 
 use serde_json::{Value, json};
 
-use super::State;
 use super::delete::DeleteOptions;
+use super::state::State;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::resources::{ResourceInfo, ResourceKey};
-use crate::selector::LabelSelector;
+use crate::selector::{LabelSelector, format_label_selector};
 
 const BUDGET_VIOLATED: &str = "Cannot evict pod as it would violate the pod's disruption budget.";
 
@@ -35,6 +35,7 @@ impl State {
             .ok_or_else(|| ApiError::not_found(pods, name))?;
         if !ignores_budgets(&pod) {
             let budgets: Vec<Value> = self
+                .objects
                 .list(&budgets_key(), Some(namespace), None)
                 .filter(|budget| selects(budget, &pod))
                 .map(|budget| (**budget).clone())
@@ -58,6 +59,7 @@ impl State {
             plural: "pods".into(),
         };
         let covered: Vec<&Value> = self
+            .objects
             .list(&pods_key, Some(namespace), None)
             .map(|p| &**p)
             .filter(|p| selects(budget, p))
@@ -122,36 +124,8 @@ fn selects(budget: &Value, pod: &Value) -> bool {
     if selector.is_null() {
         return false;
     }
-    LabelSelector::parse(&selector_string(selector))
+    LabelSelector::parse(&format_label_selector(selector))
         .is_ok_and(|parsed| parsed.matches(meta::labels(pod)))
-}
-
-/// A metav1.LabelSelector in the string form label selectors are parsed from.
-pub fn selector_string(selector: &Value) -> String {
-    let mut terms: Vec<String> = selector["matchLabels"]
-        .as_object()
-        .map(|labels| {
-            labels
-                .iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-                .collect()
-        })
-        .unwrap_or_default();
-    for expression in selector["matchExpressions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        let key = expression["key"].as_str().unwrap_or_default();
-        let values = meta::string_list(&expression["values"]).join(",");
-        terms.push(match expression["operator"].as_str() {
-            Some("In") => format!("{key} in ({values})"),
-            Some("NotIn") => format!("{key} notin ({values})"),
-            Some("DoesNotExist") => format!("!{key}"),
-            _ => key.to_string(),
-        });
-    }
-    terms.join(",")
 }
 
 #[cfg(test)]
@@ -159,10 +133,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn selectors_and_percentages() {
-        let selector = json!({"matchLabels": {"app": "web"},
-            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]});
-        assert_eq!(selector_string(&selector), "app=web,tier in (a,b)");
+    fn percentages_round_up() {
         assert_eq!(scaled(&json!("50%"), 3), 2);
         assert_eq!(scaled(&json!(1), 3), 1);
     }

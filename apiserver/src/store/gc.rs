@@ -7,35 +7,26 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::delete::FOREGROUND_FINALIZER;
-use super::kinds::names_accepted;
-use super::{Location, State, Work};
+use super::crd::{self, CRD_CLEANUP_FINALIZER};
+use super::delete::{FOREGROUND_FINALIZER, Propagation};
+use super::events::events_v1_key;
+use super::gc_queue::Work;
+use super::kind_rules::NAMESPACE_FINALIZER;
+use super::objects::Location;
+use super::state::State;
 use crate::meta;
 use crate::resources::{ResourceKey, crd_resource_key, namespace_resource_key};
 
-/// The finalizer every CRD carries until its instances are gone.
-pub const CRD_CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
-
-/// The namespace finalizer (in `spec.finalizers`) held until the namespace is empty.
-pub const NAMESPACE_FINALIZER: &str = "kubernetes";
-
 impl State {
-    /// Queues follow-up work, unless the same work is already queued.
-    pub(super) fn enqueue(&mut self, work: Work) {
-        if !self.pending.contains(&work) {
-            self.pending.push_back(work);
-        }
-    }
-
     /// Queues what the removal of `last` (of kind `key`) may set off.
     pub(super) fn after_removal(&mut self, key: &ResourceKey, last: &Arc<Value>) {
         let uid = meta::uid(last).to_string();
-        if self.dependents.contains_key(&uid) {
-            self.enqueue(Work::OwnerGone(uid));
+        if self.objects.has_dependents(&uid) {
+            self.gc_queue.push(Work::OwnerGone(uid));
         }
         for (owner, _) in meta::owner_refs(last) {
-            if self.by_uid.contains_key(&owner) {
-                self.enqueue(Work::Foreground(owner));
+            if self.objects.has_uid(&owner) {
+                self.gc_queue.push(Work::Foreground(owner));
             }
         }
         let namespace = meta::namespace(last);
@@ -44,19 +35,19 @@ impl State {
                 .namespace(namespace)
                 .is_some_and(|ns| meta::is_deleting(&ns))
         {
-            self.enqueue(Work::Namespace(namespace.to_string()));
+            self.gc_queue.push(Work::Namespace(namespace.to_string()));
         }
         let crd_name = format!("{}.{}", key.plural, key.group);
         if self
             .get(&crd_resource_key(), "", &crd_name)
             .is_some_and(|crd| meta::is_deleting(&crd))
         {
-            self.enqueue(Work::Crd(crd_name));
+            self.gc_queue.push(Work::Crd(crd_name));
         }
         if *key == crd_resource_key() {
             self.crd_removed(last);
         }
-        if *key == super::events::events_v1_key() {
+        if *key == events_v1_key() {
             self.remove_event_mirror(last);
         }
     }
@@ -75,15 +66,15 @@ impl State {
             })
             .unwrap_or_default();
         for (owner, _) in meta::owner_refs(written) {
-            if !known.contains(&owner) && !self.by_uid.contains_key(&owner) {
-                self.enqueue(Work::OwnerGone(owner));
+            if !known.contains(&owner) && !self.objects.has_uid(&owner) {
+                self.gc_queue.push(Work::OwnerGone(owner));
             }
         }
     }
 
     /// Runs queued follow-up work until none is left.
     pub(super) fn run_pending(&mut self) {
-        while let Some(work) = self.pending.pop_front() {
+        while let Some(work) = self.gc_queue.pop() {
             match work {
                 Work::OwnerGone(uid) => self.collect_dependents_of(&uid),
                 Work::Foreground(uid) => self.advance_foreground(&uid),
@@ -99,20 +90,20 @@ impl State {
 
     /// Deletes dependents whose owners are all gone; drops dangling references from the rest.
     fn collect_dependents_of(&mut self, owner_uid: &str) {
-        let dependents = self.dependents.get(owner_uid).cloned().unwrap_or_default();
+        let dependents = self.objects.dependents_of(owner_uid);
         for location in dependents {
             let Some(dependent) = self.live_object(&location) else {
                 continue;
             };
             let has_live_owner = meta::owner_refs(&dependent)
                 .iter()
-                .any(|(uid, _)| self.by_uid.contains_key(uid));
+                .any(|(uid, _)| self.objects.has_uid(uid));
             if has_live_owner {
                 let mut changed = (*dependent).clone();
-                meta::retain_owner_refs(&mut changed, |uid| self.by_uid.contains_key(uid));
+                meta::retain_owner_refs(&mut changed, |uid| self.objects.has_uid(uid));
                 self.rewrite(&location.0, changed);
             } else if !meta::is_deleting(&dependent) {
-                self.delete_object(&location.0, &dependent, super::Propagation::Background);
+                self.delete_object(&location.0, &dependent, Propagation::Background);
             }
         }
     }
@@ -120,7 +111,7 @@ impl State {
     /// Deletes the dependents of a foreground-deleted owner, and releases the owner once no
     /// dependent that blocks owner deletion is left.
     fn advance_foreground(&mut self, owner_uid: &str) {
-        let Some((owner_location, owner)) = self.by_uid(owner_uid) else {
+        let Some((owner_location, owner)) = self.objects.by_uid(owner_uid) else {
             return;
         };
         let waiting = meta::finalizers(&owner)
@@ -129,13 +120,13 @@ impl State {
         if !meta::is_deleting(&owner) || !waiting {
             return;
         }
-        let dependents = self.dependents.get(owner_uid).cloned().unwrap_or_default();
+        let dependents = self.objects.dependents_of(owner_uid);
         let mut blocked = false;
         for location in dependents {
             if let Some(dependent) = self.live_object(&location)
                 && !meta::is_deleting(&dependent)
             {
-                self.delete_object(&location.0, &dependent, super::Propagation::Foreground);
+                self.delete_object(&location.0, &dependent, Propagation::Foreground);
             }
             if let Some(dependent) = self.live_object(&location) {
                 blocked |= meta::owner_refs(&dependent)
@@ -165,16 +156,16 @@ impl State {
         if !meta::is_deleting(&namespace) {
             return;
         }
-        let kinds: Vec<ResourceKey> = self.objects.keys().cloned().collect();
         let mut empty = true;
-        for key in kinds {
-            let contents: Vec<Arc<Value>> = self.list(&key, Some(name), None).cloned().collect();
+        for key in self.objects.kinds() {
+            let contents: Vec<Arc<Value>> =
+                self.objects.list(&key, Some(name), None).cloned().collect();
             for object in contents {
                 if !meta::is_deleting(&object) {
-                    self.delete_object(&key, &object, super::Propagation::Background);
+                    self.delete_object(&key, &object, Propagation::Background);
                 }
             }
-            empty &= self.list(&key, Some(name), None).next().is_none();
+            empty &= self.objects.list(&key, Some(name), None).next().is_none();
         }
         if !empty {
             return;
@@ -198,19 +189,19 @@ impl State {
         if !meta::is_deleting(&crd) {
             return;
         }
-        let key = custom_key(&crd);
+        let key = crd::custom_key(&crd);
         // A CRD whose names clashed never served its kind: what is stored there is not its.
-        let instances: Vec<Arc<Value>> = if names_accepted(&crd) {
-            self.list(&key, None, None).cloned().collect()
+        let instances: Vec<Arc<Value>> = if crd::names_accepted(&crd) {
+            self.objects.list(&key, None, None).cloned().collect()
         } else {
             Vec::new()
         };
         for object in instances {
             if !meta::is_deleting(&object) {
-                self.delete_object(&key, &object, super::Propagation::Background);
+                self.delete_object(&key, &object, Propagation::Background);
             }
         }
-        if names_accepted(&crd) && self.count(&key) > 0 {
+        if crd::names_accepted(&crd) && self.objects.count(&key) > 0 {
             return;
         }
         if let Some(crd) = self.get(&crd_resource_key(), "", name) {
@@ -222,19 +213,5 @@ impl State {
             meta::set_finalizers(&mut released, &remaining);
             self.rewrite(&crd_resource_key(), released);
         }
-    }
-}
-
-/// The storage key of the kind a CRD defines.
-pub(super) fn custom_key(crd: &Value) -> ResourceKey {
-    ResourceKey {
-        group: crd["spec"]["group"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-        plural: crd["spec"]["names"]["plural"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
     }
 }

@@ -5,8 +5,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::write::{PatchBody, Target, WriteOptions, check_body};
-use super::{State, kinds};
+use super::body::{PatchBody, check_body};
+use super::crd;
+use super::state::State;
+use super::write::{Target, WriteOptions};
 use crate::apply::{self, MergeSchema, Part, Writer};
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;
@@ -66,8 +68,14 @@ impl State {
         if !info.custom {
             return MergeSchema::for_builtin(&info.group, &info.kind);
         }
-        match kinds::version_schema(self, info) {
-            Some(schema) => MergeSchema::from_openapi(&schema),
+        let crd = self.crd_of(info);
+        let schema = crd
+            .as_deref()
+            .and_then(|crd| crd::version(crd, &info.version))
+            .map(|version| &version["schema"]["openAPIV3Schema"])
+            .filter(|schema| !schema.is_null());
+        match schema {
+            Some(schema) => MergeSchema::from_openapi(schema),
             None => MergeSchema::schemaless(),
         }
     }

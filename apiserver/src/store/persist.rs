@@ -6,6 +6,7 @@ use std::path::Path;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde_json::Value;
 
+use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::resources::ResourceKey;
 
@@ -131,6 +132,60 @@ impl Persistence {
                 .insert(RESOURCE_VERSION, resource_version)?;
         }
         transaction.commit()?;
+        Ok(())
+    }
+}
+
+/// Where committed changes go: nowhere for an in-memory store, else durable storage, which
+/// refuses further writes once it has failed.
+#[derive(Default)]
+pub struct Storage {
+    persistence: Option<Persistence>,
+    failure: Option<String>,
+}
+
+impl Storage {
+    /// Storage kept by `persistence`.
+    pub fn durable(persistence: Persistence) -> Self {
+        Storage {
+            persistence: Some(persistence),
+            failure: None,
+        }
+    }
+
+    /// Notes a stored or changed object (a no-op in memory).
+    pub fn record_put(&mut self, key: &ResourceKey, object: &Value) {
+        if let Some(persistence) = self.persistence.as_mut() {
+            persistence.record_put(key, object);
+        }
+    }
+
+    /// Notes a removed object (a no-op in memory).
+    pub fn record_remove(&mut self, key: &ResourceKey, object: &Value) {
+        if let Some(persistence) = self.persistence.as_mut() {
+            persistence.record_remove(key, object);
+        }
+    }
+
+    /// Refuses writes once durable storage has failed.
+    pub fn check_writable(&self) -> ApiResult<()> {
+        match &self.failure {
+            Some(failure) => Err(ApiError::storage_unavailable(failure)),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes every change noted since the last flush durable, with the latest
+    /// resourceVersion (a no-op in memory).
+    pub fn flush(&mut self, resource_version: u64) -> ApiResult<()> {
+        let Some(persistence) = self.persistence.as_mut() else {
+            return Ok(());
+        };
+        if let Err(failure) = persistence.flush(resource_version) {
+            tracing::error!(%failure, "durable storage failed; refusing further writes");
+            self.failure = Some(failure.to_string());
+            return Err(ApiError::internal(failure.to_string()));
+        }
         Ok(())
     }
 }

@@ -1,13 +1,9 @@
-//! Structural schemas of custom kinds: compiled when a CRD is written, applied to every
-//! write of its objects (prune, default, validate), with `fieldValidation` deciding what
+//! Structural schemas of custom kinds: compiled from a CRD's versions, and applied to every
+//! write of their objects (prune, default, validate), with `fieldValidation` deciding what
 //! unknown fields do.
-
-use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::State;
-use super::gc::custom_key;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::resources::ResourceInfo;
 use crate::schema::{SchemaError, StructuralSchema};
@@ -92,84 +88,44 @@ pub fn compile_versions(crd: &Value) -> Result<Vec<(String, StructuralSchema)>, 
     }
 }
 
-impl State {
-    /// Replaces the compiled schemas of the kind a CRD defines.
-    pub(super) fn register_schemas(&mut self, crd: &Value) {
-        let key = custom_key(crd);
-        self.schemas
-            .retain(|(group, plural, _), _| !(*group == key.group && *plural == key.plural));
-        match compile_versions(crd) {
-            Ok(versions) => {
-                for (version, schema) in versions {
-                    let id = (key.group.clone(), key.plural.clone(), version);
-                    self.schemas.insert(id, Arc::new(schema));
-                }
+/// Prunes, defaults and validates an object of a custom kind against its version's
+/// `schema` (replacing `old`, if it is an update), as kube-apiserver decodes and validates
+/// one. Unknown fields are refused, warned about or dropped as `validation` says; warnings
+/// are added to `warnings`.
+pub fn enforce(
+    schema: &StructuralSchema,
+    info: &ResourceInfo,
+    object: &mut Value,
+    old: Option<&Value>,
+    validation: FieldValidation,
+    warnings: &mut Vec<String>,
+) -> ApiResult<()> {
+    let unknown = schema.prune(object);
+    if !unknown.is_empty() {
+        let described: Vec<String> = unknown
+            .iter()
+            .map(|p| format!("unknown field \"{p}\""))
+            .collect();
+        match validation {
+            FieldValidation::Strict => {
+                return Err(ApiError::bad_request(format!(
+                    "strict decoding error: {}",
+                    described.join(", ")
+                )));
             }
-            Err(causes) => {
-                for cause in causes {
-                    tracing::warn!(crd = %key.plural, field = %cause.field, error = %cause.message, "schema not compiled");
-                }
-            }
+            FieldValidation::Warn => warnings.extend(described),
+            FieldValidation::Ignore => {}
         }
     }
-
-    /// Forgets the schemas of a removed CRD's kind.
-    pub(super) fn forget_schemas(&mut self, crd: &Value) {
-        let key = custom_key(crd);
-        self.schemas
-            .retain(|(group, plural, _), _| !(*group == key.group && *plural == key.plural));
+    schema.apply_defaults(object);
+    let checked = schema.validate_write(object, old);
+    if !checked.causes.is_empty() {
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        return Err(ApiError::invalid(info, &name, checked.causes));
     }
-
-    /// Prunes, defaults and validates an object of a custom kind (replacing `old`, if it is
-    /// an update), as kube-apiserver decodes and validates one. Unknown fields are refused,
-    /// warned about or dropped as `validation` says.
-    pub(super) fn enforce_schema(
-        &mut self,
-        info: &ResourceInfo,
-        object: &mut Value,
-        old: Option<&Value>,
-        validation: FieldValidation,
-    ) -> ApiResult<()> {
-        let id = (
-            info.group.clone(),
-            info.plural.clone(),
-            info.version.clone(),
-        );
-        let Some(schema) = self.schemas.get(&id).cloned() else {
-            return Ok(());
-        };
-        let unknown = schema.prune(object);
-        if !unknown.is_empty() {
-            let described: Vec<String> = unknown
-                .iter()
-                .map(|p| format!("unknown field \"{p}\""))
-                .collect();
-            match validation {
-                FieldValidation::Strict => {
-                    return Err(ApiError::bad_request(format!(
-                        "strict decoding error: {}",
-                        described.join(", ")
-                    )));
-                }
-                FieldValidation::Warn => self.warnings.extend(described),
-                FieldValidation::Ignore => {}
-            }
-        }
-        schema.apply_defaults(object);
-        let checked = schema.validate_write(object, old);
-        if !checked.causes.is_empty() {
-            let name = object["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            return Err(ApiError::invalid(info, &name, checked.causes));
-        }
-        self.warnings.extend(checked.warnings);
-        Ok(())
-    }
-
-    /// The warnings gathered by the current write, emptied.
-    pub fn take_warnings(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.warnings)
-    }
+    warnings.extend(checked.warnings);
+    Ok(())
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use super::State;
+use super::state::State;
 use crate::resources::ResourceKey;
 
 /// The cluster IP of the `default/kubernetes` Service.
@@ -84,7 +84,7 @@ impl State {
     }
 
     fn services(&self) -> impl Iterator<Item = &std::sync::Arc<Value>> {
-        self.list(&services_key(), None, None)
+        self.objects.list(&services_key(), None, None)
     }
 
     fn free_cluster_ip(&self) -> String {

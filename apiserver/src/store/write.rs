@@ -2,9 +2,18 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::{ChangeKind, State};
+use super::body::{PatchBody, apply_patch, check_body, check_stored_size};
+use super::builtin_defaults;
+use super::delete::lingers;
+use super::schemas::{self, FieldValidation};
+use super::server_fields::{
+    SERVER_OWNED_META, check_finalizers_while_deleting, keep_server_fields, part_only,
+    remove_field, spec_changed, status_only, unchanged,
+};
+use super::state::State;
+use super::watch::ChangeKind;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;
 use crate::resources::ResourceInfo;
@@ -16,26 +25,13 @@ pub struct WriteOptions {
     /// `dryRun=All`: validate and answer, but store nothing.
     pub dry_run: bool,
     /// `fieldValidation`: what unknown fields of custom objects do.
-    pub field_validation: super::FieldValidation,
+    pub field_validation: FieldValidation,
     /// `fieldManager`: who owns the fields this write sets (required for apply).
     pub field_manager: Option<String>,
     /// The client's `User-Agent`, from which the manager of other writes is derived.
     pub user_agent: Option<String>,
     /// `force`: an apply takes ownership of conflicting fields.
     pub force: bool,
-}
-
-/// A patch body, by content type.
-#[derive(Clone, Debug)]
-pub enum PatchBody {
-    /// `application/merge-patch+json` (RFC 7386).
-    Merge(Value),
-    /// `application/json-patch+json` (RFC 6902).
-    Json(Value),
-    /// `application/strategic-merge-patch+json` (built-in kinds only).
-    Strategic(Value),
-    /// `application/apply-patch+yaml`: server-side apply of this configuration.
-    Apply(Value),
 }
 
 /// The result of a patch: the object, and whether the patch created it (apply).
@@ -60,17 +56,6 @@ pub enum Target {
     /// (`spec.finalizers`).
     Part(&'static [&'static str]),
 }
-
-/// Fields of `metadata` that only the server sets.
-const SERVER_OWNED_META: &[&str] = &[
-    "uid",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "generation",
-    "resourceVersion",
-    "selfLink",
-];
 
 /// Letters kube-apiserver uses for generated name suffixes.
 const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
@@ -137,7 +122,7 @@ impl State {
         if info.status_subresource {
             remove_field(&mut object, "status");
         }
-        super::builtin_defaults::apply(info, &mut object);
+        builtin_defaults::apply(info, &mut object);
         self.prepare_create_of_kind(info, &mut object)?;
         self.enforce_schema(info, &mut object, None, options.field_validation)?;
         if record {
@@ -148,7 +133,7 @@ impl State {
             return Ok(Arc::new(object));
         }
         check_stored_size(&object)?;
-        let rv = self.next_rv();
+        let rv = self.objects.next_rv();
         meta::set_meta(&mut object, "resourceVersion", Value::from(rv.to_string()));
         let stored = self.commit_put(&info.key(), object, ChangeKind::Added);
         self.after_write_of_kind(info, &stored);
@@ -178,7 +163,7 @@ impl State {
         if info.namespaced && self.namespace(&namespace).is_none() {
             let ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
             let ns_info = self
-                .registry
+                .registry()
                 .get("", "v1", "namespaces")
                 .ok_or_else(|| ApiError::internal("namespaces are not served"))?;
             self.create(&ns_info, None, ns, &WriteOptions::default())?;
@@ -196,7 +181,7 @@ impl State {
             Err(_) => default_rv,
         };
         meta::set_meta(&mut object, "resourceVersion", Value::from(rv.to_string()));
-        self.rv = self.rv.max(rv);
+        self.objects.raise_rv(rv);
         let stored = self.commit_put(&info.key(), object, ChangeKind::Added);
         self.after_write_of_kind(info, &stored);
         Ok(stored)
@@ -337,7 +322,7 @@ impl State {
             Target::Part(path) => part_only(old, &new, path),
         };
         if target != Target::Status {
-            super::builtin_defaults::apply(info, &mut result);
+            builtin_defaults::apply(info, &mut result);
         }
         check_finalizers_while_deleting(info, old, &result)?;
         crate::typecheck::check(info, &result)?;
@@ -359,13 +344,13 @@ impl State {
         if options.dry_run {
             return Ok(Arc::new(result));
         }
-        if meta::is_deleting(&result) && !super::delete::lingers(&info.key(), &result) {
+        if meta::is_deleting(&result) && !lingers(&info.key(), &result) {
             let removed = self.commit_remove(&info.key(), result);
             self.run_pending();
             return Ok(removed);
         }
         check_stored_size(&result)?;
-        let rv = self.next_rv();
+        let rv = self.objects.next_rv();
         meta::set_meta(&mut result, "resourceVersion", Value::from(rv.to_string()));
         let stored = self.commit_put(&info.key(), result, ChangeKind::Modified);
         self.after_write_of_kind(info, &stored);
@@ -453,6 +438,21 @@ impl State {
             .collect()
     }
 
+    /// Prunes, defaults and validates an object of a custom kind against its version's
+    /// schema, gathering the write's warnings (see [`schemas::enforce`]).
+    fn enforce_schema(
+        &mut self,
+        info: &ResourceInfo,
+        object: &mut Value,
+        old: Option<&Value>,
+        validation: FieldValidation,
+    ) -> ApiResult<()> {
+        let Some(schema) = self.kinds.schema(info) else {
+            return Ok(());
+        };
+        schemas::enforce(&schema, info, object, old, validation, &mut self.warnings)
+    }
+
     /// Refuses creation in a namespace that is missing or terminating.
     fn check_can_create_in(
         &self,
@@ -479,278 +479,8 @@ impl State {
     }
 }
 
-/// etcd's default `--max-request-bytes` (1.5 MiB): a larger object is never stored.
-pub const MAX_STORED_BYTES: usize = 1536 * 1024;
-
-/// Refuses an object too large to store, as kube-apiserver relays etcd's refusal (500,
-/// `etcdserver: request is too large`); the stored form is measured as JSON.
-fn check_stored_size(object: &Value) -> ApiResult<()> {
-    let mut counter = ByteCounter(0);
-    // Writing into a counter cannot fail; a failure would only under-count.
-    let _ = serde_json::to_writer(&mut counter, object);
-    if counter.0 > MAX_STORED_BYTES {
-        return Err(ApiError::internal("etcdserver: request is too large"));
-    }
-    Ok(())
-}
-
-/// An `io::Write` that only counts bytes.
-struct ByteCounter(usize);
-
-impl std::io::Write for ByteCounter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 fn namespace_mismatch() -> ApiError {
     ApiError::bad_request(
         "the namespace of the provided object does not match the namespace sent on the request",
     )
-}
-
-/// Checks that a body is an object of the endpoint's kind, and fills in apiVersion and kind.
-pub(super) fn check_body(info: &ResourceInfo, body: Value) -> ApiResult<Value> {
-    let Value::Object(mut map) = body else {
-        return Err(ApiError::bad_request(format!(
-            "the body of a {} must be a JSON object",
-            info.kind
-        )));
-    };
-    let api_version = info.api_version();
-    match map.get("kind").and_then(Value::as_str) {
-        Some(kind) if kind != info.kind => {
-            return Err(ApiError::bad_request(format!(
-                "the kind of the object ({kind}) does not match the kind of the endpoint ({})",
-                info.kind
-            )));
-        }
-        _ => {}
-    }
-    match map.get("apiVersion").and_then(Value::as_str) {
-        Some(v) if group_of(v) != info.group => {
-            return Err(ApiError::bad_request(format!(
-                "the API version in the data ({v}) does not match the expected API version ({api_version})"
-            )));
-        }
-        _ => {}
-    }
-    match map.get("metadata") {
-        None | Some(Value::Null) => {
-            map.insert("metadata".into(), Value::Object(Map::new()));
-        }
-        Some(Value::Object(_)) => {}
-        Some(_) => return Err(ApiError::bad_request("metadata must be a JSON object")),
-    }
-    map.insert("apiVersion".into(), Value::from(api_version));
-    map.insert("kind".into(), Value::from(info.kind.clone()));
-    Ok(Value::Object(map))
-}
-
-fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(group, _)| group)
-}
-
-/// Applies a merge or JSON patch to a document (the other patch types need the store).
-pub fn apply_patch(doc: &mut Value, patch: &PatchBody) -> ApiResult<()> {
-    match patch {
-        PatchBody::Merge(patch) => {
-            if !patch.is_object() {
-                return Err(ApiError::bad_request("a merge patch must be a JSON object"));
-            }
-            json_patch::merge(doc, patch);
-            Ok(())
-        }
-        PatchBody::Json(patch) => {
-            let operations: json_patch::Patch = serde_json::from_value(patch.clone())
-                .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
-            json_patch::patch(doc, &operations.0).map_err(|e| ApiError {
-                code: 422,
-                reason: "Invalid".into(),
-                message: format!("the JSON patch could not be applied: {e}"),
-                details: None,
-            })
-        }
-        PatchBody::Strategic(_) | PatchBody::Apply(_) => Err(ApiError::internal(
-            "strategic merge and apply patches need the kind's merge schema",
-        )),
-    }
-}
-
-fn remove_field(object: &mut Value, field: &str) {
-    if let Some(map) = object.as_object_mut() {
-        map.remove(field);
-    }
-}
-
-/// A status write: the old object with only `status` taken from the new one.
-fn status_only(old: &Value, new: &Value) -> Value {
-    let mut result = old.clone();
-    match new.get("status") {
-        Some(status) => result["status"] = status.clone(),
-        None => remove_field(&mut result, "status"),
-    }
-    // managedFields track what the status write changed, as kube-apiserver keeps them.
-    match new["metadata"].get("managedFields") {
-        Some(managed) => meta::set_meta(&mut result, "managedFields", managed.clone()),
-        None => meta::remove_meta(&mut result, "managedFields"),
-    }
-    result
-}
-
-/// A one-field subresource write: the old object with only the field at `path` taken from
-/// the new one.
-fn part_only(old: &Value, new: &Value, path: &[&str]) -> Value {
-    let mut result = old.clone();
-    let Some((last, parents)) = path.split_last() else {
-        return result;
-    };
-    let found = parents
-        .iter()
-        .try_fold(new, |v, key| v.get(*key))
-        .and_then(|v| v.get(*last));
-    let mut slot = &mut result;
-    for key in parents {
-        if !slot[*key].is_object() {
-            slot[*key] = Value::Object(Map::new());
-        }
-        slot = &mut slot[*key];
-    }
-    match (found, slot.as_object_mut()) {
-        (Some(value), Some(map)) => {
-            map.insert(last.to_string(), value.clone());
-        }
-        (None, Some(map)) => {
-            map.remove(*last);
-        }
-        _ => {}
-    }
-    result
-}
-
-/// A main-endpoint write: the new object with server-owned metadata (and status, where a
-/// status subresource exists) kept from the old one.
-fn keep_server_fields(info: &ResourceInfo, old: &Value, mut new: Value) -> Value {
-    for field in SERVER_OWNED_META.iter().chain(["name", "namespace"].iter()) {
-        match old["metadata"].get(*field) {
-            Some(value) => meta::set_meta(&mut new, field, value.clone()),
-            None => meta::remove_meta(&mut new, field),
-        }
-    }
-    if info.status_subresource {
-        match old.get("status") {
-            Some(status) => new["status"] = status.clone(),
-            None => remove_field(&mut new, "status"),
-        }
-    }
-    new
-}
-
-/// New finalizers may not be added to an object that is being deleted.
-fn check_finalizers_while_deleting(info: &ResourceInfo, old: &Value, new: &Value) -> ApiResult<()> {
-    if !meta::is_deleting(old) {
-        return Ok(());
-    }
-    let before = meta::finalizers(old);
-    let added: Vec<String> = meta::finalizers(new)
-        .into_iter()
-        .filter(|f| !before.contains(f))
-        .collect();
-    if added.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::invalid(
-        info,
-        meta::name(old),
-        vec![Cause::forbidden(
-            "metadata.finalizers",
-            &format!(
-                "no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
-            ),
-        )],
-    ))
-}
-
-/// Whether nothing but server bookkeeping differs.
-fn unchanged(old: &Value, new: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        meta::remove_meta(&mut v, "resourceVersion");
-        meta::remove_meta(&mut v, "managedFields");
-        v
-    };
-    strip(old) == strip(new)
-}
-
-/// Whether anything outside metadata (and status, with a status subresource) changed.
-fn spec_changed(info: &ResourceInfo, old: &Value, new: &Value) -> bool {
-    let ignored = |key: &str| key == "metadata" || (info.status_subresource && key == "status");
-    let visible = |v: &Value| -> Map<String, Value> {
-        v.as_object()
-            .map(|m| {
-                m.iter()
-                    .filter(|(k, _)| !ignored(k))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    visible(old) != visible(new)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::resources::Registry;
-    use serde_json::json;
-
-    fn configmaps() -> Arc<ResourceInfo> {
-        Registry::with_builtins()
-            .get("", "v1", "configmaps")
-            .unwrap()
-    }
-
-    #[test]
-    fn a_body_of_another_kind_is_refused() {
-        let err =
-            check_body(&configmaps(), json!({"kind": "Secret", "apiVersion": "v1"})).unwrap_err();
-        assert_eq!(err.code, 400);
-        assert!(err.message.contains("Secret"), "{}", err.message);
-    }
-
-    #[test]
-    fn a_json_patch_test_failure_is_invalid() {
-        let mut doc = json!({"a": 1});
-        let err = apply_patch(
-            &mut doc,
-            &PatchBody::Json(json!([{"op": "test", "path": "/a", "value": 2}])),
-        )
-        .unwrap_err();
-        assert_eq!(err.code, 422);
-        assert_eq!(
-            doc,
-            json!({"a": 1}),
-            "a failed patch leaves the document alone"
-        );
-    }
-
-    #[test]
-    fn status_changes_do_not_count_as_spec_changes_with_a_status_subresource() {
-        let deployments = Registry::with_builtins()
-            .get("apps", "v1", "deployments")
-            .unwrap();
-        let old = json!({"spec": {"replicas": 1}, "status": {"a": 1}});
-        let new = json!({"spec": {"replicas": 1}, "status": {"a": 2}});
-        assert!(!spec_changed(&deployments, &old, &new));
-        assert!(spec_changed(
-            &configmaps(),
-            &json!({"data": {}}),
-            &json!({"data": {"a": "b"}})
-        ));
-    }
 }

@@ -4,6 +4,8 @@
 use dynrec_apiserver::ApiServer;
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 /// A fresh server and an in-process client for it.
@@ -13,12 +15,29 @@ pub fn server() -> (ApiServer, kube::Client) {
     (server, client)
 }
 
+/// A fresh server, its client, and a CRD installed in it.
+pub async fn server_with_crd(crd: Value) -> (ApiServer, kube::Client) {
+    let (server, client) = server();
+    install_crd(&client, crd).await;
+    (server, client)
+}
+
 /// The ApiResource of the test CRD kind `Widget` (example.com/v1, plural widgets).
 pub fn widget_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("example.com", "v1", "Widget"),
         "widgets",
     )
+}
+
+/// The Widget API in a namespace.
+pub fn widgets(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), ns, &widget_resource())
+}
+
+/// A Widget with no spec.
+pub fn widget(name: &str) -> DynamicObject {
+    object(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}}))
 }
 
 /// A CRD for `widgets.example.com`, namespaced, with a status subresource.
@@ -48,18 +67,39 @@ pub fn crd_resource() -> ApiResource {
     )
 }
 
+/// The CustomResourceDefinition API.
+pub fn crds(client: &kube::Client) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &crd_resource())
+}
+
+/// Creates a CRD, which must be accepted.
+pub async fn install_crd(client: &kube::Client, crd: Value) -> DynamicObject {
+    create(&crds(client), &object(crd)).await
+}
+
 /// Creates the Widget CRD.
 pub async fn install_widget_crd(client: &kube::Client) -> DynamicObject {
-    let crds: Api<DynamicObject> = Api::all_with(client.clone(), &crd_resource());
-    let crd: DynamicObject = serde_json::from_value(widget_crd()).expect("valid CRD");
-    crds.create(&PostParams::default(), &crd)
-        .await
-        .expect("CRD created")
+    install_crd(client, widget_crd()).await
+}
+
+/// A typed object from JSON.
+pub fn typed<T: DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).expect("a valid object")
 }
 
 /// A DynamicObject from JSON.
 pub fn object(value: Value) -> DynamicObject {
-    serde_json::from_value(value).expect("a valid object")
+    typed(value)
+}
+
+/// Creates an object, which must succeed; returns it as stored.
+pub async fn create<K>(api: &Api<K>, object: &K) -> K
+where
+    K: Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+{
+    api.create(&PostParams::default(), object)
+        .await
+        .expect("the object is created")
 }
 
 /// A namespaced DynamicObject API for a built-in kind.
@@ -103,6 +143,11 @@ pub async fn create_namespace(client: &kube::Client, name: &str) {
         .expect("namespace created");
 }
 
+/// The Deployment API in a namespace.
+pub fn deployments(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+    api(client, "apps", "v1", "Deployment", "deployments", ns)
+}
+
 /// A ConfigMap API in a namespace.
 pub fn configmaps(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
     api(client, "", "v1", "ConfigMap", "configmaps", ns)
@@ -112,6 +157,11 @@ pub fn configmaps(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
 pub fn configmap(name: &str, labels: Value, data: Value) -> DynamicObject {
     object(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": name, "labels": labels}, "data": data}))
+}
+
+/// Creates an empty ConfigMap with no labels.
+pub async fn create_configmap(api: &Api<DynamicObject>, name: &str) -> DynamicObject {
+    create(api, &configmap(name, json!({}), json!({}))).await
 }
 
 /// The `kube::Error::Api` status of a failed call.
@@ -144,6 +194,21 @@ pub async fn raw(
         .to_bytes();
     let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     (code, value)
+}
+
+/// GETs a path; returns (status code, parsed JSON body).
+pub async fn get_json(client: &kube::Client, uri: &str) -> (u16, Value) {
+    raw(client, "GET", uri, "application/json", "").await
+}
+
+/// POSTs a JSON body; returns (status code, parsed JSON body).
+pub async fn post_json(client: &kube::Client, uri: &str, body: &str) -> (u16, Value) {
+    raw(client, "POST", uri, "application/json", body).await
+}
+
+/// Sends a JSON merge patch; returns (status code, parsed JSON body).
+pub async fn merge_patch(client: &kube::Client, uri: &str, patch: &str) -> (u16, Value) {
+    raw(client, "PATCH", uri, "application/merge-patch+json", patch).await
 }
 
 /// Sends a request; returns its status code and the texts of its `Warning` headers.

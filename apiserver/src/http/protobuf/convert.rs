@@ -17,6 +17,9 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::jiff::Timestamp;
 use k8s_pb::apimachinery::pkg::{api::resource as pb_resource, apis::meta::v1 as pb_meta};
 use k8s_pb::apimachinery::pkg::{runtime as pb_runtime, util::intstr as pb_intstr};
+use prost::Message;
+use serde::Serialize;
+use serde_json::Value;
 
 /// Why a protobuf message could not be converted.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +36,16 @@ pub enum DecodeError {
     /// A field this server does not know is set.
     #[error("field {0} is not supported by this server")]
     Unsupported(&'static str),
+}
+
+/// Decodes one kind's message and renders it as the JSON of its k8s-openapi type.
+pub fn object<P, O>(raw: &[u8]) -> Result<Value, DecodeError>
+where
+    P: Message + Default,
+    O: FromPb<Option<P>> + Serialize,
+{
+    let object = O::from_pb(Some(P::decode(raw)?))?;
+    Ok(serde_json::to_value(&object)?)
 }
 
 /// Builds `Self` from a decoded protobuf value (`Option` for a message or scalar field).

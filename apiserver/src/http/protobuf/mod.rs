@@ -2,19 +2,15 @@
 //! `k8s\0` envelope, the `runtime.Unknown` in it, then the kind's message (k8s-pb), turned
 //! into the JSON object a JSON request would carry (through k8s-openapi).
 
-mod convert;
+pub(super) mod convert;
 mod messages;
 
 use k8s_pb::apimachinery::pkg::runtime::Unknown;
 use prost::Message;
-use serde::Serialize;
 use serde_json::Value;
 
-use self::convert::FromPb;
 use super::builtin;
 use crate::error::{ApiError, ApiResult};
-
-pub use self::convert::DecodeError;
 
 /// The media type of Kubernetes protobuf bodies.
 const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
@@ -63,16 +59,6 @@ pub fn decode(body: &[u8]) -> ApiResult<Value> {
             "the protobuf body is not a valid {kind} ({api_version}): {e}"
         ))
     })
-}
-
-/// Decodes one kind's message and renders it as the JSON of its k8s-openapi type.
-pub fn object<P, O>(raw: &[u8]) -> Result<Value, DecodeError>
-where
-    P: Message + Default,
-    O: FromPb<Option<P>> + Serialize,
-{
-    let object = O::from_pb(Some(P::decode(raw)?))?;
-    Ok(serde_json::to_value(&object)?)
 }
 
 fn unsupported(message: String) -> ApiError {
