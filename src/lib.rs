@@ -1,12 +1,25 @@
 //! dynrec: a dynamic, schema-free reconciler engine for Kubernetes.
 //!
 //! Kinds are named by GroupVersionKind at run time and handled as `DynamicObject`s or
-//! typed duck projections. This release ships:
+//! typed duck projections. Start with [`reconcilers`] (a controller is a
+//! [`reconcilers::ResourceReconciler`] composed of sub-reconcilers such as
+//! [`reconcilers::ChildReconciler`]) and [`runtime`] (the [`runtime::Manager`] that runs
+//! them); the README's "Writing a controller" shows the smallest one. The modules:
+//! - [`reconcilers`]: the sub-reconcilers of reconciler.io (sync, child, child set,
+//!   aggregate, cast, sequence, if/then, while, for-each, try/catch, with-finalizer, ...),
+//!   the object managers that write children, conditions written as closures or CEL;
+//! - [`runtime`]: the manager (watches from what the reconcilers declare, work queues,
+//!   leader election, health and metrics) and `run_controllers`, which connects and runs;
 //! - [`object`]: GVKs, object keys, field paths and status conventions on any object;
 //! - [`client`]: a discovery-backed resolver, shared per-GVK caches, the [`client::Client`],
 //!   the patch-only [`client::DuckClient`] and an event recorder;
 //! - [`tracker`]: references to watched objects, with leases, and their observers;
-//! - the embedded API server every layer is tested on (re-exported as `apiserver`).
+//! - [`ducks`]: which kinds implement a duck type, and a controller per such kind;
+//! - [`definitions`]: controllers described as data (YAML with CEL);
+//! - [`webhook`]: admission webhooks built from reconcilers; [`rbac`]: the permissions a
+//!   controller needs, as RBAC manifests;
+//! - `testing`: the table-test harness; `apiserver`: the embedded API server every layer is
+//!   tested on (see the features below).
 //!
 //! # Cargo features
 //!

@@ -56,9 +56,13 @@ impl Context {
         self.with_request(|request| request.additional_configs = configs)
     }
 
-    /// The same context with the root's condition set, which [`Context::conditions`] manages.
-    pub fn with_conditions(self, conditions: Arc<ConditionSet>) -> Self {
-        self.with_request(|request| request.conditions = Some(conditions))
+    /// The same context with the root's condition set, which [`Context::conditions`] manages
+    /// (`None`: the root declares none).
+    pub fn with_conditions(self, conditions: Option<Arc<ConditionSet>>) -> Self {
+        match conditions {
+            None => self,
+            Some(set) => self.with_request(|request| request.conditions = Some(set)),
+        }
     }
 
     /// The same context with a changed copy of the request.

@@ -73,8 +73,8 @@ pub use sequence::Sequence;
 pub use setup::{ScopedWatch, Setup, SetupStep, Watch};
 pub use stash::{Stash, Stasher};
 pub use steps::{
-    AfterReconcile, AroundStep, AsyncDerive, AsyncStep, BeforeReconcile, ChildListOptions, Derive,
-    Harmonize, IdentifyChild, Merge, OutcomeStep, ReflectChild, ReflectChildren, Sanitize,
+    AfterReconcile, AroundStep, AsyncDerive, AsyncStep, BeforeReconcile, Check, ChildListOptions,
+    Derive, Harmonize, IdentifyChild, Merge, OutcomeStep, ReflectChild, ReflectChildren, Sanitize,
     SelectConfig, Step,
 };
 pub use suppress::SuppressTransientErrors;

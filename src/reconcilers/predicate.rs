@@ -5,13 +5,11 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::Context;
-
-type Test<R> = dyn Fn(&Context, &R) -> bool + Send + Sync;
+use super::{Check, Context};
 
 /// A condition over the request context and a resource of type `R`.
 pub struct Predicate<R> {
-    test: Arc<Test<R>>,
+    test: Arc<dyn Check<R>>,
     description: String,
 }
 
@@ -26,7 +24,7 @@ impl<R> Clone for Predicate<R> {
 
 impl<R> Predicate<R> {
     /// A condition written as a Rust closure.
-    pub fn new(test: impl Fn(&Context, &R) -> bool + Send + Sync + 'static) -> Self {
+    pub fn new(test: impl Check<R>) -> Self {
         Self {
             test: Arc::new(test),
             description: "closure".into(),
@@ -34,10 +32,7 @@ impl<R> Predicate<R> {
     }
 
     /// A condition with a description for logs (e.g. the CEL source).
-    pub fn described(
-        description: impl Into<String>,
-        test: impl Fn(&Context, &R) -> bool + Send + Sync + 'static,
-    ) -> Self {
+    pub fn described(description: impl Into<String>, test: impl Check<R>) -> Self {
         Self {
             test: Arc::new(test),
             description: description.into(),

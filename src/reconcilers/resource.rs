@@ -314,10 +314,8 @@ impl RootReconciler for ResourceReconciler {
 
     async fn reconcile_with(&self, request: &ObjectKey, options: RequestOptions) -> Outcome {
         let span = info_span!("reconcile", controller = %self.name, gvk = %self.resource_type, object = %request);
-        let mut ctx = request_context(request, &self.resource_type, &self.config, options);
-        if let Some(conditions) = &self.conditions {
-            ctx = ctx.with_conditions(conditions.clone());
-        }
+        let ctx = request_context(request, &self.resource_type, &self.config, options)
+            .with_conditions(self.conditions.clone());
         async {
             if let Some(skip) = &self.skip_request
                 && skip.test(&ctx, request)
@@ -342,8 +340,11 @@ pub(super) fn request_context(
     options: RequestOptions,
 ) -> Context {
     let now = options.now.unwrap_or_else(Timestamp::now);
-    Context::new(request.clone(), resource_type.clone(), config.clone(), now)
-        .with_additional_configs(options.additional_configs)
+    let ctx = Context::new(request.clone(), resource_type.clone(), config.clone(), now);
+    match options.additional_configs.is_empty() {
+        true => ctx,
+        false => ctx.with_additional_configs(options.additional_configs),
+    }
 }
 
 impl RootHooks {

@@ -67,6 +67,12 @@ closure_shape! {
 }
 
 closure_shape! {
+    /// Whether something holds for the resource (a [`Predicate`](super::Predicate) written
+    /// in Rust): `|ctx, resource| resource.data["spec"]["enabled"] == true`.
+    Check<R>: Fn(&Context, &R) -> bool
+}
+
+closure_shape! {
     /// Writes the child (`None` when there is none) or the error that kept it from being
     /// written onto the parent (`ctx`, `parent`, `child`, `error`); an error returned here is
     /// the reconciler's error.
