@@ -20,7 +20,6 @@
 #[allow(dead_code)]
 pub mod widget_kind;
 
-use clap::Parser;
 use dynrec::object::{ConditionSet, Gvk};
 use dynrec::reconcilers::{ChildReconciler, Config, ResourceReconciler};
 use dynrec::runtime::{RunArgs, run_controllers};
@@ -54,16 +53,10 @@ pub fn widgets(config: &Config) -> ResourceReconciler {
         .conditions(ConditionSet::living(&["ConfigMapReady"]))
 }
 
-#[derive(Parser)]
-struct Args {
-    #[command(flatten)]
-    run: RunArgs,
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt().with_env_filter("info").init();
-    run_controllers(Args::parse().run, "smallest", |manager, config, kube| {
+    let args = RunArgs::from_command_line();
+    run_controllers(args, "smallest", |manager, config, kube| {
         let kube = kube.clone();
         tokio::spawn(async move { widget_kind::install_crd(&kube).await });
         manager.register(widgets(config))

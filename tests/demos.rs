@@ -40,6 +40,16 @@ fn widget(name: &str, greeting: &str) -> DynamicObject {
     .unwrap()
 }
 
+/// Replaces the widget's greeting.
+async fn change_greeting(kube: &kube::Client, name: &str, greeting: &str) {
+    let mut changed = widgets_api(kube).get(name).await.unwrap();
+    changed.data["spec"]["greeting"] = json!(greeting);
+    widgets_api(kube)
+        .replace(name, &PostParams::default(), &changed)
+        .await
+        .unwrap();
+}
+
 /// Waits until the widget is Ready and its ConfigMap carries the greeting.
 async fn wait_converged(client: &kube::Client, name: &str, greeting: &str) {
     let deadline = Instant::now() + DEADLINE;
@@ -92,12 +102,7 @@ async fn the_widgets_controller_creates_and_updates_the_child_and_reports_ready(
     }
     wait_converged(&kube, "w1", "hi").await;
 
-    let mut changed = widgets_api(&kube).get("w1").await.unwrap();
-    changed.data["spec"]["greeting"] = json!("hello again");
-    widgets_api(&kube)
-        .replace("w1", &PostParams::default(), &changed)
-        .await
-        .unwrap();
+    change_greeting(&kube, "w1", "hello again").await;
     wait_converged(&kube, "w1", "hello again").await;
 
     let _ = stop.send(());
@@ -477,12 +482,7 @@ async fn the_smallest_controller_applies_its_child_and_reports_ready() {
         "the child is applied by the default object manager: {managers:?}"
     );
 
-    let mut changed = widgets_api(&kube).get("w1").await.unwrap();
-    changed.data["spec"]["greeting"] = json!("hello again");
-    widgets_api(&kube)
-        .replace("w1", &PostParams::default(), &changed)
-        .await
-        .unwrap();
+    change_greeting(&kube, "w1", "hello again").await;
     eventually(
         "the ConfigMap follows the greeting",
         greeting("hello again"),

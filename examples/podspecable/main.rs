@@ -18,19 +18,9 @@
 #[allow(dead_code)]
 mod controller;
 
-use clap::Parser;
 use dynrec::runtime::RunArgs;
-
-#[derive(Parser)]
-struct Args {
-    #[command(flatten)]
-    run: RunArgs,
-}
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt().with_env_filter("info").init();
-    let args = Args::parse();
-    controller::run(args.run).await?;
-    Ok(())
+    Ok(controller::run(RunArgs::from_command_line()).await?)
 }

@@ -10,18 +10,9 @@
 
 mod controller;
 
-use clap::Parser;
 use dynrec::runtime::RunArgs;
-
-#[derive(Parser)]
-struct Args {
-    #[command(flatten)]
-    run: RunArgs,
-}
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt().with_env_filter("info").init();
-    controller::run(Args::parse().run).await?;
-    Ok(())
+    Ok(controller::run(RunArgs::from_command_line()).await?)
 }

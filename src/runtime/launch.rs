@@ -69,6 +69,25 @@ impl Default for RunArgs {
     }
 }
 
+#[cfg(feature = "cli")]
+impl RunArgs {
+    /// The flags of this process's command line (exiting with clap's message on bad ones),
+    /// with logs to stderr at `RUST_LOG`'s level (default `info`): how a controller binary's
+    /// `main` starts, e.g. `run_controllers(RunArgs::from_command_line(), ...)`.
+    pub fn from_command_line() -> Self {
+        /// The command line of a binary with no flags but these.
+        #[derive(clap::Parser)]
+        struct CommandLine {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        let _ = tracing_subscriber::fmt().with_env_filter(filter).try_init();
+        <CommandLine as clap::Parser>::parse().run
+    }
+}
+
 /// Why controllers could not be started.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
