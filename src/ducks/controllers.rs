@@ -30,7 +30,15 @@ const MAPPING_KIND_WAIT: Duration = Duration::from_secs(10);
 
 /// Builds the root reconciler of a duck for one matching kind (its [`KindMatch::projection`]
 /// says where the kind keeps the duck's fields).
-pub type DuckFactory = Arc<dyn Fn(&KindMatch, &Config) -> ResourceReconciler + Send + Sync>;
+pub trait DuckFactory:
+    Fn(&KindMatch, &Config) -> ResourceReconciler + Send + Sync + 'static
+{
+}
+
+impl<F> DuckFactory for F where
+    F: Fn(&KindMatch, &Config) -> ResourceReconciler + Send + Sync + 'static
+{
+}
 
 /// Duck reconcilers registered once each, run for every kind that implements their duck.
 ///
@@ -52,7 +60,7 @@ pub struct DuckControllers {
 struct Registration {
     prefix: String,
     duck: DuckType,
-    factory: DuckFactory,
+    factory: Arc<dyn DuckFactory>,
 }
 
 impl DuckControllers {
@@ -71,11 +79,7 @@ impl DuckControllers {
 
     /// Runs the reconciler `factory` builds for every kind that implements `duck`, in
     /// controllers named after the duck.
-    pub fn register(
-        self,
-        duck: DuckType,
-        factory: impl Fn(&KindMatch, &Config) -> ResourceReconciler + Send + Sync + 'static,
-    ) -> Self {
+    pub fn register(self, duck: DuckType, factory: impl DuckFactory) -> Self {
         let prefix = duck.name().to_string();
         self.register_as(prefix, duck, factory)
     }
@@ -86,7 +90,7 @@ impl DuckControllers {
         mut self,
         prefix: impl Into<String>,
         duck: DuckType,
-        factory: impl Fn(&KindMatch, &Config) -> ResourceReconciler + Send + Sync + 'static,
+        factory: impl DuckFactory,
     ) -> Self {
         self.registrations.push(Registration {
             prefix: prefix.into(),

@@ -13,7 +13,9 @@ use crate::reconcilers::{Config, Context, SubReconciler, ValidationError};
 /// after it (`AfterHandle`); the admission request is in the context
 /// ([`super::admission_request`]) when it could be decoded. Change the response through
 /// the argument, whose final value replaces it.
-pub type HandleHook = Box<dyn Fn(&Context, &mut AdmissionResponse) + Send + Sync>;
+pub trait HandleHook: Fn(&Context, &mut AdmissionResponse) + Send + Sync + 'static {}
+
+impl<F> HandleHook for F where F: Fn(&Context, &mut AdmissionResponse) + Send + Sync + 'static {}
 
 /// Turns a sub-reconciler over `DynamicObject` into an admission webhook handler.
 ///
@@ -29,8 +31,8 @@ pub struct AdmissionWebhookAdapter {
     name: String,
     reconciler: Box<dyn SubReconciler>,
     config: Config,
-    before_handle: Option<HandleHook>,
-    after_handle: Option<HandleHook>,
+    before_handle: Option<Box<dyn HandleHook>>,
+    after_handle: Option<Box<dyn HandleHook>>,
 }
 
 impl AdmissionWebhookAdapter {
@@ -52,20 +54,14 @@ impl AdmissionWebhookAdapter {
     }
 
     /// Runs `hook` first thing for each request (reconciler.io's `BeforeHandle`).
-    pub fn before_handle(
-        mut self,
-        hook: impl Fn(&Context, &mut AdmissionResponse) + Send + Sync + 'static,
-    ) -> Self {
+    pub fn before_handle(mut self, hook: impl HandleHook) -> Self {
         self.before_handle = Some(Box::new(hook));
         self
     }
 
     /// Runs `hook` after all work for each request; it may change the response
     /// (reconciler.io's `AfterHandle`).
-    pub fn after_handle(
-        mut self,
-        hook: impl Fn(&Context, &mut AdmissionResponse) + Send + Sync + 'static,
-    ) -> Self {
+    pub fn after_handle(mut self, hook: impl HandleHook) -> Self {
         self.after_handle = Some(Box::new(hook));
         self
     }
