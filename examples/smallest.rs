@@ -57,8 +57,7 @@ pub fn widgets(config: &Config) -> ResourceReconciler {
 async fn main() -> anyhow::Result<()> {
     let args = RunArgs::from_command_line();
     run_controllers(args, "smallest", |manager, config, kube| {
-        let kube = kube.clone();
-        tokio::spawn(async move { widget_kind::install_crd(&kube).await });
+        widget_kind::install_crd_in_background(kube);
         manager.register(widgets(config))
     })
     .await?;

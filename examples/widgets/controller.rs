@@ -104,6 +104,17 @@ pub async fn install_crd(client: &kube::Client) -> Result<(), kube::Error> {
     Ok(())
 }
 
+/// Installs the Widget CRD without waiting for it (a controller waits for its kind), logging
+/// a failure.
+pub fn install_crd_in_background(client: &kube::Client) {
+    let client = client.clone();
+    tokio::spawn(async move {
+        if let Err(err) = install_crd(&client).await {
+            tracing::error!(%err, "cannot install the Widget CRD");
+        }
+    });
+}
+
 /// Registers the Widget controller with a manager.
 pub fn register(manager: &mut Manager, config: &Config) -> Result<(), ManagerError> {
     manager.register(reconciler(config))
@@ -113,12 +124,7 @@ pub fn register(manager: &mut Manager, config: &Config) -> Result<(), ManagerErr
 /// controller until SIGINT or SIGTERM.
 pub async fn run(args: RunArgs) -> Result<(), LaunchError> {
     run_controllers(args, "widgets", |manager, config, client| {
-        let client = client.clone();
-        tokio::spawn(async move {
-            if let Err(err) = install_crd(&client).await {
-                tracing::error!(%err, "cannot install the Widget CRD");
-            }
-        });
+        install_crd_in_background(client);
         register(manager, config)
     })
     .await
