@@ -511,12 +511,16 @@ async fn start_typed(server: &ApiServer) -> Running {
             eprintln!("typed reconcile failed: {err}");
         }
     }));
-    within(
-        "the typed controller lists widgets",
-        widgets.wait_until_ready(),
-    )
-    .await
-    .expect("the controller runs");
+    // Not `widgets.wait_until_ready()`: the controller's runner awaits the same readiness,
+    // and kube-runtime wakes only the last of two concurrent waiters (its `DelayedInit`
+    // holds one oneshot receiver), so this wait could sleep until its timeout. The
+    // controller's watcher opens its watch only after its list reached the store.
+    let watching = async {
+        while !server.open_watches().contains_key("example.com/widgets") {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    };
+    within("the typed controller lists widgets", watching).await;
     Running {
         tasks: vec![controlling, reflecting],
         stop: None,
