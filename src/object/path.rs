@@ -92,10 +92,6 @@ impl FieldPath {
     pub fn segments(&self) -> &[String] {
         &self.segments
     }
-
-    fn prefix(&self, len: usize) -> String {
-        render(&self.segments[..len])
-    }
 }
 
 impl fmt::Display for FieldPath {
@@ -179,10 +175,10 @@ fn parse_bracket(
     Ok(segment)
 }
 
-fn render(segments: &[String]) -> String {
+fn render(segments: &[&str]) -> String {
     let mut out = String::new();
     for segment in segments {
-        if segment.parse::<usize>().is_ok() || segment == "-" {
+        if segment.parse::<usize>().is_ok() || *segment == "-" {
             out.push_str(&format!("[{segment}]"));
         } else if segment.contains(['.', '[', ']']) {
             out.push_str(&format!("[{segment:?}]"));
@@ -208,32 +204,56 @@ fn type_name(value: &Value) -> &'static str {
     }
 }
 
-fn wrong_type(path: &FieldPath, len: usize, expected: &'static str, found: &Value) -> PathError {
+fn wrong_type(path: &[&str], len: usize, expected: &'static str, found: &Value) -> PathError {
     PathError::WrongType {
-        path: path.prefix(len),
+        path: render(&path[..len]),
         expected,
         found: type_name(found),
     }
 }
 
-fn index(path: &FieldPath, at: usize, len: usize) -> Result<usize, PathError> {
-    let segment = &path.segments[at];
+fn index(path: &[&str], at: usize, len: usize) -> Result<usize, PathError> {
+    let segment = path[at];
     segment
         .parse::<usize>()
         .ok()
         .filter(|i| *i < len)
         .ok_or_else(|| PathError::OutOfRange {
-            path: path.prefix(at),
-            index: segment.clone(),
+            path: render(&path[..at]),
+            index: segment.to_string(),
             len,
         })
 }
 
-fn lookup<'v>(root: &'v Value, path: &FieldPath) -> Result<Option<&'v Value>, PathError> {
+/// The segments of `path`, borrowed from the text when it is plain dotted keys (no `[`,
+/// `]` or leading `/`, as `status.conditions`), which allocates no strings; else parsed.
+fn with_segments<T>(
+    path: &str,
+    walk: impl FnOnce(&[&str]) -> Result<T, PathError>,
+) -> Result<T, PathError> {
+    if let Some(plain) = plain_segments(path) {
+        return walk(&plain);
+    }
+    let parsed = FieldPath::parse(path)?;
+    let segments: Vec<&str> = parsed.segments.iter().map(String::as_str).collect();
+    walk(&segments)
+}
+
+/// The segments of a plain dotted path, split as [`FieldPath::parse`] would split them.
+fn plain_segments(path: &str) -> Option<Vec<&str>> {
+    if path.starts_with('/') || path.contains(['[', ']']) {
+        return None;
+    }
+    let body = path.strip_prefix('.').unwrap_or(path);
+    let segments: Vec<&str> = body.split('.').collect();
+    segments.iter().all(|s| !s.is_empty()).then_some(segments)
+}
+
+fn lookup<'v>(root: &'v Value, path: &[&str]) -> Result<Option<&'v Value>, PathError> {
     let mut current = root;
-    for (at, segment) in path.segments.iter().enumerate() {
+    for (at, segment) in path.iter().enumerate() {
         current = match current {
-            Value::Object(map) => match map.get(segment) {
+            Value::Object(map) => match map.get(*segment) {
                 Some(v) => v,
                 None => return Ok(None),
             },
@@ -249,9 +269,9 @@ fn lookup<'v>(root: &'v Value, path: &FieldPath) -> Result<Option<&'v Value>, Pa
     Ok(Some(current))
 }
 
-fn insert(root: &mut Value, path: &FieldPath, value: Value) -> Result<(), PathError> {
-    let (last, parents) = path.segments.split_last().ok_or(PathError::Invalid {
-        path: path.text.clone(),
+fn insert(root: &mut Value, path: &[&str], value: Value) -> Result<(), PathError> {
+    let (last, parents) = path.split_last().ok_or(PathError::Invalid {
+        path: String::new(),
         reason: "empty path",
     })?;
     let mut current = root;
@@ -261,7 +281,7 @@ fn insert(root: &mut Value, path: &FieldPath, value: Value) -> Result<(), PathEr
         }
         current = match current {
             Value::Object(map) => map
-                .entry(segment.clone())
+                .entry(*segment)
                 .or_insert_with(|| Value::Object(Map::new())),
             Value::Array(items) => {
                 let i = index(path, at, items.len())?;
@@ -276,9 +296,9 @@ fn insert(root: &mut Value, path: &FieldPath, value: Value) -> Result<(), PathEr
     }
     match current {
         Value::Object(map) => {
-            map.insert(last.clone(), value);
+            map.insert(last.to_string(), value);
         }
-        Value::Array(items) if last == "-" => items.push(value),
+        Value::Array(items) if *last == "-" => items.push(value),
         Value::Array(items) => {
             let i = index(path, at, items.len())?;
             items[i] = value;
@@ -288,14 +308,14 @@ fn insert(root: &mut Value, path: &FieldPath, value: Value) -> Result<(), PathEr
     Ok(())
 }
 
-fn take(root: &mut Value, path: &FieldPath) -> Result<Option<Value>, PathError> {
-    let Some((last, parents)) = path.segments.split_last() else {
+fn take(root: &mut Value, path: &[&str]) -> Result<Option<Value>, PathError> {
+    let Some((last, parents)) = path.split_last() else {
         return Ok(None);
     };
     let mut current = root;
     for (at, segment) in parents.iter().enumerate() {
         current = match current {
-            Value::Object(map) => match map.get_mut(segment) {
+            Value::Object(map) => match map.get_mut(*segment) {
                 Some(v) => v,
                 None => return Ok(None),
             },
@@ -308,7 +328,7 @@ fn take(root: &mut Value, path: &FieldPath) -> Result<Option<Value>, PathError> 
         };
     }
     Ok(match current {
-        Value::Object(map) => map.remove(last),
+        Value::Object(map) => map.remove(*last),
         Value::Array(items) => match last.parse::<usize>() {
             Ok(i) if i < items.len() => Some(items.remove(i)),
             _ => None,
@@ -405,41 +425,46 @@ fn typed<'v, T>(
 
 impl Fields for Value {
     fn field(&self, path: &str) -> Result<Option<&Value>, PathError> {
-        lookup(self, &FieldPath::parse(path)?)
+        with_segments(path, |segments| lookup(self, segments))
     }
 
     fn set_field(&mut self, path: &str, value: impl Into<Value>) -> Result<(), PathError> {
-        insert(self, &FieldPath::parse(path)?, value.into())
+        with_segments(path, |segments| insert(self, segments, value.into()))
     }
 
     fn remove_field(&mut self, path: &str) -> Result<Option<Value>, PathError> {
-        take(self, &FieldPath::parse(path)?)
+        with_segments(path, |segments| take(self, segments))
     }
 }
 
 /// Paths on a `DynamicObject` address its untyped body (`spec`, `status`, `data`, ...).
 impl Fields for DynamicObject {
     fn field(&self, path: &str) -> Result<Option<&Value>, PathError> {
-        lookup(&self.data, &body_path(path)?)
+        with_body_segments(path, |segments| lookup(&self.data, segments))
     }
 
     fn set_field(&mut self, path: &str, value: impl Into<Value>) -> Result<(), PathError> {
-        insert(&mut self.data, &body_path(path)?, value.into())
+        with_body_segments(path, |segments| {
+            insert(&mut self.data, segments, value.into())
+        })
     }
 
     fn remove_field(&mut self, path: &str) -> Result<Option<Value>, PathError> {
-        take(&mut self.data, &body_path(path)?)
+        with_body_segments(path, |segments| take(&mut self.data, segments))
     }
 }
 
-fn body_path(path: &str) -> Result<FieldPath, PathError> {
-    let parsed = FieldPath::parse(path)?;
-    match parsed.segments[0].as_str() {
+/// [`with_segments`] for a path into a `DynamicObject`'s untyped body.
+fn with_body_segments<T>(
+    path: &str,
+    walk: impl FnOnce(&[&str]) -> Result<T, PathError>,
+) -> Result<T, PathError> {
+    with_segments(path, |segments| match segments[0] {
         "metadata" | "apiVersion" | "kind" => Err(PathError::Typed {
             path: path.to_string(),
         }),
-        _ => Ok(parsed),
-    }
+        _ => walk(segments),
+    })
 }
 
 #[cfg(test)]

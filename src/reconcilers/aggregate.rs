@@ -22,12 +22,12 @@ use crate::object::{Gvk, ObjectKey};
 /// The root reconciler of one object (reconciler.io's `AggregateReconciler`).
 pub struct AggregateReconciler {
     name: String,
-    resource_type: Gvk,
+    resource_type: Arc<Gvk>,
     request: ObjectKey,
     reconciler: Option<Box<dyn SubReconciler>>,
     desired_resource: Option<Box<dyn AsyncDerive<Option<DynamicObject>>>>,
     object_manager: Box<dyn ObjectManager>,
-    config: Config,
+    config: Arc<Config>,
     hooks: RootHooks,
 }
 
@@ -41,12 +41,12 @@ impl AggregateReconciler {
     ) -> Self {
         Self {
             name: format!("{}AggregateReconciler", resource_type.kind),
-            resource_type,
+            resource_type: Arc::new(resource_type),
             request,
             reconciler: None,
             desired_resource: None,
             object_manager: Box::new(object_manager),
-            config,
+            config: Arc::new(config),
             hooks: RootHooks::default(),
         }
     }
@@ -178,8 +178,8 @@ impl RootReconciler for AggregateReconciler {
 
     fn setup(&self) -> Result<Setup, ValidationError> {
         self.validate()?;
-        let mut setup = Setup::for_config(self.config.clone());
-        setup.watch(Watch::For(self.resource_type.clone()));
+        let mut setup = Setup::for_config(Config::clone(&self.config));
+        setup.watch(Watch::For(Gvk::clone(&self.resource_type)));
         setup.require(&self.name, &super::events_gvk(), "", &["create", "patch"]);
         if let Some(reconciler) = &self.reconciler {
             reconciler.setup(&mut setup)?;
@@ -215,7 +215,7 @@ impl RootReconciler for AggregateReconciler {
             return Outcome::done();
         }
         let span = info_span!("reconcile", controller = %self.name, gvk = %self.resource_type, object = %request);
-        let ctx = request_context(request, &self.resource_type, &self.config, options);
+        let ctx = request_context(request, &self.resource_type, &self.config, None, options);
         self.hooks
             .run(ctx, |ctx| async move { self.reconcile_inner(&ctx).await })
             .instrument(span)

@@ -17,24 +17,42 @@ struct Request {
     key: ObjectKey,
     now: Timestamp,
     stash: Stash,
-    original_config: Config,
-    original_resource_type: Gvk,
+    original_config: Arc<Config>,
+    original_resource_type: Arc<Gvk>,
     additional_configs: BTreeMap<String, Config>,
     conditions: Option<Arc<ConditionSet>>,
 }
 
-/// The context of one reconcile request. Cheap to clone; clones share the stash.
+/// The context of one reconcile request. Cheap to clone (configs and kinds are shared);
+/// clones share the stash.
 #[derive(Clone)]
 pub struct Context {
     request: Arc<Request>,
-    config: Config,
-    resource_type: Gvk,
+    config: Arc<Config>,
+    resource_type: Arc<Gvk>,
     iteration: Option<usize>,
 }
 
 impl Context {
     /// A context for reconciling `request` of kind `resource_type` with `config`, at `now`.
     pub fn new(request: ObjectKey, resource_type: Gvk, config: Config, now: Timestamp) -> Self {
+        Self::shared(
+            request,
+            Arc::new(resource_type),
+            Arc::new(config),
+            now,
+            None,
+        )
+    }
+
+    /// A context over a root's shared kind, config and condition set (nothing is copied).
+    pub(crate) fn shared(
+        request: ObjectKey,
+        resource_type: Arc<Gvk>,
+        config: Arc<Config>,
+        now: Timestamp,
+        conditions: Option<Arc<ConditionSet>>,
+    ) -> Self {
         Self {
             request: Arc::new(Request {
                 key: request,
@@ -43,7 +61,7 @@ impl Context {
                 original_config: config.clone(),
                 original_resource_type: resource_type.clone(),
                 additional_configs: BTreeMap::new(),
-                conditions: None,
+                conditions,
             }),
             config,
             resource_type,
@@ -144,7 +162,7 @@ impl Context {
     /// A context whose nested reconcilers use `config`.
     pub fn with_config(&self, config: Config) -> Self {
         Self {
-            config,
+            config: Arc::new(config),
             ..self.clone()
         }
     }
@@ -152,7 +170,7 @@ impl Context {
     /// A context whose nested reconcilers see the resource as `resource_type`.
     pub fn with_resource_type(&self, resource_type: Gvk) -> Self {
         Self {
-            resource_type,
+            resource_type: Arc::new(resource_type),
             ..self.clone()
         }
     }

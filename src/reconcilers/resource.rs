@@ -74,9 +74,9 @@ pub trait RootReconciler: Send + Sync {
 /// The root reconciler of one kind (reconciler.io's `ResourceReconciler`).
 pub struct ResourceReconciler {
     name: String,
-    resource_type: Gvk,
+    resource_type: Arc<Gvk>,
     reconciler: Box<dyn SubReconciler>,
-    config: Config,
+    config: Arc<Config>,
     skip_status_update: bool,
     status_owned: bool,
     sync_status_during_finalization: bool,
@@ -102,9 +102,9 @@ impl ResourceReconciler {
     ) -> Self {
         Self {
             name: format!("{}ResourceReconciler", resource_type.kind),
-            resource_type,
+            resource_type: Arc::new(resource_type),
             reconciler: Box::new(reconciler),
-            config,
+            config: Arc::new(config),
             skip_status_update: false,
             status_owned: true,
             sync_status_during_finalization: false,
@@ -293,8 +293,8 @@ impl RootReconciler for ResourceReconciler {
 
     fn setup(&self) -> Result<Setup, ValidationError> {
         self.validate()?;
-        let mut setup = Setup::for_config(self.config.clone());
-        setup.watch(Watch::For(self.resource_type.clone()));
+        let mut setup = Setup::for_config(Config::clone(&self.config));
+        setup.watch(Watch::For(Gvk::clone(&self.resource_type)));
         if self.status_owned {
             setup.require(&self.name, &self.resource_type, "status", &["update"]);
         }
@@ -314,8 +314,13 @@ impl RootReconciler for ResourceReconciler {
 
     async fn reconcile_with(&self, request: &ObjectKey, options: RequestOptions) -> Outcome {
         let span = info_span!("reconcile", controller = %self.name, gvk = %self.resource_type, object = %request);
-        let ctx = request_context(request, &self.resource_type, &self.config, options)
-            .with_conditions(self.conditions.clone());
+        let ctx = request_context(
+            request,
+            &self.resource_type,
+            &self.config,
+            self.conditions.clone(),
+            options,
+        );
         async {
             if let Some(skip) = &self.skip_request
                 && skip.test(&ctx, request)
@@ -335,12 +340,19 @@ impl RootReconciler for ResourceReconciler {
 /// The context of a new request.
 pub(super) fn request_context(
     request: &ObjectKey,
-    resource_type: &Gvk,
-    config: &Config,
+    resource_type: &Arc<Gvk>,
+    config: &Arc<Config>,
+    conditions: Option<Arc<ConditionSet>>,
     options: RequestOptions,
 ) -> Context {
     let now = options.now.unwrap_or_else(Timestamp::now);
-    let ctx = Context::new(request.clone(), resource_type.clone(), config.clone(), now);
+    let ctx = Context::shared(
+        request.clone(),
+        resource_type.clone(),
+        config.clone(),
+        now,
+        conditions,
+    );
     match options.additional_configs.is_empty() {
         true => ctx,
         false => ctx.with_additional_configs(options.additional_configs),
@@ -412,6 +424,7 @@ fn sync_last_transition_times(resource: &mut DynamicObject, original: &DynamicOb
             continue;
         };
         if COMPARED.iter().all(|field| p.get(field) == o.get(field))
+            && p.get("lastTransitionTime") != o.get("lastTransitionTime")
             && let Some(fields) = p.as_object_mut()
         {
             match o.get("lastTransitionTime") {

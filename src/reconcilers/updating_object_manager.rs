@@ -204,25 +204,42 @@ impl ObjectManager for UpdatingObjectManager {
 }
 
 /// The mutation cache: what the server changed on the last update, per object UID.
+/// A read looks at one entry; expired entries are swept at most once a minute, when a new
+/// one is put, so neither costs more as more children were updated within the hour.
 #[derive(Default)]
 struct MutationCache {
-    entries: Mutex<HashMap<String, Arc<Mutation>>>,
+    entries: Mutex<Mutations>,
+}
+
+#[derive(Default)]
+struct Mutations {
+    by_uid: HashMap<String, Arc<Mutation>>,
+    /// When expired entries are next swept (`None`: at the next put).
+    next_sweep: Option<Instant>,
 }
 
 impl MutationCache {
     /// The unexpired mutation captured for `uid`.
     fn get(&self, uid: &str) -> Option<Arc<Mutation>> {
-        let mut entries = self.entries.lock();
-        let now = Instant::now();
-        entries.retain(|_, m| m.expires > now);
-        entries.get(uid).cloned()
+        let entries = self.entries.lock();
+        let found = entries.by_uid.get(uid)?;
+        (found.expires > Instant::now()).then(|| found.clone())
     }
 
     /// Remembers a mutation for `uid` for an hour.
     fn put(&self, uid: String, mutation: Mutation) {
-        self.entries.lock().insert(uid, Arc::new(mutation));
+        let mut entries = self.entries.lock();
+        let now = Instant::now();
+        if entries.next_sweep.is_none_or(|at| at <= now) {
+            entries.by_uid.retain(|_, m| m.expires > now);
+            entries.next_sweep = Some(now + SWEEP_INTERVAL);
+        }
+        entries.by_uid.insert(uid, Arc::new(mutation));
     }
 }
+
+/// How often expired mutations are swept from the cache.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Why a captured mutation could not be replayed or captured.
 #[derive(Debug, thiserror::Error)]
