@@ -5,6 +5,12 @@
 //! work), strings, lists and maps borrow from the resource's JSON, and the standard library,
 //! the strings extension and `has()` are available. An expression that does not yield a
 //! bool, or fails (a missing field read without `has()`), is false and logged.
+//!
+//! An expression of the common shapes (fields of `self` compared with literals, `has()`,
+//! `&&`, `||`, `!`, string prefixes, `exists()` over a list: see `cel_direct`) is first
+//! evaluated directly on the resource; the interpreter evaluates it when that cannot decide
+//! (a failure, or a value the direct evaluator does not read), so results and logged
+//! failures are the interpreter's.
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -18,7 +24,9 @@ use kube::api::DynamicObject;
 use serde::Serialize;
 use serde_json::Value as Json;
 
+use super::cel_direct::Direct;
 use super::cel_reads::{Reads, VariableReads};
+use super::cel_view::{Unknown, View};
 use super::{Context, Predicate};
 
 /// A CEL expression could not be compiled.
@@ -78,6 +86,8 @@ struct CelProgram {
     program: Program,
     env: Arc<cel::Env>,
     reads: VariableReads,
+    /// Its direct form, if it has one.
+    direct: Option<Direct>,
 }
 
 /// Why an evaluation did not yield a bool.
@@ -105,11 +115,13 @@ impl CelProgram {
             .compile(expression)
             .map_err(|errors| invalid(expression, &errors))?;
         let reads = VariableReads::of(program.expression());
+        let direct = Direct::compile(program.expression());
         Ok(Self {
             expression: expression.to_owned(),
             program,
             env: env.clone(),
             reads,
+            direct,
         })
     }
 
@@ -132,19 +144,42 @@ impl CelProgram {
         })
     }
 
+    /// Evaluates over `resource` as JSON.
     fn evaluate(&self, resource: &Json, now: Timestamp) -> Result<bool, Failure> {
+        match self.decide(Ok(View::of_json(resource))) {
+            Some(result) => Ok(result),
+            None => self.interpret(resource, now),
+        }
+    }
+
+    /// Evaluates over an object without serializing the parts the expression does not read.
+    fn evaluate_object(&self, object: &DynamicObject, now: Timestamp) -> Result<bool, Failure> {
+        match self.decide(View::of_object(object)) {
+            Some(result) => Ok(result),
+            None => self.interpret_object(object, now),
+        }
+    }
+
+    /// The direct evaluator's result over `resource`, if it has one.
+    fn decide(&self, resource: Result<View<'_>, Unknown>) -> Option<bool> {
+        let direct = self.direct.as_ref()?;
+        resource.and_then(|resource| direct.test(resource)).ok()
+    }
+
+    /// Runs the interpreter over `resource`.
+    fn interpret(&self, resource: &Json, now: Timestamp) -> Result<bool, Failure> {
         let mut ctx = self.context(now);
         self.reads.bind_json(&mut ctx, "self", resource);
         self.run(&ctx)
     }
 
-    /// Evaluates over an object without serializing the parts the expression does not read.
-    fn evaluate_object(&self, object: &DynamicObject, now: Timestamp) -> Result<bool, Failure> {
+    /// Runs the interpreter over an object, binding only the parts the expression reads.
+    fn interpret_object(&self, object: &DynamicObject, now: Timestamp) -> Result<bool, Failure> {
         let (Some(Reads::Fields(fields)), Json::Object(data)) =
             (self.reads.get("self"), &object.data)
         else {
             let json = serde_json::to_value(object).map_err(Failure::Serialize)?;
-            return self.evaluate(&json, now);
+            return self.interpret(&json, now);
         };
         let typed = typed_fields(object, fields).map_err(Failure::Serialize)?;
         let mut ctx = self.context(now);
@@ -292,8 +327,8 @@ mod tests {
             let program = CelProgram::compile(expression).unwrap();
             let json = serde_json::to_value(&object).unwrap();
             assert_eq!(
-                format!("{:?}", program.evaluate_object(&object, now)),
-                format!("{:?}", program.evaluate(&json, now)),
+                format!("{:?}", program.interpret_object(&object, now)),
+                format!("{:?}", program.interpret(&json, now)),
                 "{expression}"
             );
         }
