@@ -5,6 +5,12 @@
 //! work), strings, lists and maps borrow from the resource's JSON, and the standard library,
 //! the strings extension and `has()` are available. An expression that does not yield a
 //! bool, or fails (a missing field read without `has()`), is false and logged.
+//!
+//! An expression of the common shapes (fields of `self` compared with literals, `has()`,
+//! `&&`, `||`, `!`, string prefixes, `exists()` over a list: see `cel_direct`) is first
+//! evaluated directly on the resource; the interpreter evaluates it when that cannot decide
+//! (a failure, or a value the direct evaluator does not read), so results and logged
+//! failures are the interpreter's.
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -18,7 +24,9 @@ use kube::api::DynamicObject;
 use serde::Serialize;
 use serde_json::Value as Json;
 
+use super::cel_direct::Direct;
 use super::cel_reads::{Reads, VariableReads};
+use super::cel_view::{Unknown, View};
 use super::{Context, Predicate};
 
 /// A CEL expression could not be compiled.
@@ -78,6 +86,8 @@ struct CelProgram {
     program: Program,
     env: Arc<cel::Env>,
     reads: VariableReads,
+    /// Its direct form, if it has one.
+    direct: Option<Direct>,
 }
 
 /// Why an evaluation did not yield a bool.
@@ -105,11 +115,13 @@ impl CelProgram {
             .compile(expression)
             .map_err(|errors| invalid(expression, &errors))?;
         let reads = VariableReads::of(program.expression());
+        let direct = Direct::compile(program.expression());
         Ok(Self {
             expression: expression.to_owned(),
             program,
             env: env.clone(),
             reads,
+            direct,
         })
     }
 
@@ -132,19 +144,42 @@ impl CelProgram {
         })
     }
 
+    /// Evaluates over `resource` as JSON.
     fn evaluate(&self, resource: &Json, now: Timestamp) -> Result<bool, Failure> {
+        match self.decide(Ok(View::of_json(resource))) {
+            Some(result) => Ok(result),
+            None => self.interpret(resource, now),
+        }
+    }
+
+    /// Evaluates over an object without serializing the parts the expression does not read.
+    fn evaluate_object(&self, object: &DynamicObject, now: Timestamp) -> Result<bool, Failure> {
+        match self.decide(View::of_object(object)) {
+            Some(result) => Ok(result),
+            None => self.interpret_object(object, now),
+        }
+    }
+
+    /// The direct evaluator's result over `resource`, if it has one.
+    fn decide(&self, resource: Result<View<'_>, Unknown>) -> Option<bool> {
+        let direct = self.direct.as_ref()?;
+        resource.and_then(|resource| direct.test(resource)).ok()
+    }
+
+    /// Runs the interpreter over `resource`.
+    fn interpret(&self, resource: &Json, now: Timestamp) -> Result<bool, Failure> {
         let mut ctx = self.context(now);
         self.reads.bind_json(&mut ctx, "self", resource);
         self.run(&ctx)
     }
 
-    /// Evaluates over an object without serializing the parts the expression does not read.
-    fn evaluate_object(&self, object: &DynamicObject, now: Timestamp) -> Result<bool, Failure> {
+    /// Runs the interpreter over an object, binding only the parts the expression reads.
+    fn interpret_object(&self, object: &DynamicObject, now: Timestamp) -> Result<bool, Failure> {
         let (Some(Reads::Fields(fields)), Json::Object(data)) =
             (self.reads.get("self"), &object.data)
         else {
             let json = serde_json::to_value(object).map_err(Failure::Serialize)?;
-            return self.evaluate(&json, now);
+            return self.interpret(&json, now);
         };
         let typed = typed_fields(object, fields).map_err(Failure::Serialize)?;
         let mut ctx = self.context(now);
@@ -292,9 +327,207 @@ mod tests {
             let program = CelProgram::compile(expression).unwrap();
             let json = serde_json::to_value(&object).unwrap();
             assert_eq!(
-                format!("{:?}", program.evaluate_object(&object, now)),
-                format!("{:?}", program.evaluate(&json, now)),
+                format!("{:?}", program.interpret_object(&object, now)),
+                format!("{:?}", program.interpret(&json, now)),
                 "{expression}"
+            );
+        }
+    }
+
+    /// Resources for the direct evaluator to agree with the interpreter on: every kind of
+    /// value, fields present and absent, of the expected type and not, typed and untyped.
+    fn resources() -> Vec<Json> {
+        let full = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default", "uid": "u-1", "generation": 2,
+                "labels": {"app": "web"}, "annotations": {"note": ""},
+                "creationTimestamp": "2026-11-22T00:00:00Z", "finalizers": ["f"]},
+            "spec": {"replicas": 3, "ratio": 0.5, "float": 3.0, "negative": -1,
+                "big": u64::MAX, "name": "web", "paused": false, "nothing": null,
+                "nested": {"deep": {"value": "x"}}, "empty": [],
+                "items": [{"name": "a", "tags": ["a", "b"]}, {"name": "b", "tags": []}]},
+            "status": {"ready": true, "conditions": [
+                {"type": "Progressing", "status": "True"},
+                {"type": "Ready", "status": "True"}]},
+        });
+        let mut wrong_types = full.clone();
+        wrong_types["spec"] = json!({"replicas": "3", "ratio": "0.5", "float": null,
+            "name": 3, "paused": "no", "nested": [], "empty": {}, "items": [1, "a"]});
+        wrong_types["status"] = json!({"ready": 1, "conditions": [
+            "Ready", {"type": "Ready", "status": true}]});
+        wrong_types["metadata"]["labels"] = json!({});
+        let mut doubles = full.clone();
+        doubles["spec"]["replicas"] = json!(2.5);
+        doubles["spec"]["big"] = json!(-3);
+        doubles["status"]["conditions"] = json!([
+            {"type": "Ready", "status": "False"}, {"type": "Ready"}]);
+        let sparse = json!({"metadata": {}, "spec": {"replicas": 1}});
+        vec![full, wrong_types, doubles, sparse, json!({})]
+    }
+
+    /// Expressions of the shapes the direct evaluator knows, over [`resources`].
+    const DIRECT: &[&str] = &[
+        "self.spec.replicas > 2",
+        "self.spec.replicas >= 3",
+        "self.spec.replicas < 3",
+        "self.spec.replicas <= 2",
+        "self.spec.replicas == 3",
+        "self.spec.replicas != 3",
+        "self.spec.replicas == 3.0",
+        "self.spec.replicas > 2.5",
+        "self.spec.replicas == 3u",
+        "self.spec.replicas > 2u",
+        "self.spec.replicas == '3'",
+        "self.spec.replicas > '3'",
+        "self.spec.big > 1",
+        "self.spec.big == 18446744073709551615u",
+        "self.spec.big > 1.0",
+        "self.spec.negative < 0u",
+        "self.spec.negative == -1",
+        "self.spec.ratio == 0.5",
+        "self.spec.ratio < 1",
+        "self.spec.float == 3",
+        "self.spec.float > self.spec.replicas",
+        "self.spec.name == 'web'",
+        "self.spec.name < 'x'",
+        "self.spec.name == 3",
+        "self.spec.name > 3",
+        "self.spec.paused == false",
+        "self.spec.paused",
+        "!self.spec.paused",
+        "self.spec.paused < true",
+        "self.spec.nothing == null",
+        "self.spec.nothing != null",
+        "self.spec.nothing < 1",
+        "self.spec.missing == 1",
+        "self.spec == null",
+        "self.spec.nested == self.spec.nested",
+        "self.spec.nested.deep.value == 'x'",
+        "has(self.spec)",
+        "has(self.spec.nested.deep)",
+        "has(self.spec.missing)",
+        "has(self.spec.missing.deeper)",
+        "has(self.spec.name.x)",
+        "has(self.spec.empty.x)",
+        "has(self.status)",
+        "!has(self.status) || self.status.ready",
+        "has(self.status) && self.status.ready",
+        "self.status.ready || true",
+        "self.status.ready && false",
+        "self.status.ready || false",
+        "self.status.ready && true",
+        "false && self.status.ready",
+        "true || self.status.ready",
+        "self.nothing.here || self.spec.replicas > 2",
+        "self.nothing.here && self.spec.replicas > 2",
+        "self.metadata.creationTimestamp == '' || true",
+        "self.spec.replicas > 2 && self.metadata.name.startsWith('we')",
+        "self.metadata.name.endsWith('eb')",
+        "self.metadata.name.contains('e')",
+        "self.metadata.name.startsWith(1)",
+        "self.spec.replicas.startsWith('3')",
+        "self.metadata.name == 'web' && self.metadata.namespace == 'default'",
+        "self.metadata.labels.app == 'web'",
+        "has(self.metadata.labels)",
+        "has(self.metadata.labels.app)",
+        "has(self.metadata.annotations.note)",
+        "self.metadata.annotations.note == ''",
+        "self.metadata.generation == 2",
+        "self.metadata.generation > 1u",
+        "self.metadata.uid == 'u-1'",
+        "has(self.metadata.name)",
+        "has(self.metadata.generateName)",
+        "has(self.metadata.creationTimestamp)",
+        "self.metadata.creationTimestamp == '2026-11-22T00:00:00Z'",
+        "has(self.metadata.finalizers)",
+        "has(self.metadata.deletionTimestamp)",
+        "self.metadata.nope == 1",
+        "has(self.metadata.nope)",
+        "has(self.metadata)",
+        "self.kind == 'Deployment'",
+        "self.apiVersion == 'apps/v1'",
+        "has(self.kind)",
+        "has(self.data)",
+        "self.status.conditions.exists(c, c.type == 'Ready' && c.status == 'True')",
+        "self.status.conditions.all(c, c.status == 'True')",
+        "self.status.conditions.exists(c, c.missing == 1)",
+        "self.status.conditions.all(c, has(c.type))",
+        "self.status.conditions.exists(c, c.status)",
+        "self.spec.empty.all(x, x > 1)",
+        "self.spec.empty.exists(x, x > 1)",
+        "self.spec.nested.exists(k, k == 'deep')",
+        "self.spec.items.exists(i, i.tags.exists(t, t == i.name))",
+        "self.spec.items.all(i, i.tags.all(t, t != i.name || self.spec.replicas > 2))",
+        "self.spec.replicas",
+        "self.metadata.name",
+        "1 < 2",
+        "null == null",
+        "'a' < 'b'",
+        "true",
+        "!(self.spec.replicas > 2) || has(self.status.ready) && self.status.ready",
+    ];
+
+    /// The direct evaluator decides an expression only as the interpreter does, and whatever
+    /// it cannot decide the interpreter does: `evaluate` gives the interpreter's result
+    /// (bool or failure, with its message) for every expression over every resource, typed
+    /// as a `DynamicObject` and as plain JSON.
+    #[test]
+    fn the_direct_evaluator_agrees_with_the_interpreter() {
+        let now = Timestamp::from_second(1_700_000_000).unwrap();
+        let mut decided = 0;
+        for expression in DIRECT {
+            let program = CelProgram::compile(expression).unwrap();
+            let direct = program.direct.as_ref().expect(expression);
+            for json in resources() {
+                let object: DynamicObject = serde_json::from_value(json.clone()).unwrap();
+                let cases = [
+                    (
+                        View::of_object(&object).and_then(|view| direct.test(view)),
+                        program.interpret_object(&object, now),
+                        program.evaluate_object(&object, now),
+                    ),
+                    (
+                        direct.test(View::of_json(&json)),
+                        program.interpret(&json, now),
+                        program.evaluate(&json, now),
+                    ),
+                ];
+                for (direct, interpreted, evaluated) in cases {
+                    let interpreted = format!("{interpreted:?}");
+                    if let Ok(result) = direct {
+                        let expected = format!("Ok({result})");
+                        assert_eq!(expected, interpreted, "{expression} over {json}");
+                        decided += 1;
+                    }
+                    assert_eq!(
+                        format!("{evaluated:?}"),
+                        interpreted,
+                        "{expression} over {json}"
+                    );
+                }
+            }
+        }
+        assert!(
+            decided > DIRECT.len() * 5,
+            "only {decided} decided directly"
+        );
+    }
+
+    /// The conditions of the micro bench are decided without the interpreter.
+    #[test]
+    fn common_conditions_are_decided_directly() {
+        let object: DynamicObject = serde_json::from_value(deployment()).unwrap();
+        for expression in [
+            "self.spec.replicas > 2",
+            "self.spec.replicas > 2 && self.metadata.name.startsWith('we') \
+                && has(self.spec.template) && self.spec.template.spec.containers.exists(c, \
+                c.name == 'app' && c.image.startsWith('nginx'))",
+        ] {
+            let program = CelProgram::compile(expression).unwrap();
+            let direct = program.direct.as_ref().expect(expression);
+            assert_eq!(
+                View::of_object(&object).and_then(|view| direct.test(view)),
+                Ok(true)
             );
         }
     }
