@@ -8,6 +8,7 @@
 
 use jiff::Timestamp;
 
+use super::status::same_apart_from_time;
 use super::{Condition, PathError, StatusExt};
 
 /// The happy condition type of long-running resources.
@@ -150,6 +151,10 @@ impl<S: StatusExt + ?Sized> ConditionManager<'_, S> {
         if let Some(old) = self.get_condition(&condition.type_)? {
             adopt_empty(&mut condition.reason, &old.reason);
             adopt_empty(&mut condition.message, &old.message);
+            // What `StatusExt::set_condition` would find, without decoding the old one again.
+            if same_apart_from_time(&condition, &old) {
+                return Ok(false);
+            }
         }
         Ok(self.object.set_condition(condition, self.now)?)
     }

@@ -180,7 +180,7 @@ fn decode_error(source: serde_json::Error) -> PathError {
 
 /// Whether two conditions are equal once their transition times are ignored; an absent
 /// reason or message equals an empty one, as in Go's `metav1.Condition`.
-fn same_apart_from_time(a: &Condition, b: &Condition) -> bool {
+pub(super) fn same_apart_from_time(a: &Condition, b: &Condition) -> bool {
     let text = |s: &Option<String>| s.clone().unwrap_or_default();
     a.type_ == b.type_
         && a.status == b.status
