@@ -1,39 +1,77 @@
 //! Converge: the time from creating N Widgets to every one having its owned ConfigMap and
 //! Ready=True, for dynrec, for the same controller as a `ReconcilerDefinition`
 //! (`examples/definitions/widgets.yaml`) and for a typed kube-runtime controller (the
-//! baseline), each on a fresh embedded server per run. One run per sample; 10 samples per
-//! size. After each size it prints the medians and the ratios definition / dynrec,
-//! definition / typed and dynrec / typed, all from that run.
+//! baseline), each on a fresh embedded server per run, with 2 workers (the machine's cores),
+//! and at 10,000 also with 8 workers (dynrec and the baseline). One run per sample; 10
+//! samples per size. After each group it prints the medians and the ratios definition /
+//! dynrec, definition / typed and dynrec / typed, all from that run, and the writes each
+//! engine made from its first create until it stopped (the server's request counters and
+//! resourceVersion).
 
 mod common;
 
 use std::time::Duration;
 
-use common::{Engine, Timings, converge};
+use common::report::{Timings, WriteLog, Writes};
+use common::{DEFAULT_WORKERS, Engine, converge};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+
+/// A group: how many Widgets, with how many workers, for which engines.
+struct Group {
+    name: String,
+    n: usize,
+    workers: usize,
+    engines: &'static [Engine],
+}
+
+fn groups() -> Vec<Group> {
+    const ALL: &[Engine] = &[Engine::Dynrec, Engine::Definition, Engine::Typed];
+    let group = |n: usize, workers: usize, engines| Group {
+        name: match workers {
+            DEFAULT_WORKERS => format!("converge/{n}"),
+            _ => format!("converge/{n}/{workers}_workers"),
+        },
+        n,
+        workers,
+        engines,
+    };
+    vec![
+        group(1_000, DEFAULT_WORKERS, ALL),
+        group(10_000, DEFAULT_WORKERS, ALL),
+        group(10_000, 8, &[Engine::Dynrec, Engine::Typed]),
+    ]
+}
 
 fn converge_bench(c: &mut Criterion) {
     let runtime = common::runtime();
-    for n in [1_000, 10_000] {
-        let timings = Timings::default();
-        let mut group = c.benchmark_group(format!("converge/{n}"));
+    for Group {
+        name,
+        n,
+        workers,
+        engines,
+    } in groups()
+    {
+        let (timings, writes) = (Timings::default(), WriteLog::default());
+        let mut group = c.benchmark_group(&name);
         group
             .sample_size(10)
             .sampling_mode(SamplingMode::Flat)
             .warm_up_time(Duration::from_millis(1))
             .measurement_time(Duration::from_secs(1))
             .throughput(Throughput::Elements(n as u64));
-        for engine in [Engine::Dynrec, Engine::Definition, Engine::Typed] {
+        for &engine in engines {
             group.bench_function(engine.name(), |b| {
                 b.to_async(&runtime).iter_custom(|runs| {
-                    let timings = timings.clone();
+                    let (timings, writes) = (timings.clone(), writes.clone());
                     async move {
                         let mut total = Duration::ZERO;
                         for _ in 0..runs {
-                            let (_server, running, elapsed) = converge(engine, n).await;
-                            running.stop().await;
-                            timings.record(engine, elapsed);
-                            total += elapsed;
+                            let (server, converged) = converge(engine, n, workers).await;
+                            converged.running.stop().await;
+                            let wrote = Writes::read(&server).since(&converged.before);
+                            writes.record(engine, wrote);
+                            timings.record(engine, converged.elapsed);
+                            total += converged.elapsed;
                         }
                         total
                     }
@@ -41,7 +79,8 @@ fn converge_bench(c: &mut Criterion) {
             });
         }
         group.finish();
-        timings.print_ratio(&format!("converge/{n}"));
+        timings.print_ratio(&name);
+        writes.print(&name);
     }
 }
 

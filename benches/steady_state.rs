@@ -7,7 +7,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Engine, Timings, converge, writes};
+use common::report::{Timings, Writes};
+use common::{DEFAULT_WORKERS, Engine, converge};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 
 fn steady_state(c: &mut Criterion) {
@@ -23,12 +24,13 @@ fn steady_state(c: &mut Criterion) {
             .throughput(Throughput::Elements(n as u64));
         for engine in [Engine::Dynrec, Engine::Typed] {
             let (server, running) = runtime.block_on(async {
-                let (server, running, _) = converge(engine, n).await;
+                let (server, converged) = converge(engine, n, DEFAULT_WORKERS).await;
+                let running = converged.running;
                 // Let reconciles the last changes triggered finish before counting.
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 (server, running)
             });
-            let before = writes(&server);
+            let before = Writes::read(&server);
             group.bench_function(engine.name(), |b| {
                 b.to_async(&runtime).iter_custom(|passes| {
                     let (running, timings) = (&running, timings.clone());
@@ -45,7 +47,7 @@ fn steady_state(c: &mut Criterion) {
                     }
                 })
             });
-            let after = writes(&server);
+            let after = Writes::read(&server);
             assert_eq!(
                 after,
                 before,

@@ -1,15 +1,19 @@
-//! What `converge` and `steady_state` share: an embedded server with the Widget CRD, and two
+//! What `converge` and `steady_state` share: an embedded server with the Widget CRD, and
 //! controllers doing the same work — each Widget gets an owned ConfigMap child (controller
 //! reference, `data.message` = `spec.message`) and `status.conditions` Ready=True:
 //! - [`Engine::Dynrec`]: a `ResourceReconciler` + `ChildReconciler` on `DynamicObject`s,
-//!   run by the dynrec `Manager` (2 workers);
+//!   run by the dynrec `Manager` ([`dynamic`]);
 //! - [`Engine::Typed`]: a hand-written kube-runtime `Controller` over a derived `Widget`
-//!   and k8s_openapi's `ConfigMap` (concurrency 2), reading children from a reflector;
+//!   and k8s_openapi's `ConfigMap`, reading children from a reflector ([`typed`]);
 //! - [`Engine::Definition`]: `examples/definitions/widgets.yaml` (the same controller as a
 //!   `ReconcilerDefinition`, its child template in CEL) started by `Definitions` under the
 //!   same `Manager` setup as [`Engine::Dynrec`]. Its child is `<widget>-config` with
 //!   `data.greeting` (from `spec.greeting`) and `data.size`; Ready=True comes through its
 //!   `ConfigMapReady` condition.
+//!
+//! Each runs with a given number of workers ([`DEFAULT_WORKERS`] unless a group says
+//! otherwise). The dynamic engines record no Events (`EventRecorder::disabled`), as the
+//! typed one records none; [`Writes`] reads what each wrote from the server's counters.
 //!
 //! Every engine starts from the same state: [`server`] installs the Widget CRD before any
 //! controller starts. The definition applies its own Widget CRD (from its `schema:`) over it
@@ -21,50 +25,32 @@
 //! Widgets live in namespaces of [`PER_NAMESPACE`] each (see the README's Benchmarks).
 #![allow(dead_code)] // each bench uses part of this module
 
-use std::collections::{BTreeMap, HashSet};
+mod dynamic;
+pub mod report;
+mod typed;
+
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dynrec::apiserver::ApiServer;
-use dynrec::client::Client;
-use dynrec::object::{ConditionSet, Gvk, ObjectKey, READY};
-use dynrec::reconcilers::{ChildReconciler, Config, ResourceReconciler};
-use dynrec::runtime::{Manager, ManagerOptions};
+use dynrec::object::{Gvk, ObjectKey, READY};
+use dynrec::reconcilers::ResourceReconciler;
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::ResourceExt;
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{CustomResource, Resource, ResourceExt};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use kube::runtime::reflector::Store;
 use serde_json::json;
+
+use report::Writes;
 
 /// Widgets per namespace.
 pub const PER_NAMESPACE: usize = 100;
-/// Workers of either controller.
-const WORKERS: usize = 2;
-
-/// The typed Widget of the kube-runtime baseline (the same CRD the dynamic side reads).
-#[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[kube(group = "example.com", version = "v1", kind = "Widget", namespaced)]
-#[kube(status = "WidgetStatus")]
-pub struct WidgetSpec {
-    pub message: String,
-}
-
-/// The typed Widget's status.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WidgetStatus {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-    #[serde(default)]
-    pub conditions: Vec<Condition>,
-}
+/// Workers of a controller (the dynrec `Manager`'s workers, the typed controller's
+/// concurrency) unless a group says otherwise: the machine's cores.
+pub const DEFAULT_WORKERS: usize = 2;
 
 pub fn widget_gvk() -> Gvk {
     Gvk::new("example.com", "v1", "Widget")
@@ -214,19 +200,6 @@ async fn converged(kube: &kube::Client, n: usize) -> bool {
     owned >= n
 }
 
-/// Creates, updates and patches of widgets and ConfigMaps the server has answered.
-pub fn writes(server: &ApiServer) -> u64 {
-    let kinds = [("example.com", "widgets"), ("", "configmaps")];
-    ["create", "update", "patch"]
-        .iter()
-        .flat_map(|verb| {
-            kinds
-                .iter()
-                .map(move |(g, p)| server.request_count(verb, g, p))
-        })
-        .sum()
-}
-
 /// The controller under test.
 #[derive(Clone, Copy, Debug)]
 pub enum Engine {
@@ -244,12 +217,13 @@ impl Engine {
         }
     }
 
-    /// Starts the controller against `server`; returns once its caches are ready.
-    pub async fn start(self, server: &ApiServer) -> Running {
+    /// Starts the controller against `server` with `workers` workers; returns once its
+    /// caches are ready.
+    pub async fn start(self, server: &ApiServer, workers: usize) -> Running {
         match self {
-            Engine::Dynrec => start_dynrec(server).await,
-            Engine::Typed => start_typed(server).await,
-            Engine::Definition => start_definition(server).await,
+            Engine::Dynrec => dynamic::start_dynrec(server, workers).await,
+            Engine::Typed => typed::start(server, workers).await,
+            Engine::Definition => dynamic::start_definition(server, workers).await,
         }
     }
 }
@@ -265,7 +239,7 @@ pub struct Running {
 /// Reconciles outside the controller's queue (for the steady-state bench).
 enum Direct {
     Dynrec(Box<ResourceReconciler>),
-    Typed(Store<Widget>, Arc<TypedContext>),
+    Typed(Store<typed::Widget>, Arc<typed::TypedContext>),
 }
 
 impl Running {
@@ -277,15 +251,7 @@ impl Running {
                 let outcome = reconciler.reconcile(&widget_key(i)).await;
                 assert!(outcome.is_ok(), "{:?}", outcome.error);
             }
-            Direct::Typed(widgets, ctx) => {
-                let key = widget_key(i);
-                let reference =
-                    ObjectRef::new(&key.name).within(key.namespace.as_deref().unwrap_or_default());
-                let widget = widgets.get(&reference).expect("a cached widget");
-                typed_reconcile(widget, ctx.clone())
-                    .await
-                    .expect("a reconcile");
-            }
+            Direct::Typed(widgets, ctx) => typed::reconcile(widgets, ctx, i).await,
         }
     }
 
@@ -301,290 +267,64 @@ impl Running {
     }
 }
 
-// ---- dynrec -------------------------------------------------------------------------
-
-/// The dynamic reconciler: an owned ConfigMap child, Ready reflected from it.
-fn dynrec_reconciler(config: &Config) -> ResourceReconciler {
-    let child = ChildReconciler::new(
-        config_map_gvk(),
-        |_, widget| {
-            let config_map = json!({
-                "apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": widget.metadata.name, "namespace": widget.metadata.namespace},
-                "data": {"message": widget.data["spec"]["message"]}
-            });
-            Ok(Some(serde_json::from_value(config_map)?))
-        },
-        |ctx, widget, child, _| {
-            let mut conditions = ctx.conditions(widget);
-            match child {
-                Some(_) => conditions.mark_true(READY, READY, "")?,
-                None => conditions.mark_false(READY, "NoConfigMap", "the ConfigMap is missing")?,
-            }
-            Ok(())
-        },
-    )
-    .merge_before_update(|current, desired| {
-        current.data["data"] = desired.data["data"].clone();
-    });
-    ResourceReconciler::new(widget_gvk(), child, config.clone())
-        .conditions(ConditionSet::living(&[]))
+/// A controller that converged the widgets, as [`converge`] leaves it.
+pub struct Converged {
+    /// Still running.
+    pub running: Running,
+    /// From the first create to convergence.
+    pub elapsed: Duration,
+    /// The server's counts when the controller was ready, before the first create.
+    pub before: Writes,
 }
 
-async fn start_dynrec(server: &ApiServer) -> Running {
-    let client = Client::new(server.client());
-    let config = Config::new(client.clone(), "widgets");
-    let options = ManagerOptions {
-        workers: WORKERS,
-        ..Default::default()
-    };
-    let mut manager = Manager::new(client.clone(), options);
-    manager
-        .register(dynrec_reconciler(&config))
-        .expect("a valid reconciler");
-    let readiness = manager.readiness();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        let _ = manager.run(async move { drop(stopped.await) }).await;
-    });
-    let caches_ready = async {
-        while !readiness.is_ready() || client.cached_object_count(&config_map_gvk()).is_none() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    };
-    within("the dynrec controller is ready", caches_ready).await;
-    Running {
-        tasks: vec![task],
-        stop: Some(stop),
-        direct: Direct::Dynrec(Box::new(dynrec_reconciler(&config))),
-    }
-}
-
-// ---- the widgets definition -----------------------------------------------------------
-
-/// `examples/definitions/widgets.yaml`, read from the file.
-pub fn widgets_definition() -> dynrec::definitions::Loaded {
-    let path = format!(
-        "{}/examples/definitions/widgets.yaml",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let mut loaded =
-        dynrec::definitions::load_file(std::path::Path::new(&path)).expect("the definition");
-    assert_eq!(loaded.len(), 1, "one definition in {path}");
-    loaded.remove(0)
-}
-
-/// The widgets definition under a `Manager` set up as [`start_dynrec`]'s: `Definitions`
-/// compiles it, applies its Widget CRD and registers its root reconciler (no controller of
-/// in-cluster definitions).
-async fn start_definition(server: &ApiServer) -> Running {
-    use dynrec::definitions::{Definitions, Inventory, root_reconciler};
-    let client = Client::new(server.client());
-    let config = Config::new(client.clone(), "widgets");
-    let options = ManagerOptions {
-        workers: WORKERS,
-        ..Default::default()
-    };
-    let manager = Manager::new(client.clone(), options);
-    let definitions = Definitions::new(&manager, &config);
-    let compiled = within(
-        "the definition starts",
-        definitions.start(&widgets_definition()),
-    )
-    .await
-    .expect("the widgets definition starts");
-    assert_eq!(compiled.for_kind, widget_gvk());
-    let readiness = manager.readiness();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        let _ = manager.run(async move { drop(stopped.await) }).await;
-    });
-    let caches_ready = async {
-        while !readiness.is_ready() || client.cached_object_count(&config_map_gvk()).is_none() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    };
-    within("the definition's controller is ready", caches_ready).await;
-    let direct = root_reconciler(&compiled, &config, &Inventory::default());
-    Running {
-        tasks: vec![task],
-        stop: Some(stop),
-        direct: Direct::Dynrec(Box::new(direct)),
-    }
-}
-
-// ---- typed kube-runtime ---------------------------------------------------------------
-
-/// What the typed reconcile function reads and writes with.
-pub struct TypedContext {
-    client: kube::Client,
-    /// ConfigMaps from a reflector of their own: kube-runtime's `owns` keeps no store.
-    config_maps: Store<ConfigMap>,
-}
-
-/// The typed reconcile: create or fix the ConfigMap, then mark Ready unless it is.
-async fn typed_reconcile(
-    widget: Arc<Widget>,
-    ctx: Arc<TypedContext>,
-) -> Result<Action, kube::Error> {
-    let namespace = widget.namespace().unwrap_or_default();
-    let name = widget.name_any();
-    let data = BTreeMap::from([("message".to_string(), widget.spec.message.clone())]);
-    let config_maps = Api::<ConfigMap>::namespaced(ctx.client.clone(), &namespace);
-    let reference = ObjectRef::new(&name).within(&namespace);
-    match ctx.config_maps.get(&reference) {
-        None => {
-            let mut child = ConfigMap {
-                data: Some(data),
-                ..Default::default()
-            };
-            child.metadata.name = Some(name.clone());
-            child.metadata.namespace = Some(namespace.clone());
-            child.metadata.owner_references = widget.controller_owner_ref(&()).map(|r| vec![r]);
-            // A child created by an earlier reconcile the reflector has not seen yet is fine.
-            match config_maps.create(&PostParams::default(), &child).await {
-                Err(kube::Error::Api(status)) if status.is_already_exists() => {}
-                created => drop(created?),
-            }
-        }
-        Some(current) if current.data.as_ref() != Some(&data) => {
-            let mut fixed = (*current).clone();
-            fixed.data = Some(data);
-            config_maps
-                .replace(&name, &PostParams::default(), &fixed)
-                .await?;
-        }
-        Some(_) => {}
-    }
-    let generation = widget.meta().generation;
-    let status = widget.status.clone().unwrap_or_default();
-    let ready = status
-        .conditions
-        .iter()
-        .any(|c| c.type_ == READY && c.status == "True");
-    if !ready || status.observed_generation != generation {
-        let condition = Condition {
-            type_: READY.into(),
-            status: "True".into(),
-            reason: READY.into(),
-            message: String::new(),
-            last_transition_time: Time(jiff::Timestamp::now()),
-            observed_generation: None,
-        };
-        let patch =
-            json!({"status": {"observedGeneration": generation, "conditions": [condition]}});
-        Api::<Widget>::namespaced(ctx.client.clone(), &namespace)
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await?;
-    }
-    Ok(Action::await_change())
-}
-
-async fn start_typed(server: &ApiServer) -> Running {
-    let client = server.client();
-    let (config_maps, writer) = reflector::store();
-    let reflect = watcher(Api::<ConfigMap>::all(client.clone()), Default::default())
-        .default_backoff()
-        .reflect(writer);
-    let reflecting = tokio::spawn(reflect.for_each(|_| async {}));
-    within(
-        "the typed ConfigMap reflector lists",
-        config_maps.wait_until_ready(),
-    )
-    .await
-    .expect("the reflector runs");
-    let ctx = Arc::new(TypedContext {
-        client: client.clone(),
-        config_maps,
-    });
-    let controller = Controller::new(Api::<Widget>::all(client.clone()), Default::default())
-        .owns(Api::<ConfigMap>::all(client), Default::default())
-        .with_config(kube::runtime::controller::Config::default().concurrency(WORKERS as u16));
-    let widgets = controller.store();
-    let running = controller.run(
-        typed_reconcile,
-        |_, _, _| Action::requeue(Duration::from_millis(100)),
-        ctx.clone(),
-    );
-    let controlling = tokio::spawn(running.for_each(|result| async move {
-        if let Err(err) = result {
-            eprintln!("typed reconcile failed: {err}");
-        }
-    }));
-    // Not `widgets.wait_until_ready()`: the controller's runner awaits the same readiness,
-    // and kube-runtime wakes only the last of two concurrent waiters (its `DelayedInit`
-    // holds one oneshot receiver), so this wait could sleep until its timeout. The
-    // controller's watcher opens its watch only after its list reached the store.
-    let watching = async {
-        while !server.open_watches().contains_key("example.com/widgets") {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    };
-    within("the typed controller lists widgets", watching).await;
-    Running {
-        tasks: vec![controlling, reflecting],
-        stop: None,
-        direct: Direct::Typed(widgets, ctx),
-    }
-}
-
-/// A fresh server, the controller started and ready, then `n` widgets created and waited
-/// for; returns the server, the still running controller and the time from the first
-/// create to convergence.
-pub async fn converge(engine: Engine, n: usize) -> (ApiServer, Running, Duration) {
+/// A fresh server, the controller started with `workers` workers and ready, then `n`
+/// widgets created and waited for.
+pub async fn converge(engine: Engine, n: usize, workers: usize) -> (ApiServer, Converged) {
     let server = server(n).await;
-    let running = engine.start(&server).await;
-    let start = Instant::now();
-    within("widgets are created", create_widgets(&server, n)).await;
-    wait_converged(&server, n).await;
-    let elapsed = start.elapsed();
-    (server, running, elapsed)
+    let converged = converge_on(&server, engine, n, workers).await;
+    (server, converged)
 }
 
-/// Durations of the timed runs of each engine, for the ratio printed after a group.
-#[derive(Clone, Default)]
-pub struct Timings(Arc<std::sync::Mutex<BTreeMap<&'static str, Vec<Duration>>>>);
-
-impl Timings {
-    pub fn record(&self, engine: Engine, elapsed: Duration) {
-        let mut timings = self.0.lock().expect("timings");
-        timings.entry(engine.name()).or_default().push(elapsed);
+/// [`converge`] on a `server` set up by [`server`] (and maybe seeded more).
+pub async fn converge_on(
+    server: &ApiServer,
+    engine: Engine,
+    n: usize,
+    workers: usize,
+) -> Converged {
+    let running = engine.start(server, workers).await;
+    let before = Writes::read(server);
+    let start = Instant::now();
+    within("widgets are created", create_widgets(server, n)).await;
+    wait_converged(server, n).await;
+    Converged {
+        running,
+        elapsed: start.elapsed(),
+        before,
     }
+}
 
-    /// Prints each engine's median (the first run, criterion's warm-up, left out), its
-    /// number of runs, and the ratios dynrec / typed, definition / dynrec and
-    /// definition / typed (of medians measured in the same group, so the same run).
-    pub fn print_ratio(&self, what: &str) {
-        let timings = self.0.lock().expect("timings");
-        let median = |engine: Engine| {
-            let mut runs = timings
-                .get(engine.name())?
-                .iter()
-                .skip(1)
-                .copied()
-                .collect::<Vec<_>>();
-            runs.sort();
-            let median = runs.get(runs.len() / 2).copied()?;
-            println!(
-                "{what}: {} median {median:.3?} of {} runs",
-                engine.name(),
-                runs.len()
-            );
-            Some(median)
+/// Seeds ConfigMaps no Widget owns (labels, an annotation, three data keys), so that they
+/// and the children of `n` widgets make `total` ConfigMaps (besides each namespace's
+/// `kube-root-ca.crt`): every other one in the widgets' namespaces, the rest in namespaces
+/// of [`PER_NAMESPACE`] of their own (`other-0`, `other-1`, ...). Stored directly, before
+/// any controller starts.
+pub fn seed_unowned_config_maps(server: &ApiServer, n: usize, total: usize) {
+    let widget_namespaces = n.div_ceil(PER_NAMESPACE);
+    let config_maps = (0..total.saturating_sub(n)).map(|i| {
+        let namespace = if i % 2 == 0 {
+            format!("ns-{}", (i / 2) % widget_namespaces)
+        } else {
+            format!("other-{}", i / 2 / PER_NAMESPACE)
         };
-        let dynrec = median(Engine::Dynrec);
-        let typed = median(Engine::Typed);
-        let definition = median(Engine::Definition);
-        let ratio = |a: Option<Duration>, b: Option<Duration>, label: &str| {
-            if let (Some(a), Some(b)) = (a, b) {
-                let ratio = a.as_secs_f64() / b.as_secs_f64();
-                println!("{what}: {label} = {ratio:.2}");
-            }
-        };
-        ratio(dynrec, typed, "dynrec / typed");
-        ratio(definition, dynrec, "definition / dynrec");
-        ratio(definition, typed, "definition / typed");
-    }
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("unowned-{i}"), "namespace": namespace,
+                "labels": {"app": "bench", "tier": "backend"},
+                "annotations": {"example.com/owner": format!("team-{}", i % 7)}},
+            "data": {"mode": "production", "level": "info",
+                "endpoint": format!("https://svc-{i}.example.com:8443/api")}})
+    });
+    server.seed(config_maps).expect("config maps seeded");
 }
 
 /// The runtime every bench runs on: two workers, as the machine has two cores.

@@ -1,0 +1,200 @@
+//! What the benches print besides criterion's estimates: each engine's median of the runs
+//! of a group with the ratios between engines, and the writes each engine made.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dynrec::apiserver::ApiServer;
+
+use super::Engine;
+
+/// Durations of the timed runs of each engine, for the ratio printed after a group.
+#[derive(Clone, Default)]
+pub struct Timings(Arc<Mutex<BTreeMap<&'static str, Vec<Duration>>>>);
+
+impl Timings {
+    pub fn record(&self, engine: Engine, elapsed: Duration) {
+        let mut timings = self.0.lock().expect("timings");
+        timings.entry(engine.name()).or_default().push(elapsed);
+    }
+
+    /// Each engine's median (the first run, criterion's warm-up, left out), or `None`
+    /// when it has no runs after that.
+    pub fn median(&self, engine: Engine) -> Option<Duration> {
+        let timings = self.0.lock().expect("timings");
+        let mut runs = timings.get(engine.name())?.get(1..)?.to_vec();
+        runs.sort();
+        runs.get(runs.len() / 2).copied()
+    }
+
+    /// Prints each engine's median and number of runs, and the ratios dynrec / typed,
+    /// definition / dynrec and definition / typed (of medians measured in the same group,
+    /// so the same run).
+    pub fn print_ratio(&self, what: &str) {
+        let median = |engine: Engine| {
+            let median = self.median(engine)?;
+            let runs = self.0.lock().expect("timings")[engine.name()].len() - 1;
+            println!(
+                "{what}: {} median {median:.3?} of {runs} runs",
+                engine.name()
+            );
+            Some(median)
+        };
+        let dynrec = median(Engine::Dynrec);
+        let typed = median(Engine::Typed);
+        let definition = median(Engine::Definition);
+        let ratio = |a: Option<Duration>, b: Option<Duration>, label: &str| {
+            if let (Some(a), Some(b)) = (a, b) {
+                let ratio = a.as_secs_f64() / b.as_secs_f64();
+                println!("{what}: {label} = {ratio:.2}");
+            }
+        };
+        ratio(dynrec, typed, "dynrec / typed");
+        ratio(definition, dynrec, "definition / dynrec");
+        ratio(definition, typed, "definition / typed");
+    }
+}
+
+/// Writes the server answered for widgets, ConfigMaps and Events, from its request
+/// counters, and how many changes it stored (how far its resourceVersion advanced). The
+/// counters count requests, refused ones too (a create of a ConfigMap that exists, an
+/// update with a stale resourceVersion); a write to a subresource (`widgets/status`) is
+/// counted under its kind, so `widgets` update and patch include the status writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Writes {
+    config_maps: Verbs,
+    widgets: Verbs,
+    /// `events.k8s.io` and core Events together.
+    events: Verbs,
+    /// Changes stored, of any kind (a write that changes nothing stores none).
+    stored: u64,
+}
+
+/// Creates, updates and patches of one kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Verbs {
+    create: u64,
+    update: u64,
+    patch: u64,
+}
+
+impl Verbs {
+    fn read(server: &ApiServer, group: &str, plural: &str) -> Self {
+        Self {
+            create: server.request_count("create", group, plural),
+            update: server.request_count("update", group, plural),
+            patch: server.request_count("patch", group, plural),
+        }
+    }
+}
+
+impl Writes {
+    /// The server's counts so far (the resourceVersion as `stored`).
+    pub fn read(server: &ApiServer) -> Self {
+        let events = [
+            Verbs::read(server, "events.k8s.io", "events"),
+            Verbs::read(server, "", "events"),
+        ];
+        Self {
+            config_maps: Verbs::read(server, "", "configmaps"),
+            widgets: Verbs::read(server, "example.com", "widgets"),
+            events: Verbs {
+                create: events[0].create + events[1].create,
+                update: events[0].update + events[1].update,
+                patch: events[0].patch + events[1].patch,
+            },
+            stored: server.resource_version(),
+        }
+    }
+
+    /// What was written between `earlier` and this reading.
+    pub fn since(&self, earlier: &Writes) -> Writes {
+        let (now, then) = (self.counts(), earlier.counts());
+        Writes::from_counts(std::array::from_fn(|i| now[i] - then[i]))
+    }
+
+    /// The counts in the order [`Writes::describe`] takes them.
+    fn counts(&self) -> [u64; 10] {
+        let Self {
+            config_maps: c,
+            widgets: w,
+            events: e,
+            stored,
+        } = *self;
+        [
+            c.create, c.update, c.patch, w.create, w.update, w.patch, e.create, e.update, e.patch,
+            stored,
+        ]
+    }
+
+    fn from_counts([cc, cu, cp, wc, wu, wp, ec, eu, ep, stored]: [u64; 10]) -> Self {
+        let verbs = |create, update, patch| Verbs {
+            create,
+            update,
+            patch,
+        };
+        Self {
+            config_maps: verbs(cc, cu, cp),
+            widgets: verbs(wc, wu, wp),
+            events: verbs(ec, eu, ep),
+            stored,
+        }
+    }
+
+    /// The counts, given as text in the order of [`Writes::counts`], in a line.
+    fn describe(counts: [String; 10]) -> String {
+        let [cc, cu, cp, wc, wu, wp, ec, eu, ep, stored] = counts;
+        format!(
+            "configmaps create {cc} update {cu} patch {cp}; \
+             widgets create {wc} (the bench's) update {wu} patch {wp} (status); \
+             events create {ec} update {eu} patch {ep}; {stored} changes stored"
+        )
+    }
+}
+
+impl fmt::Display for Writes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&Writes::describe(self.counts().map(|n| n.to_string())))
+    }
+}
+
+/// The writes of every run of each engine in a group.
+#[derive(Clone, Default)]
+pub struct WriteLog(Arc<Mutex<BTreeMap<&'static str, Vec<Writes>>>>);
+
+impl WriteLog {
+    pub fn record(&self, engine: Engine, writes: Writes) {
+        let mut log = self.0.lock().expect("writes");
+        log.entry(engine.name()).or_default().push(writes);
+    }
+
+    /// Prints, for each engine, the writes of its last run and, when its runs differ, the
+    /// range of each count over them.
+    pub fn print(&self, what: &str) {
+        let log = self.0.lock().expect("writes");
+        for (engine, runs) in log.iter() {
+            let Some(last) = runs.last() else { continue };
+            let (n, same) = (runs.len(), runs.iter().all(|run| run == last));
+            if same {
+                println!("{what} {engine} writes: {last}; the same in all {n} runs");
+                continue;
+            }
+            let counts: Vec<[u64; 10]> = runs.iter().map(Writes::counts).collect();
+            let ranges = std::array::from_fn(|i| {
+                let low = counts.iter().map(|c| c[i]).min().unwrap_or_default();
+                let high = counts.iter().map(|c| c[i]).max().unwrap_or_default();
+                match low == high {
+                    true => low.to_string(),
+                    false => format!("{low}–{high}"),
+                }
+            });
+            println!("{what} {engine} writes: {last} in the last run");
+            println!(
+                "{what} {engine} writes over {n} runs: {}",
+                Writes::describe(ranges)
+            );
+        }
+    }
+}
