@@ -2,64 +2,168 @@
 //! every one is reconciled again, one after another, through dynrec's root reconciler and
 //! through the typed controller's reconcile function; no reconcile may write (asserted on
 //! the server's create/update/patch counters).
+//!
+//! `steady_state/cache_configmaps/{total}` does the same for 1,000 Widgets while the caches
+//! (dynrec's shared cache, the typed ConfigMap reflector) hold `total` ConfigMaps: the
+//! Widgets' children and ConfigMaps no Widget owns, seeded before the controller starts, in
+//! the Widgets' namespaces and in others. It prints each engine's time per reconcile at each
+//! size and the ratio of the largest size to the smallest: a reconcile should not cost more
+//! as the cache grows.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use common::report::{Timings, Writes};
-use common::{DEFAULT_WORKERS, Engine, converge};
-use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use common::{DEFAULT_WORKERS, Engine, Running};
+use criterion::measurement::WallTime;
+use criterion::{
+    BenchmarkGroup, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
+};
+use dynrec::apiserver::ApiServer;
+use tokio::runtime::Runtime;
+
+const ENGINES: [Engine; 2] = [Engine::Dynrec, Engine::Typed];
+
+fn group<'a>(c: &'a mut Criterion, name: &str, n: usize) -> BenchmarkGroup<'a, WallTime> {
+    let mut group = c.benchmark_group(name);
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(1))
+        .measurement_time(Duration::from_secs(1))
+        .throughput(Throughput::Elements(n as u64));
+    group
+}
+
+/// Benches passes over widgets `0..n` of `engine`, once `setup` converged them (run only
+/// when the filter selects this bench), then checks that the passes wrote nothing and prints
+/// how many ConfigMaps the controller's cache held.
+fn passes(
+    what: &str,
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    runtime: &Runtime,
+    timings: &Timings,
+    engine: Engine,
+    n: usize,
+    setup: impl AsyncFn() -> (ApiServer, Running),
+) {
+    let mut converged = None;
+    group.bench_function(engine.name(), |b| {
+        let (_, running) = converged.get_or_insert_with(|| {
+            let (server, running) = runtime.block_on(async {
+                let converged = setup().await;
+                // Let reconciles the last changes triggered finish before counting.
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                converged
+            });
+            let before = Writes::read(&server);
+            ((server, before), running)
+        });
+        b.to_async(runtime).iter_custom(|passes| {
+            let (running, timings) = (&*running, timings.clone());
+            async move {
+                let start = Instant::now();
+                for _ in 0..passes {
+                    for i in 0..n {
+                        running.reconcile(i).await;
+                    }
+                }
+                let elapsed = start.elapsed();
+                timings.record(engine, elapsed / passes as u32);
+                elapsed
+            }
+        })
+    });
+    if let Some(((server, before), running)) = converged {
+        let after = Writes::read(&server);
+        assert_eq!(
+            after,
+            before,
+            "{}: steady-state reconciles wrote",
+            engine.name()
+        );
+        let cached = running.cached_config_maps();
+        println!("{what} {}: {cached} ConfigMaps cached", engine.name());
+        runtime.block_on(running.stop());
+    }
+}
 
 fn steady_state(c: &mut Criterion) {
     let runtime = common::runtime();
     for n in [1_000, 10_000] {
         let timings = Timings::default();
-        let mut group = c.benchmark_group(format!("steady_state/{n}"));
-        group
-            .sample_size(10)
-            .sampling_mode(SamplingMode::Flat)
-            .warm_up_time(Duration::from_millis(1))
-            .measurement_time(Duration::from_secs(1))
-            .throughput(Throughput::Elements(n as u64));
-        for engine in [Engine::Dynrec, Engine::Typed] {
-            let (server, running) = runtime.block_on(async {
-                let (server, converged) = converge(engine, n, DEFAULT_WORKERS).await;
-                let running = converged.running;
-                // Let reconciles the last changes triggered finish before counting.
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                (server, running)
-            });
-            let before = Writes::read(&server);
-            group.bench_function(engine.name(), |b| {
-                b.to_async(&runtime).iter_custom(|passes| {
-                    let (running, timings) = (&running, timings.clone());
-                    async move {
-                        let start = Instant::now();
-                        for _ in 0..passes {
-                            for i in 0..n {
-                                running.reconcile(i).await;
-                            }
-                        }
-                        let elapsed = start.elapsed();
-                        timings.record(engine, elapsed / passes as u32);
-                        elapsed
-                    }
-                })
-            });
-            let after = Writes::read(&server);
-            assert_eq!(
-                after,
-                before,
-                "{}: steady-state reconciles wrote",
-                engine.name()
-            );
-            runtime.block_on(running.stop());
+        let name = format!("steady_state/{n}");
+        let mut group = group(c, &name, n);
+        for engine in ENGINES {
+            let setup = async || {
+                let (server, converged) = common::converge(engine, n, DEFAULT_WORKERS).await;
+                (server, converged.running)
+            };
+            passes(&name, &mut group, &runtime, &timings, engine, n, setup);
         }
         group.finish();
         timings.print_ratio(&format!(
             "steady_state/{n} (time per pass of {n} reconciles)"
         ));
+    }
+    cache_growth(c, &runtime);
+}
+
+/// Widgets reconciled per pass in the cache-growth groups.
+const WIDGETS: usize = 1_000;
+
+/// The same pass of 1,000 reconciles with 1,000, 10,000 and 100,000 ConfigMaps cached.
+fn cache_growth(c: &mut Criterion, runtime: &Runtime) {
+    let totals = [1_000, 10_000, 100_000];
+    let mut per_reconcile = Vec::new();
+    for total in totals {
+        let timings = Timings::default();
+        let name = format!("steady_state/cache_configmaps/{total}");
+        let mut group = group(c, &name, WIDGETS);
+        for engine in ENGINES {
+            let setup = async || {
+                let server = common::server(WIDGETS).await;
+                common::seed_unowned_config_maps(&server, WIDGETS, total);
+                let converged =
+                    common::converge_on(&server, engine, WIDGETS, DEFAULT_WORKERS).await;
+                (server, converged.running)
+            };
+            passes(&name, &mut group, runtime, &timings, engine, WIDGETS, setup);
+        }
+        group.finish();
+        timings.print_ratio(&format!("{name} (time per pass of {WIDGETS} reconciles)"));
+        per_reconcile.push(ENGINES.map(|engine| {
+            let per_pass = [timings.median(engine)?, timings.fastest(engine)?];
+            Some(per_pass.map(|pass| pass / WIDGETS as u32))
+        }));
+    }
+    for (e, engine) in ENGINES.iter().enumerate() {
+        let times: Vec<_> = per_reconcile.iter().map(|engines| engines[e]).collect();
+        let sizes: Vec<String> = totals
+            .iter()
+            .zip(&times)
+            .filter_map(|(total, time)| {
+                let [median, fastest] = (*time)?;
+                Some(format!("{median:.2?} ({fastest:.2?}) at {total}"))
+            })
+            .collect();
+        if sizes.is_empty() {
+            continue;
+        }
+        print!(
+            "steady_state/cache_configmaps: {} per reconcile, median (fastest sample): {}",
+            engine.name(),
+            sizes.join(", ")
+        );
+        match (times[0], times[times.len() - 1]) {
+            (Some(smallest), Some(largest)) => {
+                let ratio = |i: usize| largest[i].as_secs_f64() / smallest[i].as_secs_f64();
+                let (first, last) = (totals[0], totals[totals.len() - 1]);
+                println!("; {last} / {first} = {:.2} ({:.2})", ratio(0), ratio(1));
+            }
+            _ => println!(),
+        }
     }
 }
 

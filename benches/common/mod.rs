@@ -255,6 +255,19 @@ impl Running {
         }
     }
 
+    /// How many ConfigMaps the controller's cache holds (dynrec's shared cache, the typed
+    /// ConfigMap reflector).
+    pub fn cached_config_maps(&self) -> usize {
+        match &self.direct {
+            Direct::Dynrec(reconciler) => {
+                use dynrec::reconcilers::RootReconciler;
+                let client = &reconciler.config().client;
+                client.cached_object_count(&config_map_gvk()).unwrap_or(0)
+            }
+            Direct::Typed(_, ctx) => ctx.cached_config_maps(),
+        }
+    }
+
     /// Stops the controller and waits for it.
     pub async fn stop(mut self) {
         let graceful = self.stop.take().map(|stop| stop.send(())).is_some();

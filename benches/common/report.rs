@@ -20,13 +20,24 @@ impl Timings {
         timings.entry(engine.name()).or_default().push(elapsed);
     }
 
-    /// Each engine's median (the first run, criterion's warm-up, left out), or `None`
-    /// when it has no runs after that.
-    pub fn median(&self, engine: Engine) -> Option<Duration> {
+    /// An engine's runs, sorted, without the first (criterion's warm-up).
+    fn measured(&self, engine: Engine) -> Vec<Duration> {
         let timings = self.0.lock().expect("timings");
-        let mut runs = timings.get(engine.name())?.get(1..)?.to_vec();
+        let runs = timings.get(engine.name()).and_then(|runs| runs.get(1..));
+        let mut runs = runs.unwrap_or_default().to_vec();
         runs.sort();
+        runs
+    }
+
+    /// An engine's median, or `None` when it has no measured runs.
+    pub fn median(&self, engine: Engine) -> Option<Duration> {
+        let runs = self.measured(engine);
         runs.get(runs.len() / 2).copied()
+    }
+
+    /// An engine's fastest measured run: on a shared machine, the one least disturbed.
+    pub fn fastest(&self, engine: Engine) -> Option<Duration> {
+        self.measured(engine).first().copied()
     }
 
     /// Prints each engine's median and number of runs, and the ratios dynrec / typed,
@@ -35,7 +46,7 @@ impl Timings {
     pub fn print_ratio(&self, what: &str) {
         let median = |engine: Engine| {
             let median = self.median(engine)?;
-            let runs = self.0.lock().expect("timings")[engine.name()].len() - 1;
+            let runs = self.measured(engine).len();
             println!(
                 "{what}: {} median {median:.3?} of {runs} runs",
                 engine.name()

@@ -47,6 +47,13 @@ pub struct TypedContext {
     config_maps: Store<ConfigMap>,
 }
 
+impl TypedContext {
+    /// How many ConfigMaps the reflector holds.
+    pub(super) fn cached_config_maps(&self) -> usize {
+        self.config_maps.state().len()
+    }
+}
+
 /// Reconciles widget `i` from the controller's store, now, and checks that it succeeded.
 pub(super) async fn reconcile(widgets: &Store<Widget>, ctx: &Arc<TypedContext>, i: usize) {
     let key = widget_key(i);
