@@ -53,6 +53,9 @@ fn converge_bench(c: &mut Criterion) {
     {
         let (timings, writes) = (Timings::default(), WriteLog::default());
         let mut group = c.benchmark_group(&name);
+        // 10 samples of one run, criterion's minimum: with the warm-up run, 11 runs of each
+        // engine a group. The 10,000 groups take most of the bench (about 8 minutes of 9 on
+        // the loaded 2-core VM), and fewer runs would need a harness of their own.
         group
             .sample_size(10)
             .sampling_mode(SamplingMode::Flat)
@@ -84,5 +87,12 @@ fn converge_bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, converge_bench);
+criterion_group! {
+    name = benches;
+    // No HTML report: drawing its plots took 4 to 6 s a benchmark on the project's 2-core
+    // VM, about 2½ minutes of a full `cargo bench`. `-- --plotting-backend plotters` draws
+    // them.
+    config = Criterion::default().without_plots();
+    targets = converge_bench
+}
 criterion_main!(benches);

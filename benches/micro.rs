@@ -13,6 +13,7 @@
 //!   over bindings made once.
 
 use std::hint::black_box;
+use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use dynrec::apiserver::ApiServer;
@@ -224,5 +225,17 @@ fn child_template(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, conditions, projection, child_template);
+criterion_group! {
+    name = benches;
+    // No HTML report: drawing its plots took 4 to 6 s a benchmark on the project's 2-core
+    // VM, about 2½ minutes of a full `cargo bench`. `-- --plotting-backend plotters` draws
+    // them.
+    // Each call takes nanoseconds to microseconds: a 1 s warm-up and 3 s of 100 samples
+    // (criterion's defaults are 3 s and 5 s) give each at least 100,000 calls.
+    config = Criterion::default()
+        .without_plots()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    targets = conditions, projection, child_template
+}
 criterion_main!(benches);

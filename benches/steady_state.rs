@@ -167,5 +167,12 @@ fn cache_growth(c: &mut Criterion, runtime: &Runtime) {
     }
 }
 
-criterion_group!(benches, steady_state);
+criterion_group! {
+    name = benches;
+    // No HTML report: drawing its plots took 4 to 6 s a benchmark on the project's 2-core
+    // VM, about 2½ minutes of a full `cargo bench`. `-- --plotting-backend plotters` draws
+    // them.
+    config = Criterion::default().without_plots();
+    targets = steady_state
+}
 criterion_main!(benches);
