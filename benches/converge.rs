@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use common::report::{Timings, WriteLog, Writes};
 use common::{DEFAULT_WORKERS, Engine, converge};
-use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group, criterion_main};
 
 /// A group: how many Widgets, with how many workers, for which engines.
 struct Group {
@@ -52,16 +52,10 @@ fn converge_bench(c: &mut Criterion) {
     } in groups()
     {
         let (timings, writes) = (Timings::default(), WriteLog::default());
-        let mut group = c.benchmark_group(&name);
         // 10 samples of one run, criterion's minimum: with the warm-up run, 11 runs of each
         // engine a group. The 10,000 groups take most of the bench (about 8 minutes of 9 on
         // the loaded 2-core VM), and fewer runs would need a harness of their own.
-        group
-            .sample_size(10)
-            .sampling_mode(SamplingMode::Flat)
-            .warm_up_time(Duration::from_millis(1))
-            .measurement_time(Duration::from_secs(1))
-            .throughput(Throughput::Elements(n as u64));
+        let mut group = common::flat_group(c, &name, n);
         for &engine in engines {
             group.bench_function(engine.name(), |b| {
                 b.to_async(&runtime).iter_custom(|runs| {

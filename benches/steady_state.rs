@@ -17,24 +17,11 @@ use std::time::{Duration, Instant};
 use common::report::{Timings, Writes};
 use common::{DEFAULT_WORKERS, Engine, Running};
 use criterion::measurement::WallTime;
-use criterion::{
-    BenchmarkGroup, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
-};
+use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use dynrec::apiserver::ApiServer;
 use tokio::runtime::Runtime;
 
 const ENGINES: [Engine; 2] = [Engine::Dynrec, Engine::Typed];
-
-fn group<'a>(c: &'a mut Criterion, name: &str, n: usize) -> BenchmarkGroup<'a, WallTime> {
-    let mut group = c.benchmark_group(name);
-    group
-        .sample_size(10)
-        .sampling_mode(SamplingMode::Flat)
-        .warm_up_time(Duration::from_millis(1))
-        .measurement_time(Duration::from_secs(1))
-        .throughput(Throughput::Elements(n as u64));
-    group
-}
 
 /// Benches passes over widgets `0..n` of `engine`, once `setup` converged them (run only
 /// when the filter selects this bench), then checks that the passes wrote nothing and prints
@@ -94,7 +81,7 @@ fn steady_state(c: &mut Criterion) {
     for n in [1_000, 10_000] {
         let timings = Timings::default();
         let name = format!("steady_state/{n}");
-        let mut group = group(c, &name, n);
+        let mut group = common::flat_group(c, &name, n);
         for engine in ENGINES {
             let setup = async || {
                 let (server, converged) = common::converge(engine, n, DEFAULT_WORKERS).await;
@@ -120,7 +107,7 @@ fn cache_growth(c: &mut Criterion, runtime: &Runtime) {
     for total in totals {
         let timings = Timings::default();
         let name = format!("steady_state/cache_configmaps/{total}");
-        let mut group = group(c, &name, WIDGETS);
+        let mut group = common::flat_group(c, &name, WIDGETS);
         for engine in ENGINES {
             let setup = async || {
                 let server = common::server(WIDGETS).await;

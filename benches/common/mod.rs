@@ -356,3 +356,20 @@ async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
         Err(_) => panic!("timed out waiting until {what}"),
     }
 }
+
+/// A group of one-run samples (criterion's minimum of 10, a 1 ms warm-up, a 1 s target):
+/// each sample of converge and steady state is a whole run or pass of `n` Widgets.
+pub fn flat_group<'a>(
+    c: &'a mut criterion::Criterion,
+    name: &str,
+    n: usize,
+) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
+    let mut group = c.benchmark_group(name);
+    group
+        .sample_size(10)
+        .sampling_mode(criterion::SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(1))
+        .measurement_time(Duration::from_secs(1))
+        .throughput(criterion::Throughput::Elements(n as u64));
+    group
+}
