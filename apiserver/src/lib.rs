@@ -30,6 +30,7 @@ mod catalog;
 mod error;
 mod faults;
 mod http;
+mod json_order;
 mod k8s_cel;
 mod meta;
 mod resources;

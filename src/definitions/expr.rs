@@ -161,9 +161,13 @@ fn to_json(value: &CelValue) -> Result<Value, String> {
         CelValue::String(s) => Value::String(s.to_string()),
         CelValue::List(items) => Value::Array(items.iter().map(to_json).collect::<Result<_, _>>()?),
         CelValue::Map(map) => {
-            let mut object = Map::new();
-            for (key, value) in map.map.iter() {
-                object.insert(key.to_string(), to_json(value)?);
+            // CEL maps are hash maps: their keys are written sorted, so equal maps read alike.
+            let mut entries: Vec<(String, &CelValue)> =
+                map.map.iter().map(|(k, v)| (k.to_string(), v)).collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            let mut object = Map::with_capacity(entries.len());
+            for (key, value) in entries {
+                object.insert(key, to_json(value)?);
             }
             Value::Object(object)
         }

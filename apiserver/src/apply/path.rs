@@ -2,6 +2,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::json_order::canonical;
+
 /// One step of a field path. Keys and values are held as canonical JSON, so that equal
 /// elements compare equal and sort like structured-merge-diff's (fields, keys, values, indexes).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -22,12 +24,12 @@ pub type Path = Vec<Pe>;
 impl Pe {
     /// The element for the key fields of a list item (serialized with sorted field names).
     pub fn key(fields: Map<String, Value>) -> Pe {
-        Pe::Key(Value::Object(fields).to_string())
+        Pe::Key(canonical(&Value::Object(fields)))
     }
 
     /// The element for a set item.
     pub fn value(value: &Value) -> Pe {
-        Pe::Value(value.to_string())
+        Pe::Value(canonical(value))
     }
 
     /// The `fieldsV1` encoding: `f:name`, `k:{..}`, `v:..`, `i:N`.

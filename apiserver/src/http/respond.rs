@@ -2,50 +2,23 @@
 
 use axum::body::Body;
 use http::{Response, StatusCode, header};
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
 use crate::error::ApiError;
+use crate::json_order;
 
 /// Keys written first, in this order, as Go's struct order puts them in every object.
 const LEADING_KEYS: [&str; 3] = ["kind", "apiVersion", "metadata"];
 
 /// A JSON value written with `kind`, `apiVersion` and `metadata` first in every object,
-/// then the other keys in their usual (sorted) order.
-pub struct Ordered<'a>(pub &'a Value);
-
-impl Serialize for Ordered<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
-            Value::Object(map) => {
-                let mut out = serializer.serialize_map(Some(map.len()))?;
-                for key in LEADING_KEYS {
-                    if let Some(value) = map.get(key) {
-                        out.serialize_entry(key, &Ordered(value))?;
-                    }
-                }
-                for (key, value) in map {
-                    if !LEADING_KEYS.contains(&key.as_str()) {
-                        out.serialize_entry(key, &Ordered(value))?;
-                    }
-                }
-                out.end()
-            }
-            Value::Array(items) => {
-                let mut out = serializer.serialize_seq(Some(items.len()))?;
-                for item in items {
-                    out.serialize_element(&Ordered(item))?;
-                }
-                out.end()
-            }
-            other => other.serialize(serializer),
-        }
-    }
+/// then the other keys sorted.
+pub fn ordered(value: &Value) -> json_order::Ordered<'_> {
+    json_order::Ordered::leading(value, &LEADING_KEYS)
 }
 
 /// A JSON response.
 pub fn json(code: u16, body: &Value) -> Response<Body> {
-    match serde_json::to_vec(&Ordered(body)) {
+    match serde_json::to_vec(&ordered(body)) {
         Ok(bytes) => with_type(code, "application/json", Body::from(bytes)),
         Err(err) => error(&ApiError::internal(format!(
             "could not encode the response: {err}"
@@ -60,7 +33,7 @@ pub fn text(code: u16, body: &'static str) -> Response<Body> {
 
 /// The `Status` response of an error.
 pub fn error(error: &ApiError) -> Response<Body> {
-    let bytes = serde_json::to_vec(&Ordered(&error.to_status())).unwrap_or_default();
+    let bytes = serde_json::to_vec(&ordered(&error.to_status())).unwrap_or_default();
     with_type(error.code, "application/json", Body::from(bytes))
 }
 

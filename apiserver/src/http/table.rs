@@ -111,11 +111,11 @@ impl Column {
 }
 
 /// One JSONPath result as kube's JSONPath printer writes it: strings as they are, lists and
-/// maps as JSON, numbers and booleans as text.
+/// maps as JSON (keys sorted, as Go writes maps), numbers and booleans as text.
 fn print_result(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
-        other => other.to_string(),
+        other => crate::json_order::canonical(other),
     }
 }
 

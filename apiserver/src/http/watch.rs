@@ -87,7 +87,7 @@ impl Filter {
 }
 
 fn line(event: &Value) -> Bytes {
-    let mut bytes = serde_json::to_vec(&respond::Ordered(event)).unwrap_or_default();
+    let mut bytes = serde_json::to_vec(&respond::ordered(event)).unwrap_or_default();
     bytes.push(b'\n');
     Bytes::from(bytes)
 }

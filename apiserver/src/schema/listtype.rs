@@ -47,7 +47,7 @@ pub(super) fn validate(node: &Node, value: &Value, path: &str, out: &mut Vec<Cau
 fn duplicates(values: &[Value], path: &str, out: &mut Vec<Cause>) {
     let mut seen: HashMap<String, usize> = HashMap::new();
     for (i, value) in values.iter().enumerate() {
-        let times = seen.entry(value.to_string()).or_insert(0);
+        let times = seen.entry(crate::json_order::canonical(value)).or_insert(0);
         *times += 1;
         if *times == 2 {
             out.push(Cause {

@@ -1,0 +1,98 @@
+//! JSON written with its object keys in a fixed order, whatever order the maps hold them in
+//! (serde_json's maps keep insertion order in this build): sorted, as Go's encoding/json
+//! writes maps, optionally after leading keys such as `kind`, `apiVersion`, `metadata`.
+
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde_json::Value;
+
+/// A value written with the keys of every object sorted, after `leading` keys (in that
+/// order) where an object has them.
+#[derive(Clone, Copy)]
+pub struct Ordered<'a> {
+    value: &'a Value,
+    leading: &'static [&'static str],
+}
+
+impl<'a> Ordered<'a> {
+    /// `value` with sorted keys in every object.
+    pub fn sorted(value: &'a Value) -> Self {
+        Self {
+            value,
+            leading: &[],
+        }
+    }
+
+    /// `value` with `leading` keys first in every object, then the others sorted.
+    pub fn leading(value: &'a Value, leading: &'static [&'static str]) -> Self {
+        Self { value, leading }
+    }
+
+    fn nested(&self, value: &'a Value) -> Self {
+        Self { value, ..*self }
+    }
+}
+
+impl Serialize for Ordered<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.value {
+            Value::Object(map) => {
+                let mut out = serializer.serialize_map(Some(map.len()))?;
+                for key in self.leading {
+                    if let Some(value) = map.get(*key) {
+                        out.serialize_entry(key, &self.nested(value))?;
+                    }
+                }
+                let mut rest: Vec<(&String, &Value)> = map
+                    .iter()
+                    .filter(|(key, _)| !self.leading.contains(&key.as_str()))
+                    .collect();
+                rest.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                for (key, value) in rest {
+                    out.serialize_entry(key, &self.nested(value))?;
+                }
+                out.end()
+            }
+            Value::Array(items) => {
+                let mut out = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    out.serialize_element(&self.nested(item))?;
+                }
+                out.end()
+            }
+            other => other.serialize(serializer),
+        }
+    }
+}
+
+/// `value` as compact JSON with sorted keys: one text for equal values, as Go writes them.
+pub fn canonical(value: &Value) -> String {
+    // Writing a `Value` into a `String` cannot fail.
+    serde_json::to_string(&Ordered::sorted(value)).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn keys_are_sorted_at_every_depth_whatever_the_insertion_order() {
+        let mut inner = serde_json::Map::new();
+        inner.insert("b".into(), json!(2));
+        inner.insert("a".into(), json!([{"z": 1, "y": 2}]));
+        let mut outer = serde_json::Map::new();
+        outer.insert("metadata".into(), json!({}));
+        outer.insert("spec".into(), Value::Object(inner));
+        outer.insert("kind".into(), json!("K"));
+        let value = Value::Object(outer);
+        assert_eq!(
+            canonical(&value),
+            r#"{"kind":"K","metadata":{},"spec":{"a":[{"y":2,"z":1}],"b":2}}"#
+        );
+        let leading = serde_json::to_string(&Ordered::leading(&value, &["spec", "kind"])).unwrap();
+        assert_eq!(
+            leading,
+            r#"{"spec":{"a":[{"y":2,"z":1}],"b":2},"kind":"K","metadata":{}}"#
+        );
+    }
+}
