@@ -37,7 +37,7 @@ pub fn widgets(config: &Config) -> ResourceReconciler {
             let child = json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": name, "namespace": widget.metadata.namespace},
                 "data": {"greeting": widget.data["spec"]["greeting"]}});
-            Ok(Some(serde_json::from_value(child)?))
+            Ok(Some(dynrec::object::from_json(child)?))
         },
         |ctx, widget, child, _error| {
             let mut conditions = ctx.conditions(widget);

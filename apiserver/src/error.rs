@@ -75,7 +75,7 @@ pub struct ApiError {
     /// Human-readable message.
     pub message: String,
     /// `Status.details`, when the error is about one object.
-    pub details: Option<Value>,
+    pub details: Option<Box<Value>>,
 }
 
 impl ApiError {
@@ -89,7 +89,7 @@ impl ApiError {
     }
 
     fn with_details(mut self, details: Value) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -297,7 +297,7 @@ impl ApiError {
             "code": self.code,
         });
         if let Some(details) = &self.details {
-            status["details"] = details.clone();
+            status["details"] = Value::clone(details);
         }
         status
     }

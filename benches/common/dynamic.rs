@@ -39,7 +39,7 @@ fn dynrec_reconciler(config: &Config) -> ResourceReconciler {
                 "metadata": {"name": widget.metadata.name, "namespace": widget.metadata.namespace},
                 "data": {"message": widget.data["spec"]["message"]}
             });
-            Ok(Some(serde_json::from_value(config_map)?))
+            Ok(Some(dynrec::object::from_json(config_map)?))
         },
         |ctx, widget, child, _| {
             let mut conditions = ctx.conditions(widget);

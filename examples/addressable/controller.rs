@@ -100,7 +100,7 @@ impl Directory {
                 self.client.update(&config_map).await.map(drop)
             }
             Err(err) if err.is_not_found() => {
-                let config_map: DynamicObject = serde_json::from_value(json!({
+                let config_map: DynamicObject = dynrec::object::from_json(json!({
                     "apiVersion": "v1", "kind": "ConfigMap",
                     "metadata": {"name": CONFIG_MAP, "namespace": NAMESPACE},
                     "data": data,

@@ -56,7 +56,7 @@ fn desired_config_map(widget: &DynamicObject) -> Result<Option<DynamicObject>, R
         "data": {"greeting": greeting.unwrap_or("hello"),
             "size": spec["size"].as_i64().unwrap_or(1).to_string()}
     });
-    Ok(Some(serde_json::from_value(child)?))
+    Ok(Some(dynrec::object::from_json(child)?))
 }
 
 /// The Ready message of a Widget whose ConfigMap is in place.

@@ -423,7 +423,7 @@ async fn finish_child(
     {
         value["metadata"]["namespace"] = json!(parent.metadata.namespace);
     }
-    let mut child: DynamicObject = serde_json::from_value(value).map_err(|err| {
+    let mut child = crate::object::from_json(value).map_err(|err| {
         ReconcileError::msg(format!(
             "{}.template does not make an object: {err}",
             plan.path

@@ -2,6 +2,7 @@
 
 mod condition_set;
 mod gvk;
+mod json;
 mod key;
 mod line_diff;
 mod merge;
@@ -12,6 +13,7 @@ pub use condition_set::{
     ConditionError, ConditionManager, ConditionSet, INITIALIZING, READY, SUCCEEDED,
 };
 pub use gvk::{GroupKind, Gvk, GvkError};
+pub use json::from_json;
 pub use key::{ObjectKey, ObjectKeyError};
 pub use line_diff::line_diff;
 pub use merge::merge_patch;

@@ -292,7 +292,7 @@ impl Mutation {
         }
         let mut doc = serde_json::to_value(desired)?;
         json_patch::patch(&mut doc, &self.patch)?;
-        Ok(serde_json::from_value(doc)?)
+        Ok(crate::object::from_json(doc)?)
     }
 }
 

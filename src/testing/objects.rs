@@ -80,7 +80,7 @@ impl TestObject {
 
     /// The object.
     pub fn build(self) -> DynamicObject {
-        serde_json::from_value(self.value)
+        crate::object::from_json(self.value)
             .unwrap_or_else(|err| panic!("test object is not an object: {err}"))
     }
 }

@@ -86,7 +86,7 @@ impl ApplyConflict {
             code: 409,
             reason: "Conflict".into(),
             message: self.message.clone(),
-            details: Some(json!({ "causes": causes })),
+            details: Some(Box::new(json!({ "causes": causes }))),
         }
     }
 }
