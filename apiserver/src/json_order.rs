@@ -42,13 +42,19 @@ impl Serialize for Ordered<'_> {
                         out.serialize_entry(key, &self.nested(value))?;
                     }
                 }
-                let mut rest: Vec<(&String, &Value)> = map
-                    .iter()
-                    .filter(|(key, _)| !self.leading.contains(&key.as_str()))
-                    .collect();
-                rest.sort_unstable_by(|a, b| a.0.cmp(b.0));
-                for (key, value) in rest {
-                    out.serialize_entry(key, &self.nested(value))?;
+                let rest = || {
+                    map.iter()
+                        .filter(|(key, _)| !self.leading.contains(&key.as_str()))
+                };
+                let mut write =
+                    |(key, value): (&String, &Value)| out.serialize_entry(key, &self.nested(value));
+                // Objects read from sorted JSON are mostly in order already: no copy then.
+                if rest().map(|(key, _)| key).is_sorted() {
+                    rest().try_for_each(&mut write)?;
+                } else {
+                    let mut sorted: Vec<(&String, &Value)> = rest().collect();
+                    sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                    sorted.into_iter().try_for_each(&mut write)?;
                 }
                 out.end()
             }
@@ -89,6 +95,8 @@ mod tests {
             canonical(&value),
             r#"{"kind":"K","metadata":{},"spec":{"a":[{"y":2,"z":1}],"b":2}}"#
         );
+        let in_order = json!({"a": {"b": 1, "c": [{"d": true}]}});
+        assert_eq!(canonical(&in_order), r#"{"a":{"b":1,"c":[{"d":true}]}}"#);
         let leading = serde_json::to_string(&Ordered::leading(&value, &["spec", "kind"])).unwrap();
         assert_eq!(
             leading,
