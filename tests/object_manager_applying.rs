@@ -166,3 +166,59 @@ async fn creates_changes_and_deletes_with_no_request_when_nothing_changes() {
     assert_eq!(writes(&server, "update"), 0);
     assert_eq!(writes(&server, "create"), 0);
 }
+
+/// Under a controller the actual child comes from the shared cache: the manager must still
+/// see what it applied before, so that a field dropped from the desired child is removed.
+#[tokio::test]
+async fn a_field_dropped_from_the_desired_child_is_removed_when_the_child_is_read_from_the_cache() {
+    let server = ApiServer::new();
+    let client = Client::new(server.client());
+    let parent = TestObject::new("v1", "ConfigMap", "parent")
+        .namespace("default")
+        .build();
+    let ctx = Context::new(
+        ObjectKey::namespaced("default", "parent"),
+        config_map_gvk(),
+        Config::new(client.clone(), "test"),
+        jiff::Timestamp::now(),
+    );
+    let desired = |data: Value| {
+        TestObject::new("v1", "ConfigMap", "child")
+            .namespace("default")
+            .field("data", data)
+            .build()
+    };
+    let manager = manager();
+    let mut owner = parent.clone();
+    manager
+        .manage(
+            &ctx,
+            &mut owner,
+            None,
+            Some(&desired(json!({"a": "1", "b": "2"}))),
+        )
+        .await
+        .expect("created");
+    let cache = client.cache(&config_map_gvk()).await.expect("a cache");
+    assert!(cache.wait_until_ready().await);
+    let key = ObjectKey::namespaced("default", "child");
+    let cached = client.get(&config_map_gvk(), &key).await.expect("cached");
+    assert_eq!(cached.data["data"], json!({"a": "1", "b": "2"}));
+
+    let dropped = manager
+        .manage(
+            &ctx,
+            &mut owner,
+            Some(&cached),
+            Some(&desired(json!({"a": "1"}))),
+        )
+        .await
+        .expect("applied")
+        .expect("the child");
+    assert_eq!(
+        dropped.data["data"],
+        json!({"a": "1"}),
+        "b, no longer desired, is removed"
+    );
+    assert_eq!(writes(&server, "patch"), 2, "created, then applied again");
+}

@@ -10,7 +10,7 @@ use std::{
 use futures::StreamExt;
 use kube::{
     Api,
-    api::{DynamicObject, TypeMeta},
+    api::{DynamicObject, ObjectMeta, TypeMeta},
     runtime::{WatchStreamExt, watcher},
 };
 use parking_lot::Mutex;
@@ -258,14 +258,28 @@ async fn run(state: Arc<State>, api: Api<DynamicObject>, mut kinds: watch::Recei
     state.stop();
 }
 
-/// Drops managedFields, fills in apiVersion/kind (list items may lack them) and compacts
-/// the body (see [`compact`]).
+/// Keeps only the managedFields entries of server-side apply, fills in apiVersion/kind (list
+/// items may lack them) and compacts the body (see [`compact`]).
 fn tidy(object: &mut DynamicObject, types: &TypeMeta) {
-    object.metadata.managed_fields = None;
+    keep_applied_fields(&mut object.metadata);
     object.data = compact(object.data.take());
     if object.types.is_none() {
         object.types = Some(types.clone());
     }
+}
+
+/// Drops the managedFields entries of updates, which no reader of the cache needs, and keeps
+/// those of server-side apply: an `ApplyingObjectManager` reads its own entry to remove the
+/// fields it applied before and no longer desires.
+fn keep_applied_fields(metadata: &mut ObjectMeta) {
+    let applied: Vec<_> = metadata
+        .managed_fields
+        .take()
+        .into_iter()
+        .flatten()
+        .filter(|entry| entry.operation.as_deref() == Some("Apply"))
+        .collect();
+    metadata.managed_fields = (!applied.is_empty()).then_some(applied);
 }
 
 /// `value` with every JSON object holding room for its entries only: a decoded object keeps
