@@ -89,27 +89,34 @@ fn writes(server: &ApiServer, verb: &str) -> u64 {
     server.request_count(verb, "", "configmaps")
 }
 
+/// A parent ConfigMap in `default` and the context of reconciling it with `client`.
+fn parent_and_context(client: &Client) -> (DynamicObject, Context) {
+    let parent = TestObject::new("v1", "ConfigMap", "parent")
+        .namespace("default")
+        .build();
+    let ctx = Context::new(
+        ObjectKey::namespaced("default", "parent"),
+        config_map_gvk(),
+        Config::new(client.clone(), "test"),
+        jiff::Timestamp::now(),
+    );
+    (parent, ctx)
+}
+
+/// The desired child ConfigMap `default/child` holding `data`.
+fn desired(data: Value) -> DynamicObject {
+    TestObject::new("v1", "ConfigMap", "child")
+        .namespace("default")
+        .label("app", "child")
+        .field("data", data)
+        .build()
+}
+
 #[tokio::test]
 async fn creates_changes_and_deletes_with_no_request_when_nothing_changes() {
     let server = ApiServer::new();
     let client = Client::new(server.client());
-    let parent = TestObject::new("v1", "ConfigMap", "parent")
-        .namespace("default")
-        .build();
-    let config = Config::new(client.clone(), "test");
-    let ctx = Context::new(
-        ObjectKey::namespaced("default", "parent"),
-        config_map_gvk(),
-        config,
-        jiff::Timestamp::now(),
-    );
-    let desired = |data: Value| {
-        TestObject::new("v1", "ConfigMap", "child")
-            .namespace("default")
-            .label("app", "child")
-            .field("data", data)
-            .build()
-    };
+    let (parent, ctx) = parent_and_context(&client);
     let manager = manager();
     let manage = |actual: Option<DynamicObject>, wanted: Option<DynamicObject>| {
         let (ctx, parent, manager) = (&ctx, &parent, &manager);
@@ -173,23 +180,8 @@ async fn creates_changes_and_deletes_with_no_request_when_nothing_changes() {
 async fn a_field_dropped_from_the_desired_child_is_removed_when_the_child_is_read_from_the_cache() {
     let server = ApiServer::new();
     let client = Client::new(server.client());
-    let parent = TestObject::new("v1", "ConfigMap", "parent")
-        .namespace("default")
-        .build();
-    let ctx = Context::new(
-        ObjectKey::namespaced("default", "parent"),
-        config_map_gvk(),
-        Config::new(client.clone(), "test"),
-        jiff::Timestamp::now(),
-    );
-    let desired = |data: Value| {
-        TestObject::new("v1", "ConfigMap", "child")
-            .namespace("default")
-            .field("data", data)
-            .build()
-    };
+    let (mut owner, ctx) = parent_and_context(&client);
     let manager = manager();
-    let mut owner = parent.clone();
     manager
         .manage(
             &ctx,
