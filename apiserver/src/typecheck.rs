@@ -235,6 +235,16 @@ mod tests {
     }
 
     #[test]
+    fn the_first_mismatch_in_body_order_is_reported_as_go_reports_it() {
+        let body = serde_json::from_str(r#"{"immutable": "yes", "data": {"a": 1}}"#).unwrap();
+        let reported = message("", "configmaps", body).unwrap();
+        assert!(
+            reported.ends_with("Go struct field ConfigMap.immutable of type bool"),
+            "{reported}"
+        );
+    }
+
+    #[test]
     fn mismatches_are_worded_as_go_words_them() {
         assert_eq!(
             message("", "configmaps", json!({"data": {"a": 1}})).as_deref(),
