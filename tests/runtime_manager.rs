@@ -4,12 +4,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dynrec::apiserver::ApiServer;
+use dynrec::apiserver::{ApiServer, Fault, FaultMatch};
 use dynrec::client::Client;
-use dynrec::object::{Gvk, ObjectKey};
+use dynrec::object::{ConditionSet, Gvk, ObjectKey, READY};
 use dynrec::reconcilers::{
-    Config, Outcome, ReconcileError, RequestOptions, ResourceReconciler, RootReconciler, Setup,
-    SyncReconciler, ValidationError, WithConfig,
+    ChildReconciler, Config, Outcome, ReconcileError, RequestOptions, ResourceReconciler,
+    RootReconciler, Setup, SyncReconciler, ValidationError, WithConfig,
 };
 use dynrec::runtime::{Backoff, Manager, ManagerOptions, QueueConfig};
 use dynrec_test_support::{configmaps_api, widgets_api};
@@ -514,4 +514,102 @@ async fn a_deleted_object_is_not_resynced() {
         "the deleted widget is not resynced"
     );
     running.stop().await;
+}
+
+/// Widgets with a ConfigMap child each (created and updated, not applied) and Ready
+/// reflected from it.
+fn child_reconciler(config: &Config) -> ResourceReconciler {
+    let gvk = Gvk::new("", "v1", "ConfigMap");
+    let child = ChildReconciler::new(
+        gvk,
+        |_, widget| {
+            let config_map = json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": widget.metadata.name, "namespace": widget.metadata.namespace},
+                "data": {"from": "widget"}
+            });
+            Ok(Some(dynrec::object::from_json(config_map)?))
+        },
+        |ctx, widget, child, _| {
+            let mut conditions = ctx.conditions(widget);
+            match child {
+                Some(_) => conditions.mark_true(READY, READY, "")?,
+                None => conditions.mark_false(READY, "NoConfigMap", "")?,
+            }
+            Ok(())
+        },
+    )
+    .merge_before_update(|current, desired| {
+        current.data["data"] = desired.data["data"].clone();
+    });
+    ResourceReconciler::new(widget_gvk(), child, config.clone())
+        .conditions(ConditionSet::living(&[]))
+}
+
+/// Whether every widget in `names` is Ready=True.
+async fn all_ready(widgets: &Api<DynamicObject>, names: usize) -> bool {
+    let listed = widgets.list(&Default::default()).await.unwrap();
+    let ready = listed.items.iter().filter(|w| {
+        w.data["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == READY && c["status"] == "True")
+        })
+    });
+    ready.count() == names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_waits_until_the_caches_saw_what_its_last_reconcile_wrote() {
+    // Each widget's first reconcile creates its ConfigMap and writes its status; both
+    // changes queue the widget again. The ConfigMap watch is made to lag by 400 ms, so the
+    // widget's status change arrives first: a reconcile then would find no ConfigMap in the
+    // cache and create it again (refused: it exists). The manager holds such a request back
+    // until the caches saw what its last reconcile wrote.
+    const WIDGETS: usize = 20;
+    let (server, kube) = server_with_crd().await;
+    let (client, config) = client_and_config(&kube);
+    let options = ManagerOptions {
+        workers: 8,
+        queue: fast_queue(),
+        ..Default::default()
+    };
+    let mut manager = Manager::new(client.clone(), options);
+    manager.register(child_reconciler(&config)).unwrap();
+    let running = Running::start(manager);
+    let config_maps = Gvk::new("", "v1", "ConfigMap");
+    let watching = || {
+        let open = server.open_watches();
+        client.cached_object_count(&config_maps).is_some()
+            && open.keys().any(|kind| kind.ends_with("configmaps"))
+    };
+    wait_until("the ConfigMap cache watches", watching).await;
+    let matcher = FaultMatch {
+        verb: Some("watch".into()),
+        kind: Some("configmaps".into()),
+        ..Default::default()
+    };
+    server.add_fault(Fault::stall(matcher, Duration::from_millis(400)).times(1));
+    server.close_all_watches();
+    let widgets = widgets_api(&kube);
+    for i in 0..WIDGETS {
+        create_widget(&widgets, &format!("w-{i}")).await;
+    }
+    let deadline = Instant::now() + DEADLINE;
+    while !all_ready(&widgets, WIDGETS).await {
+        assert!(
+            Instant::now() < deadline,
+            "the widgets did not all become ready"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The reconciles the last writes queued (held back until seen, then no-ops).
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    running.stop().await;
+    let status_updates = server.request_count("update", "example.com", "widgets");
+    let creates = server.request_count("create", "", "configmaps");
+    assert_eq!(
+        (status_updates, creates),
+        (WIDGETS as u64, WIDGETS as u64),
+        "one status update and one ConfigMap create a widget, none refused"
+    );
 }

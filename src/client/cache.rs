@@ -21,7 +21,7 @@ use tokio::{
 };
 use tracing::{debug, info, warn};
 
-use super::{ListOptions, Resolved, resolved::Kinds, store::Store};
+use super::{ListOptions, Resolved, resolved::Kinds, store::Store, unseen::Unseen};
 use crate::object::{Gvk, ObjectKey};
 
 /// How many unread events a cache subscriber may fall behind by.
@@ -52,6 +52,8 @@ pub enum CacheStatus {
 struct State {
     resolved: Resolved,
     store: Store,
+    /// Writes of this process the store has not received yet.
+    unseen: Arc<Unseen>,
     status: watch::Sender<CacheStatus>,
     /// Taken when the cache stops, which closes every subscription.
     events: Mutex<Option<broadcast::Sender<CacheEvent>>>,
@@ -60,6 +62,7 @@ struct State {
 impl State {
     fn stop(&self) {
         self.status.send_replace(CacheStatus::Stopped);
+        self.unseen.clear();
         self.events.lock().take();
     }
 
@@ -133,6 +136,23 @@ impl Cache {
     /// The cached object with this key.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
         self.state().store.get(key)
+    }
+
+    /// Notes that this process wrote `object` (as the server returned it) while recording a
+    /// reconcile's writes (see [`super::unseen`]); the cache then reports it unseen until it
+    /// stores that version.
+    pub(super) fn expect_written(&self, object: &DynamicObject) {
+        let (Some(version), Ok(key)) = (
+            object.metadata.resource_version.clone(),
+            ObjectKey::of(object),
+        ) else {
+            return;
+        };
+        let state = self.state();
+        state
+            .unseen
+            .expect(key.clone(), version, || state.store.get(&key));
+        super::unseen::record(state.unseen.clone(), key);
     }
 
     /// The cached objects the options cover, in namespace and name order. Served from an
@@ -217,6 +237,7 @@ impl Caches {
         let state = Arc::new(State {
             resolved: resolved.clone(),
             store: Store::default(),
+            unseen: Arc::default(),
             status: watch::Sender::new(CacheStatus::Starting),
             events: Mutex::new(Some(broadcast::channel(EVENT_BUFFER).0)),
         });
@@ -317,6 +338,16 @@ fn shared(event: watcher::Event<DynamicObject>) -> watcher::Event<Arc<DynamicObj
 
 fn apply(state: &State, event: watcher::Event<Arc<DynamicObject>>) {
     state.store.apply(&event);
+    match &event {
+        watcher::Event::Apply(object) => state.unseen.saw(object),
+        watcher::Event::Delete(object) => {
+            if let Ok(key) = ObjectKey::of(object.as_ref()) {
+                state.unseen.forget(&key);
+            }
+        }
+        watcher::Event::InitDone => state.unseen.clear(),
+        watcher::Event::Init | watcher::Event::InitApply(_) => {}
+    }
     if matches!(event, watcher::Event::InitDone) {
         state.status.send_if_modified(|status| {
             let starting = *status == CacheStatus::Starting;

@@ -150,7 +150,9 @@ impl Client {
             .create(&PostParams::default(), object)
             .instrument(span)
             .await;
-        created.map_err(api_error("create", &resolved.gvk, None))
+        let created = created.map_err(api_error("create", &resolved.gvk, None))?;
+        self.note_written(&resolved.gvk, &created);
+        Ok(created)
     }
 
     /// Replaces an object; its resourceVersion, if set, guards against lost updates.
@@ -162,7 +164,9 @@ impl Client {
             .replace(&key.name, &PostParams::default(), object)
             .instrument(span)
             .await;
-        updated.map_err(api_error("update", &resolved.gvk, Some(&key)))
+        let updated = updated.map_err(api_error("update", &resolved.gvk, Some(&key)))?;
+        self.note_written(&resolved.gvk, &updated);
+        Ok(updated)
     }
 
     /// Replaces an object's status through the status subresource.
@@ -174,7 +178,9 @@ impl Client {
             .replace_status(&key.name, &PostParams::default(), object)
             .instrument(span)
             .await;
-        updated.map_err(api_error("update status", &resolved.gvk, Some(&key)))
+        let updated = updated.map_err(api_error("update status", &resolved.gvk, Some(&key)))?;
+        self.note_written(&resolved.gvk, &updated);
+        Ok(updated)
     }
 
     /// Patches an object: merge, JSON or apply patch (apply needs a field manager).
@@ -189,7 +195,9 @@ impl Client {
         let api = self.object_api(&resolved, key)?;
         let span = debug_span!("patch", %gvk, object = %key, kind = patch_kind(patch));
         let patched = api.patch(&key.name, params, patch).instrument(span).await;
-        patched.map_err(api_error("patch", gvk, Some(key)))
+        let patched = patched.map_err(api_error("patch", gvk, Some(key)))?;
+        self.note_written(gvk, &patched);
+        Ok(patched)
     }
 
     /// Patches an object's status subresource.
@@ -207,7 +215,9 @@ impl Client {
             .patch_status(&key.name, params, patch)
             .instrument(span)
             .await;
-        patched.map_err(api_error("patch status", gvk, Some(key)))
+        let patched = patched.map_err(api_error("patch status", gvk, Some(key)))?;
+        self.note_written(gvk, &patched);
+        Ok(patched)
     }
 
     /// Server-side applies an object as `field_manager`, taking over conflicting fields if `force`.
@@ -271,6 +281,17 @@ impl Client {
         deleted
             .map(drop)
             .map_err(api_error("delete collection", gvk, None))
+    }
+
+    /// While a reconcile's writes are recorded (see [`super::unseen`]), tells the kind's
+    /// ready cache to expect the object as written.
+    fn note_written(&self, gvk: &Gvk, written: &DynamicObject) {
+        if !super::unseen::recording() {
+            return;
+        }
+        if let Some(cache) = self.inner.caches.running(gvk).filter(Cache::is_ready) {
+            cache.expect_written(written);
+        }
     }
 
     /// The kind and key an object names.

@@ -13,12 +13,14 @@ use kube::api::DynamicObject;
 use parking_lot::Mutex;
 use tokio::sync::{broadcast, watch};
 use tokio::task::{JoinHandle, JoinSet};
-use tracing::{Instrument, info, info_span, warn};
+use tracing::{Instrument, debug, info, info_span, warn};
 
+use super::unseen_writes::UnseenWrites;
 use super::{
     DEFAULT_RESYNC, HealthServer, LeaderConfig, LeaderElector, Metrics, QueueConfig, Readiness,
     ResultLabel, WorkOutcome, WorkQueue,
 };
+use crate::client::unseen::record_writes;
 use crate::client::{CacheEvent, Client};
 use crate::object::{Gvk, ObjectKey};
 use crate::reconcilers::{
@@ -574,15 +576,22 @@ impl ControllerRun {
         let metrics = self.metrics.clone();
         let name = self.controller.name.clone();
         let forget_gone = Arc::new(forget_gone);
+        let unseen_writes = Arc::new(UnseenWrites::default());
         let runner = queue.run(workers, move |key: ObjectKey| {
             let reconciler = reconciler.clone();
             let metrics = metrics.clone();
             let name = name.clone();
             let forget_gone = forget_gone.clone();
+            let unseen_writes = unseen_writes.clone();
             let span = info_span!("reconcile", object = %key);
             async move {
+                if let Some(delay) = unseen_writes.hold_back(&key) {
+                    debug!("the caches have not yet seen what the last reconcile wrote: held back");
+                    return WorkOutcome::RequeueAfter(delay);
+                }
                 let started = Instant::now();
-                let outcome = reconciler.reconcile(&key).await;
+                let (outcome, writes) = record_writes(reconciler.reconcile(&key)).await;
+                unseen_writes.remember(key.clone(), writes);
                 let (queued, label) = queue_outcome(&outcome);
                 metrics.record_reconcile(&name, label, started.elapsed());
                 if let Some(err) = &outcome.error {

@@ -8,6 +8,7 @@ mod manager;
 mod metrics;
 mod preflight;
 mod queue;
+mod unseen_writes;
 
 pub use health::{HealthError, HealthServer, Readiness, router};
 #[cfg(feature = "embedded")]
