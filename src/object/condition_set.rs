@@ -8,8 +8,7 @@
 
 use jiff::Timestamp;
 
-use super::status::same_apart_from_time;
-use super::{Condition, PathError, StatusExt};
+use super::{Condition, ConditionFields, PathError, StatusExt};
 
 /// The happy condition type of long-running resources.
 pub const READY: &str = "Ready";
@@ -148,11 +147,11 @@ impl<S: StatusExt + ?Sized> ConditionManager<'_, S> {
     ///
     /// An absent reason or message and an empty one are the same, as in Go.
     pub fn set_condition(&mut self, mut condition: Condition) -> Result<bool, ConditionError> {
-        if let Some(old) = self.get_condition(&condition.type_)? {
-            adopt_empty(&mut condition.reason, &old.reason);
-            adopt_empty(&mut condition.message, &old.message);
-            // What `StatusExt::set_condition` would find, without decoding the old one again.
-            if same_apart_from_time(&condition, &old) {
+        if let Some(old) = self.object.condition_fields(&condition.type_)? {
+            adopt_empty(&mut condition.reason, old.reason());
+            adopt_empty(&mut condition.message, old.message());
+            // What `StatusExt::set_condition` would find, without reading the old one again.
+            if old.same_apart_from_time(&condition) {
                 return Ok(false);
             }
         }
@@ -253,17 +252,14 @@ impl<S: StatusExt + ?Sized> ConditionManager<'_, S> {
     /// `Initializing`.
     pub fn initialize(&mut self) -> Result<(), ConditionError> {
         let set = self.set;
-        let happy = match self.get_condition(&set.happy)? {
-            Some(happy) => happy,
-            None => {
-                let happy = condition(&set.happy, UNKNOWN, INITIALIZING, "");
-                self.set_condition(happy.clone())?;
-                happy
-            }
-        };
-        let status = if happy.is_true() { TRUE } else { UNKNOWN };
+        let happy = self.object.condition_fields(&set.happy)?;
+        let happy = happy.as_ref().map(ConditionFields::is_true);
+        if happy.is_none() {
+            self.set_condition(condition(&set.happy, UNKNOWN, INITIALIZING, ""))?;
+        }
+        let status = if happy == Some(true) { TRUE } else { UNKNOWN };
         for dep in &set.dependents {
-            if self.get_condition(dep)?.is_none() {
+            if self.object.condition_fields(dep)?.is_none() {
                 self.set_condition(condition(dep, status, INITIALIZING, ""))?;
             }
         }
@@ -281,7 +277,7 @@ fn condition(type_: &str, status: &str, reason: &str, message: impl Into<String>
 }
 
 /// Keeps an absent `old` field absent when `new` is empty, so neither counts as a change.
-fn adopt_empty(new: &mut Option<String>, old: &Option<String>) {
+fn adopt_empty(new: &mut Option<String>, old: Option<&str>) {
     if old.is_none() && new.as_deref() == Some("") {
         *new = None;
     }

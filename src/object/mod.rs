@@ -18,6 +18,6 @@ pub use key::{ObjectKey, ObjectKeyError};
 pub use line_diff::line_diff;
 pub use merge::merge_patch;
 pub use path::{FieldPath, Fields, PathError};
-pub use status::StatusExt;
+pub use status::{ConditionFields, StatusExt};
 
 pub use dynrec_duck::Condition;

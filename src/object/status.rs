@@ -1,3 +1,5 @@
+use std::borrow::Cow;
+
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use kube::api::DynamicObject;
 use serde::Deserialize;
@@ -32,6 +34,13 @@ pub trait StatusExt {
         Ok(self.conditions()?.into_iter().find(|c| c.type_ == type_))
     }
 
+    /// The fields of the condition of this type that tell whether it changes, read in place
+    /// where the object allows (a reconcile compares conditions far more often than it
+    /// changes one).
+    fn condition_fields(&self, type_: &str) -> Result<Option<ConditionFields<'_>>, PathError> {
+        Ok(self.condition(type_)?.map(ConditionFields::from))
+    }
+
     /// Sets a condition, replacing one of the same type; returns whether anything changed.
     ///
     /// A condition equal to the existing one except for lastTransitionTime changes nothing.
@@ -45,7 +54,7 @@ pub trait StatusExt {
         let mut conditions = self.conditions()?;
         let existing = conditions.iter().position(|c| c.type_ == condition.type_);
         if let Some(i) = existing {
-            if same_apart_from_time(&condition, &conditions[i]) {
+            if ConditionFields::from(&conditions[i]).same_apart_from_time(&condition) {
                 return Ok(false);
             }
             conditions.remove(i);
@@ -92,13 +101,19 @@ impl StatusExt for DynamicObject {
 
     /// Decodes only the condition asked for.
     fn condition(&self, type_: &str) -> Result<Option<Condition>, PathError> {
-        let Some(stored) = stored_conditions(self)? else {
+        stored_condition(self, type_)?.map(decode).transpose()
+    }
+
+    /// Reads the stored condition in place; decodes it when a field is not of its type (to
+    /// report that as decoding would).
+    fn condition_fields(&self, type_: &str) -> Result<Option<ConditionFields<'_>>, PathError> {
+        let Some(stored) = stored_condition(self, type_)? else {
             return Ok(None);
         };
-        let found = stored.iter().find(|c| type_of(c) == Some(type_));
-        found
-            .map(|c| Condition::deserialize(c).map_err(decode_error))
-            .transpose()
+        match ConditionFields::read(stored) {
+            Some(fields) => Ok(Some(fields)),
+            None => decode(stored).map(|c| Some(c.into())),
+        }
     }
 
     /// Changes the stored conditions in place: only the new condition is encoded, the
@@ -108,8 +123,8 @@ impl StatusExt for DynamicObject {
         mut condition: Condition,
         now: Timestamp,
     ) -> Result<bool, PathError> {
-        if let Some(existing) = self.condition(&condition.type_)?
-            && same_apart_from_time(&condition, &existing)
+        if let Some(existing) = self.condition_fields(&condition.type_)?
+            && existing.same_apart_from_time(&condition)
         {
             return Ok(false);
         }
@@ -144,6 +159,114 @@ impl StatusExt for DynamicObject {
     }
 }
 
+/// What tells whether a condition changes: its status, reason, message and
+/// observedGeneration (not its lastTransitionTime); see [`StatusExt::condition_fields`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConditionFields<'a> {
+    status: Cow<'a, str>,
+    reason: Option<Cow<'a, str>>,
+    message: Option<Cow<'a, str>>,
+    observed_generation: Option<i64>,
+}
+
+impl<'a> ConditionFields<'a> {
+    /// Reads a stored condition in place; `None` when a field is not of its type.
+    fn read(stored: &'a Value) -> Option<Self> {
+        let text = |field: &str| match stored.get(field) {
+            None | Some(Value::Null) => Some(None),
+            Some(Value::String(text)) => Some(Some(Cow::Borrowed(text.as_str()))),
+            Some(_) => None,
+        };
+        match stored.get("lastTransitionTime") {
+            None | Some(Value::Null) => {}
+            Some(time) => drop(time.as_str()?.parse::<Timestamp>().ok()?),
+        }
+        let observed_generation = match stored.get("observedGeneration") {
+            None | Some(Value::Null) => None,
+            Some(number) => Some(number.as_i64()?),
+        };
+        Some(ConditionFields {
+            status: Cow::Borrowed(stored.get("status")?.as_str()?),
+            reason: text("reason")?,
+            message: text("message")?,
+            observed_generation,
+        })
+    }
+
+    /// `True`, `False` or `Unknown`.
+    pub fn status(&self) -> &str {
+        &self.status
+    }
+
+    /// The reason, if set.
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+
+    /// The message, if set.
+    pub fn message(&self) -> Option<&str> {
+        self.message.as_deref()
+    }
+
+    /// Whether the status is `True`.
+    pub fn is_true(&self) -> bool {
+        self.status == "True"
+    }
+
+    /// Whether `condition` (of the same type) equals this one once transition times are
+    /// ignored; an absent reason or message equals an empty one, as in Go's
+    /// `metav1.Condition`.
+    pub fn same_apart_from_time(&self, condition: &Condition) -> bool {
+        self.status == condition.status.as_str()
+            && text(self.reason()) == text(condition.reason.as_deref())
+            && text(self.message()) == text(condition.message.as_deref())
+            && self.observed_generation == condition.observed_generation
+    }
+}
+
+impl From<Condition> for ConditionFields<'_> {
+    fn from(condition: Condition) -> Self {
+        ConditionFields {
+            status: Cow::Owned(condition.status),
+            reason: condition.reason.map(Cow::Owned),
+            message: condition.message.map(Cow::Owned),
+            observed_generation: condition.observed_generation,
+        }
+    }
+}
+
+impl<'a> From<&'a Condition> for ConditionFields<'a> {
+    fn from(condition: &'a Condition) -> Self {
+        ConditionFields {
+            status: Cow::Borrowed(&condition.status),
+            reason: condition.reason.as_deref().map(Cow::Borrowed),
+            message: condition.message.as_deref().map(Cow::Borrowed),
+            observed_generation: condition.observed_generation,
+        }
+    }
+}
+
+/// An absent text, as the empty one.
+fn text(value: Option<&str>) -> &str {
+    value.unwrap_or_default()
+}
+
+/// The stored condition of this type, as JSON.
+fn stored_condition<'a>(
+    object: &'a DynamicObject,
+    type_: &str,
+) -> Result<Option<&'a Value>, PathError> {
+    let Some(stored) = stored_conditions(object)? else {
+        return Ok(None);
+    };
+    Ok(stored.iter().find(|c| type_of(c) == Some(type_)))
+}
+
+/// A stored condition, decoded.
+fn decode(stored: &Value) -> Result<Condition, PathError> {
+    Condition::deserialize(stored).map_err(decode_error)
+}
+
 /// The stored `status.conditions` as JSON (`None` when absent or null).
 fn stored_conditions(object: &DynamicObject) -> Result<Option<&Vec<Value>>, PathError> {
     object.field_array(CONDITIONS)
@@ -176,17 +299,6 @@ fn decode_error(source: serde_json::Error) -> PathError {
         type_name: "Condition",
         source,
     }
-}
-
-/// Whether two conditions are equal once their transition times are ignored; an absent
-/// reason or message equals an empty one, as in Go's `metav1.Condition`.
-pub(super) fn same_apart_from_time(a: &Condition, b: &Condition) -> bool {
-    let text = |s: &Option<String>| s.clone().unwrap_or_default();
-    a.type_ == b.type_
-        && a.status == b.status
-        && text(&a.reason) == text(&b.reason)
-        && text(&a.message) == text(&b.message)
-        && a.observed_generation == b.observed_generation
 }
 
 #[cfg(test)]
@@ -287,5 +399,41 @@ mod tests {
         );
         let obj = object(json!({"status": {"observedGeneration": "1"}}));
         assert!(obj.observed_generation().is_err());
+    }
+
+    #[test]
+    fn condition_fields_read_in_place_are_the_decoded_ones() {
+        let stored = [
+            json!({"type": "Ready", "status": "True", "reason": "Done", "message": "all set",
+                   "observedGeneration": 3, "lastTransitionTime": "2026-01-01T00:00:00Z"}),
+            json!({"type": "Ready", "status": "False", "reason": null}),
+        ];
+        for condition in stored {
+            let obj = object(json!({"status": {"conditions": [condition.clone()]}}));
+            let decoded: Condition = serde_json::from_value(condition).unwrap();
+            let in_place = obj.condition_fields("Ready").unwrap().unwrap();
+            assert!(matches!(in_place.status, Cow::Borrowed(_)), "read in place");
+            assert_eq!(in_place, ConditionFields::from(&decoded));
+            assert!(in_place.same_apart_from_time(&decoded));
+        }
+        assert_eq!(object(json!({})).condition_fields("Ready").unwrap(), None);
+    }
+
+    #[test]
+    fn a_condition_field_of_the_wrong_type_is_reported_as_decoding_reports_it() {
+        let malformed = [
+            json!({"type": "Ready", "status": "True", "reason": 5}),
+            json!({"type": "Ready", "status": "True", "observedGeneration": "3"}),
+            json!({"type": "Ready", "status": "True", "lastTransitionTime": "yesterday"}),
+        ];
+        let now = Timestamp::from_second(1_700_000_000).unwrap();
+        for condition in malformed {
+            let mut obj = object(json!({"status": {"conditions": [condition.clone()]}}));
+            let decoding = obj.condition("Ready").unwrap_err().to_string();
+            let fields = obj.condition_fields("Ready").unwrap_err().to_string();
+            assert_eq!(fields, decoding, "{condition}");
+            let set = obj.set_condition(Condition::new("Ready", "True"), now);
+            assert_eq!(set.unwrap_err().to_string(), decoding, "{condition}");
+        }
     }
 }
