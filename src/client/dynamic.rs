@@ -72,7 +72,7 @@ impl Client {
     pub async fn has_subresource(&self, gvk: &Gvk, name: &str) -> Result<bool, Error> {
         match self.inner.resolver.known_subresource(gvk, name) {
             Some(has) => Ok(has),
-            None => Ok(self.resolve(gvk).await?.has_subresource(name)),
+            None => Ok(Box::pin(self.resolve(gvk)).await?.has_subresource(name)),
         }
     }
 
@@ -118,7 +118,11 @@ impl Client {
                 gvk: gvk.clone(),
                 key: key.clone(),
             }),
-            None => self.api_reader().get(gvk, key).await.map(Arc::new),
+            // Boxed: a request's future is large, and a read from the cache (the common
+            // case) should not carry it.
+            None => Box::pin(self.api_reader().get(gvk, key))
+                .await
+                .map(Arc::new),
         }
     }
 
@@ -135,7 +139,7 @@ impl Client {
         match self.ready_cache(gvk) {
             Some(cache) => Ok(cache.list(options)),
             None => {
-                let listed = self.api_reader().list(gvk, options).await?;
+                let listed = Box::pin(self.api_reader().list(gvk, options)).await?;
                 Ok(listed.into_iter().map(Arc::new).collect())
             }
         }

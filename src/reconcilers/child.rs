@@ -375,12 +375,14 @@ impl ChildReconciler {
                 if !self.is_our_child(ctx, parent, &desired) {
                     warn!(child = ?ObjectKey::of(&desired).ok(), "object returned from DesiredChild does not match OurChild, this can result in orphaned children");
                 }
-                Some(desired)
+                // Boxed: kept across the manager's call, an object would grow this
+                // future past what the allocator serves from its per-thread cache.
+                Some(Box::new(desired))
             }
             None => None,
         };
         manager
-            .manage(ctx, parent, actual.as_deref(), desired.as_ref())
+            .manage(ctx, parent, actual.as_deref(), desired.as_deref())
             .await
     }
 
@@ -456,29 +458,32 @@ impl SubReconciler<DynamicObject> for ChildReconciler {
             (&self.object_manager, &self.desired_child, &self.reflect);
         let span = debug_span!("child", name = %self.name, child_type = %self.child_type);
         async {
-            let managed = self
-                .reconcile_child(ctx, manager.as_ref(), desired, parent)
-                .await;
-            if parent.metadata.deletion_timestamp.is_some() {
-                return Outcome::with(Default::default(), managed.err());
-            }
-            match managed {
-                Ok(child) => Outcome::from(
-                    reflect(ctx, parent, child.as_ref(), None).map(|()| Default::default()),
-                ),
-                Err(err)
-                    if api_reason(&err)
-                        .is_some_and(|r| self.reflected_error_reasons.iter().any(|x| x == r)) =>
-                {
-                    self.reflect_error(ctx, reflect, parent, err).await
+            // The child does not outlive this block: kept across the await below, it would
+            // grow this future past what the allocator serves from its per-thread cache.
+            let err = {
+                let managed = self
+                    .reconcile_child(ctx, manager.as_ref(), desired, parent)
+                    .await;
+                if parent.metadata.deletion_timestamp.is_some() {
+                    return Outcome::with(Default::default(), managed.err());
                 }
-                Err(err) => {
-                    if !err.is_quiet() {
-                        debug!(%err, "unable to reconcile child");
+                match managed {
+                    Ok(child) => {
+                        let reflected = reflect(ctx, parent, child.as_ref(), None);
+                        return Outcome::from(reflected.map(|()| Default::default()));
                     }
-                    Outcome::err(err)
+                    Err(err) => err,
                 }
+            };
+            let reflected = api_reason(&err)
+                .is_some_and(|r| self.reflected_error_reasons.iter().any(|x| x == r));
+            if reflected {
+                return Box::pin(self.reflect_error(ctx, reflect, parent, err)).await;
             }
+            if !err.is_quiet() {
+                debug!(%err, "unable to reconcile child");
+            }
+            Outcome::err(err)
         }
         .instrument(span)
         .await

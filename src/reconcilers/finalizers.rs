@@ -35,15 +35,28 @@ async fn patch_finalizer(
     finalizer: &str,
     present: bool,
 ) -> Result<(), ReconcileError> {
-    let current = resource.metadata.finalizers.clone().unwrap_or_default();
+    let current = resource.metadata.finalizers.as_deref().unwrap_or_default();
     if finalizer.is_empty() || current.iter().any(|f| f == finalizer) == present {
         return Ok(());
     }
+    let current = current.iter().cloned();
     let desired: Vec<String> = if present {
-        current.into_iter().chain([finalizer.to_string()]).collect()
+        current.chain([finalizer.to_string()]).collect()
     } else {
-        current.into_iter().filter(|f| f != finalizer).collect()
+        current.filter(|f| f != finalizer).collect()
     };
+    // Boxed: a request's future is large, and most calls have nothing to patch.
+    Box::pin(patch_finalizers(ctx, resource, finalizer, present, desired)).await
+}
+
+/// Patches `metadata.finalizers` to `desired` (`finalizer` was added or removed).
+async fn patch_finalizers(
+    ctx: &Context,
+    resource: &mut DynamicObject,
+    finalizer: &str,
+    present: bool,
+    desired: Vec<String>,
+) -> Result<(), ReconcileError> {
     let gvk = Gvk::of(resource).map_err(crate::client::Error::from)?;
     let key = ObjectKey::of(resource).map_err(crate::client::Error::from)?;
     let mut metadata = serde_json::Map::new();

@@ -86,7 +86,8 @@ pub(super) async fn prepare<'d>(
             Ok(None)
         }
         (Some(actual), None) => {
-            delete(ctx, resource, actual).await?;
+            // Boxed: a request's future is large, and most calls delete nothing.
+            Box::pin(delete(ctx, resource, actual)).await?;
             Ok(None)
         }
         (_, Some(desired)) => {

@@ -185,7 +185,9 @@ impl ResourceReconciler {
                 return Outcome::err(err);
             }
         };
-        let mut resource = (*original).clone();
+        // Boxed: kept across awaits, an object (480 bytes) would grow every request's future
+        // past what the allocator serves from its per-thread cache.
+        let mut resource = Box::new((*original).clone());
         if let Some(skip) = &self.skip_resource
             && skip.test(ctx, &resource)
         {
@@ -194,7 +196,7 @@ impl ResourceReconciler {
         }
         if let Some(conditions) = &self.conditions
             && self.status_owned
-            && let Err(err) = conditions.manage(&mut resource, ctx.now()).initialize()
+            && let Err(err) = conditions.manage(&mut *resource, ctx.now()).initialize()
         {
             return Outcome::err(ReconcileError::from_error(err));
         }
@@ -214,7 +216,8 @@ impl ResourceReconciler {
         {
             return outcome;
         }
-        self.update_status(ctx, &resource, outcome).await
+        // Boxed, as a request's future is large: most reconciles do not write the status.
+        Box::pin(self.update_status(ctx, &resource, outcome)).await
     }
 
     /// Runs the sub-reconciler unless the resource is already going away.

@@ -164,42 +164,86 @@ impl ObjectManager for UpdatingObjectManager {
             return Ok(None);
         };
         let Some(actual) = actual else {
-            info!(manager = %self.name, child = %self.loggable(desired), "creating child");
-            let created = ctx.config().client.create(desired).await;
-            let created = report_write(ctx, resource, Write::Create, desired, created).await?;
-            if self.track_desired {
-                track(ctx, resource, &created)?;
-            }
-            record(ctx, resource, Write::Create.done(), &created).await;
-            return Ok(Some(created));
+            // The writes are boxed: a request's future is large, and most calls write nothing.
+            return Box::pin(self.create(ctx, resource, desired))
+                .await
+                .map(Some);
         };
-        let merge = &self.merge_before_update;
-        let harmonized;
+        let merged = self.merge(ctx, resource, actual, desired)?;
+        if merged.current == *actual {
+            debug!(manager = %self.name, child = %self.loggable(actual), "resource is in sync, no update required");
+            return Ok(Some(merged.current));
+        }
+        Box::pin(self.update(ctx, resource, merged)).await.map(Some)
+    }
+}
+
+/// The actual child with the desired one merged into it, and the desired child as merged.
+struct Merged<'d> {
+    current: DynamicObject,
+    desired: Cow<'d, DynamicObject>,
+}
+
+impl UpdatingObjectManager {
+    /// Creates the desired child.
+    async fn create(
+        &self,
+        ctx: &Context,
+        resource: &mut DynamicObject,
+        desired: &DynamicObject,
+    ) -> Result<DynamicObject, ReconcileError> {
+        info!(manager = %self.name, child = %self.loggable(desired), "creating child");
+        let created = ctx.config().client.create(desired).await;
+        let created = report_write(ctx, resource, Write::Create, desired, created).await?;
+        if self.track_desired {
+            track(ctx, resource, &created)?;
+        }
+        record(ctx, resource, Write::Create.done(), &created).await;
+        Ok(created)
+    }
+
+    /// Merges `desired` (its immutable fields harmonized, the server's last mutation
+    /// replayed) into a copy of `actual`. Not async: what it keeps would otherwise grow the
+    /// future of every call.
+    fn merge<'d>(
+        &self,
+        ctx: &Context,
+        resource: &mut DynamicObject,
+        actual: &DynamicObject,
+        desired: &'d DynamicObject,
+    ) -> Result<Merged<'d>, ReconcileError> {
         let desired = match &self.harmonize_immutable_fields {
             Some(harmonize) => {
                 let mut copy = desired.clone();
                 harmonize(actual, &mut copy);
-                harmonized = copy;
-                &harmonized
+                Cow::Owned(copy)
             }
-            None => desired,
+            None => Cow::Borrowed(desired),
         };
-        let patched = self.replay(actual, desired);
+        let patched = self.replay(actual, &desired);
         let mut current = actual.clone();
         if self.track_desired {
             track(ctx, resource, &current)?;
         }
-        merge(&mut current, &patched);
-        if current == *actual {
-            debug!(manager = %self.name, child = %self.loggable(actual), "resource is in sync, no update required");
-            return Ok(Some(current));
-        }
+        (self.merge_before_update)(&mut current, &patched);
+        drop(patched);
+        Ok(Merged { current, desired })
+    }
+
+    /// Updates the child to the merged one.
+    async fn update(
+        &self,
+        ctx: &Context,
+        resource: &mut DynamicObject,
+        merged: Merged<'_>,
+    ) -> Result<DynamicObject, ReconcileError> {
+        let Merged { current, desired } = merged;
         info!(manager = %self.name, child = %self.loggable(&current), "updating child");
         let updated = ctx.config().client.update(&current).await;
         let updated = report_write(ctx, resource, Write::Update, &current, updated).await?;
-        self.capture(merge, &updated, desired);
+        self.capture(&self.merge_before_update, &updated, &desired);
         record(ctx, resource, Write::Update.done(), &updated).await;
-        Ok(Some(updated))
+        Ok(updated)
     }
 }
 
