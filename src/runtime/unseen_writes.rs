@@ -10,9 +10,11 @@ use parking_lot::Mutex;
 use crate::client::unseen::{MAX_WAIT, Writes};
 use crate::object::ObjectKey;
 
-/// How soon a held-back request looks again: the event of an awaited write usually queues
-/// it sooner; a write whose kind does not lead back to the request is seen by then.
-const RECHECK: Duration = Duration::from_millis(20);
+/// How soon a held-back request looks again. The event of the write it waits for usually
+/// queues it sooner (its own object, or a child it controls); this bounds the wait after a
+/// write whose event does not lead back to it, without requeuing every held-back request
+/// many times while a cache catches up.
+const RECHECK: Duration = Duration::from_millis(250);
 
 /// Each request's writes from its last reconcile, while a cache may not have seen them.
 #[derive(Default)]
