@@ -12,7 +12,7 @@ mod projection;
 mod resolved;
 mod resolver;
 mod store;
-pub mod unseen;
+pub(crate) mod unseen;
 
 pub use cache::{Cache, CacheEvent, CacheStatus};
 pub(crate) use crd::served_kinds;
