@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
 use dynrec::object::{Gvk, ObjectKey};
-use dynrec::reconcilers::{CelError, Config, Context, Predicate};
+use dynrec::reconcilers::{CelError, Config, Context, Draft, Predicate};
 use jiff::Timestamp;
 use kube::api::DynamicObject;
 use serde::Serialize;
@@ -152,7 +152,7 @@ fn a_bad_expression_is_rejected_at_build_time_with_its_position() {
 
 /// A step that records which branch ran in `status.branch`.
 fn mark(branch: &'static str) -> dynrec::reconcilers::SyncReconciler {
-    dynrec::reconcilers::SyncReconciler::new(move |_ctx, resource: &mut DynamicObject| {
+    dynrec::reconcilers::SyncReconciler::new(move |_ctx, resource: &mut Draft| {
         resource.data["status"] = json!({"branch": branch});
         Ok(())
     })
@@ -166,7 +166,7 @@ async fn a_cel_condition_chooses_the_branch_of_an_if_then() {
     let big = Predicate::<DynamicObject>::cel("self.spec.replicas > 3").unwrap();
     let choose = IfThen::new(big, mark("then")).otherwise(mark("else"));
     for (replicas, branch) in [(5, "then"), (2, "else")] {
-        let mut resource = widget(replicas);
+        let mut resource = Draft::new(widget(replicas));
         let outcome = choose.reconcile(&ctx, &mut resource).await;
         assert!(outcome.is_ok());
         assert_eq!(

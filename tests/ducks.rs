@@ -23,7 +23,7 @@ use dynrec::ducks::{
     install_mapping_crd, match_builtins, match_crd, match_mapping, table,
 };
 use dynrec::object::{Gvk, ObjectKey};
-use dynrec::reconcilers::{Config, ResourceReconciler, SyncReconciler};
+use dynrec::reconcilers::{Config, Draft, ResourceReconciler, SyncReconciler};
 use dynrec::runtime::{ControllerHandle, Manager, ManagerOptions};
 use dynrec_test_support::eventually;
 use dynrec_test_support::process::kubectl_on_path;
@@ -960,7 +960,7 @@ async fn several_duck_reconcilers_on_one_kind_share_one_watch() {
                 DuckType::podspecable(),
                 move |found, config| {
                     let audit = audit.clone();
-                    let sync = SyncReconciler::new(move |_ctx, object: &mut DynamicObject| {
+                    let sync = SyncReconciler::new(move |_ctx, object: &mut Draft| {
                         let name = object.metadata.name.clone().unwrap_or_default();
                         audit.lock().unwrap().push(name);
                         Ok(())

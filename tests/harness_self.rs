@@ -13,14 +13,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use dynrec::client::{Error, reasons};
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{
-    Config, Outcome, ReconcileError, ReconcileResult, SubReconciler, SyncReconciler,
+    Config, Draft, Outcome, ReconcileError, ReconcileResult, SubReconciler, SyncReconciler,
 };
 use dynrec::testing::{
     ApiStatus, Event, PatchRef, StashedValue, SubReconcilerTestCase, SubReconcilerTestSuite,
     SubReconcilerTests, TrackRequest, induce_failure,
 };
 use harness_common::*;
-use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
 fn cm_gvk() -> Gvk {
@@ -29,26 +29,24 @@ fn cm_gvk() -> Gvk {
 
 /// Creates `created`, patches `existing`, records two events and tracks `tracked`.
 fn busy_reconciler(_: &SubReconcilerTestCase, _: &Config) -> Box<dyn SubReconciler> {
-    Box::new(SyncReconciler::new_async(
-        |ctx, resource: &mut DynamicObject| {
-            Box::pin(async move {
-                let client = &ctx.config().client;
-                client.create(&config_map("created").build()).await?;
-                let patch = Patch::Merge(json!({"data": {"a": "b"}}));
-                let key = ObjectKey::namespaced(NAMESPACE, "existing");
-                client
-                    .patch(&cm_gvk(), &key, &patch, &PatchParams::default())
-                    .await?;
-                let recorder = &ctx.config().recorder;
-                recorder.normal(resource, "First", "one").await?;
-                recorder.warning(resource, "Second", "two").await?;
-                let tracked = ObjectKey::namespaced(NAMESPACE, "tracked");
-                let found = ctx.track_and_get(&cm_gvk(), &tracked).await;
-                assert!(found.is_err_and(|e| e.is_not_found()));
-                Ok(())
-            })
-        },
-    ))
+    Box::new(SyncReconciler::new_async(|ctx, resource: &mut Draft| {
+        Box::pin(async move {
+            let client = &ctx.config().client;
+            client.create(&config_map("created").build()).await?;
+            let patch = Patch::Merge(json!({"data": {"a": "b"}}));
+            let key = ObjectKey::namespaced(NAMESPACE, "existing");
+            client
+                .patch(&cm_gvk(), &key, &patch, &PatchParams::default())
+                .await?;
+            let recorder = &ctx.config().recorder;
+            recorder.normal(resource, "First", "one").await?;
+            recorder.warning(resource, "Second", "two").await?;
+            let tracked = ObjectKey::namespaced(NAMESPACE, "tracked");
+            let found = ctx.track_and_get(&cm_gvk(), &tracked).await;
+            assert!(found.is_err_and(|e| e.is_not_found()));
+            Ok(())
+        })
+    }))
 }
 
 /// The case `busy_reconciler` satisfies.
@@ -184,24 +182,22 @@ async fn a_focused_case_fails_the_suite() {
 
 /// Updates the ConfigMap "existing" and stores what the server answered in status.
 fn updating_reconciler(_: &SubReconcilerTestCase, _: &Config) -> Box<dyn SubReconciler> {
-    Box::new(SyncReconciler::new_async(
-        |ctx, _resource: &mut DynamicObject| {
-            Box::pin(async move {
-                let client = &ctx.config().client;
-                let key = ObjectKey::namespaced(NAMESPACE, "existing");
-                let mut existing = (*client.get(&cm_gvk(), &key).await?).clone();
-                existing.data["data"] = json!({"changed": "yes"});
-                match client.update(&existing).await {
-                    Ok(_) => Ok(()),
-                    Err(err @ Error::Api(_)) => {
-                        assert_eq!(err.code(), Some(500));
-                        Err(ReconcileError::from(err))
-                    }
-                    Err(other) => panic!("not an API error: {other}"),
+    Box::new(SyncReconciler::new_async(|ctx, _resource: &mut Draft| {
+        Box::pin(async move {
+            let client = &ctx.config().client;
+            let key = ObjectKey::namespaced(NAMESPACE, "existing");
+            let mut existing = (*client.get(&cm_gvk(), &key).await?).clone();
+            existing.data["data"] = json!({"changed": "yes"});
+            match client.update(&existing).await {
+                Ok(_) => Ok(()),
+                Err(err @ Error::Api(_)) => {
+                    assert_eq!(err.code(), Some(500));
+                    Err(ReconcileError::from(err))
                 }
-            })
-        },
-    ))
+                Err(other) => panic!("not an API error: {other}"),
+            }
+        })
+    }))
 }
 
 #[tokio::test]
@@ -272,24 +268,22 @@ async fn an_induced_status_can_be_chosen() {
 
 /// Creates two ConfigMaps from a generateName.
 fn generating_reconciler(_: &SubReconcilerTestCase, _: &Config) -> Box<dyn SubReconciler> {
-    Box::new(SyncReconciler::new_async(
-        |ctx, _resource: &mut DynamicObject| {
-            Box::pin(async move {
-                let mut child = config_map("x").build();
-                child.metadata.name = None;
-                child.metadata.generate_name = Some("child-".into());
-                for expected in ["child-001", "child-002"] {
-                    let created = ctx.config().client.create(&child).await?;
-                    assert_eq!(created.metadata.name.as_deref(), Some(expected));
-                    let recorder = &ctx.config().recorder;
-                    recorder
-                        .normal(&created, reasons::CREATED, expected)
-                        .await?;
-                }
-                Ok(())
-            })
-        },
-    ))
+    Box::new(SyncReconciler::new_async(|ctx, _resource: &mut Draft| {
+        Box::pin(async move {
+            let mut child = config_map("x").build();
+            child.metadata.name = None;
+            child.metadata.generate_name = Some("child-".into());
+            for expected in ["child-001", "child-002"] {
+                let created = ctx.config().client.create(&child).await?;
+                assert_eq!(created.metadata.name.as_deref(), Some(expected));
+                let recorder = &ctx.config().recorder;
+                recorder
+                    .normal(&created, reasons::CREATED, expected)
+                    .await?;
+            }
+            Ok(())
+        })
+    }))
 }
 
 #[tokio::test]
@@ -325,13 +319,11 @@ async fn generated_names_count_from_001() {
 /// One reconciler per case that counts its reconciles, writing the count to `status.count`.
 fn counting_reconciler(_: &SubReconcilerTestCase, _: &Config) -> Box<dyn SubReconciler> {
     let count = Arc::new(AtomicUsize::new(0));
-    Box::new(SyncReconciler::new(
-        move |_ctx, resource: &mut DynamicObject| {
-            let n = count.fetch_add(1, Ordering::SeqCst) + 1;
-            resource.data["status"] = json!({ "count": n });
-            Ok(())
-        },
-    ))
+    Box::new(SyncReconciler::new(move |_ctx, resource: &mut Draft| {
+        let n = count.fetch_add(1, Ordering::SeqCst) + 1;
+        resource.data["status"] = json!({ "count": n });
+        Ok(())
+    }))
 }
 
 /// A reconcile named `name` expecting the counter at `count`, then `additional` ones.
@@ -423,7 +415,7 @@ fn outcome_reconciler(
 ) -> impl Fn(&SubReconcilerTestCase, &Config) -> Box<dyn SubReconciler> {
     move |_, _| {
         Box::new(SyncReconciler::with_result(
-            move |_ctx, _resource: &mut DynamicObject| match act {
+            move |_ctx, _resource: &mut Draft| match act {
                 Act::Fail => Outcome::err(ReconcileError::msg("boom")),
                 Act::Requeue => Outcome::ok(ReconcileResult::requeue()),
                 Act::Panic => panic!("the reconciler panics"),

@@ -6,7 +6,9 @@ mod harness_common;
 use dynrec::apiserver::ApiServer;
 use dynrec::client::{Client, reasons};
 use dynrec::object::{Gvk, ObjectKey};
-use dynrec::reconcilers::{ApplyingObjectManager, Config, Context, ObjectManager, SubReconciler};
+use dynrec::reconcilers::{
+    ApplyingObjectManager, Config, Context, Draft, ObjectManager, SubReconciler,
+};
 use dynrec::testing::{
     ApplyRef, Event, OBJECT_MANAGER_DESIRED, OBJECT_MANAGER_RESULT, ObjectManagerHarness,
     StashedValue, SubReconcilerTestCase, SubReconcilerTests, TestObject, induce_failure,
@@ -121,7 +123,7 @@ async fn creates_changes_and_deletes_with_no_request_when_nothing_changes() {
     let manage = |actual: Option<DynamicObject>, wanted: Option<DynamicObject>| {
         let (ctx, parent, manager) = (&ctx, &parent, &manager);
         async move {
-            let mut parent = parent.clone();
+            let mut parent = Draft::new(parent.clone());
             manager
                 .manage(ctx, &mut parent, actual.as_ref(), wanted.as_ref())
                 .await
@@ -180,7 +182,8 @@ async fn creates_changes_and_deletes_with_no_request_when_nothing_changes() {
 async fn a_field_dropped_from_the_desired_child_is_removed_when_the_child_is_read_from_the_cache() {
     let server = ApiServer::new();
     let client = Client::new(server.client());
-    let (mut owner, ctx) = parent_and_context(&client);
+    let (owner, ctx) = parent_and_context(&client);
+    let mut owner = Draft::new(owner);
     let manager = manager();
     manager
         .manage(

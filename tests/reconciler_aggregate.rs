@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{
-    AggregateReconciler, ChildReconciler, Config, Outcome, ReconcileError, ReconcileResult,
+    AggregateReconciler, ChildReconciler, Config, Draft, Outcome, ReconcileError, ReconcileResult,
     RootReconciler, Sequence, SubReconciler, SyncReconciler,
 };
 use dynrec::testing::{
@@ -75,9 +75,9 @@ fn reconciling(sub: impl Fn() -> Box<dyn SubReconciler> + 'static) -> Factory {
 
 /// A SyncReconciler returning `outcome`.
 fn returning(outcome: impl Fn() -> Outcome + Send + Sync + 'static) -> Box<dyn SubReconciler> {
-    Box::new(SyncReconciler::with_result(
-        move |_ctx, _r: &mut DynamicObject| outcome(),
-    ))
+    Box::new(SyncReconciler::with_result(move |_ctx, _r: &mut Draft| {
+        outcome()
+    }))
 }
 
 /// A Sequence whose first step returns `result` and halts, before a step that fails.
@@ -224,7 +224,7 @@ async fn aggregate_reconciler() {
             },
             Box::new(move |config: &Config| {
                 let expected = config.clone();
-                let checks = SyncReconciler::new(move |ctx, _r: &mut DynamicObject| {
+                let checks = SyncReconciler::new(move |ctx, _r: &mut Draft| {
                     check_context(ctx, &expected, &config_map_gvk(), &request(), now)
                 });
                 Box::new(aggregate(config).reconciler(checks)) as Box<dyn RootReconciler>
@@ -239,7 +239,7 @@ async fn aggregate_reconciler() {
             },
             reconciling(move || {
                 let ran = ran.clone();
-                Box::new(SyncReconciler::new(move |_ctx, _r: &mut DynamicObject| {
+                Box::new(SyncReconciler::new(move |_ctx, _r: &mut Draft| {
                     ran.reconciled()
                 }))
             }),

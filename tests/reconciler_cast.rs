@@ -10,8 +10,8 @@ use std::time::Duration;
 use dynrec::duck::PodSpecable;
 use dynrec::object::Gvk;
 use dynrec::reconcilers::{
-    CastError, CastResource, HasMetadata, Outcome, ReconcileError, ReconcileResult, SubReconciler,
-    SyncReconciler,
+    CastError, CastResource, Draft, HasMetadata, Outcome, ReconcileError, ReconcileResult,
+    SubReconciler, SyncReconciler,
 };
 use dynrec::testing::{
     Event, ExpectConfig, StashedValue, SubReconcilerTestCase, TestObject, TestTable,
@@ -103,7 +103,7 @@ where
 /// A nested reconciler of the view running `sync` (reconciler.io's `SyncWithResult`).
 fn syncing(sync: fn(&mut DeploymentView) -> Outcome) -> Box<dyn SubReconciler> {
     cast(SyncReconciler::with_result(
-        move |_, view: &mut DeploymentView| sync(view),
+        move |_, view: &mut Draft<DeploymentView>| sync(view),
     ))
 }
 
@@ -111,7 +111,7 @@ fn syncing(sync: fn(&mut DeploymentView) -> Outcome) -> Box<dyn SubReconciler> {
 /// stashes the resource type it sees.
 fn recording() -> Box<dyn SubReconciler> {
     cast(SyncReconciler::new_async(
-        |ctx, view: &mut DeploymentView| {
+        |ctx, view: &mut Draft<DeploymentView>| {
             ctx.stash()
                 .store("resourceType", ctx.resource_type().clone());
             let object = serde_json::to_value(&*view).and_then(serde_json::from_value);
@@ -135,7 +135,7 @@ fn recording() -> Box<dyn SubReconciler> {
 /// Stashes what it sees, drops env var `A` and retags the first container as `image:2`
 /// (`image` being its name); asks to requeue after 7s.
 fn retag() -> Box<dyn SubReconciler> {
-    cast(TestReconciler::new(|ctx, duck: &mut PodSpecable| {
+    cast(TestReconciler::new(|ctx, duck: &mut Draft<PodSpecable>| {
         ctx.stash()
             .store("resourceType", ctx.resource_type().clone());
         ctx.stash().store("seen", duck.clone());
@@ -347,7 +347,7 @@ async fn casts_the_test_resource() {
                 ..case(initializing())
             },
             || {
-                cast(TestReconciler::new(|_, view: &mut MetadataView| {
+                cast(TestReconciler::new(|_, view: &mut Draft<MetadataView>| {
                     view.metadata["name"] = json!(42);
                     Outcome::err(ReconcileError::msg("subreconciler error"))
                 }))
@@ -450,7 +450,7 @@ async fn casts_to_the_pod_specable_duck() {
 
 #[test]
 fn names_itself_after_the_cast_type_and_validates_the_nested_reconciler() {
-    let nested = || TestReconciler::new(|_, _: &mut PodSpecable| Outcome::done());
+    let nested = || TestReconciler::new(|_, _: &mut Draft<PodSpecable>| Outcome::done());
     assert_eq!(
         CastResource::new(nested()).name(),
         "PodSpecableCastResource"

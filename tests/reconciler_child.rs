@@ -18,9 +18,9 @@ mod harness_common;
 use dynrec::client::{ListOptions, reasons};
 use dynrec::object::{ConditionSet, Gvk, ObjectKey, READY};
 use dynrec::reconcilers::{
-    ChildReconciler, Context, OnlyReconcileChildStatus, ParentAndChild, Predicate, ReconcileError,
-    ResourceReconciler, RootReconciler, Setup, SubReconciler, UpdatingObjectManager, Watch,
-    api_reason, api_status,
+    ChildReconciler, Context, Draft, OnlyReconcileChildStatus, ParentAndChild, Predicate,
+    ReconcileError, ResourceReconciler, RootReconciler, Setup, SubReconciler,
+    UpdatingObjectManager, Watch, api_reason, api_status,
 };
 use dynrec::testing::{
     ApiStatus, DeleteRef, Event, ExpectConfig, PatchRef, ReconcilerTestCase, ReconcilerTests,
@@ -110,7 +110,7 @@ fn warning(reason: &str, message: &str) -> Event {
 /// `status.fields` = the child's data and Ready; a conflict or invalid child is Ready False.
 fn reflect(
     ctx: &Context,
-    parent: &mut DynamicObject,
+    parent: &mut Draft,
     child: Option<&DynamicObject>,
     err: Option<&ReconcileError>,
 ) -> Result<(), ReconcileError> {

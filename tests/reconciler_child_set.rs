@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use dynrec::client::{ListOptions, reasons};
 use dynrec::object::{ConditionSet, Gvk, READY};
 use dynrec::reconcilers::{
-    ChildSetReconciler, ChildSetResult, Context, OnlyReconcileChildStatus, ParentAndChild,
+    ChildSetReconciler, ChildSetResult, Context, Draft, OnlyReconcileChildStatus, ParentAndChild,
     Predicate, ReconcileError, SubReconciler, UpdatingObjectManager, api_reason, api_status,
 };
 use dynrec::testing::{
@@ -120,7 +120,7 @@ fn identify(child: &DynamicObject) -> String {
 /// Ready with every child's data as `<id>.<key>`; a name conflict is Ready False.
 fn reflect(
     ctx: &Context,
-    parent: &mut DynamicObject,
+    parent: &mut Draft,
     result: &ChildSetResult,
 ) -> Result<(), ReconcileError> {
     let set = ConditionSet::living(&[]);

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use dynrec::object::Gvk;
 use dynrec::reconcilers::{
-    Advice, Context, Outcome, ReconcileError, ReconcileResult, Setup, SubReconciler,
+    Advice, Context, Draft, Outcome, ReconcileError, ReconcileResult, Setup, SubReconciler,
     SyncReconciler, Watch,
 };
 use dynrec::testing::{Event, ExpectConfig, SubReconcilerTestCase, SubReconcilerTests};
@@ -35,7 +35,7 @@ fn called_event() -> Event {
 
 /// Records [`called_event`] through the current config and succeeds.
 fn recording() -> SyncReconciler {
-    SyncReconciler::new_async(|ctx, resource: &mut DynamicObject| {
+    SyncReconciler::new_async(|ctx, resource: &mut Draft| {
         Box::pin(async move {
             let recorder = &ctx.config().recorder;
             recorder
@@ -48,7 +48,7 @@ fn recording() -> SyncReconciler {
 
 /// Sets `status.fields.message` to "reconciler called" and succeeds.
 fn marking() -> SyncReconciler {
-    SyncReconciler::new(|_, resource: &mut DynamicObject| {
+    SyncReconciler::new(|_, resource: &mut Draft| {
         resource.data["status"]["fields"]["message"] = json!("reconciler called");
         Ok(())
     })
@@ -56,7 +56,7 @@ fn marking() -> SyncReconciler {
 
 /// Fails with "test".
 fn failing() -> SyncReconciler {
-    SyncReconciler::new(|_, _: &mut DynamicObject| Err(ReconcileError::msg("test")))
+    SyncReconciler::new(|_, _: &mut Draft| Err(ReconcileError::msg("test")))
 }
 
 /// A case over the TestResource with the default config.
@@ -112,7 +112,7 @@ async fn advice() {
                 ..case()
             },
             || {
-                Advice::new(recording()).before(|ctx: &Context, _: &mut DynamicObject| {
+                Advice::new(recording()).before(|ctx: &Context, _: &mut Draft| {
                     let other = ctx.additional_configs()["other"].clone();
                     let replaced = ctx.with_config(other);
                     Box::pin(async move { (Some(replaced), Outcome::done()) })
@@ -199,7 +199,7 @@ async fn advice() {
 
 #[test]
 fn advice_validates_its_hooks_and_reconciler_and_always_sets_it_up() {
-    let noop = || TestReconciler::new(|_, _: &mut DynamicObject| Outcome::done());
+    let noop = || TestReconciler::new(|_, _: &mut Draft| Outcome::done());
     let err = Advice::new(noop()).named("bare").validate().unwrap_err();
     assert_eq!(
         err.to_string(),

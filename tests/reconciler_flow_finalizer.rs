@@ -6,7 +6,7 @@ mod harness_common;
 
 use dynrec::client::reasons;
 use dynrec::reconcilers::{
-    Config, Outcome, Predicate, ReconcileError, SubReconciler, SyncReconciler, WithFinalizer,
+    Config, Draft, Outcome, Predicate, ReconcileError, SubReconciler, SyncReconciler, WithFinalizer,
 };
 use dynrec::testing::{
     Event, ExpectConfig, PatchRef, SubReconcilerTestCase, SubReconcilerTests, TestObject,
@@ -25,10 +25,10 @@ const CLEAR: &str = r#"{"metadata":{"finalizers":null,"resourceVersion":"999"}}"
 /// finalizer is not ready to clear while `spec.fields.busy` is set (predicates are
 /// synchronous here, so unlike reconciler.io's this one records no event).
 fn reconciler(_: &SubReconcilerTestCase, _: &Config) -> Box<dyn SubReconciler> {
-    let nested = SyncReconciler::new_async(|ctx, r: &mut DynamicObject| {
+    let nested = SyncReconciler::new_async(|ctx, r: &mut Draft| {
         Box::pin(async move { Ok(ctx.config().recorder.normal(r, "Sync", "").await?) })
     })
-    .finalize_async(|ctx, r: &mut DynamicObject| {
+    .finalize_async(|ctx, r: &mut Draft| {
         Box::pin(async move {
             ctx.config().recorder.normal(r, "Finalize", "").await?;
             match r.data["spec"]["fields"].get("fail") {
@@ -178,7 +178,7 @@ async fn with_finalizer() {
 
 #[test]
 fn validates_the_finalizer_and_the_nested_reconciler() {
-    let nested = || TestReconciler::new(|_, _: &mut DynamicObject| Outcome::done());
+    let nested = || TestReconciler::new(|_, _: &mut Draft| Outcome::done());
     let err = WithFinalizer::new("", nested()).validate().unwrap_err();
     assert_eq!(
         err.to_string(),

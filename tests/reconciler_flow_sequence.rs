@@ -10,13 +10,12 @@ use std::time::Duration;
 
 use dynrec::object::{Fields, Gvk};
 use dynrec::reconcilers::{
-    Always, Markers, Outcome, ReconcileError, ReconcileResult, Sequence, Setup, SubReconciler,
-    SyncReconciler, Watch,
+    Always, Draft, Markers, Outcome, ReconcileError, ReconcileResult, Sequence, Setup,
+    SubReconciler, SyncReconciler, Watch,
 };
 use dynrec::testing::{SubReconcilerTestCase, TestObject, TestTable, VerifyResource};
 use flow_common::TestReconciler;
 use harness_common::{config, resource};
-use kube::api::DynamicObject;
 use serde_json::json;
 
 type Children = Vec<Box<dyn SubReconciler>>;
@@ -61,15 +60,13 @@ struct Child {
 impl Child {
     fn reconciler(&self) -> Box<dyn SubReconciler> {
         let Child { writes, outcome } = self.clone();
-        Box::new(SyncReconciler::with_result(
-            move |_ctx, r: &mut DynamicObject| {
-                if writes {
-                    r.set_field(STILL_RUNNING, "true").unwrap();
-                }
+        Box::new(SyncReconciler::with_result(move |_ctx, r: &mut Draft| {
+            if writes {
+                r.set_field(STILL_RUNNING, "true").unwrap();
+            }
 
-                outcome.clone()
-            },
-        ))
+            outcome.clone()
+        }))
     }
 }
 

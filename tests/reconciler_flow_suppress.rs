@@ -8,7 +8,7 @@ mod harness_common;
 use std::time::Duration;
 
 use dynrec::reconcilers::{
-    Config, Markers, Outcome, ReconcileError, ReconcileResult, SubReconciler,
+    Config, Draft, Markers, Outcome, ReconcileError, ReconcileResult, SubReconciler,
     SuppressTransientErrors, SyncReconciler,
 };
 use dynrec::testing::{
@@ -18,7 +18,6 @@ use dynrec::testing::{
 use flow_common::TestReconciler;
 use harness_common::{GROUP, NAMESPACE, config};
 use jiff::{SignedDuration, Timestamp};
-use kube::api::DynamicObject;
 
 /// The time of the requests (purges are due 24h after the first request).
 fn now() -> Timestamp {
@@ -55,7 +54,7 @@ fn green() -> TestObject {
 /// Returns [`nested_result`] with the error `spec.fields.error` names: "transient" fails
 /// with "an error", "durable" with a durable error, none succeeds.
 fn nested() -> SyncReconciler {
-    SyncReconciler::with_result(|_, r: &mut DynamicObject| {
+    SyncReconciler::with_result(|_, r: &mut Draft| {
         let error = match r.data["spec"]["fields"]["error"].as_str() {
             Some("transient") => Some(ReconcileError::msg("an error")),
             Some("durable") => Some(ReconcileError::durable()),
@@ -325,7 +324,7 @@ async fn a_failing_additional_reconcile_fails_the_case() {
 
 #[test]
 fn validates_the_nested_reconciler() {
-    let invalid = TestReconciler::new(|_, _: &mut DynamicObject| Outcome::done())
+    let invalid = TestReconciler::new(|_, _: &mut Draft| Outcome::done())
         .invalid("TestReconciler is invalid");
     let err = SuppressTransientErrors::new(invalid)
         .validate()

@@ -31,8 +31,8 @@ use std::time::Duration;
 use dynrec::client::reasons;
 use dynrec::object::{ConditionSet, Gvk, ObjectKey};
 use dynrec::reconcilers::{
-    Config, Context, Outcome, Predicate, ReconcileError, ReconcileResult, ResourceReconciler,
-    RootReconciler, Sequence, SubReconciler, SyncReconciler,
+    Config, Context, Draft, Outcome, Predicate, ReconcileError, ReconcileResult,
+    ResourceReconciler, RootReconciler, Sequence, SubReconciler, SyncReconciler,
 };
 use dynrec::testing::{
     ApiStatus, Event, ExpectConfig, ReconcilerTestCase, TestObject, TrackRequest, induce_failure,
@@ -50,7 +50,7 @@ type Step = fn(&mut DynamicObject) -> Outcome;
 
 /// A SyncReconciler running `step` (not while the resource is being deleted).
 fn syncing(step: Step) -> SyncReconciler {
-    SyncReconciler::with_result(move |_ctx, r: &mut DynamicObject| step(r))
+    SyncReconciler::with_result(move |_ctx, r: &mut Draft| step(r))
 }
 
 /// A root over TestResource built by `build` from the config.
@@ -147,7 +147,7 @@ fn expecting(result: ReconcileResult, mut case: ReconcilerTestCase) -> Reconcile
 /// A Sequence that halts after writing `status.fields.want`, before a step that would fail
 /// after writing another field; the halting step returns `result`.
 fn halting(result: ReconcileResult) -> Box<dyn SubReconciler> {
-    let halt = SyncReconciler::with_result(move |_ctx, r: &mut DynamicObject| {
+    let halt = SyncReconciler::with_result(move |_ctx, r: &mut Draft| {
         r.data["status"]["fields"] = json!({"want": "this to run"});
         Outcome::with(result, Some(ReconcileError::halt()))
     });
@@ -168,7 +168,7 @@ fn before(
 /// The sub-reconciler of "context ...": checks what the context carries at `now`.
 fn context_checks(config: &Config, now: Timestamp) -> SyncReconciler {
     let config = config.clone();
-    SyncReconciler::new(move |ctx, _r: &mut DynamicObject| {
+    SyncReconciler::new(move |ctx, _r: &mut Draft| {
         check_context(ctx, &config, &gvk(), &request(), now)
     })
 }
@@ -191,7 +191,7 @@ fn reading_settings(config: &Config) -> ResourceReconciler {
             (ctx, outcome)
         })
     };
-    let copy_color = SyncReconciler::new(|ctx, resource: &mut DynamicObject| {
+    let copy_color = SyncReconciler::new(|ctx, resource: &mut Draft| {
         let color: Option<String> = ctx.stash().retrieve("color");
         resource.data["status"]["fields"]["color"] = json!(color);
         Ok(())
@@ -422,7 +422,7 @@ async fn resource_reconciler() {
             },
             root(move |config| {
                 let ran = ran.clone();
-                let sub = SyncReconciler::new(move |_ctx, _r: &mut DynamicObject| {
+                let sub = SyncReconciler::new(move |_ctx, _r: &mut Draft| {
                     ran.reconciled()
                 });
                 ResourceReconciler::new(gvk(), sub, config.clone())

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use dynrec::client::reasons;
 use dynrec::reconcilers::{
-    Config, Outcome, ReconcileError, ReconcileResult, SubReconciler, SyncReconciler, add_finalizer,
-    clear_finalizer,
+    Config, Draft, Outcome, ReconcileError, ReconcileResult, SubReconciler, SyncReconciler,
+    add_finalizer, clear_finalizer,
 };
 use dynrec::testing::{
     Event, ExpectConfig, PatchRef, SubReconcilerTestCase, SubReconcilerTests, TestObject,
@@ -28,12 +28,12 @@ fn hours(n: u64) -> ReconcileResult {
 
 /// A SyncReconciler syncing with `sync`.
 fn syncing(sync: Step) -> SyncReconciler {
-    SyncReconciler::with_result(move |_ctx, r: &mut DynamicObject| sync(r))
+    SyncReconciler::with_result(move |_ctx, r: &mut Draft| sync(r))
 }
 
 /// A SyncReconciler syncing with `sync` and finalizing with `finalize`.
 fn finalizing(sync: Step, finalize: Step) -> SyncReconciler {
-    syncing(sync).finalize_with_result(move |_ctx, r: &mut DynamicObject| finalize(r))
+    syncing(sync).finalize_with_result(move |_ctx, r: &mut Draft| finalize(r))
 }
 
 fn factory(build: impl Fn() -> SyncReconciler + 'static) -> Factory {
@@ -112,7 +112,7 @@ async fn sync_reconciler() {
         (
             "sync success",
             case(resource()),
-            factory(|| SyncReconciler::new(|_, _: &mut DynamicObject| Ok(()))),
+            factory(|| SyncReconciler::new(|_, _: &mut Draft| Ok(()))),
         ),
         (
             "sync with mutation",
@@ -209,7 +209,7 @@ async fn sync_reconciler() {
             },
             Box::new(move |_| {
                 let ran = ran.clone();
-                Box::new(SyncReconciler::new(move |_ctx, _r: &mut DynamicObject| {
+                Box::new(SyncReconciler::new(move |_ctx, _r: &mut Draft| {
                     ran.reconciled()
                 })) as Box<dyn SubReconciler>
             }),
@@ -221,7 +221,7 @@ async fn sync_reconciler() {
 
 /// Adds the finalizer "test.finalizer" unless spec.clear is set, in which case it clears it.
 fn finalizer_reconciler(_: &SubReconcilerTestCase, _: &Config) -> Box<dyn SubReconciler> {
-    Box::new(SyncReconciler::new_async(|ctx, r: &mut DynamicObject| {
+    Box::new(SyncReconciler::new_async(|ctx, r: &mut Draft| {
         Box::pin(async move {
             match r.data["spec"]["clear"].as_bool() {
                 Some(true) => clear_finalizer(ctx, r, "test.finalizer").await,

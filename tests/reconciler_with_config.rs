@@ -9,8 +9,8 @@ use dynrec::apiserver::ApiServer;
 use dynrec::client::{Client, reasons};
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{
-    Config, Context, OverrideSetup, ReconcileError, Setup, SubReconciler, SyncReconciler, Watch,
-    WithConfig, WithFinalizer,
+    Config, Context, Draft, OverrideSetup, ReconcileError, Setup, SubReconciler, SyncReconciler,
+    Watch, WithConfig, WithFinalizer,
 };
 use dynrec::testing::{
     Event, ExpectConfig, PatchRef, SubReconcilerTestCase, SubReconcilerTests, TrackRequest,
@@ -34,7 +34,7 @@ fn other_config(ctx: Option<&Context>) -> Result<Config, ReconcileError> {
 
 /// Creates the ConfigMap `made-by-nested` through the current config.
 fn create_config_map() -> SyncReconciler {
-    SyncReconciler::new_async(|ctx, _resource: &mut DynamicObject| {
+    SyncReconciler::new_async(|ctx, _resource: &mut Draft| {
         Box::pin(async move {
             let made = config_map("made-by-nested").build();
             ctx.config().client.create(&made).await?;
@@ -45,7 +45,7 @@ fn create_config_map() -> SyncReconciler {
 
 /// Tracks and reads the ConfigMap `settings`, copying its color into the status.
 fn copy_settings() -> SyncReconciler {
-    SyncReconciler::new_async(|ctx, resource: &mut DynamicObject| {
+    SyncReconciler::new_async(|ctx, resource: &mut Draft| {
         Box::pin(async move {
             let key = ObjectKey::namespaced(NAMESPACE, "settings");
             let settings = ctx.track_and_get(&config_maps(), &key).await?;

@@ -8,7 +8,7 @@ use dynrec::apiserver::{ApiServer, Fault, FaultMatch};
 use dynrec::client::Client;
 use dynrec::object::{ConditionSet, Gvk, ObjectKey, READY};
 use dynrec::reconcilers::{
-    ChildReconciler, Config, Outcome, ReconcileError, RequestOptions, ResourceReconciler,
+    ChildReconciler, Config, Draft, Outcome, ReconcileError, RequestOptions, ResourceReconciler,
     RootReconciler, Setup, SyncReconciler, ValidationError, WithConfig,
 };
 use dynrec::runtime::{Backoff, Manager, ManagerOptions, QueueConfig};
@@ -34,7 +34,7 @@ fn marking_reconciler(
     failures: usize,
     attempts: Arc<Mutex<Vec<Instant>>>,
 ) -> ResourceReconciler {
-    let sub = SyncReconciler::new(move |_ctx, widget: &mut DynamicObject| {
+    let sub = SyncReconciler::new(move |_ctx, widget: &mut Draft| {
         let mut seen = attempts.lock();
         seen.push(Instant::now());
         if seen.len() <= failures {
@@ -325,7 +325,7 @@ async fn shutdown_during_a_slow_reconcile_lets_it_finish() {
     let (client, config) = client_and_config(&kube);
     let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
     let started = Arc::new(Mutex::new(Some(started_tx)));
-    let slow = SyncReconciler::new_async(move |_ctx, widget: &mut DynamicObject| {
+    let slow = SyncReconciler::new_async(move |_ctx, widget: &mut Draft| {
         if let Some(tx) = started.lock().take() {
             let _ = tx.send(());
         }
@@ -379,7 +379,7 @@ async fn with_config_watches_tracked_objects_on_the_other_cluster() {
         .await
         .unwrap();
 
-    let copy_color = SyncReconciler::new_async(|ctx, widget: &mut DynamicObject| {
+    let copy_color = SyncReconciler::new_async(|ctx, widget: &mut Draft| {
         Box::pin(async move {
             let key = ObjectKey::namespaced("default", "settings");
             let settings = ctx

@@ -7,8 +7,8 @@ mod harness_common;
 
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{
-    CastResource, Config, Context, HasMetadata, Outcome, ReconcileError, Sequence, SubReconciler,
-    SyncReconciler,
+    CastResource, Config, Context, Draft, HasMetadata, Outcome, ReconcileError, Sequence,
+    SubReconciler, SyncReconciler,
 };
 use dynrec::testing::{AdmissionWebhookTestCase, StashedValue, TestObject, TrackRequest};
 use dynrec::webhook::{
@@ -90,7 +90,7 @@ fn syncing(
     step: impl Fn(&Context, &mut DynamicObject) -> Result<(), ReconcileError> + Send + Sync + 'static,
 ) -> SyncReconciler {
     let step = std::sync::Arc::new(step);
-    SyncReconciler::new(move |ctx, resource: &mut DynamicObject| step(ctx, resource))
+    SyncReconciler::new(move |ctx, resource: &mut Draft| step(ctx, resource))
 }
 
 fn adapter(reconciler: impl SubReconciler + 'static) -> Factory {
@@ -111,11 +111,7 @@ impl<R: SubReconciler> SubReconciler for Shared<R> {
     fn validate(&self) -> Result<(), dynrec::reconcilers::ValidationError> {
         self.0.validate()
     }
-    async fn reconcile(
-        &self,
-        ctx: &Context,
-        resource: &mut DynamicObject,
-    ) -> dynrec::reconcilers::Outcome {
+    async fn reconcile(&self, ctx: &Context, resource: &mut Draft) -> dynrec::reconcilers::Outcome {
         self.0.reconcile(ctx, resource).await
     }
 }
@@ -191,7 +187,7 @@ async fn admission_webhook_adapter() {
                 },
                 ..case(resource_request.clone(), allowed())
             },
-            adapter(SyncReconciler::new_async(|ctx, _resource: &mut DynamicObject| {
+            adapter(SyncReconciler::new_async(|ctx, _resource: &mut Draft| {
                 Box::pin(async move {
                     let config_maps = Gvk::new("", "v1", "ConfigMap");
                     let key = ObjectKey::namespaced(NAMESPACE, NAME);
@@ -361,7 +357,7 @@ async fn admission_webhook_adapter_hooks_and_response() {
                 patched(json!([{"op": "add", "path": "/spec", "value": {"size": 1}}])),
             ),
             adapter(CastResource::new(SyncReconciler::new(
-                |_ctx, sized: &mut Sized| {
+                |_ctx, sized: &mut Draft<Sized>| {
                     sized.spec.size.get_or_insert(1);
                     Ok(())
                 },
@@ -409,7 +405,7 @@ async fn admission_webhook_adapter_validate() {
         let client = dynrec::client::Client::new(server.client());
         Config::new(client, "test")
     };
-    let valid = || TestReconciler::new(|_, _: &mut DynamicObject| Outcome::done());
+    let valid = || TestReconciler::new(|_, _: &mut Draft| Outcome::done());
     let invalid = || valid().invalid("TestReconciler is invalid");
     let default_name = AdmissionWebhookAdapter::new(valid(), config());
     assert_eq!(default_name.name(), "AdmissionWebhookAdapter");

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
-use dynrec::reconcilers::{Config, Context, SyncReconciler};
+use dynrec::reconcilers::{Config, Context, Draft, SyncReconciler};
 use dynrec::runtime::{Manager, ManagerOptions};
 use dynrec::webhook::{
     AdmissionWebhookAdapter, CertSource, Operation, WebhookServer, WebhookServing,
@@ -75,7 +75,7 @@ fn labelling(
     label: &'static str,
     delay: Option<Duration>,
 ) -> AdmissionWebhookAdapter {
-    let reconciler = SyncReconciler::new_async(move |_ctx, object: &mut DynamicObject| {
+    let reconciler = SyncReconciler::new_async(move |_ctx, object: &mut Draft| {
         let labels = object.metadata.labels.get_or_insert_with(Default::default);
         labels.insert("admitted".into(), label.into());
         Box::pin(async move {
@@ -488,8 +488,8 @@ async fn the_webhook_server_answers_healthz_and_refuses_a_body_that_is_no_review
 }
 
 /// An adapter whose reconciler runs `step` on the object.
-fn adapter(config: &Config, step: fn(&Context, &mut DynamicObject)) -> AdmissionWebhookAdapter {
-    let reconciler = SyncReconciler::new(move |ctx, object: &mut DynamicObject| {
+fn adapter(config: &Config, step: fn(&Context, &mut Draft)) -> AdmissionWebhookAdapter {
+    let reconciler = SyncReconciler::new(move |ctx, object: &mut Draft| {
         step(ctx, object);
         Ok(())
     });
@@ -508,7 +508,7 @@ fn labels_of(object: &DynamicObject) -> std::collections::BTreeMap<String, Strin
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_validating_webhook_can_refuse_a_delete_and_sees_the_old_object() {
     let (server, config) = cluster().await;
-    let refuse = |ctx: &Context, object: &mut DynamicObject| {
+    let refuse = |ctx: &Context, object: &mut Draft| {
         let request = admission_request(ctx).unwrap();
         let old_name = request
             .old_object
@@ -555,12 +555,12 @@ async fn a_validating_webhook_can_refuse_a_delete_and_sees_the_old_object() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selectors_rules_and_reinvocation_decide_which_webhooks_run() {
     let (server, config) = cluster().await;
-    let seen_b = |_: &Context, object: &mut DynamicObject| {
+    let seen_b = |_: &Context, object: &mut Draft| {
         let seen = labels_of(object).contains_key("b");
         label(object, "seen-b", &seen.to_string());
     };
-    let add_b = |_: &Context, object: &mut DynamicObject| label(object, "b", "added");
-    let admit = |_: &Context, object: &mut DynamicObject| label(object, "admitted", "yes");
+    let add_b = |_: &Context, object: &mut Draft| label(object, "b", "added");
+    let admit = |_: &Context, object: &mut Draft| label(object, "admitted", "yes");
     let serving = serve(
         WebhookServer::new(CertSource::SelfSigned(vec!["hooks.default.svc".into()]))
             .webhook("/seen-b", adapter(&config, seen_b))
@@ -668,7 +668,7 @@ fn base64_of(text: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_patch_and_an_update_are_mutated_as_a_create_is() {
     let (server, config) = cluster().await;
-    let stamp = |ctx: &Context, object: &mut DynamicObject| {
+    let stamp = |ctx: &Context, object: &mut Draft| {
         let operation = admission_request(ctx).map(|r| format!("{:?}", r.operation));
         label(
             object,
@@ -710,7 +710,7 @@ async fn a_patch_and_an_update_are_mutated_as_a_create_is() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutating_webhooks_run_before_schema_validation_and_may_fix_the_object() {
     let (server, config) = cluster().await;
-    let clamp = |_: &Context, widget: &mut DynamicObject| {
+    let clamp = |_: &Context, widget: &mut Draft| {
         if widget.metadata.name.as_deref() == Some("fixed") {
             widget.data["spec"]["size"] = json!(0);
         }

@@ -19,7 +19,8 @@ use dynrec::duck::Addressable;
 use dynrec::ducks::{DuckControllers, DuckType, KindMatch};
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{
-    Config, Context, Outcome, OverrideSetup, ReconcileError, ResourceReconciler, SyncReconciler,
+    Config, Context, Draft, Outcome, OverrideSetup, ReconcileError, ResourceReconciler,
+    SyncReconciler,
 };
 use dynrec::runtime::{LaunchError, Manager, RunArgs, run_controllers};
 
@@ -152,7 +153,7 @@ async fn check(
 /// object's deletion too) brings the ConfigMap up to date.
 fn reconciler(found: &KindMatch, config: &Config, directory: &Directory) -> ResourceReconciler {
     let kind = found.clone();
-    let sync = SyncReconciler::new_async(move |ctx, object: &mut DynamicObject| {
+    let sync = SyncReconciler::new_async(move |ctx, object: &mut Draft| {
         let (ctx, kind, object) = (ctx.clone(), kind.clone(), object.clone());
         Box::pin(async move { check(&ctx, &kind, &object).await })
     });

@@ -12,8 +12,8 @@ use dynrec::duck::PodSpecable;
 use dynrec::ducks::{DuckControllers, DuckType, KindMatch};
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{
-    Config, Context, OverrideSetup, Permission, ReconcileError, ResourceReconciler, SubReconciler,
-    SyncReconciler,
+    Config, Context, Draft, OverrideSetup, Permission, ReconcileError, ResourceReconciler,
+    SubReconciler, SyncReconciler,
 };
 use dynrec::runtime::{LaunchError, Manager, RunArgs, run_controllers};
 use tracing::{debug, error};
@@ -104,7 +104,7 @@ async fn inject(
 /// The duck reconciler for one kind: sync by patch, watching the tracked ConfigMaps.
 fn reconciler(found: &KindMatch, config: &Config) -> ResourceReconciler {
     let (kind, projection) = (found.gvk.clone(), found.projection.clone());
-    let sync = SyncReconciler::new_async(move |ctx, workload: &mut DynamicObject| {
+    let sync = SyncReconciler::new_async(move |ctx, workload: &mut Draft| {
         let (ctx, gvk, workload) = (ctx.clone(), kind.clone(), workload.clone());
         let projection = projection.clone();
         Box::pin(async move { inject(&ctx, &gvk, &projection, &workload).await })

@@ -2,14 +2,13 @@
 //! `default/cluster-summary`, listing the cluster's namespaces. It tracks the namespaces it
 //! lists, so creating or deleting one updates the summary.
 
-use kube::api::DynamicObject;
 use serde_json::json;
 
 use dynrec::client::ListOptions;
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{
-    AggregateReconciler, Config, OverrideSetup, ReconcileError, SubReconciler, SyncReconciler,
-    UpdatingObjectManager,
+    AggregateReconciler, Config, Draft, OverrideSetup, ReconcileError, SubReconciler,
+    SyncReconciler, UpdatingObjectManager,
 };
 use dynrec::runtime::{LaunchError, Manager, ManagerError, RunArgs, run_controllers};
 
@@ -31,7 +30,7 @@ const NAMESPACES: &str = "demo.dynrec.io/namespaces";
 
 /// Lists (and tracks) the namespaces, leaving their names in the stash.
 fn list_namespaces() -> impl SubReconciler {
-    let sync = SyncReconciler::new_async(|ctx, _summary: &mut DynamicObject| {
+    let sync = SyncReconciler::new_async(|ctx, _summary: &mut Draft| {
         let ctx = ctx.clone();
         Box::pin(async move {
             let namespaces = ctx

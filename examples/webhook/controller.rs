@@ -8,7 +8,7 @@ use kube::api::DynamicObject;
 use serde_json::{Value, json};
 
 use dynrec::client::{Client, Error};
-use dynrec::reconcilers::{Config, ReconcileError, SyncReconciler};
+use dynrec::reconcilers::{Config, Draft, ReconcileError, SyncReconciler};
 use dynrec::webhook::{
     AdmissionWebhookAdapter, CertSource, WebhookServer, WebhookServerError, WebhookServing,
     admission_response,
@@ -29,7 +29,7 @@ pub const ADMITTED_LABEL: &str = "example.com/admitted";
 
 /// Defaults `spec.size` of Widgets and labels ConfigMaps.
 pub fn mutating(config: &Config) -> AdmissionWebhookAdapter {
-    let mutate = SyncReconciler::new(|_ctx, object: &mut DynamicObject| {
+    let mutate = SyncReconciler::new(|_ctx, object: &mut Draft| {
         let kind = object
             .types
             .as_ref()
@@ -57,7 +57,7 @@ pub fn mutating(config: &Config) -> AdmissionWebhookAdapter {
 
 /// Refuses Widgets whose greeting is "boo"; warns about more than 10 parts.
 pub fn validating(config: &Config) -> AdmissionWebhookAdapter {
-    let validate = SyncReconciler::new(|ctx, widget: &mut DynamicObject| {
+    let validate = SyncReconciler::new(|ctx, widget: &mut Draft| {
         let greeting = widget.data["spec"]["greeting"].as_str().unwrap_or_default();
         let forbidden = greeting == "boo";
         let size = widget.data["spec"]["size"].as_i64().unwrap_or_default();

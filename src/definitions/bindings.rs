@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::compile::{ChildPlan, upper_camel};
 use super::expr::Bindings;
 use crate::object::ConditionSet;
-use crate::reconcilers::{Context, ReconcileError};
+use crate::reconcilers::{Context, Draft, ReconcileError};
 
 const BINDING_PREFIX: &str = "dynrec.dev/binding/";
 
@@ -77,7 +77,7 @@ impl Shared {
     pub fn mark_true(
         &self,
         ctx: &Context,
-        parent: &mut DynamicObject,
+        parent: &mut Draft,
         condition: &str,
         reason: &str,
         message: &str,
@@ -89,7 +89,7 @@ impl Shared {
     pub fn mark_false(
         &self,
         ctx: &Context,
-        parent: &mut DynamicObject,
+        parent: &mut Draft,
         condition: &str,
         reason: &str,
         message: &str,
@@ -100,7 +100,7 @@ impl Shared {
     fn mark(
         &self,
         ctx: &Context,
-        parent: &mut DynamicObject,
+        parent: &mut Draft,
         (condition, status): (&str, bool),
         reason: &str,
         message: &str,
@@ -122,7 +122,7 @@ impl Shared {
     pub(super) fn reflect(
         &self,
         ctx: &Context,
-        parent: &mut DynamicObject,
+        parent: &mut Draft,
         plan: &ChildPlan,
         state: Result<Readiness, String>,
     ) {

@@ -23,9 +23,9 @@ use crate::client::ListOptions;
 use crate::object::{ConditionSet, Gvk, ObjectKey};
 use crate::reconcilers::{
     ApplyingObjectManager, ChildReconciler, ChildSetReconciler, ChildSetResult, Config, Context,
-    IfThen, ObjectManager, Outcome, ParentAndChild, Predicate, ReconcileError, ResourceReconciler,
-    Sequence, Setup, SubReconciler, SyncReconciler, UpdatingObjectManager, ValidationError,
-    WithFinalizer,
+    Draft, IfThen, ObjectManager, Outcome, ParentAndChild, Predicate, ReconcileError,
+    ResourceReconciler, Sequence, Setup, SubReconciler, SyncReconciler, UpdatingObjectManager,
+    ValidationError, WithFinalizer,
 };
 
 /// The label naming the definition that made a child.
@@ -124,7 +124,7 @@ fn build_step(plan: &Plan, shared: &Arc<Shared>) -> Box<dyn SubReconciler> {
             let decide = {
                 let key = key.clone();
                 let condition = condition.clone();
-                SyncReconciler::new(move |ctx: &Context, parent: &mut DynamicObject| {
+                SyncReconciler::new(move |ctx: &Context, parent: &mut Draft| {
                     let decided = bindings(ctx, parent).and_then(|b| {
                         condition
                             .test(&b, ctx.now())
@@ -169,7 +169,7 @@ fn branch(
     let skipped: Vec<String> = skipped.iter().flat_map(Plan::conditions).collect();
     let shared_mark = shared.clone();
     let because = because.to_owned();
-    let mark = SyncReconciler::new(move |ctx: &Context, parent: &mut DynamicObject| {
+    let mark = SyncReconciler::new(move |ctx: &Context, parent: &mut Draft| {
         for condition in &skipped {
             shared_mark.mark_true(ctx, parent, condition, "Skipped", &because);
         }
@@ -223,7 +223,7 @@ impl<S: SubReconciler> SubReconciler for Guarded<S> {
         self.inner.validate()
     }
 
-    async fn reconcile(&self, ctx: &Context, parent: &mut DynamicObject) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, parent: &mut Draft) -> Outcome {
         let outcome = self.inner.reconcile(ctx, parent).await;
         if let Some(error) = &outcome.error
             && parent.metadata.deletion_timestamp.is_none()
@@ -246,7 +246,7 @@ fn child_reconciler(plan: Arc<ChildPlan>, shared: Arc<Shared>) -> ChildReconcile
     let reflect = {
         let (plan, shared) = (plan.clone(), shared.clone());
         move |ctx: &Context,
-              parent: &mut DynamicObject,
+              parent: &mut Draft,
               child: Option<&DynamicObject>,
               error: Option<&ReconcileError>| {
             bind(ctx, &plan.id, child.map_or(Value::Null, child_json));
@@ -300,7 +300,7 @@ fn child_set_reconciler(plan: Arc<ChildSetPlan>, shared: Arc<Shared>) -> ChildSe
     let desired_plan = (plan.clone(), shared.clone());
     let reflect = {
         let (plan, shared) = (plan.clone(), shared.clone());
-        move |ctx: &Context, parent: &mut DynamicObject, result: &ChildSetResult| {
+        move |ctx: &Context, parent: &mut Draft, result: &ChildSetResult| {
             let children: Vec<DynamicObject> = result
                 .children
                 .iter()
@@ -515,7 +515,7 @@ impl<M: ObjectManager> ObjectManager for Renaming<M> {
     async fn manage(
         &self,
         ctx: &Context,
-        resource: &mut DynamicObject,
+        resource: &mut Draft,
         actual: Option<&DynamicObject>,
         desired: Option<&DynamicObject>,
     ) -> Result<Option<DynamicObject>, ReconcileError> {
@@ -567,7 +567,7 @@ fn readiness(
 /// The `SyncReconciler` of a sync step: merges the evaluated status into the parent's.
 fn sync_reconciler(plan: Arc<SyncPlan>, shared: Arc<Shared>) -> SyncReconciler {
     let name = plan.path.clone();
-    SyncReconciler::new(move |ctx: &Context, parent: &mut DynamicObject| {
+    SyncReconciler::new(move |ctx: &Context, parent: &mut Draft| {
         bindings(ctx, parent).and_then(|b| {
             let status = plan
                 .status
@@ -606,7 +606,7 @@ fn merge_into(into: &mut Value, from: Value) {
 fn ref_reconciler(plan: Arc<RefPlan>, shared: Arc<Shared>) -> SyncReconciler {
     let gvk = plan.gvk.clone();
     let name = plan.path.clone();
-    SyncReconciler::new_async(move |ctx: &Context, parent: &mut DynamicObject| {
+    SyncReconciler::new_async(move |ctx: &Context, parent: &mut Draft| {
         let (plan, shared) = (plan.clone(), shared.clone());
         Box::pin(async move {
             let deleting = parent.metadata.deletion_timestamp.is_some();
@@ -702,7 +702,7 @@ impl SubReconciler for PruneRemovedSteps {
         "prune removed steps"
     }
 
-    async fn reconcile(&self, ctx: &Context, parent: &mut DynamicObject) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, parent: &mut Draft) -> Outcome {
         if parent.metadata.deletion_timestamp.is_some() {
             return Outcome::done();
         }

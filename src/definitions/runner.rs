@@ -22,8 +22,8 @@ use super::schema::Schemas;
 use crate::client::Client;
 use crate::object::{ConditionSet, Gvk};
 use crate::reconcilers::{
-    Config, Context, Outcome, ReconcileError, ReconcileResult, ResourceReconciler, SyncReconciler,
-    WithFinalizer,
+    Config, Context, Draft, Outcome, ReconcileError, ReconcileResult, ResourceReconciler,
+    SyncReconciler, WithFinalizer,
 };
 use crate::runtime::{ControllerHandle, Manager, ManagerError};
 
@@ -203,16 +203,15 @@ impl Definitions {
     pub fn reconciler(&self) -> ResourceReconciler {
         let sync_self = self.clone();
         let finalize_self = self.clone();
-        let sync =
-            SyncReconciler::with_result_async(move |ctx: &Context, object: &mut DynamicObject| {
-                let this = sync_self.clone();
-                Box::pin(async move { this.sync(ctx, object).await })
-            })
-            .finalize(move |_ctx: &Context, object: &mut DynamicObject| {
-                finalize_self.stop(object.metadata.name.as_deref().unwrap_or_default());
-                Ok(())
-            })
-            .named("ReconcilerDefinition");
+        let sync = SyncReconciler::with_result_async(move |ctx: &Context, object: &mut Draft| {
+            let this = sync_self.clone();
+            Box::pin(async move { this.sync(ctx, object).await })
+        })
+        .finalize(move |_ctx: &Context, object: &mut Draft| {
+            finalize_self.stop(object.metadata.name.as_deref().unwrap_or_default());
+            Ok(())
+        })
+        .named("ReconcilerDefinition");
         ResourceReconciler::new(
             definition_gvk(),
             WithFinalizer::new(FINALIZER, sync),
@@ -224,7 +223,7 @@ impl Definitions {
 
     /// Compiles and (re)starts an in-cluster definition when its spec changed, and writes
     /// its status.
-    async fn sync(&self, ctx: &Context, object: &mut DynamicObject) -> Outcome {
+    async fn sync(&self, ctx: &Context, object: &mut Draft) -> Outcome {
         let name = object.metadata.name.clone().unwrap_or_default();
         let generation = object.metadata.generation;
         let conditions = ConditionSet::living(&["Compiled"]);

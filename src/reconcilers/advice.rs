@@ -12,7 +12,7 @@ use tracing::{Instrument, debug_span};
 
 use super::nested::{OutcomeHook, SetupHook, owner, validate_nested};
 use super::{
-    AroundStep, AsyncStep, Context, Outcome, OutcomeStep, Setup, SetupStep, SubReconciler,
+    AroundStep, AsyncStep, Context, Draft, Outcome, OutcomeStep, Setup, SetupStep, SubReconciler,
     ValidationError,
 };
 
@@ -99,7 +99,7 @@ impl<R: Send + Sync + 'static> SubReconciler<R> for Advice<R> {
         validate_nested(owner, "Reconciler", self.reconciler.as_ref())
     }
 
-    async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, resource: &mut Draft<R>) -> Outcome {
         let span = debug_span!("advice", name = %self.name);
         async {
             let (replaced, before) = match &self.before {

@@ -14,8 +14,8 @@ use tracing::{Instrument, debug, info_span};
 use super::resource::{RootHooks, request_context};
 use super::steps::derive_as_async;
 use super::{
-    AfterReconcile, AsyncDerive, BeforeReconcile, Config, Context, Derive, ObjectManager, Outcome,
-    RequestOptions, RootReconciler, Setup, SubReconciler, ValidationError, Watch,
+    AfterReconcile, AsyncDerive, BeforeReconcile, Config, Context, Derive, Draft, ObjectManager,
+    Outcome, RequestOptions, RootReconciler, Setup, SubReconciler, ValidationError, Watch,
 };
 use crate::object::{Gvk, ObjectKey};
 
@@ -100,8 +100,8 @@ impl AggregateReconciler {
     async fn reconcile_inner(&self, ctx: &Context) -> Outcome {
         let client = &ctx.original_config().client;
         let mut resource = match client.get(&self.resource_type, &self.request).await {
-            Ok(found) => Arc::unwrap_or_clone(found),
-            Err(err) if err.is_not_found() => self.blank(),
+            Ok(found) => Draft::shared(found),
+            Err(err) if err.is_not_found() => Draft::new(self.blank()),
             Err(err) => {
                 debug!(%err, "unable to fetch resource");
                 return Outcome::err(err);
@@ -122,7 +122,7 @@ impl AggregateReconciler {
         let ctx = ctx.with_config(ctx.config().with_new_tracker(Duration::ZERO));
         let desired = match &self.desired_resource {
             Some(desired) => desired(&ctx, &resource).await,
-            None => Ok(Some(resource.clone())),
+            None => Ok(Some(DynamicObject::clone(&resource))),
         };
         let desired = match desired {
             Ok(desired) => desired,
@@ -133,7 +133,7 @@ impl AggregateReconciler {
             .metadata
             .creation_timestamp
             .is_some()
-            .then(|| resource.clone());
+            .then(|| DynamicObject::clone(&resource));
         let managed = self
             .object_manager
             .manage(&ctx, &mut resource, actual.as_ref(), desired.as_ref())

@@ -9,7 +9,7 @@ use tracing::{Instrument, debug_span};
 
 use super::nested::validate_nested;
 use super::{
-    Context, Outcome, ReconcileError, ReconcileResult, Setup, SubReconciler, ValidationError,
+    Context, Draft, Outcome, ReconcileError, ReconcileResult, Setup, SubReconciler, ValidationError,
 };
 
 /// Calls every reconciler in order and aggregates all results. The error joins the non-quiet
@@ -41,7 +41,7 @@ impl<R: Send + Sync + 'static> SubReconciler<R> for Always<R> {
         })
     }
 
-    async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, resource: &mut Draft<R>) -> Outcome {
         let mut aggregate = ReconcileResult::done();
         let mut errors = Vec::new();
         for (index, reconciler) in self.reconcilers.iter().enumerate() {

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use tracing::{debug, info};
 
 use super::object_manager::{Write, prepare, present, record, report_write, track};
-use super::{Context, ObjectManager, ReconcileError, Setup, ValidationError};
+use super::{Context, Draft, ObjectManager, ReconcileError, Setup, ValidationError};
 use crate::object::Gvk;
 
 /// Creates and changes objects of one kind by server-side apply, and deletes them.
@@ -88,7 +88,7 @@ impl ObjectManager for ApplyingObjectManager {
     async fn manage(
         &self,
         ctx: &Context,
-        resource: &mut DynamicObject,
+        resource: &mut Draft,
         actual: Option<&DynamicObject>,
         desired: Option<&DynamicObject>,
     ) -> Result<Option<DynamicObject>, ReconcileError> {

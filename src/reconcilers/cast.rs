@@ -24,7 +24,7 @@ use serde_json::Value;
 use tracing::{Instrument, debug, debug_span};
 
 use super::nested::{owner, validate_nested};
-use super::{Context, Outcome, ReconcileError, Setup, SubReconciler, ValidationError};
+use super::{Context, Draft, Outcome, ReconcileError, Setup, SubReconciler, ValidationError};
 use crate::object::Gvk;
 
 /// The resource could not be projected into the cast type, or the changes not applied back.
@@ -111,23 +111,19 @@ where
     }
 
     /// Applies the difference between the projected original and `cast` onto `resource`.
-    fn apply_changes(
-        projected: &Value,
-        cast: &T,
-        resource: &mut DynamicObject,
-    ) -> Result<(), CastError> {
+    fn apply_changes(projected: &Value, cast: &T, resource: &mut Draft) -> Result<(), CastError> {
         let changed = to_json(cast, "cast resource")?;
         if &changed == projected {
             return Ok(());
         }
         let patch = json_patch::diff(projected, &changed);
         debug!(cast = type_name::<T>(), %patch, "applying the changes of the cast resource");
-        let mut json = to_json(resource, "resource")?;
+        let mut json = to_json(resource.get(), "resource")?;
         apply_leniently(&mut json, patch).map_err(|source| CastError::Apply {
             type_name: type_name::<T>(),
             source,
         })?;
-        *resource = serde_json::from_value(json).map_err(|source| CastError::Restore {
+        *resource.to_mut() = serde_json::from_value(json).map_err(|source| CastError::Restore {
             type_name: type_name::<T>(),
             source,
         })?;
@@ -209,12 +205,13 @@ where
         validate_nested(owner, "Reconciler", self.reconciler.as_ref())
     }
 
-    async fn reconcile(&self, ctx: &Context, resource: &mut DynamicObject) -> Outcome {
-        let (mut cast, projected) = match Self::project(resource) {
+    async fn reconcile(&self, ctx: &Context, resource: &mut Draft) -> Outcome {
+        let (cast, projected) = match Self::project(resource) {
             Ok(projection) => projection,
             Err(error) => return Outcome::err(error),
         };
-        let ctx = match Gvk::of(resource) {
+        let mut cast = Draft::new(cast);
+        let ctx = match Gvk::of(resource.get()) {
             Ok(gvk) => ctx.with_resource_type(gvk),
             Err(_) => ctx.clone(),
         };
@@ -224,7 +221,10 @@ where
             .reconcile(&ctx, &mut cast)
             .instrument(span)
             .await;
-        let applied = Self::apply_changes(&projected, &cast, resource);
+        let applied = match cast.is_changed() {
+            true => Self::apply_changes(&projected, &cast, resource),
+            false => Ok(()),
+        };
         let errors = outcome
             .error
             .into_iter()

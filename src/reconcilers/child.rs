@@ -26,9 +26,9 @@ use super::known_children::known_children;
 use super::object_manager::track;
 use super::steps::derive_as_async;
 use super::{
-    ApplyingObjectManager, AsyncDerive, ChildListOptions, Context, Derive, Merge, ObjectManager,
-    Outcome, Predicate, ReconcileError, ReflectChild, Setup, SetupStep, SubReconciler,
-    UpdatingObjectManager, ValidationError,
+    ApplyingObjectManager, AsyncDerive, ChildListOptions, Context, Derive, Draft, Merge,
+    ObjectManager, Outcome, Predicate, ReconcileError, ReflectChild, Setup, SetupStep,
+    SubReconciler, UpdatingObjectManager, ValidationError,
 };
 use crate::client::{self, ListOptions};
 use crate::object::{Gvk, ObjectKey};
@@ -343,7 +343,7 @@ impl ChildReconciler {
         ctx: &Context,
         manager: &dyn ObjectManager,
         desired_child: &DesiredChild,
-        parent: &mut DynamicObject,
+        parent: &mut Draft,
     ) -> Result<Option<DynamicObject>, ReconcileError> {
         let mut children = self.list_our_children(ctx, parent).await?;
         let actual = match children.len() {
@@ -392,7 +392,7 @@ impl ChildReconciler {
         &self,
         ctx: &Context,
         reflect: &Arc<dyn ReflectChild>,
-        parent: &mut DynamicObject,
+        parent: &mut Draft,
         err: ReconcileError,
     ) -> Outcome {
         if api_reason(&err) == Some("AlreadyExists") {
@@ -453,7 +453,7 @@ impl SubReconciler<DynamicObject> for ChildReconciler {
         self.validate_shared(&format!("ChildReconciler {:?}", self.name))
     }
 
-    async fn reconcile(&self, ctx: &Context, parent: &mut DynamicObject) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, parent: &mut Draft) -> Outcome {
         let (manager, desired, reflect) =
             (&self.object_manager, &self.desired_child, &self.reflect);
         let span = debug_span!("child", name = %self.name, child_type = %self.child_type);

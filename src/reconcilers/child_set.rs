@@ -22,7 +22,7 @@ use super::known_children::{clear_known_children, stash_known_children};
 use super::steps::derive_as_async;
 use super::{
     AsyncDerive, ChildListOptions, ChildReconciler, ChildSetPartialResult, ChildSetResult, Context,
-    Derive, IdentifyChild, Merge, ObjectManager, Outcome, Predicate, ReconcileError,
+    Derive, Draft, IdentifyChild, Merge, ObjectManager, Outcome, Predicate, ReconcileError,
     ReflectChildren, Sequence, Setup, SetupStep, SubReconciler, ValidationError, WithFinalizer,
 };
 use crate::object::Gvk;
@@ -81,10 +81,9 @@ impl ChildSetReconciler {
             Box::pin(std::future::ready(Ok(None))) as BoxFuture<'_, _>
         });
         let no_reflect = Arc::new(
-            |_: &Context,
-             _: &mut DynamicObject,
-             _: Option<&DynamicObject>,
-             _: Option<&ReconcileError>| Ok(()),
+            |_: &Context, _: &mut Draft, _: Option<&DynamicObject>, _: Option<&ReconcileError>| {
+                Ok(())
+            },
         );
         Self {
             name: format!("{}ChildSetReconciler", child_type.kind),
@@ -198,7 +197,7 @@ impl ChildSetReconciler {
             Box::pin(std::future::ready(desired.clone())) as BoxFuture<'_, _>
         });
         let reflect = move |_: &Context,
-                            _: &mut DynamicObject,
+                            _: &mut Draft,
                             child: Option<&DynamicObject>,
                             error: Option<&ReconcileError>| {
             results.lock().push(ChildSetPartialResult {
@@ -220,7 +219,7 @@ impl ChildSetReconciler {
     async fn reconcile_children(
         &self,
         ctx: &Context,
-        parent: &mut DynamicObject,
+        parent: &mut Draft,
         identify: &Arc<dyn IdentifyChild>,
         desired_children: &Arc<dyn AsyncDerive<Vec<DynamicObject>>>,
         results: &Arc<Mutex<Vec<ChildSetPartialResult>>>,
@@ -269,7 +268,7 @@ impl SubReconciler<DynamicObject> for ChildSetReconciler {
             .validate_shared(&format!("ChildSetReconciler {:?}", self.name))
     }
 
-    async fn reconcile(&self, ctx: &Context, parent: &mut DynamicObject) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, parent: &mut Draft) -> Outcome {
         let (identify, desired, reflect) =
             (&self.identify_child, &self.desired_children, &self.reflect);
         let span =

@@ -10,7 +10,7 @@ use kube::api::DynamicObject;
 use super::config::Config;
 use super::stash::Stash;
 use crate::client::{Error, ListOptions};
-use crate::object::{ConditionManager, ConditionSet, Gvk, ObjectKey};
+use crate::object::{ConditionManager, ConditionSet, Gvk, ObjectKey, StatusExt};
 
 /// What is fixed for the whole request.
 struct Request {
@@ -104,11 +104,12 @@ impl Context {
     /// The conditions of `resource`, as the root's condition set (`ResourceReconciler::
     /// conditions`) defines them, stamped with the request's "now": marking a dependent
     /// condition updates the happy one (`Ready`). Without a set on the root, conditions are
-    /// set as given and none is happy-derived.
-    pub fn conditions<'a>(
+    /// set as given and none is happy-derived. On a [`Draft`](super::Draft), a condition
+    /// set to what it already is copies nothing.
+    pub fn conditions<'a, S: StatusExt + ?Sized>(
         &'a self,
-        resource: &'a mut DynamicObject,
-    ) -> ConditionManager<'a, DynamicObject> {
+        resource: &'a mut S,
+    ) -> ConditionManager<'a, S> {
         static NO_SET: LazyLock<ConditionSet> = LazyLock::new(|| ConditionSet::living(&[]));
         let set = self.request.conditions.as_deref().unwrap_or(&NO_SET);
         set.manage(resource, self.request.now)

@@ -1,11 +1,11 @@
 //! Adding and removing a finalizer on the reconciled resource: a merge patch of
 //! `metadata.finalizers` guarded by the resourceVersion, exactly as reconciler.io sends it.
 
-use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 use tracing::{debug, info};
 
-use super::{Context, ReconcileError};
+use super::{Context, Draft, ReconcileError};
 use crate::client::reasons;
 use crate::object::{Gvk, ObjectKey};
 
@@ -13,7 +13,7 @@ use crate::object::{Gvk, ObjectKey};
 /// config; the server's finalizers, resourceVersion and generation are copied back.
 pub async fn add_finalizer(
     ctx: &Context,
-    resource: &mut DynamicObject,
+    resource: &mut Draft,
     finalizer: &str,
 ) -> Result<(), ReconcileError> {
     patch_finalizer(ctx, resource, finalizer, true).await
@@ -23,7 +23,7 @@ pub async fn add_finalizer(
 /// [`add_finalizer`] adds it.
 pub async fn clear_finalizer(
     ctx: &Context,
-    resource: &mut DynamicObject,
+    resource: &mut Draft,
     finalizer: &str,
 ) -> Result<(), ReconcileError> {
     patch_finalizer(ctx, resource, finalizer, false).await
@@ -31,7 +31,7 @@ pub async fn clear_finalizer(
 
 async fn patch_finalizer(
     ctx: &Context,
-    resource: &mut DynamicObject,
+    resource: &mut Draft,
     finalizer: &str,
     present: bool,
 ) -> Result<(), ReconcileError> {
@@ -52,13 +52,13 @@ async fn patch_finalizer(
 /// Patches `metadata.finalizers` to `desired` (`finalizer` was added or removed).
 async fn patch_finalizers(
     ctx: &Context,
-    resource: &mut DynamicObject,
+    resource: &mut Draft,
     finalizer: &str,
     present: bool,
     desired: Vec<String>,
 ) -> Result<(), ReconcileError> {
-    let gvk = Gvk::of(resource).map_err(crate::client::Error::from)?;
-    let key = ObjectKey::of(resource).map_err(crate::client::Error::from)?;
+    let gvk = Gvk::of(resource.get()).map_err(crate::client::Error::from)?;
+    let key = ObjectKey::of(resource.get()).map_err(crate::client::Error::from)?;
     let mut metadata = serde_json::Map::new();
     let finalizers = if desired.is_empty() {
         Value::Null

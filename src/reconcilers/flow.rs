@@ -11,7 +11,7 @@ use tracing::{Instrument, debug, debug_span};
 
 use super::nested::{owner, validate_nested};
 use super::{
-    Context, Outcome, Predicate, ReconcileError, ReconcileResult, Setup, SubReconciler,
+    Context, Draft, Outcome, Predicate, ReconcileError, ReconcileResult, Setup, SubReconciler,
     ValidationError,
 };
 
@@ -67,7 +67,7 @@ impl<R: Send + Sync + 'static> SubReconciler<R> for IfThen<R> {
         }
     }
 
-    async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, resource: &mut Draft<R>) -> Outcome {
         let span = debug_span!("if_then", name = %self.name);
         let holds = self.condition.test(ctx, resource);
         debug!(name = %self.name, condition = self.condition.description(), holds, "branching");
@@ -139,7 +139,7 @@ impl<R: Send + Sync + 'static> SubReconciler<R> for While<R> {
         validate_nested(owner, "Reconciler", self.reconciler.as_ref())
     }
 
-    async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, resource: &mut Draft<R>) -> Outcome {
         let mut aggregate = ReconcileResult::done();
         for iteration in 0.. {
             if self.max_iterations != 0 && iteration >= self.max_iterations {

@@ -15,7 +15,8 @@ use tracing::{Instrument, debug_span};
 use super::nested::{owner, validate_nested};
 use super::steps::derive_as_async;
 use super::{
-    AsyncDerive, Context, Derive, Outcome, ReconcileResult, Setup, SubReconciler, ValidationError,
+    AsyncDerive, Context, Derive, Draft, Outcome, ReconcileResult, Setup, SubReconciler,
+    ValidationError,
 };
 
 /// Where a `ForEach` loop is: the index, the number of items, and the item. Serializable
@@ -107,7 +108,7 @@ where
         validate_nested(owner, "Reconciler", self.reconciler.as_ref())
     }
 
-    async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, resource: &mut Draft<R>) -> Outcome {
         let items = match (self.items)(ctx, resource).await {
             Ok(items) => items,
             Err(error) => return Outcome::err(error),

@@ -2,8 +2,8 @@
 //! style of reconciler.io runtime (`reconciler.io/runtime/reconcilers`); each module
 //! describes where it departs from it.
 //!
-//! A sub-reconciler changes the resource in place; the root reconciler persists status
-//! changes. Results aggregate ([`ReconcileResult::aggregate`]) and errors carry markers
+//! A sub-reconciler changes the resource in place, through a [`Draft`] that copies the
+//! cached object only when first written; the root reconciler persists status changes. Results aggregate ([`ReconcileResult::aggregate`]) and errors carry markers
 //! ([`ReconcileError`]: quiet, halt, skip status update, durable).
 
 mod advice;
@@ -20,6 +20,7 @@ mod child_set;
 mod child_set_result;
 mod config;
 mod context;
+mod draft;
 mod error;
 mod events;
 pub(crate) mod failure;
@@ -61,6 +62,7 @@ pub use child_set::ChildSetReconciler;
 pub use child_set_result::{ChildSetPartialResult, ChildSetResult};
 pub use config::Config;
 pub use context::Context;
+pub use draft::Draft;
 pub use error::{Markers, ReconcileError};
 pub use finalizers::{add_finalizer, clear_finalizer};
 pub use flow::{IfThen, MaxIterationsExceeded, While};
@@ -143,7 +145,8 @@ impl From<Result<ReconcileResult, ReconcileError>> for Outcome {
 }
 
 /// A reconciler that changes `resource` in place. `R` is the resource type: a
-/// `DynamicObject`, or a duck type inside `CastResource`.
+/// `DynamicObject`, or a duck type inside `CastResource`. The resource comes as a [`Draft`]:
+/// it reads as `R`, and the first write copies it out of the cache.
 #[async_trait]
 pub trait SubReconciler<R: Send + Sync = DynamicObject>: Send + Sync {
     /// The name used in logs and validation messages.
@@ -160,5 +163,5 @@ pub trait SubReconciler<R: Send + Sync = DynamicObject>: Send + Sync {
     }
 
     /// Reconciles `resource`, changing it in place.
-    async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome;
+    async fn reconcile(&self, ctx: &Context, resource: &mut Draft<R>) -> Outcome;
 }

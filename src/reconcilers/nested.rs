@@ -5,7 +5,9 @@ use std::fmt::Display;
 
 use async_trait::async_trait;
 
-use super::{Context, Outcome, OutcomeStep, Setup, SetupStep, SubReconciler, ValidationError};
+use super::{
+    Context, Draft, Outcome, OutcomeStep, Setup, SetupStep, SubReconciler, ValidationError,
+};
 
 /// A hook that sees (and may replace) an outcome, e.g. Advice's After or TryCatch's Catch.
 pub(super) type OutcomeHook<R> = Box<dyn OutcomeStep<R>>;
@@ -32,7 +34,7 @@ where
         (**self).validate()
     }
 
-    async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, resource: &mut Draft<R>) -> Outcome {
         (**self).reconcile(ctx, resource).await
     }
 }

@@ -6,7 +6,9 @@ use kube::api::{DeleteParams, DynamicObject};
 use tracing::{debug, info};
 
 use super::events::{api_message, log_unrecorded};
-use super::{Context, ReconcileError, Setup, ValidationError, add_finalizer, clear_finalizer};
+use super::{
+    Context, Draft, ReconcileError, Setup, ValidationError, add_finalizer, clear_finalizer,
+};
 use crate::client::{self, EventType, reasons};
 use crate::object::{Gvk, ObjectKey};
 
@@ -33,7 +35,7 @@ pub trait ObjectManager: Send + Sync {
     async fn manage(
         &self,
         ctx: &Context,
-        resource: &mut DynamicObject,
+        resource: &mut Draft,
         actual: Option<&DynamicObject>,
         desired: Option<&DynamicObject>,
     ) -> Result<Option<DynamicObject>, ReconcileError>;
@@ -57,7 +59,7 @@ impl ObjectManager for std::sync::Arc<dyn ObjectManager> {
     async fn manage(
         &self,
         ctx: &Context,
-        resource: &mut DynamicObject,
+        resource: &mut Draft,
         actual: Option<&DynamicObject>,
         desired: Option<&DynamicObject>,
     ) -> Result<Option<DynamicObject>, ReconcileError> {
@@ -75,7 +77,7 @@ pub(super) fn present(actual: Option<&DynamicObject>) -> Option<&DynamicObject> 
 /// returns the desired object.
 pub(super) async fn prepare<'d>(
     ctx: &Context,
-    resource: &mut DynamicObject,
+    resource: &mut Draft,
     finalizer: &str,
     actual: Option<&DynamicObject>,
     desired: Option<&'d DynamicObject>,

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use kube::api::DynamicObject;
 
 use super::nested::{SetupHook, owner, validate_nested};
-use super::{Context, Outcome, Setup, SetupStep, SubReconciler, ValidationError};
+use super::{Context, Draft, Outcome, Setup, SetupStep, SubReconciler, ValidationError};
 
 /// Runs only its own setup (not the nested reconciler's) and delegates reconciles; with no
 /// reconciler a reconcile does nothing.
@@ -77,7 +77,7 @@ impl<R: Send + Sync + 'static> SubReconciler<R> for OverrideSetup<R> {
         }
     }
 
-    async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, resource: &mut Draft<R>) -> Outcome {
         match &self.reconciler {
             Some(reconciler) => reconciler.reconcile(ctx, resource).await,
             None => Outcome::done(),

@@ -21,7 +21,7 @@ use tracing::{Instrument, debug, info, info_span};
 
 use super::events::{api_message, log_unrecorded};
 use super::{
-    AfterReconcile, BeforeReconcile, Config, Context, Outcome, Predicate, ReconcileError,
+    AfterReconcile, BeforeReconcile, Config, Context, Draft, Outcome, Predicate, ReconcileError,
     ReconcileResult, Setup, SubReconciler, ValidationError, Watch,
 };
 use crate::client::reasons;
@@ -185,9 +185,8 @@ impl ResourceReconciler {
                 return Outcome::err(err);
             }
         };
-        // Boxed: kept across awaits, an object (480 bytes) would grow every request's future
-        // past what the allocator serves from its per-thread cache.
-        let mut resource = Box::new((*original).clone());
+        // Shared with the cache until a reconciler writes to it.
+        let mut resource = Draft::shared(original.clone());
         if let Some(skip) = &self.skip_resource
             && skip.test(ctx, &resource)
         {
@@ -196,14 +195,15 @@ impl ResourceReconciler {
         }
         if let Some(conditions) = &self.conditions
             && self.status_owned
-            && let Err(err) = conditions.manage(&mut *resource, ctx.now()).initialize()
+            && let Err(err) = conditions.manage(&mut resource, ctx.now()).initialize()
         {
             return Outcome::err(ReconcileError::from_error(err));
         }
         let outcome = self.reconcile_inner(ctx, &mut resource).await;
-        if self.skip_status_update {
+        if self.skip_status_update || !resource.is_changed() {
             return outcome;
         }
+        let mut resource = Box::new(resource.into_inner());
         sync_last_transition_times(&mut resource, &original);
         let skip_marked = outcome
             .error
@@ -221,7 +221,7 @@ impl ResourceReconciler {
     }
 
     /// Runs the sub-reconciler unless the resource is already going away.
-    async fn reconcile_inner(&self, ctx: &Context, resource: &mut DynamicObject) -> Outcome {
+    async fn reconcile_inner(&self, ctx: &Context, resource: &mut Draft) -> Outcome {
         let finalizers = resource.metadata.finalizers.as_deref().unwrap_or_default();
         if resource.metadata.deletion_timestamp.is_some() && finalizers.is_empty() {
             return Outcome::done();

@@ -8,7 +8,7 @@ use kube::api::DynamicObject;
 use tracing::{Instrument, debug_span};
 
 use super::nested::validate_nested;
-use super::{Context, Outcome, ReconcileResult, Setup, SubReconciler, ValidationError};
+use super::{Context, Draft, Outcome, ReconcileResult, Setup, SubReconciler, ValidationError};
 
 /// Calls each reconciler in order and aggregates their results; on the first error it
 /// returns that reconciler's own result with the error (earlier results are dropped).
@@ -39,7 +39,7 @@ impl<R: Send + Sync + 'static> SubReconciler<R> for Sequence<R> {
         })
     }
 
-    async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, resource: &mut Draft<R>) -> Outcome {
         let mut aggregate = ReconcileResult::done();
         for (index, reconciler) in self.reconcilers.iter().enumerate() {
             let span = debug_span!("sequence", index, reconciler = reconciler.name());

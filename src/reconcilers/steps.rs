@@ -13,7 +13,7 @@ use futures::future::BoxFuture;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
-use super::{ChildSetResult, Config, Context, Outcome, ReconcileError, SubReconciler};
+use super::{ChildSetResult, Config, Context, Draft, Outcome, ReconcileError, SubReconciler};
 use crate::client::ListOptions;
 
 /// Declares a named trait for a closure shape and implements it for every closure of it.
@@ -30,14 +30,14 @@ closure_shape! {
     /// Changes the resource in place without awaiting: `|ctx, resource| { ...; Ok(()) }`.
     /// `T` is `Result<(), ReconcileError>`, or an [`Outcome`] to also say when to reconcile
     /// again.
-    Step<R, T = Result<(), ReconcileError>>: Fn(&Context, &mut R) -> T
+    Step<R, T = Result<(), ReconcileError>>: Fn(&Context, &mut Draft<R>) -> T
 }
 
 closure_shape! {
     /// Changes the resource in place and may await:
     /// `|ctx, resource| Box::pin(async move { ...; Ok(()) })`.
     AsyncStep<R, T = Result<(), ReconcileError>>:
-        for<'a> Fn(&'a Context, &'a mut R) -> BoxFuture<'a, T>
+        for<'a> Fn(&'a Context, &'a mut Draft<R>) -> BoxFuture<'a, T>
 }
 
 closure_shape! {
@@ -56,14 +56,14 @@ closure_shape! {
 closure_shape! {
     /// Sees (and may replace) the outcome of what ran before: `Advice`'s after and
     /// `TryCatch`'s catch (`ctx`, `resource`, `outcome`).
-    OutcomeStep<R>: for<'a> Fn(&'a Context, &'a mut R, Outcome) -> BoxFuture<'a, Outcome>
+    OutcomeStep<R>: for<'a> Fn(&'a Context, &'a mut Draft<R>, Outcome) -> BoxFuture<'a, Outcome>
 }
 
 closure_shape! {
     /// Runs in place of a reconciler, calling into it as often as it likes (`Advice`'s
     /// around: `ctx`, `resource`, the reconciler).
     AroundStep<R>:
-        for<'a> Fn(&'a Context, &'a mut R, &'a dyn SubReconciler<R>) -> BoxFuture<'a, Outcome>
+        for<'a> Fn(&'a Context, &'a mut Draft<R>, &'a dyn SubReconciler<R>) -> BoxFuture<'a, Outcome>
 }
 
 closure_shape! {
@@ -78,7 +78,7 @@ closure_shape! {
     /// the reconciler's error.
     ReflectChild: Fn(
         &Context,
-        &mut DynamicObject,
+        &mut Draft,
         Option<&DynamicObject>,
         Option<&ReconcileError>,
     ) -> Result<(), ReconcileError>
@@ -86,7 +86,7 @@ closure_shape! {
 
 closure_shape! {
     /// Writes the outcome of every child of a set onto the parent (`ctx`, `parent`, `result`).
-    ReflectChildren: Fn(&Context, &mut DynamicObject, &ChildSetResult) -> Result<(), ReconcileError>
+    ReflectChildren: Fn(&Context, &mut Draft, &ChildSetResult) -> Result<(), ReconcileError>
 }
 
 closure_shape! {
@@ -139,10 +139,12 @@ where
     R: 'static,
     T: Send + 'static,
 {
-    Box::new(move |ctx: &Context, resource: &mut R| -> BoxFuture<'_, T> {
-        let done = step(ctx, resource);
-        Box::pin(async move { done })
-    })
+    Box::new(
+        move |ctx: &Context, resource: &mut Draft<R>| -> BoxFuture<'_, T> {
+            let done = step(ctx, resource);
+            Box::pin(async move { done })
+        },
+    )
 }
 
 /// A plain derivation as an async one (what reconcilers store), its result ready at once.

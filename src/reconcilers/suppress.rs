@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use tracing::{Instrument, debug, debug_span, info, warn};
 
 use super::nested::{owner, validate_nested};
-use super::{Context, Outcome, ReconcileError, Setup, SubReconciler, ValidationError};
+use super::{Context, Draft, Outcome, ReconcileError, Setup, SubReconciler, ValidationError};
 use crate::client::ListOptions;
 use crate::object::Gvk;
 
@@ -157,7 +157,7 @@ impl SubReconciler<DynamicObject> for SuppressTransientErrors {
         validate_nested(owner, "Reconciler", self.reconciler.as_ref())
     }
 
-    async fn reconcile(&self, ctx: &Context, resource: &mut DynamicObject) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, resource: &mut Draft) -> Outcome {
         let span = debug_span!("suppress_transient_errors", name = %self.name);
         let outcome = self
             .reconciler

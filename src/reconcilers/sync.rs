@@ -9,7 +9,7 @@ use tracing::debug;
 use super::nested::SetupHook;
 use super::steps::step_as_async;
 use super::{
-    AsyncStep, Context, Outcome, ReconcileError, ReconcileResult, Setup, SetupStep, Step,
+    AsyncStep, Context, Draft, Outcome, ReconcileError, ReconcileResult, Setup, SetupStep, Step,
     SubReconciler, ValidationError,
 };
 use crate::client::Ducked;
@@ -54,7 +54,7 @@ fn with_done_result<R: Send + 'static>(
     step: impl AsyncStep<R, Result<(), ReconcileError>>,
 ) -> StoredStep<R> {
     Box::new(
-        move |ctx: &Context, resource: &mut R| -> BoxFuture<'_, Outcome> {
+        move |ctx: &Context, resource: &mut Draft<R>| -> BoxFuture<'_, Outcome> {
             let step = step(ctx, resource);
             Box::pin(async move { Outcome::from(step.await.map(|()| ReconcileResult::done())) })
         },
@@ -147,7 +147,7 @@ impl<R: HasMetadata + Send + Sync + 'static> SubReconciler<R> for SyncReconciler
         self.setup.as_ref().map_or(Ok(()), |declare| declare(setup))
     }
 
-    async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, resource: &mut Draft<R>) -> Outcome {
         let terminating = resource.is_terminating();
         let mut result = ReconcileResult::done();
         if !terminating || self.sync_during_finalization {

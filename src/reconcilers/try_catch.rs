@@ -8,7 +8,7 @@ use kube::api::DynamicObject;
 use tracing::{Instrument, debug_span};
 
 use super::nested::{OutcomeHook, owner, validate_nested};
-use super::{Context, Outcome, OutcomeStep, Setup, SubReconciler, ValidationError};
+use super::{Context, Draft, Outcome, OutcomeStep, Setup, SubReconciler, ValidationError};
 
 /// Calls `try`, hands its outcome to `catch` (which may replace it), then calls `finally`,
 /// whose error (if any) overrides; the results of try/catch and finally are aggregated.
@@ -70,7 +70,7 @@ impl<R: Send + Sync + 'static> SubReconciler<R> for TryCatch<R> {
         }
     }
 
-    async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, resource: &mut Draft<R>) -> Outcome {
         let span = debug_span!("try_catch", name = %self.name);
         async {
             let mut outcome = self.try_.reconcile(ctx, resource).await;

@@ -22,7 +22,8 @@ use tracing::{debug, info};
 
 use super::object_manager::{Write, prepare, present, record, report_write, track};
 use super::{
-    Context, Harmonize, Merge, ObjectManager, ReconcileError, Sanitize, Setup, ValidationError,
+    Context, Draft, Harmonize, Merge, ObjectManager, ReconcileError, Sanitize, Setup,
+    ValidationError,
 };
 use crate::object::Gvk;
 
@@ -155,7 +156,7 @@ impl ObjectManager for UpdatingObjectManager {
     async fn manage(
         &self,
         ctx: &Context,
-        resource: &mut DynamicObject,
+        resource: &mut Draft,
         actual: Option<&DynamicObject>,
         desired: Option<&DynamicObject>,
     ) -> Result<Option<DynamicObject>, ReconcileError> {
@@ -189,7 +190,7 @@ impl UpdatingObjectManager {
     async fn create(
         &self,
         ctx: &Context,
-        resource: &mut DynamicObject,
+        resource: &mut Draft,
         desired: &DynamicObject,
     ) -> Result<DynamicObject, ReconcileError> {
         info!(manager = %self.name, child = %self.loggable(desired), "creating child");
@@ -208,7 +209,7 @@ impl UpdatingObjectManager {
     fn merge<'d>(
         &self,
         ctx: &Context,
-        resource: &mut DynamicObject,
+        resource: &mut Draft,
         actual: &DynamicObject,
         desired: &'d DynamicObject,
     ) -> Result<Merged<'d>, ReconcileError> {
@@ -234,7 +235,7 @@ impl UpdatingObjectManager {
     async fn update(
         &self,
         ctx: &Context,
-        resource: &mut DynamicObject,
+        resource: &mut Draft,
         merged: Merged<'_>,
     ) -> Result<DynamicObject, ReconcileError> {
         let Merged { current, desired } = merged;

@@ -12,7 +12,7 @@ use kube::api::DynamicObject;
 use tracing::{Instrument, debug_span};
 
 use super::nested::{owner, validate_nested};
-use super::{Context, Outcome, SelectConfig, Setup, SubReconciler, ValidationError};
+use super::{Context, Draft, Outcome, SelectConfig, Setup, SubReconciler, ValidationError};
 
 /// Runs the nested reconciler with the config `config` derives from the current one; the
 /// original config (used for writes on the reconciled resource) does not change.
@@ -64,7 +64,7 @@ impl<R: Send + Sync + 'static> SubReconciler<R> for WithConfig<R> {
         validate_nested(owner, "Reconciler", self.reconciler.as_ref())
     }
 
-    async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, resource: &mut Draft<R>) -> Outcome {
         let config = match (self.config)(Some(ctx), ctx.config()) {
             Ok(config) => config,
             Err(error) => return Outcome::err(error),

@@ -10,7 +10,7 @@ use tracing::{Instrument, debug, debug_span};
 
 use super::nested::{owner, validate_nested};
 use super::{
-    Context, Outcome, Predicate, Setup, SubReconciler, ValidationError, add_finalizer,
+    Context, Draft, Outcome, Predicate, Setup, SubReconciler, ValidationError, add_finalizer,
     clear_finalizer,
 };
 
@@ -72,7 +72,7 @@ impl SubReconciler<DynamicObject> for WithFinalizer {
         validate_nested(owner, "Reconciler", self.reconciler.as_ref())
     }
 
-    async fn reconcile(&self, ctx: &Context, resource: &mut DynamicObject) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, resource: &mut Draft) -> Outcome {
         let span = debug_span!("with_finalizer", name = %self.name, finalizer = %self.finalizer);
         async {
             let terminating = resource.metadata.deletion_timestamp.is_some();

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use kube::api::DynamicObject;
 
-use crate::reconcilers::{Context, ObjectManager, Outcome, SubReconciler, ValidationError};
+use crate::reconcilers::{Context, Draft, ObjectManager, Outcome, SubReconciler, ValidationError};
 
 /// The stash key of the actual object the harness passes to the manager (absent: none).
 pub const OBJECT_MANAGER_ACTUAL: &str = "dynrec.io/object-manager-harness-actual";
@@ -37,7 +37,7 @@ impl<M: ObjectManager> SubReconciler for ObjectManagerHarness<M> {
         self.manager.validate()
     }
 
-    async fn reconcile(&self, ctx: &Context, resource: &mut DynamicObject) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, resource: &mut Draft) -> Outcome {
         let actual: Option<DynamicObject> = ctx.stash().retrieve(OBJECT_MANAGER_ACTUAL);
         let desired: Option<DynamicObject> = ctx.stash().retrieve(OBJECT_MANAGER_DESIRED);
         let managed = self

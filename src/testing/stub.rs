@@ -5,7 +5,7 @@ use kube::api::{DeleteParams, DynamicObject};
 use serde_json::Value;
 
 use crate::object::{Gvk, ObjectKey};
-use crate::reconcilers::{Context, ObjectManager, ReconcileError};
+use crate::reconcilers::{Context, Draft, ObjectManager, ReconcileError};
 
 /// Deletes, creates, or copies the desired content onto the actual object and updates it
 /// when that changed something (reconciler.io's `testing.StubObjectManager`).
@@ -21,7 +21,7 @@ impl ObjectManager for StubObjectManager {
     async fn manage(
         &self,
         ctx: &Context,
-        _resource: &mut DynamicObject,
+        _resource: &mut Draft,
         actual: Option<&DynamicObject>,
         desired: Option<&DynamicObject>,
     ) -> Result<Option<DynamicObject>, ReconcileError> {

@@ -14,7 +14,7 @@ use super::case::{
 use super::config::ExpectConfig;
 use super::diff::{Compare, diff, normalized, pretty};
 use crate::object::{Gvk, ObjectKey};
-use crate::reconcilers::{Config, Context, Outcome, ReconcileResult, SubReconciler};
+use crate::reconcilers::{Config, Context, Draft, Outcome, ReconcileResult, SubReconciler};
 
 /// Checks the resource and outcome of a sub-reconcile beyond the expectations.
 pub type VerifyResource = Box<dyn Fn(&DynamicObject, &Outcome) -> Result<(), String> + Send + Sync>;
@@ -192,7 +192,7 @@ impl SubReconcilerTestCase {
     /// Validates and runs `reconciler` on a started case, then checks every expectation.
     async fn exercise(&self, started: Started, reconciler: &dyn SubReconciler) -> Vec<String> {
         let Started {
-            mut resource,
+            resource,
             configs,
             config,
             ctx,
@@ -200,6 +200,7 @@ impl SubReconcilerTestCase {
         if let Err(err) = reconciler.validate() {
             return vec![format!("invalid reconciler: {err}")];
         }
+        let mut resource = Draft::new(resource);
         let reconcile = AssertUnwindSafe(reconciler.reconcile(&ctx, &mut resource)).catch_unwind();
         let Ok(caught) = tokio::time::timeout(DEADLINE, reconcile).await else {
             return vec![format!("reconcile did not finish within {DEADLINE:?}")];

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::request::{self, AdmissionResponseHandle, HttpRequestInfo};
 use crate::object::{Gvk, ObjectKey};
-use crate::reconcilers::{Config, Context, SubReconciler, ValidationError};
+use crate::reconcilers::{Config, Context, Draft, SubReconciler, ValidationError};
 
 /// Called with the context and the response before the reconcile (`BeforeHandle`) or
 /// after it (`AfterHandle`); the admission request is in the context
@@ -158,13 +158,14 @@ impl AdmissionWebhookAdapter {
             Operation::Delete => decoded.old_object,
             _ => decoded.object,
         };
-        let Some(mut resource) = object else {
+        let Some(resource) = object else {
             return Err(format!(
                 "the {:?} request has no object to reconcile",
                 decoded.operation
             ));
         };
         let original = serde_json::to_value(&resource).map_err(|err| err.to_string())?;
+        let mut resource = Draft::new(resource);
         let outcome = self.reconciler.reconcile(ctx, &mut resource).await;
         if let Some(err) = outcome.error {
             if !err.is_quiet() {
@@ -172,7 +173,7 @@ impl AdmissionWebhookAdapter {
             }
             return Err(err.to_string());
         }
-        let mutated = serde_json::to_value(&resource).map_err(|err| err.to_string())?;
+        let mutated = serde_json::to_value(resource.get()).map_err(|err| err.to_string())?;
         if handle.get().patch.is_none() && original != mutated {
             let patch = json_patch::diff(&original, &mutated);
             tracing::info!(webhook = %self.name, uid = %decoded.uid, ?patch, "mutating resource");

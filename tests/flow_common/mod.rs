@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use dynrec::object::Gvk;
-use dynrec::reconcilers::{Context, Outcome, Setup, SubReconciler, ValidationError, Watch};
+use dynrec::reconcilers::{Context, Draft, Outcome, Setup, SubReconciler, ValidationError, Watch};
 use jiff::Timestamp;
 use kube::api::DynamicObject;
 
@@ -16,7 +16,7 @@ pub fn now() -> Timestamp {
     "2024-01-01T00:00:00Z".parse().unwrap()
 }
 
-type SyncBody<R> = dyn Fn(&Context, &mut R) -> Outcome + Send + Sync;
+type SyncBody<R> = dyn Fn(&Context, &mut Draft<R>) -> Outcome + Send + Sync;
 
 /// A reconciler made from a synchronous closure; it can be made invalid and can declare a
 /// watch, to test how composites validate and set up their children.
@@ -29,7 +29,7 @@ pub struct TestReconciler<R = DynamicObject> {
 
 impl<R> TestReconciler<R> {
     /// A reconciler running `body`.
-    pub fn new(body: impl Fn(&Context, &mut R) -> Outcome + Send + Sync + 'static) -> Self {
+    pub fn new(body: impl Fn(&Context, &mut Draft<R>) -> Outcome + Send + Sync + 'static) -> Self {
         Self {
             name: "TestReconciler".into(),
             body: Arc::new(body),
@@ -71,7 +71,7 @@ impl<R: Send + Sync> SubReconciler<R> for TestReconciler<R> {
         }
     }
 
-    async fn reconcile(&self, ctx: &Context, resource: &mut R) -> Outcome {
+    async fn reconcile(&self, ctx: &Context, resource: &mut Draft<R>) -> Outcome {
         (self.body)(ctx, resource)
     }
 }
