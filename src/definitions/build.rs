@@ -573,19 +573,31 @@ fn sync_reconciler(plan: Arc<SyncPlan>, shared: Arc<Shared>) -> SyncReconciler {
                 .status
                 .evaluate(&b, ctx.now())
                 .map_err(ReconcileError::from_error)?;
-            let target = parent
-                .data
-                .as_object_mut()
-                .map(|o| o.entry("status").or_insert(json!({})));
-            match target {
-                Some(target) => merge_into(target, status),
-                None => return Err(ReconcileError::msg("the parent is not an object")),
+            if !parent.data.is_object() {
+                return Err(ReconcileError::msg("the parent is not an object"));
+            }
+            // Compared first: writing through the draft copies the parent.
+            if merge_changes(parent.data.get("status"), &status)
+                && let Some(fields) = parent.data.as_object_mut()
+            {
+                merge_into(fields.entry("status").or_insert(json!({})), status);
             }
             shared.mark_true(ctx, parent, &plan.condition, "Synced", "");
             Ok(())
         })
     })
     .named(name)
+}
+
+/// Whether merging `from` into `into` (absent: a new field) would change anything.
+fn merge_changes(into: Option<&Value>, from: &Value) -> bool {
+    match (into, from) {
+        (Some(Value::Object(into)), Value::Object(from)) => from
+            .iter()
+            .any(|(key, value)| merge_changes(into.get(key), value)),
+        (Some(into), from) => into != from,
+        (None, _) => true,
+    }
 }
 
 /// Merges `from` into `into`: maps field by field, anything else replaced.
@@ -750,5 +762,32 @@ impl SubReconciler for PruneRemovedSteps {
             }
         }
         Outcome::done()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_changes_tells_whether_merging_would_change_the_status() {
+        let cases = [
+            (json!({"a": 1, "b": {"c": 2}}), json!({"b": {"c": 2}})),
+            (json!({"a": 1, "b": {"c": 2}}), json!({"b": {"c": 3}})),
+            (json!({"a": 1}), json!({"b": null})),
+            (json!({"a": {"x": 1}}), json!({"a": 5})),
+            (json!({"a": [1, 2]}), json!({"a": [1, 2]})),
+            (json!({}), json!({})),
+        ];
+        for (current, from) in cases {
+            let mut merged = current.clone();
+            merge_into(&mut merged, from.clone());
+            assert_eq!(
+                merge_changes(Some(&current), &from),
+                merged != current,
+                "{current} <- {from}"
+            );
+        }
+        assert!(merge_changes(None, &json!({})), "a missing status is added");
     }
 }

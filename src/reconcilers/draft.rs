@@ -192,4 +192,44 @@ mod tests {
         assert_eq!(Arc::as_ptr(&draft.object), before);
         assert!(draft.is_changed());
     }
+
+    fn widget() -> Arc<DynamicObject> {
+        let widget = serde_json::json!({
+            "metadata": {"name": "w", "generation": 2},
+            "status": {"observedGeneration": 2, "conditions": [{"type": "Ready", "status": "True",
+                "reason": "Ready", "message": "", "lastTransitionTime": "2024-01-01T00:00:00Z"}]}
+        });
+        Arc::new(serde_json::from_value(widget).unwrap())
+    }
+
+    #[test]
+    fn conditions_and_generation_as_they_are_copy_nothing() {
+        let cached = widget();
+        let mut draft = Draft::shared(cached.clone());
+        let now = Timestamp::now();
+        let ready = Condition {
+            reason: Some("Ready".into()),
+            ..Condition::new("Ready", "True")
+        };
+        assert!(!draft.set_condition(ready, now).unwrap());
+        draft.observe_generation().unwrap();
+        assert!(!draft.is_changed());
+        assert!(Arc::ptr_eq(&draft.object, &cached));
+    }
+
+    #[test]
+    fn a_changed_condition_or_generation_copies_and_leaves_the_cache_alone() {
+        let cached = widget();
+        let mut draft = Draft::shared(cached.clone());
+        assert!(draft.set_condition(Condition::new("Ready", "False"), Timestamp::now()).unwrap());
+        assert!(draft.is_changed());
+        assert_eq!(draft.condition("Ready").unwrap().unwrap().status, "False");
+        assert_eq!(cached.condition("Ready").unwrap().unwrap().status, "True");
+
+        let mut draft = Draft::shared(cached.clone());
+        draft.set_observed_generation(3).unwrap();
+        assert!(draft.is_changed());
+        assert_eq!(draft.observed_generation().unwrap(), Some(3));
+        assert_eq!(cached.observed_generation().unwrap(), Some(2));
+    }
 }
