@@ -231,22 +231,40 @@ fn with_segments<T>(
     path: &str,
     walk: impl FnOnce(&[&str]) -> Result<T, PathError>,
 ) -> Result<T, PathError> {
-    if let Some(plain) = plain_segments(path) {
-        return walk(&plain);
+    if let Some(body) = plain_body(path) {
+        return with_plain_segments(body, walk);
     }
     let parsed = FieldPath::parse(path)?;
     let segments: Vec<&str> = parsed.segments.iter().map(String::as_str).collect();
     walk(&segments)
 }
 
-/// The segments of a plain dotted path, split as [`FieldPath::parse`] would split them.
-fn plain_segments(path: &str) -> Option<Vec<&str>> {
+/// Segments a plain path holds without allocating (`status.conditions` has two).
+const INLINE_SEGMENTS: usize = 8;
+
+/// The body of a plain dotted path (no pointer, no brackets, no empty segment), which
+/// splits at its dots as [`FieldPath::parse`] would split it.
+fn plain_body(path: &str) -> Option<&str> {
     if path.starts_with('/') || path.contains(['[', ']']) {
         return None;
     }
     let body = path.strip_prefix('.').unwrap_or(path);
-    let segments: Vec<&str> = body.split('.').collect();
-    segments.iter().all(|s| !s.is_empty()).then_some(segments)
+    body.split('.').all(|s| !s.is_empty()).then_some(body)
+}
+
+/// Walks the segments of a plain path's body, kept on the stack when there are few.
+fn with_plain_segments<T>(body: &str, walk: impl FnOnce(&[&str]) -> T) -> T {
+    let mut inline = [""; INLINE_SEGMENTS];
+    let mut count = 0;
+    for segment in body.split('.') {
+        if count == INLINE_SEGMENTS {
+            let segments: Vec<&str> = body.split('.').collect();
+            return walk(&segments);
+        }
+        inline[count] = segment;
+        count += 1;
+    }
+    walk(&inline[..count])
 }
 
 fn lookup<'v>(root: &'v Value, path: &[&str]) -> Result<Option<&'v Value>, PathError> {
@@ -471,6 +489,21 @@ fn with_body_segments<T>(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_plain_path_deeper_than_the_inline_segments_is_walked_too() {
+        let keys: Vec<String> = (0..INLINE_SEGMENTS + 2).map(|i| format!("k{i}")).collect();
+        let path = keys.join(".");
+        let mut doc = Value::Null;
+        doc.set_field(&path, 7).unwrap();
+        assert_eq!(
+            doc.pointer(&format!("/{}", keys.join("/"))),
+            Some(&json!(7))
+        );
+        assert_eq!(doc.field(&path).unwrap(), Some(&json!(7)));
+        let short = keys[..INLINE_SEGMENTS].join(".");
+        assert!(doc.field(&short).unwrap().is_some_and(Value::is_object));
+    }
 
     #[test]
     fn parses_dotted_bracketed_and_pointer_paths() {

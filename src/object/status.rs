@@ -170,25 +170,27 @@ pub struct ConditionFields<'a> {
 }
 
 impl<'a> ConditionFields<'a> {
-    /// Reads a stored condition in place; `None` when a field is not of its type.
+    /// Reads a stored condition in place; `None` when a field is not of its type. One pass
+    /// over its few fields, hashing none of them.
     fn read(stored: &'a Value) -> Option<Self> {
-        let text = |field: &str| match stored.get(field) {
-            None | Some(Value::Null) => Some(None),
-            Some(Value::String(text)) => Some(Some(Cow::Borrowed(text.as_str()))),
-            Some(_) => None,
-        };
-        match stored.get("lastTransitionTime") {
-            None | Some(Value::Null) => {}
-            Some(time) => drop(time.as_str()?.parse::<Timestamp>().ok()?),
+        let text = |value: &'a Value| value.as_str().map(Cow::Borrowed);
+        let (mut status, mut reason, mut message, mut observed_generation) =
+            (None, None, None, None);
+        for (key, value) in stored.as_object()? {
+            match (key.as_str(), value) {
+                (_, Value::Null) => {}
+                ("status", value) => status = Some(text(value)?),
+                ("reason", value) => reason = Some(text(value)?),
+                ("message", value) => message = Some(text(value)?),
+                ("observedGeneration", number) => observed_generation = Some(number.as_i64()?),
+                ("lastTransitionTime", time) => drop(time.as_str()?.parse::<Timestamp>().ok()?),
+                _ => {}
+            }
         }
-        let observed_generation = match stored.get("observedGeneration") {
-            None | Some(Value::Null) => None,
-            Some(number) => Some(number.as_i64()?),
-        };
         Some(ConditionFields {
-            status: Cow::Borrowed(stored.get("status")?.as_str()?),
-            reason: text("reason")?,
-            message: text("message")?,
+            status: status?,
+            reason,
+            message,
             observed_generation,
         })
     }
@@ -287,9 +289,11 @@ fn stored_conditions_mut(object: &mut DynamicObject) -> Result<&mut Vec<Value>, 
         })
 }
 
-/// The `type` of a stored condition.
+/// The `type` of a stored condition (found by comparing keys: a condition has a handful, and
+/// `type` usually comes first).
 fn type_of(condition: &Value) -> Option<&str> {
-    condition.get("type").and_then(Value::as_str)
+    let mut fields = condition.as_object()?.iter();
+    fields.find(|(key, _)| *key == "type")?.1.as_str()
 }
 
 /// A condition that cannot be encoded or decoded, at `status.conditions`.

@@ -221,7 +221,11 @@ mod tests {
     fn a_changed_condition_or_generation_copies_and_leaves_the_cache_alone() {
         let cached = widget();
         let mut draft = Draft::shared(cached.clone());
-        assert!(draft.set_condition(Condition::new("Ready", "False"), Timestamp::now()).unwrap());
+        assert!(
+            draft
+                .set_condition(Condition::new("Ready", "False"), Timestamp::now())
+                .unwrap()
+        );
         assert!(draft.is_changed());
         assert_eq!(draft.condition("Ready").unwrap().unwrap().status, "False");
         assert_eq!(cached.condition("Ready").unwrap().unwrap().status, "True");
