@@ -529,3 +529,46 @@ async fn resource_reconciler() {
     .await;
     lifecycle.assert_complete();
 }
+
+/// A sub-reconciler writes to the reconcile's own copy of the resource (its `Draft`): the
+/// object the shared cache holds, which every other reconcile reads, never shows the write;
+/// only the status the root writes reaches the server and, through the watch, the cache.
+#[tokio::test]
+async fn writes_during_a_reconcile_never_reach_the_cached_object() {
+    let server = dynrec::apiserver::ApiServer::new();
+    let client = dynrec::client::Client::new(server.client());
+    let crd = dynrec::testing::crd(GROUP, "TestResource", "testresources");
+    client.create(&crd).await.expect("the CRD");
+    let namespace = TestObject::new("v1", "Namespace", NAMESPACE).build();
+    client.create(&namespace).await.expect("the namespace");
+    client
+        .create(&resource().build())
+        .await
+        .expect("the resource");
+    let cache = client.cache(&gvk()).await.expect("a cache");
+    assert!(cache.wait_until_ready().await);
+    let read_before = client.get(&gvk(), &request()).await.expect("cached");
+    let scribble = SyncReconciler::new(|_ctx, resource: &mut Draft| {
+        resource.data["spec"]["scratch"] = json!("never persisted");
+        resource.data["status"]["fields"] = json!({"seen": "yes"});
+        Ok(())
+    });
+    let root = ResourceReconciler::new(gvk(), scribble, Config::new(client.clone(), "test"));
+    let outcome = root.reconcile(&request()).await;
+    assert!(outcome.is_ok(), "{:?}", outcome.error);
+    assert_eq!(read_before.data["spec"], json!({"fields": {}}));
+    assert!(read_before.data["status"].is_null(), "{}", read_before.data);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let cached = loop {
+        let cached = client.get(&gvk(), &request()).await.expect("cached");
+        if cached.data["status"]["fields"]["seen"] == "yes" {
+            break cached;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the status write never reached the cache"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(cached.data["spec"], json!({"fields": {}}));
+}
