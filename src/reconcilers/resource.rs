@@ -203,6 +203,8 @@ impl ResourceReconciler {
         if self.skip_status_update || !resource.is_changed() {
             return outcome;
         }
+        // The draft was written, so it holds its own copy. Boxed: kept across the status
+        // write's await, an object (480 bytes) would grow every request's future.
         let mut resource = Box::new(resource.into_inner());
         sync_last_transition_times(&mut resource, &original);
         let skip_marked = outcome
