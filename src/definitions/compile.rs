@@ -88,13 +88,13 @@ pub struct RefPlan {
 /// A compiled step.
 #[derive(Debug)]
 pub enum Plan {
-    /// See [`ChildPlan`].
+    /// A child step (`ChildPlan`).
     Child(Arc<ChildPlan>),
-    /// See [`ChildSetPlan`].
+    /// A child-set step (`ChildSetPlan`).
     ChildSet(Arc<ChildSetPlan>),
-    /// See [`SyncPlan`].
+    /// A sync step (`SyncPlan`).
     Sync(Arc<SyncPlan>),
-    /// See [`RefPlan`].
+    /// A ref step (`RefPlan`).
     Ref(Arc<RefPlan>),
     /// Steps under a condition.
     If {

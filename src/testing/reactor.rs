@@ -84,7 +84,7 @@ pub struct InduceFailure {
     error: Option<ApiStatus>,
 }
 
-/// Fails every `verb` request on `kind` with a 500 "inducing failure for <verb> <kind>".
+/// Fails every `verb` request on `kind` with a 500 `"inducing failure for <verb> <kind>"`.
 pub fn induce_failure(verb: &str, kind: &str) -> InduceFailure {
     InduceFailure {
         verb: verb.into(),
