@@ -1,6 +1,8 @@
 //! `AdmissionWebhookAdapter`: a sub-reconciler as an admission webhook.
 
 use jiff::Timestamp;
+use std::sync::Arc;
+
 use kube::api::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use serde_json::Value;
@@ -164,8 +166,8 @@ impl AdmissionWebhookAdapter {
                 decoded.operation
             ));
         };
-        let original = serde_json::to_value(&resource).map_err(|err| err.to_string())?;
-        let mut resource = Draft::new(resource);
+        let original = Arc::new(resource);
+        let mut resource = Draft::shared(original.clone());
         let outcome = self.reconciler.reconcile(ctx, &mut resource).await;
         if let Some(err) = outcome.error {
             if !err.is_quiet() {
@@ -173,8 +175,13 @@ impl AdmissionWebhookAdapter {
             }
             return Err(err.to_string());
         }
-        let mutated = serde_json::to_value(resource.get()).map_err(|err| err.to_string())?;
-        if handle.get().patch.is_none() && original != mutated {
+        // A reconcile that wrote nothing (a validating one) has nothing to diff.
+        if !resource.is_changed() || handle.get().patch.is_some() {
+            return Ok(());
+        }
+        let json = |object: &DynamicObject| serde_json::to_value(object).map_err(|e| e.to_string());
+        let (original, mutated) = (json(&original)?, json(resource.get())?);
+        if original != mutated {
             let patch = json_patch::diff(&original, &mutated);
             tracing::info!(webhook = %self.name, uid = %decoded.uid, ?patch, "mutating resource");
             let patched = handle
