@@ -12,9 +12,14 @@
 
 mod harness_common;
 
-use dynrec::client::reasons;
-use dynrec::object::Gvk;
-use dynrec::reconcilers::{SubReconciler, UpdatingObjectManager};
+use std::sync::Arc;
+
+use dynrec::apiserver::ApiServer;
+use dynrec::client::{Client, reasons};
+use dynrec::object::{Gvk, ObjectKey};
+use dynrec::reconcilers::{
+    Config, Context, Draft, ObjectManager, SubReconciler, UpdatingObjectManager,
+};
 use dynrec::testing::{
     DeleteRef, Event, OBJECT_MANAGER_ACTUAL, OBJECT_MANAGER_DESIRED, OBJECT_MANAGER_RESULT,
     ObjectManagerHarness, PatchRef, StashedValue, SubReconcilerTestCase, TestObject, TrackRequest,
@@ -407,4 +412,44 @@ async fn updating_object_manager() {
         ),
     ])
     .await;
+}
+
+/// With a merge that writes only what differs, a child in sync comes back as the very
+/// object passed in (not a copy) and nothing is sent; a drifted one is updated, and the
+/// object passed in stays as it was.
+#[tokio::test]
+async fn a_compare_first_merge_hands_back_a_child_in_sync_uncopied() {
+    let server = ApiServer::new();
+    let client = Client::new(server.client());
+    let ctx = Context::new(
+        ObjectKey::namespaced("default", "parent"),
+        config_map_gvk(),
+        Config::new(client, "test"),
+        jiff::Timestamp::now(),
+    );
+    // The harness's namespace does not exist on a bare server; `default` does.
+    let in_default = |name: &str| TestObject::new("v1", "ConfigMap", name).namespace("default");
+    let mut parent = Draft::new(in_default("parent").build());
+    let manager = UpdatingObjectManager::new(config_map_gvk(), |current, desired| {
+        if current.data["data"] != desired.data["data"] {
+            current.data["data"] = desired.data["data"].clone();
+        }
+    });
+    let wanted = |data: Value| in_default(NAME).field("data", data).build();
+    let mut manage = async |actual: Option<&Arc<DynamicObject>>, data: Value| {
+        let wanted = wanted(data);
+        let managed = manager.manage(&ctx, &mut parent, actual, Some(&wanted));
+        managed.await.expect("managed").expect("a child")
+    };
+    let updates = || server.request_count("update", "", "configmaps");
+
+    let created = manage(None, json!({"a": "1"})).await;
+    let in_sync = manage(Some(&created), json!({"a": "1"})).await;
+    assert!(Arc::ptr_eq(&in_sync, &created), "the actual child, shared");
+    assert_eq!(updates(), 0);
+
+    let updated = manage(Some(&created), json!({"a": "2"})).await;
+    assert_eq!(updated.data["data"], json!({"a": "2"}));
+    assert_eq!(created.data["data"], json!({"a": "1"}), "left as it was");
+    assert_eq!(updates(), 1);
 }

@@ -50,8 +50,12 @@ fn dynrec_reconciler(config: &Config) -> ResourceReconciler {
             Ok(())
         },
     )
+    // Written compare-first, as the typed reconcile compares before it copies: a child in
+    // sync is then neither copied nor compared as a whole.
     .merge_before_update(|current, desired| {
-        current.data["data"] = desired.data["data"].clone();
+        if current.data["data"] != desired.data["data"] {
+            current.data["data"] = desired.data["data"].clone();
+        }
     });
     ResourceReconciler::new(widget_gvk(), child, config.clone())
         .conditions(ConditionSet::living(&[]))

@@ -57,7 +57,9 @@ fn list_namespaces() -> impl SubReconciler {
 /// The singleton's root reconciler.
 pub fn reconciler(config: &Config) -> AggregateReconciler {
     let manager = UpdatingObjectManager::new(config_map_gvk(), |current, desired| {
-        current.data["data"] = desired.data["data"].clone();
+        if current.data["data"] != desired.data["data"] {
+            current.data["data"] = desired.data["data"].clone();
+        }
     });
     AggregateReconciler::new(config_map_gvk(), summary_key(), manager, config.clone())
         .reconciler(list_namespaces())

@@ -33,9 +33,14 @@ pub fn reconciler(config: &Config) -> ResourceReconciler {
             Ok(())
         },
     )
+    // Writes only what differs: a ConfigMap in sync is then neither copied nor compared.
     .merge_before_update(|current, desired| {
-        current.metadata.labels = desired.metadata.labels.clone();
-        current.data["data"] = desired.data["data"].clone();
+        if current.metadata.labels != desired.metadata.labels {
+            current.metadata.labels = desired.metadata.labels.clone();
+        }
+        if current.data["data"] != desired.data["data"] {
+            current.data["data"] = desired.data["data"].clone();
+        }
     });
     ResourceReconciler::new(widget_gvk(), config_map, config.clone())
         .conditions(ConditionSet::living(&[READY]))

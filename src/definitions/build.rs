@@ -4,7 +4,7 @@
 //! and `WithFinalizer` for flow, and a last step that deletes the children of steps the
 //! definition no longer has. Values flow between steps through the request's stash.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -470,8 +470,13 @@ fn object_manager(plan: &ChildPlan, shared: &Shared) -> Arc<dyn ObjectManager> {
 }
 
 /// Copies what a template sets onto the current object: its labels and annotations (added
-/// to the current ones) and every top-level field but metadata and status.
-fn merge_template(current: &mut DynamicObject, desired: &DynamicObject) {
+/// to the current ones) and every top-level field but metadata and status. An object that
+/// already holds all of it is left as it is (not copied).
+fn merge_template(current: &mut Draft, desired: &DynamicObject) {
+    if holds_template(current, desired) {
+        return;
+    }
+    let current = current.to_mut();
     for (from, to) in [
         (&desired.metadata.labels, &mut current.metadata.labels),
         (
@@ -491,6 +496,26 @@ fn merge_template(current: &mut DynamicObject, desired: &DynamicObject) {
             }
         }
     }
+}
+
+/// Whether merging the template `desired` into `current` would change nothing.
+fn holds_template(current: &DynamicObject, desired: &DynamicObject) -> bool {
+    let contains = |to: &Option<BTreeMap<String, String>>,
+                    from: &Option<BTreeMap<String, String>>| {
+        from.iter()
+            .flatten()
+            .all(|(k, v)| to.as_ref().and_then(|to| to.get(k)) == Some(v))
+    };
+    let fields_hold = match (&current.data, &desired.data) {
+        (Value::Object(current), Value::Object(desired)) => desired
+            .iter()
+            .filter(|(key, _)| *key != "status")
+            .all(|(key, value)| current.get(key) == Some(value)),
+        _ => true,
+    };
+    fields_hold
+        && contains(&current.metadata.labels, &desired.metadata.labels)
+        && contains(&current.metadata.annotations, &desired.metadata.annotations)
 }
 
 /// Names are identity: a child whose desired name differs from the existing one is created
@@ -516,9 +541,9 @@ impl<M: ObjectManager> ObjectManager for Renaming<M> {
         &self,
         ctx: &Context,
         resource: &mut Draft,
-        actual: Option<&DynamicObject>,
+        actual: Option<&Arc<DynamicObject>>,
         desired: Option<&DynamicObject>,
-    ) -> Result<Option<DynamicObject>, ReconcileError> {
+    ) -> Result<Option<Arc<DynamicObject>>, ReconcileError> {
         if let (Some(old), Some(new)) = (actual, desired)
             && old.metadata.name != new.metadata.name
         {

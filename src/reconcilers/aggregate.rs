@@ -128,12 +128,12 @@ impl AggregateReconciler {
             Ok(desired) => desired,
             Err(err) => return Outcome::err(err),
         };
-        // The resource is its own actual object: a copy as it was before the manager ran.
+        // The resource is its own actual object, as it was before the manager ran.
         let actual = resource
             .metadata
             .creation_timestamp
             .is_some()
-            .then(|| DynamicObject::clone(&resource));
+            .then(|| resource.snapshot());
         let managed = self
             .object_manager
             .manage(&ctx, &mut resource, actual.as_ref(), desired.as_ref())

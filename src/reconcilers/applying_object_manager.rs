@@ -7,6 +7,8 @@
 //! every field the manager applied before (its `managedFields` entry) is still desired, so
 //! that dropping a field from the desired object removes it from the server.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use kube::api::DynamicObject;
 use serde_json::{Map, Value};
@@ -89,11 +91,12 @@ impl ObjectManager for ApplyingObjectManager {
         &self,
         ctx: &Context,
         resource: &mut Draft,
-        actual: Option<&DynamicObject>,
+        actual: Option<&Arc<DynamicObject>>,
         desired: Option<&DynamicObject>,
-    ) -> Result<Option<DynamicObject>, ReconcileError> {
+    ) -> Result<Option<Arc<DynamicObject>>, ReconcileError> {
         let actual = present(actual);
-        let Some(desired) = prepare(ctx, resource, &self.finalizer, actual, desired).await? else {
+        let current = actual.map(|actual| &**actual);
+        let Some(desired) = prepare(ctx, resource, &self.finalizer, current, desired).await? else {
             return Ok(None);
         };
         let configuration = applied_configuration(desired);
@@ -116,7 +119,7 @@ impl ObjectManager for ApplyingObjectManager {
             track(ctx, resource, &applied)?;
         }
         record(ctx, resource, write.done(), &applied).await;
-        Ok(Some(applied))
+        Ok(Some(Arc::new(applied)))
     }
 }
 

@@ -14,6 +14,7 @@
 //!   name on every later reconcile. A controller reference to the parent itself is kept
 //!   as-is, as in reconciler.io.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -344,7 +345,7 @@ impl ChildReconciler {
         manager: &dyn ObjectManager,
         desired_child: &DesiredChild,
         parent: &mut Draft,
-    ) -> Result<Option<DynamicObject>, ReconcileError> {
+    ) -> Result<Option<Arc<DynamicObject>>, ReconcileError> {
         let mut children = self.list_our_children(ctx, parent).await?;
         let actual = match children.len() {
             1 => children.pop(),
@@ -361,7 +362,7 @@ impl ChildReconciler {
             None => match desired_child(ctx, parent).await {
                 Ok(desired) => desired,
                 Err(err) if is_only_reconcile_child_status(&err) => {
-                    return Ok(actual.map(Arc::unwrap_or_clone));
+                    return Ok(actual);
                 }
                 Err(err) => return Err(err),
             },
@@ -382,7 +383,7 @@ impl ChildReconciler {
             None => None,
         };
         manager
-            .manage(ctx, parent, actual.as_deref(), desired.as_deref())
+            .manage(ctx, parent, actual.as_ref(), desired.as_deref())
             .await
     }
 
@@ -469,7 +470,7 @@ impl SubReconciler<DynamicObject> for ChildReconciler {
                 }
                 match managed {
                     Ok(child) => {
-                        let reflected = reflect(ctx, parent, child.as_ref(), None);
+                        let reflected = reflect(ctx, parent, child.as_deref(), None);
                         return Outcome::from(reflected.map(|()| Default::default()));
                     }
                     Err(err) => err,
@@ -511,10 +512,10 @@ fn set_controller_reference(
     parent: &DynamicObject,
     child: &mut DynamicObject,
 ) -> Result<(), OwnerReferenceError> {
-    let gvk = Gvk::of(parent).unwrap_or_else(|_| ctx.resource_type().clone());
-    let name = parent.metadata.name.clone().unwrap_or_default();
+    let (api_version, kind) = owner_type(ctx, parent);
+    let name = parent.metadata.name.as_deref().unwrap_or_default();
     let same = |r: &OwnerReference| {
-        group_of(&r.api_version) == gvk.group && r.kind == gvk.kind && r.name == name
+        group_of(&r.api_version) == group_of(&api_version) && r.kind == kind && r.name == name
     };
     let references = child.metadata.owner_references.iter().flatten();
     if let Some(controller) = references.clone().find(|r| r.controller == Some(true)) {
@@ -555,9 +556,9 @@ fn set_controller_reference(
         }
     }
     let reference = OwnerReference {
-        api_version: gvk.api_version(),
-        kind: gvk.kind.clone(),
-        name: name.clone(),
+        api_version: api_version.clone().into_owned(),
+        kind: kind.clone().into_owned(),
+        name: name.to_owned(),
         uid: parent.metadata.uid.clone().unwrap_or_default(),
         controller: Some(true),
         block_owner_deletion: Some(true),
@@ -568,6 +569,21 @@ fn set_controller_reference(
         None => references.push(reference),
     }
     Ok(())
+}
+
+/// The apiVersion and kind a controller reference to `parent` names: the parent's own, or
+/// the reconciled kind's when the parent does not say.
+fn owner_type<'p>(ctx: &Context, parent: &'p DynamicObject) -> (Cow<'p, str>, Cow<'p, str>) {
+    match &parent.types {
+        Some(types) if !types.api_version.is_empty() && !types.kind.is_empty() => (
+            types.api_version.as_str().into(),
+            types.kind.as_str().into(),
+        ),
+        _ => {
+            let gvk = ctx.resource_type();
+            (gvk.api_version().into(), gvk.kind.clone().into())
+        }
+    }
 }
 
 /// The group of an `apiVersion` (empty for the core group).

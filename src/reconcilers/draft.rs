@@ -7,8 +7,9 @@ use std::sync::Arc;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::DynamicObject;
 use serde::{Serialize, Serializer};
+use serde_json::Value;
 
-use crate::object::{Condition, ConditionFields, PathError, StatusExt};
+use crate::object::{Condition, ConditionFields, Fields, PathError, StatusExt};
 
 /// The resource a reconciler works on: the object the root read, shared with the cache
 /// until a reconciler first changes it (copy on write).
@@ -18,7 +19,8 @@ use crate::object::{Condition, ConditionFields, PathError, StatusExt};
 /// method, passing `&mut *parent` on) copies the object once; later writes change the copy.
 /// A reconcile that changes nothing copies nothing, and the root then knows without
 /// comparing that there is no status to write. Conditions and `observedGeneration` set
-/// through [`StatusExt`](crate::object::StatusExt) on a draft copy only when they change.
+/// through [`StatusExt`](crate::object::StatusExt), and fields set or removed through
+/// [`Fields`](crate::object::Fields), on a draft copy only when they change.
 ///
 /// ```
 /// use dynrec::reconcilers::Draft;
@@ -72,6 +74,17 @@ impl<R> Draft<R> {
     {
         self.changed = true;
         Arc::make_mut(&mut self.object)
+    }
+
+    /// The object as it is now, shared: the draft's next write copies it first, so the
+    /// snapshot stays as it is.
+    pub fn snapshot(&self) -> Arc<R> {
+        self.object.clone()
+    }
+
+    /// The object as it is now, shared: never copies.
+    pub fn into_shared(self) -> Arc<R> {
+        self.object
     }
 
     /// The object, copied if still shared.
@@ -162,6 +175,29 @@ impl StatusExt for Draft<DynamicObject> {
     }
 }
 
+/// Reads in place; `set_field` with the value already there and `remove_field` of an
+/// absent field copy nothing.
+impl Fields for Draft<DynamicObject> {
+    fn field(&self, path: &str) -> Result<Option<&Value>, PathError> {
+        self.get().field(path)
+    }
+
+    fn set_field(&mut self, path: &str, value: impl Into<Value>) -> Result<(), PathError> {
+        let value = value.into();
+        if self.get().field(path)? == Some(&value) {
+            return Ok(());
+        }
+        self.to_mut().set_field(path, value)
+    }
+
+    fn remove_field(&mut self, path: &str) -> Result<Option<Value>, PathError> {
+        match self.get().field(path)? {
+            Some(_) => self.to_mut().remove_field(path),
+            None => Ok(None),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,6 +251,35 @@ mod tests {
         draft.observe_generation().unwrap();
         assert!(!draft.is_changed());
         assert!(Arc::ptr_eq(&draft.object, &cached));
+    }
+
+    #[test]
+    fn fields_set_to_what_they_hold_copy_nothing() {
+        let cached = widget();
+        let mut draft = Draft::shared(cached.clone());
+        draft.set_field("status.observedGeneration", 2).unwrap();
+        assert_eq!(draft.remove_field("spec.absent").unwrap(), None);
+        assert!(!draft.is_changed());
+        assert!(Arc::ptr_eq(&draft.object, &cached));
+
+        draft.set_field("status.observedGeneration", 3).unwrap();
+        assert!(draft.is_changed());
+        assert_eq!(
+            draft.field_i64("status.observedGeneration").unwrap(),
+            Some(3)
+        );
+        assert_eq!(
+            cached.field_i64("status.observedGeneration").unwrap(),
+            Some(2)
+        );
+        let mut draft = Draft::shared(cached.clone());
+        assert!(
+            draft
+                .remove_field("status.observedGeneration")
+                .unwrap()
+                .is_some()
+        );
+        assert!(draft.is_changed() && cached.field("status.observedGeneration").unwrap().is_some());
     }
 
     #[test]

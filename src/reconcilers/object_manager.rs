@@ -1,6 +1,8 @@
 //! Object managers: how a reconciler writes an object it manages (create, update, delete),
 //! and the steps every object manager shares (finalizer, delete, write events, tracking).
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use kube::api::{DeleteParams, DynamicObject};
 use tracing::{debug, info};
@@ -31,19 +33,20 @@ pub trait ObjectManager: Send + Sync {
     /// Creates, updates or deletes (`desired` is `None`) the object on behalf of `resource`,
     /// which receives the events (and, when the manager keeps a finalizer, the finalizers,
     /// resourceVersion and generation of its finalizer patch); returns the object as
-    /// persisted, `None` when there is none.
+    /// persisted, `None` when there is none. `actual` is shared (e.g. with a cache): a
+    /// manager that finds it in sync hands it back without copying it.
     async fn manage(
         &self,
         ctx: &Context,
         resource: &mut Draft,
-        actual: Option<&DynamicObject>,
+        actual: Option<&Arc<DynamicObject>>,
         desired: Option<&DynamicObject>,
-    ) -> Result<Option<DynamicObject>, ReconcileError>;
+    ) -> Result<Option<Arc<DynamicObject>>, ReconcileError>;
 }
 
 /// A shared manager manages as the manager it shares.
 #[async_trait]
-impl ObjectManager for std::sync::Arc<dyn ObjectManager> {
+impl ObjectManager for Arc<dyn ObjectManager> {
     fn name(&self) -> &str {
         self.as_ref().name()
     }
@@ -60,15 +63,15 @@ impl ObjectManager for std::sync::Arc<dyn ObjectManager> {
         &self,
         ctx: &Context,
         resource: &mut Draft,
-        actual: Option<&DynamicObject>,
+        actual: Option<&Arc<DynamicObject>>,
         desired: Option<&DynamicObject>,
-    ) -> Result<Option<DynamicObject>, ReconcileError> {
+    ) -> Result<Option<Arc<DynamicObject>>, ReconcileError> {
         self.as_ref().manage(ctx, resource, actual, desired).await
     }
 }
 
 /// The actual object, unless it is absent (none, or never persisted).
-pub(super) fn present(actual: Option<&DynamicObject>) -> Option<&DynamicObject> {
+pub(super) fn present(actual: Option<&Arc<DynamicObject>>) -> Option<&Arc<DynamicObject>> {
     actual.filter(|a| a.metadata.creation_timestamp.is_some())
 }
 

@@ -100,9 +100,13 @@ closure_shape! {
 }
 
 closure_shape! {
-    /// Merges the desired object into a copy of the current one before an update (`current`,
-    /// `desired`); no change, no update.
-    Merge: Fn(&mut DynamicObject, &DynamicObject)
+    /// Merges the desired object into the current one before an update (`current`,
+    /// `desired`); no change, no update. `current` is a [`Draft`] of the actual object: a
+    /// merge that writes only what differs
+    /// (`if current.data["data"] != desired.data["data"] { current.data["data"] = ... }`)
+    /// leaves an object in sync uncopied and uncompared; one that always writes copies it
+    /// and compares the copy with the actual object.
+    Merge: Fn(&mut Draft, &DynamicObject)
 }
 
 closure_shape! {

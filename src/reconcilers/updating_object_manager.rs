@@ -123,7 +123,7 @@ impl UpdatingObjectManager {
         let Some(uid) = updated.metadata.uid.clone() else {
             return;
         };
-        let mut base = updated.clone();
+        let mut base = Draft::new(updated.clone());
         merge(&mut base, desired);
         match Mutation::between(&base, updated) {
             Ok(mutation) => self.mutations.put(uid, mutation),
@@ -157,31 +157,33 @@ impl ObjectManager for UpdatingObjectManager {
         &self,
         ctx: &Context,
         resource: &mut Draft,
-        actual: Option<&DynamicObject>,
+        actual: Option<&Arc<DynamicObject>>,
         desired: Option<&DynamicObject>,
-    ) -> Result<Option<DynamicObject>, ReconcileError> {
+    ) -> Result<Option<Arc<DynamicObject>>, ReconcileError> {
         let actual = present(actual);
-        let Some(desired) = prepare(ctx, resource, &self.finalizer, actual, desired).await? else {
+        let current = actual.map(|actual| &**actual);
+        let Some(desired) = prepare(ctx, resource, &self.finalizer, current, desired).await? else {
             return Ok(None);
         };
         let Some(actual) = actual else {
             // The writes are boxed: a request's future is large, and most calls write nothing.
-            return Box::pin(self.create(ctx, resource, desired))
-                .await
-                .map(Some);
+            let created = Box::pin(self.create(ctx, resource, desired)).await?;
+            return Ok(Some(Arc::new(created)));
         };
         let merged = self.merge(ctx, resource, actual, desired)?;
-        if merged.current == *actual {
+        // A merge that wrote nothing left the actual object as it was, uncopied.
+        if !merged.current.is_changed() || *merged.current == **actual {
             debug!(manager = %self.name, child = %self.loggable(actual), "resource is in sync, no update required");
-            return Ok(Some(merged.current));
+            return Ok(Some(actual.clone()));
         }
-        Box::pin(self.update(ctx, resource, merged)).await.map(Some)
+        let updated = Box::pin(self.update(ctx, resource, merged)).await?;
+        Ok(Some(Arc::new(updated)))
     }
 }
 
 /// The actual child with the desired one merged into it, and the desired child as merged.
 struct Merged<'d> {
-    current: DynamicObject,
+    current: Draft,
     desired: Cow<'d, DynamicObject>,
 }
 
@@ -204,13 +206,13 @@ impl UpdatingObjectManager {
     }
 
     /// Merges `desired` (its immutable fields harmonized, the server's last mutation
-    /// replayed) into a copy of `actual`. Not async: what it keeps would otherwise grow the
-    /// future of every call.
+    /// replayed) into a draft of `actual`, which copies it on the merge's first write. Not
+    /// async: what it keeps would otherwise grow the future of every call.
     fn merge<'d>(
         &self,
         ctx: &Context,
         resource: &mut Draft,
-        actual: &DynamicObject,
+        actual: &Arc<DynamicObject>,
         desired: &'d DynamicObject,
     ) -> Result<Merged<'d>, ReconcileError> {
         let desired = match &self.harmonize_immutable_fields {
@@ -222,7 +224,7 @@ impl UpdatingObjectManager {
             None => Cow::Borrowed(desired),
         };
         let patched = self.replay(actual, &desired);
-        let mut current = actual.clone();
+        let mut current = Draft::shared(actual.clone());
         if self.track_desired {
             track(ctx, resource, &current)?;
         }
@@ -239,6 +241,7 @@ impl UpdatingObjectManager {
         merged: Merged<'_>,
     ) -> Result<DynamicObject, ReconcileError> {
         let Merged { current, desired } = merged;
+        let current = current.into_inner();
         info!(manager = %self.name, child = %self.loggable(&current), "updating child");
         let updated = ctx.config().client.update(&current).await;
         let updated = report_write(ctx, resource, Write::Update, &current, updated).await?;

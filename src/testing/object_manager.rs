@@ -2,6 +2,8 @@
 //! sub-reconcilers test object managers too (reconciler.io's
 //! `ObjectManagerReconcilerTestHarness`).
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use kube::api::DynamicObject;
 
@@ -39,6 +41,7 @@ impl<M: ObjectManager> SubReconciler for ObjectManagerHarness<M> {
 
     async fn reconcile(&self, ctx: &Context, resource: &mut Draft) -> Outcome {
         let actual: Option<DynamicObject> = ctx.stash().retrieve(OBJECT_MANAGER_ACTUAL);
+        let actual = actual.map(Arc::new);
         let desired: Option<DynamicObject> = ctx.stash().retrieve(OBJECT_MANAGER_DESIRED);
         let managed = self
             .manager
@@ -46,7 +49,8 @@ impl<M: ObjectManager> SubReconciler for ObjectManagerHarness<M> {
             .await;
         match managed {
             Ok(Some(result)) => {
-                ctx.stash().store(OBJECT_MANAGER_RESULT, result);
+                ctx.stash()
+                    .store(OBJECT_MANAGER_RESULT, Arc::unwrap_or_clone(result));
                 Outcome::done()
             }
             Ok(None) => Outcome::done(),

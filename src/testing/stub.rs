@@ -1,5 +1,7 @@
 //! `StubObjectManager`: a simple object manager for tests (no events, finalizers or tracks).
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use kube::api::{DeleteParams, DynamicObject};
 use serde_json::Value;
@@ -22,23 +24,23 @@ impl ObjectManager for StubObjectManager {
         &self,
         ctx: &Context,
         _resource: &mut Draft,
-        actual: Option<&DynamicObject>,
+        actual: Option<&Arc<DynamicObject>>,
         desired: Option<&DynamicObject>,
-    ) -> Result<Option<DynamicObject>, ReconcileError> {
+    ) -> Result<Option<Arc<DynamicObject>>, ReconcileError> {
         let client = &ctx.config().client;
         match (actual, desired) {
             (None, None) => Ok(None),
             (Some(actual), None) => {
                 if actual.metadata.deletion_timestamp.is_none() {
                     let gvk = Gvk::of(actual).map_err(crate::client::Error::from)?;
-                    let key = ObjectKey::of(actual).map_err(crate::client::Error::from)?;
+                    let key = ObjectKey::of(actual.as_ref()).map_err(crate::client::Error::from)?;
                     client.delete(&gvk, &key, &DeleteParams::default()).await?;
                 }
                 Ok(None)
             }
-            (None, Some(desired)) => Ok(Some(client.create(desired).await?)),
+            (None, Some(desired)) => Ok(Some(Arc::new(client.create(desired).await?))),
             (Some(actual), Some(desired)) => {
-                let mut current = actual.clone();
+                let mut current = DynamicObject::clone(actual);
                 if let (Value::Object(to), Value::Object(from)) = (&mut current.data, &desired.data)
                 {
                     to.retain(|key, _| key == "status" || from.contains_key(key));
@@ -48,10 +50,10 @@ impl ObjectManager for StubObjectManager {
                 }
                 current.metadata.labels = desired.metadata.labels.clone();
                 current.metadata.annotations = desired.metadata.annotations.clone();
-                if current == *actual {
-                    return Ok(Some(current));
+                if current == **actual {
+                    return Ok(Some(actual.clone()));
                 }
-                Ok(Some(client.update(&current).await?))
+                Ok(Some(Arc::new(client.update(&current).await?)))
             }
         }
     }
