@@ -45,12 +45,15 @@ impl ListOptions {
 
     /// Whether a (cached) object is covered.
     pub fn matches(&self, object: &DynamicObject) -> bool {
+        self.controller_matches(object) && self.matches_apart_from_controller(object)
+    }
+
+    /// Whether the object passes the namespace and the selector (what an index by
+    /// controller leaves to check).
+    pub(super) fn matches_apart_from_controller(&self, object: &DynamicObject) -> bool {
         if let Some(ns) = &self.namespace
             && object.metadata.namespace.as_deref() != Some(ns.as_str())
         {
-            return false;
-        }
-        if !self.controller_matches(object) {
             return false;
         }
         let Some(selector) = &self.selector else {

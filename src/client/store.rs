@@ -66,7 +66,10 @@ impl Store {
                 .get(uid)
                 .into_iter()
                 .flat_map(BTreeMap::values);
-            return controlled.filter(covered).cloned().collect();
+            // The index holds only objects this UID controls.
+            let rest_covered =
+                |object: &&Arc<DynamicObject>| options.matches_apart_from_controller(object);
+            return controlled.filter(rest_covered).cloned().collect();
         }
         match &options.namespace {
             Some(ns) => {

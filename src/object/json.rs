@@ -16,16 +16,25 @@ pub fn from_json(value: Value) -> Result<DynamicObject, serde_json::Error> {
         Value::Object(fields) if is_common_shape(&fields) => fields,
         other => return serde_json::from_value(other),
     };
-    let types = match (
-        fields.shift_remove("apiVersion"),
-        fields.shift_remove("kind"),
-    ) {
+    // One pass moves the type fields and metadata out (no per-key hashing or shifting).
+    let (mut api_version, mut kind, mut metadata) = (None, None, None);
+    fields.retain(|key, value| {
+        let slot = match key.as_str() {
+            "apiVersion" => &mut api_version,
+            "kind" => &mut kind,
+            "metadata" => &mut metadata,
+            _ => return true,
+        };
+        *slot = Some(value.take());
+        false
+    });
+    let types = match (api_version, kind) {
         (Some(Value::String(api_version)), Some(Value::String(kind))) => {
             Some(TypeMeta { api_version, kind })
         }
         _ => None,
     };
-    let metadata = match fields.shift_remove("metadata") {
+    let metadata = match metadata {
         Some(metadata) => ObjectMeta::deserialize(metadata)?,
         None => ObjectMeta::default(),
     };
@@ -38,12 +47,17 @@ pub fn from_json(value: Value) -> Result<DynamicObject, serde_json::Error> {
 
 /// Type fields both strings or both absent, and `metadata` an object or absent.
 fn is_common_shape(fields: &Map<String, Value>) -> bool {
-    let is_string = |key: &str| fields.get(key).map(Value::is_string);
-    let types = matches!(
-        (is_string("apiVersion"), is_string("kind")),
-        (Some(true), Some(true)) | (None, None)
-    );
-    types && fields.get("metadata").is_none_or(Value::is_object)
+    let (mut api_version, mut kind, mut metadata) = (None, None, None);
+    for (key, value) in fields {
+        match key.as_str() {
+            "apiVersion" => api_version = Some(value.is_string()),
+            "kind" => kind = Some(value.is_string()),
+            "metadata" => metadata = Some(value.is_object()),
+            _ => {}
+        }
+    }
+    let types = matches!((api_version, kind), (Some(true), Some(true)) | (None, None));
+    types && metadata != Some(false)
 }
 
 #[cfg(test)]
