@@ -205,7 +205,9 @@ impl ChildReconciler {
     }
 
     /// Writes the child by update ([`UpdatingObjectManager`]) after merging the desired child
-    /// into the current one with `merge` (`current`, `desired`); no change, no update.
+    /// into a [`Draft`] of the current one with `merge` (`current`, `desired`); no change, no
+    /// update. A merge that writes only what differs copies nothing when the child is in sync
+    /// (see [`Merge`]).
     pub fn merge_before_update(mut self, merge: impl Merge) -> Self {
         let manager = UpdatingObjectManager::new(self.child_type.clone(), merge);
         self.object_manager = Arc::new(manager);

@@ -44,8 +44,8 @@ pub struct UpdatingObjectManager {
 
 impl UpdatingObjectManager {
     /// A manager of objects of `child_type` that, before an update, merges the desired object
-    /// into a copy of the current one with `merge_before_update` (`current`, `desired`); no
-    /// change, no update.
+    /// into a [`Draft`] of the current one with `merge_before_update` (`current`, `desired`);
+    /// no change, no update (see [`Merge`] for a merge that copies nothing when in sync).
     pub fn new(child_type: Gvk, merge_before_update: impl Merge) -> Self {
         Self {
             name: format!("{}UpdatingObjectManager", child_type.kind),
