@@ -190,7 +190,8 @@ pub(crate) struct Caches {
 struct CachesInner {
     kube: kube::Client,
     kinds: watch::Receiver<Kinds>,
-    running: Mutex<HashMap<Gvk, Weak<Guard>>>,
+    /// Looked up on every read from a cache, hence the fast hasher.
+    running: Mutex<HashMap<Gvk, Weak<Guard>, foldhash::fast::RandomState>>,
 }
 
 impl Caches {

@@ -1,4 +1,4 @@
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use kube::{
@@ -8,8 +8,9 @@ use kube::{
 
 use crate::object::Gvk;
 
-/// Every kind the resolver knows, shared copy-on-write with the caches.
-pub(crate) type Kinds = Arc<BTreeMap<Gvk, Resolved>>;
+/// Every kind the resolver knows, shared copy-on-write with the caches. Hashed (with a fast
+/// hasher): every read from a cache looks its kind up here.
+pub(crate) type Kinds = Arc<HashMap<Gvk, Resolved, foldhash::fast::RandomState>>;
 
 /// A kind as the API server serves it: its resource (plural), scope and subresources.
 #[derive(Clone, Debug, PartialEq, Eq)]

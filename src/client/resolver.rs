@@ -1,7 +1,7 @@
 //! GVK → API resource, from discovery, kept current by watching CustomResourceDefinitions.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::HashMap,
     sync::{Arc, OnceLock},
     time::{Duration, Instant},
 };
@@ -51,7 +51,8 @@ impl Resolver {
     /// A resolver and the registry of the caches it stops when kinds go.
     pub(crate) fn new(kube: kube::Client) -> (Self, Caches) {
         let crd = Resolved::crd();
-        let kinds = watch::Sender::new(Arc::new(BTreeMap::from([(crd.gvk.clone(), crd)])));
+        let kinds: Kinds = Arc::new([(crd.gvk.clone(), crd)].into_iter().collect());
+        let kinds = watch::Sender::new(kinds);
         let caches = Caches::new(kube.clone(), kinds.subscribe());
         let inner = Inner {
             kube,
@@ -116,16 +117,20 @@ impl Resolver {
         self.inner.kinds.borrow().get(gvk).cloned()
     }
 
-    /// Every kind known so far.
+    /// Every kind known so far, by group, version and kind.
     pub fn kinds(&self) -> Vec<Resolved> {
-        self.inner.kinds.borrow().values().cloned().collect()
+        let mut kinds: Vec<Resolved> = self.inner.kinds.borrow().values().cloned().collect();
+        kinds.sort_by(|a, b| a.gvk.cmp(&b.gvk));
+        kinds
     }
 
     /// Known kinds of a group as `version/Kind`.
     fn served_in(&self, group: &str) -> Vec<String> {
         let kinds = self.inner.kinds.borrow();
-        let in_group = kinds.keys().filter(|k| k.group == group);
+        let mut in_group: Vec<&Gvk> = kinds.keys().filter(|k| k.group == group).collect();
+        in_group.sort();
         in_group
+            .into_iter()
             .map(|k| format!("{}/{}", k.version, k.kind))
             .collect()
     }
