@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
 use serde_json::{Map, Value};
 use tracing::{debug, info};
@@ -141,13 +142,10 @@ fn applied_configuration(desired: &DynamicObject) -> DynamicObject {
 
 /// Whether applying `configuration` as `manager` would leave `actual` as it is.
 fn in_sync(configuration: &DynamicObject, actual: &DynamicObject, manager: &str) -> bool {
-    let (Ok(configuration), Ok(actual_json)) = (
-        serde_json::to_value(configuration),
-        serde_json::to_value(actual),
-    ) else {
+    let Ok(configuration) = serde_json::to_value(configuration) else {
         return false;
     };
-    if !is_subset(&configuration, &actual_json) {
+    if !holds(&configuration, actual) {
         return false;
     }
     let mut owned = actual
@@ -159,6 +157,64 @@ fn in_sync(configuration: &DynamicObject, actual: &DynamicObject, manager: &str)
         .filter(|entry| entry.operation.as_deref() == Some("Apply"))
         .filter_map(|entry| entry.fields_v1.as_ref());
     owned.all(|fields| still_desired(&fields.0, &configuration))
+}
+
+/// Whether `actual` holds the configuration, as [`is_subset`] of the two objects' JSON would
+/// say, read in place: the body as stored and, of the metadata, only the fields the
+/// configuration names (not `managedFields`, often the larger part), so that an object in
+/// sync is not serialized whole on every reconcile.
+fn holds(configuration: &Value, actual: &DynamicObject) -> bool {
+    let Some(wanted) = configuration.as_object() else {
+        return false;
+    };
+    let body = match &actual.data {
+        Value::Object(body) => Some(body),
+        Value::Null => None,
+        _ => return false,
+    };
+    let types = actual.types.as_ref();
+    wanted.iter().all(|(key, value)| match key.as_str() {
+        "apiVersion" => field_holds(value, types.map(|t| Value::from(t.api_version.as_str()))),
+        "kind" => field_holds(value, types.map(|t| Value::from(t.kind.as_str()))),
+        "metadata" => metadata_holds(value, &actual.metadata),
+        _ => field_holds(value, body.and_then(|body| body.get(key)).cloned()),
+    })
+}
+
+/// [`is_subset`] for one field of the actual object (`None`: absent).
+fn field_holds(wanted: &Value, found: Option<Value>) -> bool {
+    match found {
+        Some(found) => is_subset(wanted, &found),
+        None => wanted.is_null() || is_empty_object(wanted),
+    }
+}
+
+/// [`holds`] for the metadata: serializes only the fields `wanted` names (all of them for a
+/// field not named here).
+fn metadata_holds(wanted: &Value, actual: &ObjectMeta) -> bool {
+    let Some(wanted) = wanted.as_object() else {
+        return field_holds(wanted, serde_json::to_value(actual).ok());
+    };
+    wanted.iter().all(|(key, value)| {
+        let found = match key.as_str() {
+            "name" => json_of(&actual.name),
+            "namespace" => json_of(&actual.namespace),
+            "generateName" => json_of(&actual.generate_name),
+            "labels" => json_of(&actual.labels),
+            "annotations" => json_of(&actual.annotations),
+            "ownerReferences" => json_of(&actual.owner_references),
+            "finalizers" => json_of(&actual.finalizers),
+            _ => serde_json::to_value(actual)
+                .ok()
+                .and_then(|mut all| all.get_mut(key).map(Value::take)),
+        };
+        field_holds(value, found)
+    })
+}
+
+/// A metadata field as its JSON (`None` when absent, as serializing the metadata omits it).
+fn json_of<T: serde::Serialize>(field: &Option<T>) -> Option<Value> {
+    field.as_ref().and_then(|f| serde_json::to_value(f).ok())
 }
 
 /// Whether every field of `wanted` has the same value in `actual` (objects field by field,
@@ -232,6 +288,66 @@ mod tests {
         assert!(!is_subset(&json!({"data": {"a": "2"}}), &actual));
         assert!(!is_subset(&json!({"data": {"c": "3"}}), &actual));
         assert!(is_subset(&json!({"data": {"c": null}}), &actual));
+    }
+
+    /// `holds` answers as `is_subset` of the whole objects' JSON, over configurations and
+    /// actual objects of many shapes.
+    #[test]
+    fn holds_reads_in_place_what_comparing_the_whole_json_would_say() {
+        let object = |value: Value| -> DynamicObject { serde_json::from_value(value).unwrap() };
+        let actual = || {
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c",
+                "namespace": "ns", "uid": "u", "resourceVersion": "5",
+                "labels": {"app": "a", "extra": "x"}, "annotations": {"note": "n"},
+                "ownerReferences": [{"apiVersion": "example.com/v1", "kind": "Widget",
+                    "name": "w", "uid": "wu", "controller": true, "blockOwnerDeletion": true}],
+                "managedFields": [{"manager": "m", "operation": "Apply", "apiVersion": "v1",
+                    "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:a": {}}}}]},
+                "data": {"a": "1", "b": "2"}, "status": {"x": 1}})
+        };
+        let actuals = [
+            object(actual()),
+            object(json!({"metadata": {"name": "c"}, "data": {"a": "1"}})),
+            object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})),
+        ];
+        let configurations = [
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c",
+                "namespace": "ns", "labels": {"app": "a"}}, "data": {"a": "1"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c",
+                "labels": {"app": "b"}}, "data": {"a": "1"}}),
+            json!({"apiVersion": "v2", "kind": "ConfigMap", "metadata": {"name": "c"}}),
+            json!({"kind": "Secret", "metadata": {"name": "c"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d"}}),
+            json!({"metadata": {"name": "c", "annotations": {"note": "n"}, "uid": "u"}}),
+            json!({"metadata": {"name": "c", "uid": "other"}}),
+            json!({"metadata": {"name": "c", "finalizers": ["f"], "generateName": "c-"}}),
+            json!({"metadata": {"name": "c", "ownerReferences": [{"apiVersion":
+                "example.com/v1", "kind": "Widget", "name": "w", "uid": "wu",
+                "controller": true, "blockOwnerDeletion": true}]}}),
+            json!({"metadata": {"name": "c", "ownerReferences": []}}),
+            json!({"metadata": {"name": "c"}, "data": {"a": "1", "c": null}, "spec": {}}),
+            json!({"metadata": {"name": "c"}, "data": {"b": "3"}}),
+            json!({"metadata": {"name": "c"}, "data": "text"}),
+            json!({"metadata": {}, "status": {"x": 1}}),
+        ];
+        let mut in_sync = 0;
+        for actual in &actuals {
+            let whole = serde_json::to_value(actual).unwrap();
+            for configuration in &configurations {
+                let expected = is_subset(configuration, &whole);
+                in_sync += usize::from(expected);
+                assert_eq!(
+                    holds(configuration, actual),
+                    expected,
+                    "{configuration} in {whole}"
+                );
+            }
+        }
+        let cases = actuals.len() * configurations.len();
+        assert!(
+            in_sync > 3 && in_sync < cases - 3,
+            "{in_sync} of {cases} in sync"
+        );
     }
 
     #[test]
