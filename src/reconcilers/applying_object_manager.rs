@@ -174,17 +174,20 @@ fn holds(configuration: &Value, actual: &DynamicObject) -> bool {
     };
     let types = actual.types.as_ref();
     wanted.iter().all(|(key, value)| match key.as_str() {
-        "apiVersion" => field_holds(value, types.map(|t| Value::from(t.api_version.as_str()))),
-        "kind" => field_holds(value, types.map(|t| Value::from(t.kind.as_str()))),
+        "apiVersion" => {
+            let api_version = types.map(|t| Value::from(t.api_version.as_str()));
+            field_holds(value, api_version.as_ref())
+        }
+        "kind" => field_holds(value, types.map(|t| Value::from(t.kind.as_str())).as_ref()),
         "metadata" => metadata_holds(value, &actual.metadata),
-        _ => field_holds(value, body.and_then(|body| body.get(key)).cloned()),
+        _ => field_holds(value, body.and_then(|body| body.get(key))),
     })
 }
 
 /// [`is_subset`] for one field of the actual object (`None`: absent).
-fn field_holds(wanted: &Value, found: Option<Value>) -> bool {
+fn field_holds(wanted: &Value, found: Option<&Value>) -> bool {
     match found {
-        Some(found) => is_subset(wanted, &found),
+        Some(found) => is_subset(wanted, found),
         None => wanted.is_null() || is_empty_object(wanted),
     }
 }
@@ -193,7 +196,7 @@ fn field_holds(wanted: &Value, found: Option<Value>) -> bool {
 /// field not named here).
 fn metadata_holds(wanted: &Value, actual: &ObjectMeta) -> bool {
     let Some(wanted) = wanted.as_object() else {
-        return field_holds(wanted, serde_json::to_value(actual).ok());
+        return field_holds(wanted, serde_json::to_value(actual).ok().as_ref());
     };
     wanted.iter().all(|(key, value)| {
         let found = match key.as_str() {
@@ -208,7 +211,7 @@ fn metadata_holds(wanted: &Value, actual: &ObjectMeta) -> bool {
                 .ok()
                 .and_then(|mut all| all.get_mut(key).map(Value::take)),
         };
-        field_holds(value, found)
+        field_holds(value, found.as_ref())
     })
 }
 
