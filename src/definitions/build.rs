@@ -473,10 +473,13 @@ fn object_manager(plan: &ChildPlan, shared: &Shared) -> Arc<dyn ObjectManager> {
 /// to the current ones) and every top-level field but metadata and status. An object that
 /// already holds all of it is left as it is (not copied).
 fn merge_template(current: &mut Draft, desired: &DynamicObject) {
-    if holds_template(current, desired) {
-        return;
+    if !holds_template(current, desired) {
+        apply_template(current.to_mut(), desired);
     }
-    let current = current.to_mut();
+}
+
+/// The copy [`merge_template`] makes when something differs.
+fn apply_template(current: &mut DynamicObject, desired: &DynamicObject) {
     for (from, to) in [
         (&desired.metadata.labels, &mut current.metadata.labels),
         (
@@ -814,5 +817,37 @@ mod tests {
             );
         }
         assert!(merge_changes(None, &json!({})), "a missing status is added");
+    }
+
+    #[test]
+    fn holds_template_tells_whether_applying_the_template_would_change_the_child() {
+        let object = |value: Value| -> DynamicObject { serde_json::from_value(value).unwrap() };
+        let current = object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "labels": {"a": "1", "b": "2"}, "annotations": {"n": "x"}},
+            "data": {"k": "v", "extra": "e"}, "status": {"s": 1}}));
+        let templates = [
+            json!({"metadata": {"name": "c", "labels": {"a": "1"}}, "data": {"k": "v"}}),
+            json!({"metadata": {"name": "c", "labels": {"a": "2"}}, "data": {"k": "v"}}),
+            json!({"metadata": {"name": "c", "labels": {"z": "1"}}}),
+            json!({"metadata": {"name": "c", "annotations": {"n": "x"}}, "status": {"s": 2}}),
+            json!({"metadata": {"name": "c", "annotations": {"n": "y"}}}),
+            json!({"metadata": {"name": "c"}, "data": {"k": "w"}}),
+            json!({"metadata": {"name": "c"}, "data": {"k": "v", "extra": "e"}}),
+            json!({"metadata": {"name": "c"}, "spec": {"new": true}}),
+            json!({"metadata": {"name": "c"}, "data": null}),
+        ];
+        let mut changing = 0;
+        for template in templates {
+            let desired = object(template.clone());
+            let mut applied = current.clone();
+            apply_template(&mut applied, &desired);
+            let changes = applied != current;
+            changing += usize::from(changes);
+            assert_eq!(holds_template(&current, &desired), !changes, "{template}");
+        }
+        assert!(
+            (3..9).contains(&changing),
+            "{changing} of 9 templates change the child"
+        );
     }
 }
