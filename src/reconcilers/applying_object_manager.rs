@@ -96,8 +96,7 @@ impl ObjectManager for ApplyingObjectManager {
         desired: Option<&DynamicObject>,
     ) -> Result<Option<Arc<DynamicObject>>, ReconcileError> {
         let actual = present(actual);
-        let current = actual.map(|actual| &**actual);
-        let Some(desired) = prepare(ctx, resource, &self.finalizer, current, desired).await? else {
+        let Some(desired) = prepare(ctx, resource, &self.finalizer, actual, desired).await? else {
             return Ok(None);
         };
         let configuration = applied_configuration(desired);

@@ -82,11 +82,6 @@ impl<R> Draft<R> {
         self.object.clone()
     }
 
-    /// The object as it is now, shared: never copies.
-    pub fn into_shared(self) -> Arc<R> {
-        self.object
-    }
-
     /// The object, copied if still shared.
     pub fn into_inner(self) -> R
     where

@@ -82,7 +82,7 @@ pub(super) async fn prepare<'d>(
     ctx: &Context,
     resource: &mut Draft,
     finalizer: &str,
-    actual: Option<&DynamicObject>,
+    actual: Option<&Arc<DynamicObject>>,
     desired: Option<&'d DynamicObject>,
 ) -> Result<Option<&'d DynamicObject>, ReconcileError> {
     match (actual, desired) {

@@ -161,8 +161,7 @@ impl ObjectManager for UpdatingObjectManager {
         desired: Option<&DynamicObject>,
     ) -> Result<Option<Arc<DynamicObject>>, ReconcileError> {
         let actual = present(actual);
-        let current = actual.map(|actual| &**actual);
-        let Some(desired) = prepare(ctx, resource, &self.finalizer, current, desired).await? else {
+        let Some(desired) = prepare(ctx, resource, &self.finalizer, actual, desired).await? else {
             return Ok(None);
         };
         let Some(actual) = actual else {
