@@ -27,17 +27,18 @@ use serde_json::json;
 
 /// Widgets each own a ConfigMap holding their greeting, and are Ready when it is in place.
 pub fn widgets(config: &Config) -> ResourceReconciler {
+    let config_map = Gvk::new("", "v1", "ConfigMap");
     let config_map = ChildReconciler::new(
-        Gvk::new("", "v1", "ConfigMap"),
-        |_ctx, widget| {
+        config_map.clone(),
+        move |_ctx, widget| {
             let name = format!(
                 "{}-greeting",
                 widget.metadata.name.as_deref().unwrap_or_default()
             );
-            let child = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": name, "namespace": widget.metadata.namespace},
-                "data": {"greeting": widget.data["spec"]["greeting"]}});
-            Ok(Some(dynrec::object::from_json(child)?))
+            let mut child = config_map.new_object(name);
+            child.metadata.namespace = widget.metadata.namespace.clone();
+            child.data = json!({"data": {"greeting": widget.data["spec"]["greeting"]}});
+            Ok(Some(child))
         },
         |ctx, widget, child, _error| {
             let mut conditions = ctx.conditions(widget);

@@ -31,15 +31,15 @@ fn manager(client: &Client, workers: usize) -> Manager {
 
 /// The dynamic reconciler: an owned ConfigMap child, Ready reflected from it.
 fn dynrec_reconciler(config: &Config) -> ResourceReconciler {
+    let config_map = config_map_gvk();
     let child = ChildReconciler::new(
         config_map_gvk(),
-        |_, widget| {
-            let config_map = json!({
-                "apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": widget.metadata.name, "namespace": widget.metadata.namespace},
-                "data": {"message": widget.data["spec"]["message"]}
-            });
-            Ok(Some(dynrec::object::from_json(config_map)?))
+        move |_, widget| {
+            let name = widget.metadata.name.as_deref().unwrap_or_default();
+            let mut child = config_map.new_object(name);
+            child.metadata.namespace = widget.metadata.namespace.clone();
+            child.data = json!({"data": {"message": widget.data["spec"]["message"]}});
+            Ok(Some(child))
         },
         |ctx, widget, child, _| {
             let mut conditions = ctx.conditions(widget);

@@ -1,7 +1,9 @@
 use std::{fmt, str::FromStr};
 
-use kube::api::{DynamicObject, GroupVersionKind};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{DynamicObject, GroupVersionKind, TypeMeta};
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 /// A group, version and kind, e.g. `apps/v1/Deployment` or `v1/ConfigMap` (core group).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -87,6 +89,38 @@ impl Gvk {
         }
     }
 
+    /// A new object of this kind named `name`, with no namespace and an empty body; set
+    /// them with kube's builders or the fields. Cheaper than writing the whole object in
+    /// `json!` and reading it with [`from_json`](crate::object::from_json): no map is built
+    /// for the type fields and metadata, and nothing is parsed.
+    ///
+    /// ```
+    /// use dynrec::object::Gvk;
+    /// use serde_json::json;
+    /// let child = Gvk::new("", "v1", "ConfigMap")
+    ///     .new_object("greeting")
+    ///     .within("default")
+    ///     .data(json!({"data": {"greeting": "hello"}}));
+    /// assert_eq!(serde_json::to_value(&child)?, json!({
+    ///     "apiVersion": "v1", "kind": "ConfigMap",
+    ///     "metadata": {"name": "greeting", "namespace": "default"},
+    ///     "data": {"greeting": "hello"}}));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn new_object(&self, name: impl Into<String>) -> DynamicObject {
+        DynamicObject {
+            types: Some(TypeMeta {
+                api_version: self.api_version(),
+                kind: self.kind.clone(),
+            }),
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            data: Value::Object(Map::new()),
+        }
+    }
+
     /// The group and kind, without the version.
     pub fn group_kind(&self) -> GroupKind {
         GroupKind::new(&self.group, &self.kind)
@@ -163,6 +197,17 @@ mod tests {
             Gvk::from_api_version("v1", ""),
             Err(GvkError::EmptyKind("v1/".into()))
         );
+    }
+
+    #[test]
+    fn a_new_object_is_the_one_json_and_from_json_build() {
+        use serde_json::json;
+        let deployment = Gvk::new("apps", "v1", "Deployment").new_object("web");
+        let from_json = crate::object::from_json(json!({
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}))
+        .unwrap();
+        assert_eq!(deployment, from_json);
+        assert_eq!(Gvk::of(&deployment).unwrap().to_string(), "apps/v1/Deployment");
     }
 
     #[test]
