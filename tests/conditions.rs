@@ -348,3 +348,41 @@ fn works_on_an_object_with_an_empty_body() {
     set.manage(&mut obj, at(100)).initialize().unwrap();
     assert_eq!(summary(&obj), [row("Ready", "Unknown", "Initializing", "")]);
 }
+
+#[test]
+fn marking_conditions_as_they_are_leaves_a_shared_draft_uncopied() {
+    use dynrec::reconcilers::Draft;
+    use std::sync::Arc;
+    let set = ConditionSet::living(&["A", "B"]);
+    let mut obj = widget();
+    obj.data["status"] = json!({"conditions": [
+        {"type": "A", "status": "True", "reason": "Up", "lastTransitionTime": "2020-01-01T00:00:00Z"},
+        {"type": "B", "status": "False", "reason": "Down", "message": "x", "lastTransitionTime": "2020-01-01T00:00:00Z"},
+        {"type": "Ready", "status": "False", "reason": "Down", "message": "x", "lastTransitionTime": "2020-01-01T00:00:00Z"},
+    ]});
+    let cached = Arc::new(obj);
+    let mut draft = Draft::shared(cached.clone());
+    let mut conditions = set.manage(&mut draft, at(100));
+    conditions.initialize().unwrap();
+    conditions.mark_true("A", "Up", "").unwrap();
+    conditions.mark_false("B", "Down", "x").unwrap();
+    assert!(!draft.is_changed(), "nothing to change, nothing copied");
+
+    set.manage(&mut draft, at(100))
+        .mark_false("B", "Down", "y")
+        .unwrap();
+    assert!(draft.is_changed());
+    assert_eq!(
+        summary(&draft),
+        [
+            row("A", "True", "Up", ""),
+            row("B", "False", "Down", "y"),
+            row("Ready", "False", "Down", "y"),
+        ]
+    );
+    assert_eq!(
+        summary(&cached)[1],
+        row("B", "False", "Down", "x"),
+        "the cache's object is untouched"
+    );
+}

@@ -185,7 +185,7 @@ impl<S: StatusExt + ?Sized> ConditionManager<'_, S> {
         message: impl Into<String>,
     ) -> Result<(), ConditionError> {
         let set = self.set;
-        self.set_condition(condition(type_, TRUE, reason, message))?;
+        self.mark(type_, TRUE, reason, message.into())?;
         if set.dependents.is_empty() {
             return Ok(());
         }
@@ -194,7 +194,7 @@ impl<S: StatusExt + ?Sized> ConditionManager<'_, S> {
                 return Ok(());
             }
         }
-        self.set_condition(condition(&set.happy, TRUE, &set.happy_reason, ""))?;
+        self.mark(&set.happy, TRUE, &set.happy_reason, String::new())?;
         Ok(())
     }
 
@@ -205,16 +205,13 @@ impl<S: StatusExt + ?Sized> ConditionManager<'_, S> {
         reason: &str,
         message: impl Into<String>,
     ) -> Result<(), ConditionError> {
-        let false_ = condition(type_, FALSE, reason, message);
-        if self.set.is_dependent(type_) {
-            let happy = Condition {
-                type_: self.set.happy.clone(),
-                ..false_.clone()
-            };
-            self.set_condition(false_)?;
-            self.set_condition(happy)?;
+        let set = self.set;
+        let message = message.into();
+        if set.is_dependent(type_) {
+            self.mark(type_, FALSE, reason, message.clone())?;
+            self.mark(&set.happy, FALSE, reason, message)?;
         } else {
-            self.set_condition(false_)?;
+            self.mark(type_, FALSE, reason, message)?;
         }
         Ok(())
     }
@@ -229,7 +226,7 @@ impl<S: StatusExt + ?Sized> ConditionManager<'_, S> {
     ) -> Result<(), ConditionError> {
         let set = self.set;
         let message = message.into();
-        self.set_condition(condition(type_, UNKNOWN, reason, message.clone()))?;
+        self.mark(type_, UNKNOWN, reason, message.clone())?;
         if set.dependents.is_empty() {
             return Ok(());
         }
@@ -242,7 +239,7 @@ impl<S: StatusExt + ?Sized> ConditionManager<'_, S> {
             }
         }
         if set.is_dependent(type_) {
-            self.set_condition(condition(&set.happy, UNKNOWN, reason, message))?;
+            self.mark(&set.happy, UNKNOWN, reason, message)?;
         }
         Ok(())
     }
@@ -264,6 +261,23 @@ impl<S: StatusExt + ?Sized> ConditionManager<'_, S> {
             }
         }
         Ok(())
+    }
+
+    /// Sets the condition `type_` to these fields, comparing them with the stored ones before
+    /// building it: a condition already so (the common case) costs no copy of its fields.
+    fn mark(
+        &mut self,
+        type_: &str,
+        status: &str,
+        reason: &str,
+        message: String,
+    ) -> Result<bool, ConditionError> {
+        if let Some(old) = self.object.condition_fields(type_)?
+            && old.same_as(status, Some(reason), Some(&message), None)
+        {
+            return Ok(false);
+        }
+        self.set_condition(condition(type_, status, reason, message))
     }
 }
 

@@ -207,7 +207,10 @@ mod tests {
             "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}))
         .unwrap();
         assert_eq!(deployment, from_json);
-        assert_eq!(Gvk::of(&deployment).unwrap().to_string(), "apps/v1/Deployment");
+        assert_eq!(
+            Gvk::of(&deployment).unwrap().to_string(),
+            "apps/v1/Deployment"
+        );
     }
 
     #[test]

@@ -219,10 +219,27 @@ impl<'a> ConditionFields<'a> {
     /// ignored; an absent reason or message equals an empty one, as in Go's
     /// `metav1.Condition`.
     pub fn same_apart_from_time(&self, condition: &Condition) -> bool {
-        self.status == condition.status.as_str()
-            && text(self.reason()) == text(condition.reason.as_deref())
-            && text(self.message()) == text(condition.message.as_deref())
-            && self.observed_generation == condition.observed_generation
+        self.same_as(
+            &condition.status,
+            condition.reason.as_deref(),
+            condition.message.as_deref(),
+            condition.observed_generation,
+        )
+    }
+
+    /// Whether a condition of the same type with these fields equals this one once
+    /// transition times are ignored (see [`ConditionFields::same_apart_from_time`]).
+    pub fn same_as(
+        &self,
+        status: &str,
+        reason: Option<&str>,
+        message: Option<&str>,
+        observed_generation: Option<i64>,
+    ) -> bool {
+        self.status == status
+            && text(self.reason()) == text(reason)
+            && text(self.message()) == text(message)
+            && self.observed_generation == observed_generation
     }
 }
 
