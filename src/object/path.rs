@@ -231,8 +231,14 @@ fn with_segments<T>(
     path: &str,
     walk: impl FnOnce(&[&str]) -> Result<T, PathError>,
 ) -> Result<T, PathError> {
-    if let Some(body) = plain_body(path) {
-        return with_plain_segments(body, walk);
+    if !path.starts_with('/') {
+        let body = path.strip_prefix('.').unwrap_or(path);
+        let mut inline = [""; INLINE_SEGMENTS];
+        match split_plain(body, &mut inline) {
+            Plain::Inline(count) => return walk(&inline[..count]),
+            Plain::Long => return walk(&body.split('.').collect::<Vec<_>>()),
+            Plain::Not => {}
+        }
     }
     let parsed = FieldPath::parse(path)?;
     let segments: Vec<&str> = parsed.segments.iter().map(String::as_str).collect();
@@ -242,29 +248,44 @@ fn with_segments<T>(
 /// Segments a plain path holds without allocating (`status.conditions` has two).
 const INLINE_SEGMENTS: usize = 8;
 
-/// The body of a plain dotted path (no pointer, no brackets, no empty segment), which
-/// splits at its dots as [`FieldPath::parse`] would split it.
-fn plain_body(path: &str) -> Option<&str> {
-    if path.starts_with('/') || path.contains(['[', ']']) {
-        return None;
-    }
-    let body = path.strip_prefix('.').unwrap_or(path);
-    body.split('.').all(|s| !s.is_empty()).then_some(body)
+/// What [`split_plain`] found.
+enum Plain {
+    /// A plain path of this many segments, now in the inline array.
+    Inline(usize),
+    /// A plain path of more segments than the inline array holds.
+    Long,
+    /// Not a plain path (brackets or an empty segment): parsed by [`FieldPath::parse`].
+    Not,
 }
 
-/// Walks the segments of a plain path's body, kept on the stack when there are few.
-fn with_plain_segments<T>(body: &str, walk: impl FnOnce(&[&str]) -> T) -> T {
-    let mut inline = [""; INLINE_SEGMENTS];
-    let mut count = 0;
-    for segment in body.split('.') {
-        if count == INLINE_SEGMENTS {
-            let segments: Vec<&str> = body.split('.').collect();
-            return walk(&segments);
+/// Splits the body of a dotted path (no pointer, no brackets, no empty segment) at its dots
+/// into `inline`, as [`FieldPath::parse`] would split it, in one pass over its bytes.
+fn split_plain<'p>(body: &'p str, inline: &mut [&'p str; INLINE_SEGMENTS]) -> Plain {
+    let (mut count, mut start) = (0, 0);
+    for (i, byte) in body.bytes().enumerate() {
+        match byte {
+            b'[' | b']' => return Plain::Not,
+            b'.' if i == start => return Plain::Not,
+            b'.' => {
+                if count < INLINE_SEGMENTS {
+                    inline[count] = &body[start..i];
+                }
+                count += 1;
+                start = i + 1;
+            }
+            _ => {}
         }
-        inline[count] = segment;
-        count += 1;
     }
-    walk(&inline[..count])
+    if start == body.len() {
+        return Plain::Not;
+    }
+    match count < INLINE_SEGMENTS {
+        true => {
+            inline[count] = &body[start..];
+            Plain::Inline(count + 1)
+        }
+        false => Plain::Long,
+    }
 }
 
 fn lookup<'v>(root: &'v Value, path: &[&str]) -> Result<Option<&'v Value>, PathError> {
@@ -530,6 +551,45 @@ mod tests {
         assert_eq!(doc.field(&path).unwrap(), Some(&json!(7)));
         let short = keys[..INLINE_SEGMENTS].join(".");
         assert!(doc.field(&short).unwrap().is_some_and(Value::is_object));
+    }
+
+    #[test]
+    fn paths_split_in_one_pass_as_they_parse() {
+        let eight = (0..INLINE_SEGMENTS)
+            .map(|i| format!("k{i}"))
+            .collect::<Vec<_>>();
+        let (eight, nine) = (eight.join("."), format!("{}.k8", eight.join(".")));
+        let paths = [
+            "",
+            ".",
+            "a",
+            ".a",
+            "a.",
+            "a..b",
+            "..a",
+            "status.conditions",
+            ".spec.x-y/z",
+            "a[0]",
+            "a.b]",
+            "a['b.c']",
+            "/a/b",
+            "a/b",
+            &eight,
+            &nine,
+        ];
+        for path in paths {
+            let split = with_segments(path, |segments| {
+                Ok(segments.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+            });
+            let parsed = FieldPath::parse(path).map(|parsed| parsed.segments);
+            match (split, parsed) {
+                (Ok(split), Ok(parsed)) => assert_eq!(split, parsed, "{path:?}"),
+                (Err(split), Err(parsed)) => {
+                    assert_eq!(split.to_string(), parsed.to_string(), "{path:?}")
+                }
+                (split, parsed) => panic!("{path:?}: split {split:?}, parsed {parsed:?}"),
+            }
+        }
     }
 
     #[test]

@@ -183,7 +183,7 @@ impl<'a> ConditionFields<'a> {
                 ("reason", value) => reason = Some(text(value)?),
                 ("message", value) => message = Some(text(value)?),
                 ("observedGeneration", number) => observed_generation = Some(number.as_i64()?),
-                ("lastTransitionTime", time) => drop(time.as_str()?.parse::<Timestamp>().ok()?),
+                ("lastTransitionTime", time) => is_timestamp(time.as_str()?).then_some(())?,
                 _ => {}
             }
         }
@@ -263,6 +263,63 @@ impl<'a> From<&'a Condition> for ConditionFields<'a> {
             observed_generation: condition.observed_generation,
         }
     }
+}
+
+/// Whether `text` parses as a `Timestamp`. The form the API server writes
+/// (`2026-01-02T03:04:05Z`) is checked by hand, in a fraction of a general parse; anything
+/// else is parsed.
+fn is_timestamp(text: &str) -> bool {
+    is_plain_utc_time(text.as_bytes()) || text.parse::<Timestamp>().is_ok()
+}
+
+/// Whether `text` is a valid `YYYY-MM-DDTHH:MM:SSZ` of the years 1000 to 9998 (well within
+/// what a `Timestamp` holds).
+fn is_plain_utc_time(text: &[u8]) -> bool {
+    let [
+        y0,
+        y1,
+        y2,
+        y3,
+        b'-',
+        m0,
+        m1,
+        b'-',
+        d0,
+        d1,
+        b'T',
+        h0,
+        h1,
+        b':',
+        i0,
+        i1,
+        b':',
+        s0,
+        s1,
+        b'Z',
+    ] = *text
+    else {
+        return false;
+    };
+    let digits = [y0, y1, y2, y3, m0, m1, d0, d1, h0, h1, i0, i1, s0, s1];
+    if !digits.iter().all(u8::is_ascii_digit) {
+        return false;
+    }
+    let number = |high: u8, low: u8| u32::from(high - b'0') * 10 + u32::from(low - b'0');
+    let year = number(y0, y1) * 100 + number(y2, y3);
+    let (month, day) = (number(m0, m1), number(d0, d1));
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        1..=12 => 31,
+        _ => return false,
+    };
+    (1000..=9998).contains(&year)
+        && (1..=days).contains(&day)
+        && number(h0, h1) < 24
+        && number(i0, i1) < 60
+        && number(s0, s1) < 60
 }
 
 /// An absent text, as the empty one.
@@ -438,6 +495,49 @@ mod tests {
             assert!(in_place.same_apart_from_time(&decoded));
         }
         assert_eq!(object(json!({})).condition_fields("Ready").unwrap(), None);
+    }
+
+    #[test]
+    fn plain_utc_times_are_the_ones_a_timestamp_parses() {
+        let mut checked = 0;
+        for year in [1000, 1900, 2000, 2023, 2024, 2100, 9998] {
+            for month in 0..=13 {
+                for day in [0, 1, 28, 29, 30, 31, 32] {
+                    for (hour, minute, second) in
+                        [(0, 0, 0), (23, 59, 59), (24, 0, 0), (0, 60, 0), (0, 0, 60)]
+                    {
+                        let text = format!(
+                            "{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z"
+                        );
+                        if is_plain_utc_time(text.as_bytes()) {
+                            checked += 1;
+                            assert!(text.parse::<Timestamp>().is_ok(), "{text}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 500, "{checked}");
+        let refused = [
+            "2024-02-30T00:00:00Z",
+            "2023-02-29T00:00:00Z",
+            "2024-01-01 00:00:00Z",
+            "2024-01-01T00:00:00+00:00",
+            "2024-1-01T00:00:00Z",
+            "yesterday",
+            "0999-01-01T00:00:00Z",
+        ];
+        for text in refused {
+            assert!(!is_plain_utc_time(text.as_bytes()), "{text}");
+        }
+        for text in [
+            "2024-02-29T00:00:00Z",
+            "2024-01-01T00:00:00.5Z",
+            "2024-01-01T00:00:00+01:00",
+        ] {
+            assert!(is_timestamp(text), "{text}");
+        }
+        assert!(!is_timestamp("2023-02-29T00:00:00Z"));
     }
 
     #[test]
