@@ -301,6 +301,16 @@ impl ChildReconciler {
         if !self.skip_owner_reference && !is_controlled_by(child, parent) {
             return false;
         }
+        self.passes_our_child(ctx, parent, child)
+    }
+
+    /// Whether `child` passes the user's `our_child` predicate (if any).
+    fn passes_our_child(
+        &self,
+        ctx: &Context,
+        parent: &DynamicObject,
+        child: &DynamicObject,
+    ) -> bool {
         self.our_child.as_ref().is_none_or(|predicate| {
             let pair = ParentAndChild {
                 parent: parent.clone(),
@@ -317,7 +327,10 @@ impl ChildReconciler {
         parent: &DynamicObject,
     ) -> Result<Vec<Arc<DynamicObject>>, ReconcileError> {
         let children = match known_children(ctx, &self.child_type) {
-            Some(children) => children,
+            Some(children) => children
+                .into_iter()
+                .filter(|child| self.is_our_child(ctx, parent, child))
+                .collect(),
             None => {
                 let mut options = match &self.list_options {
                     Some(options) => options(ctx, parent),
@@ -330,13 +343,20 @@ impl ChildReconciler {
                 if !self.skip_owner_reference {
                     options.controlled_by = parent.metadata.uid.clone();
                 }
-                ctx.config().client.list(&self.child_type, &options).await?
+                let listed = ctx.config().client.list(&self.child_type, &options).await?;
+                // The client lists only what the parent's UID controls: then only
+                // `our_child` is left to check.
+                let controller_checked = options.controlled_by.is_some();
+                listed
+                    .into_iter()
+                    .filter(|child| match controller_checked {
+                        true => self.passes_our_child(ctx, parent, child),
+                        false => self.is_our_child(ctx, parent, child),
+                    })
+                    .collect()
             }
         };
-        Ok(children
-            .into_iter()
-            .filter(|child| self.is_our_child(ctx, parent, child))
-            .collect())
+        Ok(children)
     }
 
     /// Lists, deletes duplicates, computes the desired child and lets the manager write it;
