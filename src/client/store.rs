@@ -14,6 +14,7 @@ use kube::{api::DynamicObject, runtime::watcher::Event};
 use parking_lot::{Mutex, RwLock};
 
 use super::ListOptions;
+use super::by_name::ByName;
 use super::list::controller_uids;
 use crate::object::ObjectKey;
 
@@ -71,17 +72,17 @@ impl Store {
                 |object: &&Arc<DynamicObject>| options.matches_apart_from_controller(object);
             return controlled.filter(rest_covered).cloned().collect();
         }
-        match &options.namespace {
+        let mut listed: Vec<_> = match &options.namespace {
             Some(ns) => {
-                let in_namespace = live
-                    .namespaced
-                    .get(ns)
-                    .into_iter()
-                    .flat_map(BTreeMap::values);
+                let in_namespace = live.namespaced.get(ns).into_iter().flat_map(ByName::values);
                 in_namespace.filter(covered).cloned().collect()
             }
             None => live.all().filter(covered).cloned().collect(),
-        }
+        };
+        drop(live);
+        // The tables by name keep no order: what was listed is sorted, outside the lock.
+        listed.sort_unstable_by(|a, b| key_order(a).cmp(&key_order(b)));
+        listed
     }
 
     /// How many objects are stored.
@@ -94,9 +95,9 @@ impl Store {
 #[derive(Default)]
 struct Objects {
     /// Cluster-scoped objects by name.
-    cluster: BTreeMap<String, Arc<DynamicObject>>,
+    cluster: ByName,
     /// Namespaced objects by namespace, then name (the index by namespace).
-    namespaced: BTreeMap<String, BTreeMap<String, Arc<DynamicObject>>>,
+    namespaced: BTreeMap<String, ByName>,
     /// Objects by the UID in their controller ownerReference.
     controlled: HashMap<String, BTreeMap<ObjectKey, Arc<DynamicObject>>>,
     len: usize,
@@ -104,7 +105,7 @@ struct Objects {
 
 impl Objects {
     fn all(&self) -> impl Iterator<Item = &Arc<DynamicObject>> {
-        let namespaced = self.namespaced.values().flat_map(BTreeMap::values);
+        let namespaced = self.namespaced.values().flat_map(ByName::values);
         self.cluster.values().chain(namespaced)
     }
 
@@ -115,7 +116,7 @@ impl Objects {
             Some(ns) => self.namespaced.entry(ns.clone()).or_default(),
             None => &mut self.cluster,
         };
-        match by_name.insert(key.name.clone(), object.clone()) {
+        match by_name.insert(object.clone()) {
             Some(previous) => self.unindex(&key, &previous),
             None => self.len += 1,
         }
@@ -157,6 +158,13 @@ impl Objects {
             }
         }
     }
+}
+
+/// The order lists are in: cluster-scoped objects first, then by namespace, then by name.
+fn key_order(object: &DynamicObject) -> (Option<&str>, &str) {
+    let metadata = &object.metadata;
+    let name = metadata.name.as_deref().unwrap_or_default();
+    (metadata.namespace.as_deref(), name)
 }
 
 /// The key an object is stored under (watched objects always have a name).
