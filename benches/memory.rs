@@ -1,6 +1,8 @@
 //! Memory: live heap bytes per cached ConfigMap vs the object's JSON size, for dynrec's
 //! shared cache (`Client::cache`, `DynamicObject`s) and, as the baseline, a typed
-//! kube-runtime reflector `Store<ConfigMap>`, over 1,000 and 10,000 objects. A counting
+//! kube-runtime reflector `Store<ConfigMap>`, over 1,000, 10,000 and 100,000 objects, and
+//! over 1,000 and 10,000 owned ones (each with a controller ownerReference, as a
+//! controller's children have: dynrec's cache also indexes those by controller). A counting
 //! global allocator measures the live heap before the cache starts and after it is ready
 //! (the server's objects are stored before the first reading). Prints its figures.
 
@@ -51,15 +53,23 @@ async fn settled_live() -> isize {
     LIVE.load(Ordering::Relaxed)
 }
 
-/// A server holding `n` ConfigMaps (labels, an annotation, three data keys).
-fn server(n: usize) -> ApiServer {
+/// A server holding `n` ConfigMaps (labels, an annotation, three data keys), each
+/// controlled by a Widget of its own when `owned` (as a controller's children are).
+fn server(n: usize, owned: bool) -> ApiServer {
     let server = ApiServer::builder().history_limit(1 << 17).build();
     let config_maps = (0..n).map(|i| {
-        json!({"apiVersion": "v1", "kind": "ConfigMap",
+        let mut config_map = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": format!("config-{i}"), "namespace": format!("ns-{}", i / 100),
                 "labels": {"app": "bench", "tier": "backend"},
                 "annotations": {"example.com/owner": format!("team-{}", i % 7)}},
-            "data": {"mode": "production", "level": "info", "endpoint": format!("https://svc-{i}.example.com:8443/api")}})
+            "data": {"mode": "production", "level": "info", "endpoint": format!("https://svc-{i}.example.com:8443/api")}});
+        if owned {
+            config_map["metadata"]["ownerReferences"] = json!([{"apiVersion": "example.com/v1",
+                "kind": "Widget", "name": format!("widget-{i}"),
+                "uid": format!("00000000-0000-4000-8000-{i:012}"),
+                "controller": true, "blockOwnerDeletion": true}]);
+        }
+        config_map
     });
     server.seed(config_maps).expect("config maps seeded");
     server
@@ -139,8 +149,15 @@ fn main() {
         .build()
         .expect("a runtime");
     println!("memory: live heap bytes per cached ConfigMap (ratio to its JSON size)");
-    for n in [1_000, 10_000, 100_000] {
-        let server = server(n);
+    let sizes = [(1_000, false), (10_000, false), (100_000, false)];
+    // Owned: dynrec's cache also indexes each by its controller (the typed Store does not).
+    let owned = [(1_000, true), (10_000, true)];
+    for (n, owned) in sizes.into_iter().chain(owned) {
+        let server = server(n, owned);
+        let objects = match owned {
+            true => "owned objects",
+            false => "objects",
+        };
         for (name, measured) in [
             ("dynrec cache", runtime.block_on(dynrec_cache(&server, n))),
             (
@@ -149,7 +166,7 @@ fn main() {
             ),
         ] {
             println!(
-                "  {n:>6} objects, {name:<23}: {:>6.0} B/object, JSON {:>4.0} B, ratio {:.2}",
+                "  {n:>6} {objects:<13}, {name:<23}: {:>6.0} B/object, JSON {:>4.0} B, ratio {:.2}",
                 measured.per_object,
                 measured.json,
                 measured.per_object / measured.json

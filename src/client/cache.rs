@@ -284,6 +284,7 @@ async fn run(state: Arc<State>, api: Api<DynamicObject>, mut kinds: watch::Recei
 /// items may lack them) and compacts the body (see [`compact`]).
 fn tidy(object: &mut DynamicObject, types: &TypeMeta) {
     keep_applied_fields(&mut object.metadata);
+    shrink_lists(&mut object.metadata);
     object.data = compact(object.data.take());
     if object.types.is_none() {
         object.types = Some(types.clone());
@@ -302,6 +303,13 @@ fn keep_applied_fields(metadata: &mut ObjectMeta) {
         .filter(|entry| entry.operation.as_deref() == Some("Apply"))
         .collect();
     metadata.managed_fields = (!applied.is_empty()).then_some(applied);
+}
+
+/// The metadata's lists holding room for their items only: a decoded list keeps the room it
+/// grew while being read (four ownerReferences, some 300 bytes more than one needs).
+fn shrink_lists(metadata: &mut ObjectMeta) {
+    metadata.owner_references.as_mut().map(Vec::shrink_to_fit);
+    metadata.finalizers.as_mut().map(Vec::shrink_to_fit);
 }
 
 /// `value` with every JSON object holding room for its entries only: a decoded object keeps

@@ -1,7 +1,7 @@
 //! The client layer: GVK resolution, shared caches, the [`Client`], the patch-only
 //! [`DuckClient`] and the [`EventRecorder`].
 
-mod by_name;
+mod by_key;
 mod cache;
 mod crd;
 mod duck;

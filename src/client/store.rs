@@ -14,7 +14,7 @@ use kube::{api::DynamicObject, runtime::watcher::Event};
 use parking_lot::{Mutex, RwLock};
 
 use super::ListOptions;
-use super::by_name::ByName;
+use super::by_key::{self, ByKey, Controlled};
 use super::list::controller_uids;
 use crate::object::ObjectKey;
 
@@ -49,9 +49,9 @@ impl Store {
     /// The object with this key.
     pub(super) fn get(&self, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
         let live = self.live.read();
-        let found = match &key.namespace {
-            Some(ns) => live.namespaced.get(ns)?.get(&key.name),
-            None => live.cluster.get(&key.name),
+        let found = match key.namespace.as_deref() {
+            Some(ns) => live.namespaced.get(ns)?.get((Some(ns), &key.name)),
+            None => live.cluster.get((None, &key.name)),
         };
         found.cloned()
     }
@@ -61,27 +61,25 @@ impl Store {
     pub(super) fn list(&self, options: &ListOptions) -> Vec<Arc<DynamicObject>> {
         let live = self.live.read();
         let covered = |object: &&Arc<DynamicObject>| options.matches(object);
-        if let Some(uid) = &options.controlled_by {
-            let controlled = live
-                .controlled
-                .get(uid)
-                .into_iter()
-                .flat_map(BTreeMap::values);
-            // The index holds only objects this UID controls.
-            let rest_covered =
-                |object: &&Arc<DynamicObject>| options.matches_apart_from_controller(object);
-            return controlled.filter(rest_covered).cloned().collect();
-        }
-        let mut listed: Vec<_> = match &options.namespace {
-            Some(ns) => {
-                let in_namespace = live.namespaced.get(ns).into_iter().flat_map(ByName::values);
-                in_namespace.filter(covered).cloned().collect()
+        let mut listed: Vec<_> = match (&options.controlled_by, &options.namespace) {
+            (Some(uid), _) => {
+                let controlled = live.controlled.get(uid.as_str()).into_iter();
+                // The index holds only objects this UID controls.
+                let rest_covered =
+                    |object: &&Arc<DynamicObject>| options.matches_apart_from_controller(object);
+                let controlled = controlled.flat_map(Controlled::values).filter(rest_covered);
+                controlled.cloned().collect()
             }
-            None => live.all().filter(covered).cloned().collect(),
+            (None, Some(ns)) => {
+                let in_namespace = live.namespaced.get(ns).into_iter();
+                let in_namespace = in_namespace.flat_map(ByKey::values).filter(covered);
+                in_namespace.cloned().collect()
+            }
+            (None, None) => live.all().filter(covered).cloned().collect(),
         };
         drop(live);
-        // The tables by name keep no order: what was listed is sorted, outside the lock.
-        listed.sort_unstable_by(|a, b| key_order(a).cmp(&key_order(b)));
+        // The tables keep no order: what was listed is sorted, outside the lock.
+        listed.sort_unstable_by(|a, b| by_key::key_of(a).cmp(&by_key::key_of(b)));
         listed
     }
 
@@ -94,80 +92,76 @@ impl Store {
 /// One consistent set of objects and its indexes.
 #[derive(Default)]
 struct Objects {
-    /// Cluster-scoped objects by name.
-    cluster: ByName,
-    /// Namespaced objects by namespace, then name (the index by namespace).
-    namespaced: BTreeMap<String, ByName>,
+    /// Cluster-scoped objects.
+    cluster: ByKey,
+    /// Namespaced objects by namespace (the index by namespace).
+    namespaced: BTreeMap<String, ByKey>,
     /// Objects by the UID in their controller ownerReference.
-    controlled: HashMap<String, BTreeMap<ObjectKey, Arc<DynamicObject>>>,
+    controlled: HashMap<Box<str>, Controlled>,
     len: usize,
 }
 
 impl Objects {
     fn all(&self) -> impl Iterator<Item = &Arc<DynamicObject>> {
-        let namespaced = self.namespaced.values().flat_map(ByName::values);
+        let namespaced = self.namespaced.values().flat_map(ByKey::values);
         self.cluster.values().chain(namespaced)
     }
 
     /// Adds or replaces the object with the key of `object`.
     fn insert(&mut self, object: Arc<DynamicObject>) {
-        let key = key_of(&object);
-        let by_name = match &key.namespace {
-            Some(ns) => self.namespaced.entry(ns.clone()).or_default(),
+        let objects = match object.metadata.namespace.as_deref() {
+            Some(ns) => self.namespaced.entry(ns.to_owned()).or_default(),
             None => &mut self.cluster,
         };
-        match by_name.insert(object.clone()) {
-            Some(previous) => self.unindex(&key, &previous),
+        match objects.insert(object.clone()) {
+            Some(previous) => self.unindex(&previous),
             None => self.len += 1,
         }
         for uid in controller_uids(&object) {
-            let controlled = self.controlled.entry(uid.to_owned()).or_default();
-            controlled.insert(key.clone(), object.clone());
+            match self.controlled.get_mut(uid) {
+                Some(controlled) => controlled.insert(object.clone()),
+                None => drop(
+                    self.controlled
+                        .insert(uid.into(), Controlled::One(object.clone())),
+                ),
+            }
         }
     }
 
     /// Removes the object with this key, if stored.
     fn remove(&mut self, key: &ObjectKey) {
-        let removed = match &key.namespace {
+        let removed = match key.namespace.as_deref() {
             Some(ns) => {
-                let Some(by_name) = self.namespaced.get_mut(ns) else {
+                let Some(objects) = self.namespaced.get_mut(ns) else {
                     return;
                 };
-                let removed = by_name.remove(&key.name);
-                if by_name.is_empty() {
+                let removed = objects.remove((Some(ns), &key.name));
+                if objects.is_empty() {
                     self.namespaced.remove(ns);
                 }
                 removed
             }
-            None => self.cluster.remove(&key.name),
+            None => self.cluster.remove((None, &key.name)),
         };
         if let Some(removed) = removed {
             self.len -= 1;
-            self.unindex(key, &removed);
+            self.unindex(&removed);
         }
     }
 
-    /// Drops `object` (stored under `key`) from the controller index.
-    fn unindex(&mut self, key: &ObjectKey, object: &DynamicObject) {
+    /// Drops a stored object from the controller index.
+    fn unindex(&mut self, object: &DynamicObject) {
         for uid in controller_uids(object) {
-            if let Some(controlled) = self.controlled.get_mut(uid) {
-                controlled.remove(key);
-                if controlled.is_empty() {
-                    self.controlled.remove(uid);
-                }
+            if let Some(controlled) = self.controlled.get_mut(uid)
+                && controlled.remove(by_key::key_of(object))
+            {
+                self.controlled.remove(uid);
             }
         }
     }
 }
 
-/// The order lists are in: cluster-scoped objects first, then by namespace, then by name.
-fn key_order(object: &DynamicObject) -> (Option<&str>, &str) {
-    let metadata = &object.metadata;
-    let name = metadata.name.as_deref().unwrap_or_default();
-    (metadata.namespace.as_deref(), name)
-}
-
-/// The key an object is stored under (watched objects always have a name).
+/// The key of an object as a watch event carries it (watched objects always have a name).
 fn key_of(object: &DynamicObject) -> ObjectKey {
     ObjectKey {
         namespace: object.metadata.namespace.clone(),
