@@ -20,8 +20,10 @@ use serde_json::json;
 const WIDGETS: usize = 30;
 /// How long each phase may take to converge. A run takes seconds, but a cache whose watch
 /// failed several times waits as kube's default watcher backoff says (up to 30 s, reset
-/// only after 120 s without a failure), so a phase gets more than that.
-const PHASE: Duration = Duration::from_secs(40);
+/// only after 120 s without a failure). A restarted server fails every watch's reconnects
+/// while it starts, which can take a watch to that ceiling, and one more injected failure
+/// waits it again: a phase gets more than two ceilings (40 s was once too little).
+const PHASE: Duration = Duration::from_secs(75);
 
 /// The faults: probabilities drawn from the server's fixed seed, so a run repeats.
 fn faults() -> serde_json::Value {

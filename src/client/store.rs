@@ -83,6 +83,11 @@ impl Store {
         listed
     }
 
+    /// Every object, in no particular order.
+    pub(super) fn objects(&self) -> Vec<Arc<DynamicObject>> {
+        self.live.read().all().cloned().collect()
+    }
+
     /// How many objects are stored.
     pub(super) fn len(&self) -> usize {
         self.live.read().len
@@ -228,6 +233,13 @@ mod tests {
         assert_eq!(keys(&store, &controlled_by("u3")), Vec::<String>::new());
         let all = keys(&store, &ListOptions::default());
         assert_eq!(all, ["a/x", "a/y", "b/x", "b/z"]);
+        let mut unordered: Vec<String> = store
+            .objects()
+            .iter()
+            .map(|o| key_of(o).to_string())
+            .collect();
+        unordered.sort();
+        assert_eq!(unordered, all, "every object, in some order");
         assert_eq!(store.len(), 4);
         let found = store.get(&ObjectKey::namespaced("b", "z"));
         assert_eq!(

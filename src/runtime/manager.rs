@@ -700,7 +700,8 @@ async fn feed(
     queue: &WorkQueue<ObjectKey>,
 ) {
     let add_everything = || {
-        for object in cache.list(&Default::default()) {
+        // Unordered: the queue keeps an order of its own, and `list` would sort them all.
+        for object in cache.objects() {
             map(&object).into_iter().for_each(|key| queue.add(key));
         }
     };
