@@ -64,7 +64,7 @@ impl ByKey {
 pub(super) enum Controlled {
     /// The one object.
     One(Arc<DynamicObject>),
-    /// More than one (kept a table until none is left).
+    /// More than one, in a table (kept until none is left).
     Many(Box<ByKey>),
 }
 

@@ -31,7 +31,7 @@ impl Store {
     pub(super) fn apply(&self, event: &Event<Arc<DynamicObject>>) {
         match event {
             Event::Apply(object) => self.live.write().insert(object.clone()),
-            Event::Delete(object) => self.live.write().remove(&key_of(object)),
+            Event::Delete(object) => self.live.write().remove(by_key::key_of(object)),
             Event::Init => *self.relist.lock() = Some(Objects::default()),
             Event::InitApply(object) => {
                 let mut relist = self.relist.lock();
@@ -134,19 +134,19 @@ impl Objects {
     }
 
     /// Removes the object with this key, if stored.
-    fn remove(&mut self, key: &ObjectKey) {
-        let removed = match key.namespace.as_deref() {
+    fn remove(&mut self, key: by_key::Key<'_>) {
+        let removed = match key.0 {
             Some(ns) => {
                 let Some(objects) = self.namespaced.get_mut(ns) else {
                     return;
                 };
-                let removed = objects.remove((Some(ns), &key.name));
+                let removed = objects.remove(key);
                 if objects.is_empty() {
                     self.namespaced.remove(ns);
                 }
                 removed
             }
-            None => self.cluster.remove((None, &key.name)),
+            None => self.cluster.remove(key),
         };
         if let Some(removed) = removed {
             self.len -= 1;
@@ -166,19 +166,15 @@ impl Objects {
     }
 }
 
-/// The key of an object as a watch event carries it (watched objects always have a name).
-fn key_of(object: &DynamicObject) -> ObjectKey {
-    ObjectKey {
-        namespace: object.metadata.namespace.clone(),
-        name: object.metadata.name.clone().unwrap_or_default(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+
+    fn key_of(object: &DynamicObject) -> ObjectKey {
+        ObjectKey::of(object).expect("test objects are named")
+    }
 
     fn object(namespace: &str, name: &str, controller: Option<&str>) -> Arc<DynamicObject> {
         let owners: Vec<_> = controller
