@@ -12,7 +12,7 @@ use kube::api::{DynamicObject, ObjectMeta, TypeMeta};
 use tracing::{Instrument, debug, info_span};
 
 use super::resource::{RootHooks, request_context};
-use super::steps::derive_as_async;
+use super::steps::Derivation;
 use super::{
     AfterReconcile, AsyncDerive, BeforeReconcile, Config, Context, Derive, Draft, ObjectManager,
     Outcome, RequestOptions, RootReconciler, Setup, SubReconciler, ValidationError, Watch,
@@ -25,7 +25,7 @@ pub struct AggregateReconciler {
     resource_type: Arc<Gvk>,
     request: ObjectKey,
     reconciler: Option<Box<dyn SubReconciler>>,
-    desired_resource: Option<Box<dyn AsyncDerive<Option<DynamicObject>>>>,
+    desired_resource: Option<Derivation<Option<DynamicObject>>>,
     object_manager: Box<dyn ObjectManager>,
     config: Arc<Config>,
     hooks: RootHooks,
@@ -68,7 +68,7 @@ impl AggregateReconciler {
     /// reconciler.io, it runs with a throwaway tracker, so objects it reads are not tracked:
     /// read and track them in the `reconciler`.
     pub fn desired_resource(mut self, desired: impl Derive<Option<DynamicObject>>) -> Self {
-        self.desired_resource = Some(derive_as_async(desired));
+        self.desired_resource = Some(Derivation::plain(desired));
         self
     }
 
@@ -78,7 +78,7 @@ impl AggregateReconciler {
         mut self,
         desired: impl AsyncDerive<Option<DynamicObject>>,
     ) -> Self {
-        self.desired_resource = Some(Box::new(desired));
+        self.desired_resource = Some(Derivation::of_async(desired));
         self
     }
 
@@ -121,7 +121,7 @@ impl AggregateReconciler {
         // Tracks requested by the object manager are not wanted on the aggregate itself.
         let ctx = ctx.with_config(ctx.config().with_new_tracker(Duration::ZERO));
         let desired = match &self.desired_resource {
-            Some(desired) => desired(&ctx, &resource).await,
+            Some(desired) => desired.derive(&ctx, &resource).await,
             None => Ok(Some(DynamicObject::clone(&resource))),
         };
         let desired = match desired {

@@ -25,7 +25,7 @@ use tracing::{Instrument, debug, debug_span, info, warn};
 
 use super::known_children::known_children;
 use super::object_manager::track;
-use super::steps::derive_as_async;
+use super::steps::Derivation;
 use super::{
     ApplyingObjectManager, AsyncDerive, ChildListOptions, Context, Derive, Draft, Merge,
     ObjectManager, Outcome, Predicate, ReconcileError, ReflectChild, Setup, SetupStep,
@@ -35,7 +35,7 @@ use crate::client::{self, ListOptions};
 use crate::object::{Gvk, ObjectKey};
 
 /// Computes the child the parent should have (`None`: no child), as stored.
-pub(super) type DesiredChild = Arc<dyn AsyncDerive<Option<DynamicObject>>>;
+pub(super) type DesiredChild = Derivation<Option<DynamicObject>>;
 
 /// What an `our_child` predicate sees: `self.parent` and `self.child` in CEL.
 #[derive(Clone, Debug, Serialize)]
@@ -148,11 +148,7 @@ impl ChildReconciler {
         desired: impl Derive<Option<DynamicObject>>,
         reflect: impl ReflectChild,
     ) -> Self {
-        Self::with_desired(
-            child_type,
-            derive_as_async(desired).into(),
-            Arc::new(reflect),
-        )
+        Self::with_desired(child_type, Derivation::plain(desired), Arc::new(reflect))
     }
 
     /// As [`ChildReconciler::new`], with a `desired` that may await, e.g. to read (and track)
@@ -163,7 +159,7 @@ impl ChildReconciler {
         desired: impl AsyncDerive<Option<DynamicObject>>,
         reflect: impl ReflectChild,
     ) -> Self {
-        Self::with_desired(child_type, Arc::new(desired), Arc::new(reflect))
+        Self::with_desired(child_type, Derivation::of_async(desired), Arc::new(reflect))
     }
 
     /// A reconciler with both callbacks given, writing by server-side apply.
@@ -381,7 +377,7 @@ impl ChildReconciler {
         };
         let desired = match parent.metadata.deletion_timestamp {
             Some(_) => None,
-            None => match desired_child(ctx, parent).await {
+            None => match desired_child.derive(ctx, parent).await {
                 Ok(desired) => desired,
                 Err(err) if is_only_reconcile_child_status(&err) => {
                     return Ok(actual);
@@ -585,7 +581,12 @@ fn set_controller_reference(
         controller: Some(true),
         block_owner_deletion: Some(true),
     };
-    let references = child.metadata.owner_references.get_or_insert_with(Vec::new);
+    // A child's first reference gets a list with room for it alone (pushed onto an empty
+    // list, it would get room for four).
+    let Some(references) = &mut child.metadata.owner_references else {
+        child.metadata.owner_references = Some(vec![reference]);
+        return Ok(());
+    };
     match references.iter_mut().find(|r| same(r)) {
         Some(existing) => *existing = reference,
         None => references.push(reference),

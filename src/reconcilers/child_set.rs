@@ -15,11 +15,9 @@ use kube::api::DynamicObject;
 use parking_lot::Mutex;
 use tracing::{Instrument, debug_span};
 
-use futures::future::BoxFuture;
-
 use super::child::{DesiredChild, ParentAndChild, is_only_reconcile_child_status};
 use super::known_children::{clear_known_children, stash_known_children};
-use super::steps::derive_as_async;
+use super::steps::Derivation;
 use super::{
     AsyncDerive, ChildListOptions, ChildReconciler, ChildSetPartialResult, ChildSetResult, Context,
     Derive, Draft, IdentifyChild, Merge, ObjectManager, Outcome, Predicate, ReconcileError,
@@ -34,7 +32,7 @@ pub struct ChildSetReconciler {
     name: String,
     finalizer: String,
     children: ChildReconciler,
-    desired_children: Arc<dyn AsyncDerive<Vec<DynamicObject>>>,
+    desired_children: Derivation<Vec<DynamicObject>>,
     reflect: Arc<dyn ReflectChildren>,
     identify_child: Arc<dyn IdentifyChild>,
 }
@@ -51,12 +49,7 @@ impl ChildSetReconciler {
         identify: impl IdentifyChild,
         reflect: impl ReflectChildren,
     ) -> Self {
-        Self::with_desired(
-            child_type,
-            derive_as_async(desired).into(),
-            identify,
-            reflect,
-        )
+        Self::with_desired(child_type, Derivation::plain(desired), identify, reflect)
     }
 
     /// As [`ChildSetReconciler::new`], with a `desired` that may await:
@@ -67,19 +60,17 @@ impl ChildSetReconciler {
         identify: impl IdentifyChild,
         reflect: impl ReflectChildren,
     ) -> Self {
-        Self::with_desired(child_type, Arc::new(desired), identify, reflect)
+        Self::with_desired(child_type, Derivation::of_async(desired), identify, reflect)
     }
 
     fn with_desired(
         child_type: Gvk,
-        desired_children: Arc<dyn AsyncDerive<Vec<DynamicObject>>>,
+        desired_children: Derivation<Vec<DynamicObject>>,
         identify: impl IdentifyChild,
         reflect: impl ReflectChildren,
     ) -> Self {
         // The per-id reconcilers replace these callbacks (see `for_id`).
-        let no_child: DesiredChild = Arc::new(|_: &Context, _: &DynamicObject| {
-            Box::pin(std::future::ready(Ok(None))) as BoxFuture<'_, _>
-        });
+        let no_child: DesiredChild = Derivation::plain(|_: &Context, _: &DynamicObject| Ok(None));
         let no_reflect = Arc::new(
             |_: &Context, _: &mut Draft, _: Option<&DynamicObject>, _: Option<&ReconcileError>| {
                 Ok(())
@@ -193,9 +184,8 @@ impl ChildSetReconciler {
             user.as_ref().is_none_or(|p| p.test(ctx, pair)) && identify(&pair.child) == owned_id
         });
         let (results, owned_id) = (results.clone(), id.to_string());
-        let desired: DesiredChild = Arc::new(move |_: &Context, _: &DynamicObject| {
-            Box::pin(std::future::ready(desired.clone())) as BoxFuture<'_, _>
-        });
+        let desired: DesiredChild =
+            Derivation::plain(move |_: &Context, _: &DynamicObject| desired.clone());
         let reflect = move |_: &Context,
                             _: &mut Draft,
                             child: Option<&DynamicObject>,
@@ -221,14 +211,14 @@ impl ChildSetReconciler {
         ctx: &Context,
         parent: &mut Draft,
         identify: &Arc<dyn IdentifyChild>,
-        desired_children: &Arc<dyn AsyncDerive<Vec<DynamicObject>>>,
+        desired_children: &Derivation<Vec<DynamicObject>>,
         results: &Arc<Mutex<Vec<ChildSetPartialResult>>>,
     ) -> Result<Outcome, ReconcileError> {
         let known = self.children.list_our_children(ctx, parent).await?;
         let known_ids: BTreeSet<String> = known.iter().map(|c| identify(c)).collect();
         let child_type = self.children.child_type().clone();
         stash_known_children(ctx, child_type, known);
-        let (desired, status_only) = match desired_children(ctx, parent).await {
+        let (desired, status_only) = match desired_children.derive(ctx, parent).await {
             Ok(desired) => (desired, None),
             Err(err) if is_only_reconcile_child_status(&err) => (Vec::new(), Some(err)),
             Err(err) => return Err(err),

@@ -13,7 +13,7 @@ use serde::Serialize;
 use tracing::{Instrument, debug_span};
 
 use super::nested::{owner, validate_nested};
-use super::steps::derive_as_async;
+use super::steps::Derivation;
 use super::{
     AsyncDerive, Context, Derive, Draft, Outcome, ReconcileResult, Setup, SubReconciler,
     ValidationError,
@@ -51,7 +51,7 @@ impl<I: Any + Clone + Send + Sync> Cursor<I> {
 /// the aggregate of the earlier iterations only (as Go does).
 pub struct ForEach<I, R = DynamicObject> {
     name: String,
-    items: Box<dyn AsyncDerive<Vec<I>, R>>,
+    items: Derivation<Vec<I>, R>,
     reconciler: Box<dyn SubReconciler<R>>,
 }
 
@@ -59,7 +59,7 @@ impl<I: Send + 'static, R: Send + Sync + 'static> ForEach<I, R> {
     /// Calls `reconciler` for each of the items `items` returns, e.g.
     /// `|_ctx, resource| Ok(vec![..])`.
     pub fn new(items: impl Derive<Vec<I>, R>, reconciler: impl SubReconciler<R> + 'static) -> Self {
-        Self::with_items(derive_as_async(items), reconciler)
+        Self::with_items(Derivation::plain(items), reconciler)
     }
 
     /// As [`ForEach::new`], with items that may await (e.g. list objects):
@@ -68,11 +68,11 @@ impl<I: Send + 'static, R: Send + Sync + 'static> ForEach<I, R> {
         items: impl AsyncDerive<Vec<I>, R>,
         reconciler: impl SubReconciler<R> + 'static,
     ) -> Self {
-        Self::with_items(Box::new(items), reconciler)
+        Self::with_items(Derivation::of_async(items), reconciler)
     }
 
     fn with_items(
-        items: Box<dyn AsyncDerive<Vec<I>, R>>,
+        items: Derivation<Vec<I>, R>,
         reconciler: impl SubReconciler<R> + 'static,
     ) -> Self {
         Self {
@@ -109,7 +109,7 @@ where
     }
 
     async fn reconcile(&self, ctx: &Context, resource: &mut Draft<R>) -> Outcome {
-        let items = match (self.items)(ctx, resource).await {
+        let items = match self.items.derive(ctx, resource).await {
             Ok(items) => items,
             Err(error) => return Outcome::err(error),
         };

@@ -2,8 +2,8 @@
 //! nested reconciler's validation error is reported with its place in the tree.
 
 use std::fmt::Display;
-
-use async_trait::async_trait;
+use std::future::Future;
+use std::pin::Pin;
 
 use super::{
     Context, Draft, Outcome, OutcomeStep, Setup, SetupStep, SubReconciler, ValidationError,
@@ -16,7 +16,8 @@ pub(super) type OutcomeHook<R> = Box<dyn OutcomeStep<R>>;
 /// `OverrideSetup` and `SyncReconciler` take it.
 pub(super) type SetupHook = Box<dyn SetupStep>;
 
-#[async_trait]
+/// Forwards to the boxed reconciler. Written out, not with `#[async_trait]`: the macro would
+/// box a second future around the boxed reconciler's own on every call.
 impl<R, T> SubReconciler<R> for Box<T>
 where
     R: Send + Sync,
@@ -34,8 +35,18 @@ where
         (**self).validate()
     }
 
-    async fn reconcile(&self, ctx: &Context, resource: &mut Draft<R>) -> Outcome {
-        (**self).reconcile(ctx, resource).await
+    fn reconcile<'s, 'c, 'r, 'f>(
+        &'s self,
+        ctx: &'c Context,
+        resource: &'r mut Draft<R>,
+    ) -> Pin<Box<dyn Future<Output = Outcome> + Send + 'f>>
+    where
+        's: 'f,
+        'c: 'f,
+        'r: 'f,
+        Self: 'f,
+    {
+        (**self).reconcile(ctx, resource)
     }
 }
 

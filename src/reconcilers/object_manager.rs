@@ -1,6 +1,8 @@
 //! Object managers: how a reconciler writes an object it manages (create, update, delete),
 //! and the steps every object manager shares (finalizer, delete, write events, tracking).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -44,8 +46,8 @@ pub trait ObjectManager: Send + Sync {
     ) -> Result<Option<Arc<DynamicObject>>, ReconcileError>;
 }
 
-/// A shared manager manages as the manager it shares.
-#[async_trait]
+/// A shared manager manages as the manager it shares. Written out, not with
+/// `#[async_trait]`: the macro would box a second future around the shared manager's own.
 impl ObjectManager for Arc<dyn ObjectManager> {
     fn name(&self) -> &str {
         self.as_ref().name()
@@ -59,16 +61,27 @@ impl ObjectManager for Arc<dyn ObjectManager> {
         self.as_ref().validate()
     }
 
-    async fn manage(
-        &self,
-        ctx: &Context,
-        resource: &mut Draft,
-        actual: Option<&Arc<DynamicObject>>,
-        desired: Option<&DynamicObject>,
-    ) -> Result<Option<Arc<DynamicObject>>, ReconcileError> {
-        self.as_ref().manage(ctx, resource, actual, desired).await
+    fn manage<'s, 'c, 'r, 'a, 'd, 'f>(
+        &'s self,
+        ctx: &'c Context,
+        resource: &'r mut Draft,
+        actual: Option<&'a Arc<DynamicObject>>,
+        desired: Option<&'d DynamicObject>,
+    ) -> Pin<Box<dyn Future<Output = Managed> + Send + 'f>>
+    where
+        's: 'f,
+        'c: 'f,
+        'r: 'f,
+        'a: 'f,
+        'd: 'f,
+        Self: 'f,
+    {
+        self.as_ref().manage(ctx, resource, actual, desired)
     }
 }
+
+/// What [`ObjectManager::manage`] returns.
+type Managed = Result<Option<Arc<DynamicObject>>, ReconcileError>;
 
 /// The actual object, unless it is absent (none, or never persisted).
 pub(super) fn present(actual: Option<&Arc<DynamicObject>>) -> Option<&Arc<DynamicObject>> {

@@ -9,6 +9,8 @@
 //! Rust an async closure that captures anything does not implement `Fn`, and the future of an
 //! `AsyncFn` cannot be required to be `Send`, which a multi-threaded runtime needs.
 
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
 use kube::api::DynamicObject;
 use serde_json::Value;
@@ -137,30 +139,56 @@ closure_shape! {
     SelectConfig: Fn(Option<&Context>, &Config) -> Result<Config, ReconcileError>
 }
 
-/// A plain step as an async one (what reconcilers store), its result ready at once.
-pub(super) fn step_as_async<R, T>(step: impl Step<R, T>) -> Box<dyn AsyncStep<R, T>>
-where
-    R: 'static,
-    T: Send + 'static,
-{
-    Box::new(
-        move |ctx: &Context, resource: &mut Draft<R>| -> BoxFuture<'_, T> {
-            let done = step(ctx, resource);
-            Box::pin(async move { done })
-        },
-    )
+/// A step as reconcilers store it. A plain one is called as is: made async, it would box a
+/// future (and copy its result into it) for a result ready at once.
+pub(super) enum StoredStep<R, T> {
+    Plain(Box<dyn Step<R, T>>),
+    Async(Box<dyn AsyncStep<R, T>>),
 }
 
-/// A plain derivation as an async one (what reconcilers store), its result ready at once.
-pub(super) fn derive_as_async<T, R>(derive: impl Derive<T, R>) -> Box<dyn AsyncDerive<T, R>>
-where
-    R: 'static,
-    T: Send + 'static,
-{
-    Box::new(
-        move |ctx: &Context, resource: &R| -> BoxFuture<'_, Result<T, ReconcileError>> {
-            let done = derive(ctx, resource);
-            Box::pin(async move { done })
-        },
-    )
+impl<R: Send + Sync, T> StoredStep<R, T> {
+    /// Runs the step on `resource`.
+    pub(super) async fn run(&self, ctx: &Context, resource: &mut Draft<R>) -> T {
+        match self {
+            StoredStep::Plain(step) => step(ctx, resource),
+            StoredStep::Async(step) => step(ctx, resource).await,
+        }
+    }
+}
+
+/// A derivation as reconcilers store it (shared: a child set hands its children's to the
+/// reconciler of each). A plain one is called as is: made async, it would box a future (and
+/// copy its value, a whole desired object, into it) for a value ready at once.
+pub(super) enum Derivation<T, R = DynamicObject> {
+    Plain(Arc<dyn Derive<T, R>>),
+    Async(Arc<dyn AsyncDerive<T, R>>),
+}
+
+impl<T, R> Clone for Derivation<T, R> {
+    fn clone(&self) -> Self {
+        match self {
+            Derivation::Plain(derive) => Derivation::Plain(derive.clone()),
+            Derivation::Async(derive) => Derivation::Async(derive.clone()),
+        }
+    }
+}
+
+impl<T, R: Sync> Derivation<T, R> {
+    /// A plain derivation.
+    pub(super) fn plain(derive: impl Derive<T, R>) -> Self {
+        Derivation::Plain(Arc::new(derive))
+    }
+
+    /// A derivation that may await.
+    pub(super) fn of_async(derive: impl AsyncDerive<T, R>) -> Self {
+        Derivation::Async(Arc::new(derive))
+    }
+
+    /// Derives the value from `resource`.
+    pub(super) async fn derive(&self, ctx: &Context, resource: &R) -> Result<T, ReconcileError> {
+        match self {
+            Derivation::Plain(derive) => derive(ctx, resource),
+            Derivation::Async(derive) => derive(ctx, resource).await,
+        }
+    }
 }

@@ -7,7 +7,7 @@ use kube::api::{DynamicObject, ObjectMeta};
 use tracing::debug;
 
 use super::nested::SetupHook;
-use super::steps::step_as_async;
+use super::steps;
 use super::{
     AsyncStep, Context, Draft, Outcome, ReconcileError, ReconcileResult, Setup, SetupStep, Step,
     SubReconciler, ValidationError,
@@ -38,7 +38,7 @@ impl<T> HasMetadata for Ducked<T> {
 }
 
 /// A sync or finalize step as stored: it says whether to requeue.
-type StoredStep<R> = Box<dyn AsyncStep<R, Outcome>>;
+type StoredStep<R> = steps::StoredStep<R, Outcome>;
 
 /// Calls a function to sync the resource (reconciler.io's `SyncReconciler`).
 pub struct SyncReconciler<R = DynamicObject> {
@@ -50,38 +50,46 @@ pub struct SyncReconciler<R = DynamicObject> {
 }
 
 /// Lifts a step that returns no result into one that does.
-fn with_done_result<R: Send + 'static>(
+fn with_done_result<R: Send + 'static>(step: impl Step<R>) -> StoredStep<R> {
+    let step = move |ctx: &Context, resource: &mut Draft<R>| {
+        Outcome::from(step(ctx, resource).map(|()| ReconcileResult::done()))
+    };
+    StoredStep::Plain(Box::new(step))
+}
+
+/// Lifts a step that may await and returns no result into one that does.
+fn with_done_result_async<R: Send + 'static>(
     step: impl AsyncStep<R, Result<(), ReconcileError>>,
 ) -> StoredStep<R> {
-    Box::new(
+    StoredStep::Async(Box::new(
         move |ctx: &Context, resource: &mut Draft<R>| -> BoxFuture<'_, Outcome> {
             let step = step(ctx, resource);
             Box::pin(async move { Outcome::from(step.await.map(|()| ReconcileResult::done())) })
         },
-    )
+    ))
 }
 
 impl<R: Send + 'static> SyncReconciler<R> {
     /// Syncs with `sync` (reconciler.io's `Sync`):
     /// `SyncReconciler::new(|ctx, resource| { ...; Ok(()) })`.
     pub fn new(sync: impl Step<R>) -> Self {
-        Self::new_async(step_as_async(sync))
+        Self::storing(with_done_result(sync))
     }
 
     /// Syncs with `sync`, which may await:
     /// `SyncReconciler::new_async(|ctx, resource| Box::pin(async move { ...; Ok(()) }))`.
     pub fn new_async(sync: impl AsyncStep<R>) -> Self {
-        Self::storing(with_done_result(sync))
+        Self::storing(with_done_result_async(sync))
     }
 
     /// Syncs with `sync`, which also says when to reconcile again (`SyncWithResult`).
     pub fn with_result(sync: impl Step<R, Outcome>) -> Self {
-        Self::storing(step_as_async(sync))
+        Self::storing(StoredStep::Plain(Box::new(sync)))
     }
 
     /// As [`SyncReconciler::with_result`], with a step that may await.
     pub fn with_result_async(sync: impl AsyncStep<R, Outcome>) -> Self {
-        Self::storing(Box::new(sync))
+        Self::storing(StoredStep::Async(Box::new(sync)))
     }
 
     fn storing(sync: StoredStep<R>) -> Self {
@@ -101,25 +109,26 @@ impl<R: Send + 'static> SyncReconciler<R> {
     }
 
     /// Finalizes with `finalize` while the resource is being deleted (`Finalize`).
-    pub fn finalize(self, finalize: impl Step<R>) -> Self {
-        self.finalize_async(step_as_async(finalize))
+    pub fn finalize(mut self, finalize: impl Step<R>) -> Self {
+        self.finalize = Some(with_done_result(finalize));
+        self
     }
 
     /// As [`SyncReconciler::finalize`], with a step that may await.
     pub fn finalize_async(mut self, finalize: impl AsyncStep<R>) -> Self {
-        self.finalize = Some(with_done_result(finalize));
+        self.finalize = Some(with_done_result_async(finalize));
         self
     }
 
     /// Finalizes with `finalize`, which also says when to reconcile again.
     pub fn finalize_with_result(mut self, finalize: impl Step<R, Outcome>) -> Self {
-        self.finalize = Some(step_as_async(finalize));
+        self.finalize = Some(StoredStep::Plain(Box::new(finalize)));
         self
     }
 
     /// As [`SyncReconciler::finalize_with_result`], with a step that may await.
     pub fn finalize_with_result_async(mut self, finalize: impl AsyncStep<R, Outcome>) -> Self {
-        self.finalize = Some(Box::new(finalize));
+        self.finalize = Some(StoredStep::Async(Box::new(finalize)));
         self
     }
 
@@ -151,7 +160,7 @@ impl<R: HasMetadata + Send + Sync + 'static> SubReconciler<R> for SyncReconciler
         let terminating = resource.is_terminating();
         let mut result = ReconcileResult::done();
         if !terminating || self.sync_during_finalization {
-            let synced = (self.sync)(ctx, resource).await;
+            let synced = self.sync.run(ctx, resource).await;
             result = synced.result;
             if let Some(err) = synced.error {
                 if !err.is_quiet() {
@@ -161,7 +170,7 @@ impl<R: HasMetadata + Send + Sync + 'static> SubReconciler<R> for SyncReconciler
             }
         }
         if let (true, Some(finalize)) = (terminating, &self.finalize) {
-            let finalized = finalize(ctx, resource).await;
+            let finalized = finalize.run(ctx, resource).await;
             result = result.aggregate(finalized.result);
             if let Some(err) = &finalized.error
                 && !err.is_quiet()
