@@ -76,9 +76,18 @@ fn passes(
     }
 }
 
+/// The Widget counts of the `steady_state/{n}` groups: 1,000 and 10,000, or the one count
+/// `STEADY_STATE_WIDGETS` names (`benches/callgrind.sh` runs a few hundred under valgrind).
+fn widget_counts() -> Vec<usize> {
+    match std::env::var("STEADY_STATE_WIDGETS") {
+        Ok(count) => vec![count.parse().expect("STEADY_STATE_WIDGETS is a number")],
+        Err(_) => vec![1_000, 10_000],
+    }
+}
+
 fn steady_state(c: &mut Criterion) {
     let runtime = common::runtime();
-    for n in [1_000, 10_000] {
+    for n in widget_counts() {
         let timings = Timings::default();
         let name = format!("steady_state/{n}");
         let mut group = common::flat_group(c, &name, n);

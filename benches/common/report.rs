@@ -48,8 +48,9 @@ impl Timings {
             let median = self.median(engine)?;
             let runs = self.measured(engine).len();
             println!(
-                "{what}: {} median {median:.3?} of {runs} runs",
-                engine.name()
+                "{what}: {} median {median:.3?} of {runs} runs (fastest {:.3?})",
+                engine.name(),
+                self.fastest(engine).unwrap_or_default()
             );
             Some(median)
         };
