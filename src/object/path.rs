@@ -506,6 +506,42 @@ impl Fields for DynamicObject {
     }
 }
 
+/// A plain path into a `DynamicObject`'s body, split where it is declared: the paths dynrec
+/// reads on every reconcile (`status.conditions`) are walked without being parsed each time.
+pub(super) struct SplitPath {
+    /// The path as written (for errors and the general accessors).
+    pub(super) dotted: &'static str,
+    segments: &'static [&'static str],
+}
+
+impl SplitPath {
+    /// `dotted`, split into `segments` (a test checks they agree).
+    pub(super) const fn new(dotted: &'static str, segments: &'static [&'static str]) -> Self {
+        Self { dotted, segments }
+    }
+
+    /// The array at this path in `object`'s body.
+    pub(super) fn array<'v>(
+        &self,
+        object: &'v DynamicObject,
+    ) -> Result<Option<&'v Vec<Value>>, PathError> {
+        let value = lookup(&object.data, self.segments)?;
+        typed(value, self.dotted, "an array", Value::as_array)
+    }
+
+    /// The integer at this path in `object`'s body.
+    pub(super) fn i64(&self, object: &DynamicObject) -> Result<Option<i64>, PathError> {
+        let value = lookup(&object.data, self.segments)?;
+        typed(value, self.dotted, "an integer", Value::as_i64)
+    }
+
+    /// Whether the segments are the path's as parsed.
+    #[cfg(test)]
+    pub(super) fn is_split_as_parsed(&self) -> bool {
+        FieldPath::parse(self.dotted).is_ok_and(|parsed| parsed.segments == self.segments)
+    }
+}
+
 /// [`with_segments`] for a path into a `DynamicObject`'s untyped body.
 fn with_body_segments<T>(
     path: &str,

@@ -5,10 +5,14 @@ use kube::api::DynamicObject;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::path::SplitPath;
 use super::{Condition, Fields, PathError};
 
-const CONDITIONS: &str = "status.conditions";
-const OBSERVED_GENERATION: &str = "status.observedGeneration";
+const CONDITIONS: SplitPath = SplitPath::new("status.conditions", &["status", "conditions"]);
+const OBSERVED_GENERATION: SplitPath = SplitPath::new(
+    "status.observedGeneration",
+    &["status", "observedGeneration"],
+);
 
 /// Status conventions (`status.conditions[]`, `status.observedGeneration`) on any object.
 ///
@@ -91,12 +95,12 @@ pub trait StatusExt {
 
 impl StatusExt for DynamicObject {
     fn conditions(&self) -> Result<Vec<Condition>, PathError> {
-        Ok(self.field_as(CONDITIONS)?.unwrap_or_default())
+        Ok(self.field_as(CONDITIONS.dotted)?.unwrap_or_default())
     }
 
     fn set_conditions(&mut self, conditions: Vec<Condition>) -> Result<(), PathError> {
         let value = serde_json::to_value(conditions).map_err(decode_error)?;
-        self.set_field(CONDITIONS, value)
+        self.set_field(CONDITIONS.dotted, value)
     }
 
     /// Decodes only the condition asked for.
@@ -144,11 +148,11 @@ impl StatusExt for DynamicObject {
     }
 
     fn observed_generation(&self) -> Result<Option<i64>, PathError> {
-        self.field_i64(OBSERVED_GENERATION)
+        OBSERVED_GENERATION.i64(self)
     }
 
     fn set_observed_generation(&mut self, generation: i64) -> Result<(), PathError> {
-        self.set_field(OBSERVED_GENERATION, generation)
+        self.set_field(OBSERVED_GENERATION.dotted, generation)
     }
 
     fn observe_generation(&mut self) -> Result<(), PathError> {
@@ -345,19 +349,19 @@ fn decode(stored: &Value) -> Result<Condition, PathError> {
 
 /// The stored `status.conditions` as JSON (`None` when absent or null).
 fn stored_conditions(object: &DynamicObject) -> Result<Option<&Vec<Value>>, PathError> {
-    object.field_array(CONDITIONS)
+    CONDITIONS.array(object)
 }
 
 /// The stored `status.conditions`, created empty when absent or null.
 fn stored_conditions_mut(object: &mut DynamicObject) -> Result<&mut Vec<Value>, PathError> {
     if stored_conditions(object)?.is_none() {
-        object.set_field(CONDITIONS, Value::Array(Vec::new()))?;
+        object.set_field(CONDITIONS.dotted, Value::Array(Vec::new()))?;
     }
     let stored = object.data.pointer_mut("/status/conditions");
     stored
         .and_then(Value::as_array_mut)
         .ok_or_else(|| PathError::WrongType {
-            path: CONDITIONS.to_string(),
+            path: CONDITIONS.dotted.to_string(),
             expected: "an array",
             found: "something else",
         })
@@ -373,7 +377,7 @@ fn type_of(condition: &Value) -> Option<&str> {
 /// A condition that cannot be encoded or decoded, at `status.conditions`.
 fn decode_error(source: serde_json::Error) -> PathError {
     PathError::Decode {
-        path: CONDITIONS.to_string(),
+        path: CONDITIONS.dotted.to_string(),
         type_name: "Condition",
         source,
     }
@@ -383,6 +387,25 @@ fn decode_error(source: serde_json::Error) -> PathError {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_status_paths_are_split_as_they_parse() {
+        assert!(CONDITIONS.is_split_as_parsed());
+        assert!(OBSERVED_GENERATION.is_split_as_parsed());
+    }
+
+    #[test]
+    fn a_status_path_through_a_wrong_type_is_an_error_naming_it() {
+        let not_a_list =
+            object(json!({"status": {"conditions": "Ready", "observedGeneration": "2"}}));
+        let err = not_a_list.condition_fields("Ready").unwrap_err();
+        assert!(err.to_string().contains("status.conditions"), "{err}");
+        let err = not_a_list.observed_generation().unwrap_err();
+        assert!(
+            err.to_string().contains("status.observedGeneration"),
+            "{err}"
+        );
+    }
 
     fn object(value: serde_json::Value) -> DynamicObject {
         serde_json::from_value(value).unwrap()
