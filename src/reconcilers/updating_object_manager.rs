@@ -172,12 +172,10 @@ impl ObjectManager for UpdatingObjectManager {
         // In a block: `merged` (half a kilobyte) would otherwise be kept in this future across
         // the update's await, after it moved into the update.
         let update = {
-            let merged = self.merge(ctx, resource, actual, desired)?;
-            // A merge that wrote nothing left the actual object as it was, uncopied.
-            if !merged.current.is_changed() || *merged.current == **actual {
+            let Some(merged) = self.merge(ctx, resource, actual, desired)? else {
                 debug!(manager = %self.name, child = %self.loggable(actual), "resource is in sync, no update required");
                 return Ok(Some(actual.clone()));
-            }
+            };
             Box::pin(self.update(ctx, resource, merged))
         };
         Ok(Some(Arc::new(update.await?)))
@@ -209,7 +207,8 @@ impl UpdatingObjectManager {
     }
 
     /// Merges `desired` (its immutable fields harmonized, the server's last mutation
-    /// replayed) into a draft of `actual`, which copies it on the merge's first write. Not
+    /// replayed) into a draft of `actual`, which copies it on the merge's first write;
+    /// `None` when the merge left `actual` as it is (in sync: nothing to return or copy). Not
     /// async: what it keeps would otherwise grow the future of every call.
     fn merge<'d>(
         &self,
@@ -217,7 +216,7 @@ impl UpdatingObjectManager {
         resource: &mut Draft,
         actual: &Arc<DynamicObject>,
         desired: &'d DynamicObject,
-    ) -> Result<Merged<'d>, ReconcileError> {
+    ) -> Result<Option<Merged<'d>>, ReconcileError> {
         let desired = match &self.harmonize_immutable_fields {
             Some(harmonize) => {
                 let mut copy = desired.clone();
@@ -233,7 +232,11 @@ impl UpdatingObjectManager {
         }
         (self.merge_before_update)(&mut current, &patched);
         drop(patched);
-        Ok(Merged { current, desired })
+        // A merge that wrote nothing left the actual object as it was, uncopied.
+        if !current.is_changed() || *current == **actual {
+            return Ok(None);
+        }
+        Ok(Some(Merged { current, desired }))
     }
 
     /// Updates the child to the merged one.
