@@ -461,7 +461,7 @@ pub trait Fields {
 
 fn typed<'v, T>(
     value: Option<&'v Value>,
-    path: &str,
+    path: impl fmt::Display,
     expected: &'static str,
     read: impl Fn(&'v Value) -> Option<T>,
 ) -> Result<Option<T>, PathError> {
@@ -506,18 +506,15 @@ impl Fields for DynamicObject {
     }
 }
 
-/// A plain path into a `DynamicObject`'s body, split where it is declared: the paths dynrec
-/// reads on every reconcile (`status.conditions`) are walked without being parsed each time.
-pub(super) struct SplitPath {
-    /// The path as written (for errors and the general accessors).
-    pub(super) dotted: &'static str,
-    segments: &'static [&'static str],
-}
+/// A plain path into a `DynamicObject`'s body, given as its segments: the paths dynrec reads
+/// on every reconcile (`status.conditions`) are walked without being parsed each time. It
+/// displays as the dotted path.
+pub(super) struct SplitPath(&'static [&'static str]);
 
 impl SplitPath {
-    /// `dotted`, split into `segments` (a test checks they agree).
-    pub(super) const fn new(dotted: &'static str, segments: &'static [&'static str]) -> Self {
-        Self { dotted, segments }
+    /// The path of these segments.
+    pub(super) const fn new(segments: &'static [&'static str]) -> Self {
+        Self(segments)
     }
 
     /// The array at this path in `object`'s body.
@@ -525,20 +522,39 @@ impl SplitPath {
         &self,
         object: &'v DynamicObject,
     ) -> Result<Option<&'v Vec<Value>>, PathError> {
-        let value = lookup(&object.data, self.segments)?;
-        typed(value, self.dotted, "an array", Value::as_array)
+        typed(
+            lookup(&object.data, self.0)?,
+            self,
+            "an array",
+            Value::as_array,
+        )
     }
 
     /// The integer at this path in `object`'s body.
     pub(super) fn i64(&self, object: &DynamicObject) -> Result<Option<i64>, PathError> {
-        let value = lookup(&object.data, self.segments)?;
-        typed(value, self.dotted, "an integer", Value::as_i64)
+        typed(
+            lookup(&object.data, self.0)?,
+            self,
+            "an integer",
+            Value::as_i64,
+        )
     }
 
-    /// Whether the segments are the path's as parsed.
+    /// Sets the value at this path in `object`'s body, creating the objects on the way.
+    pub(super) fn set(&self, object: &mut DynamicObject, value: Value) -> Result<(), PathError> {
+        insert(&mut object.data, self.0, value)
+    }
+
+    /// Whether the path, written out and parsed again, has the same segments.
     #[cfg(test)]
     pub(super) fn is_split_as_parsed(&self) -> bool {
-        FieldPath::parse(self.dotted).is_ok_and(|parsed| parsed.segments == self.segments)
+        FieldPath::parse(&self.to_string()).is_ok_and(|parsed| parsed.segments == self.0)
+    }
+}
+
+impl fmt::Display for SplitPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&render(self.0))
     }
 }
 

@@ -8,11 +8,8 @@ use serde_json::Value;
 use super::path::SplitPath;
 use super::{Condition, Fields, PathError};
 
-const CONDITIONS: SplitPath = SplitPath::new("status.conditions", &["status", "conditions"]);
-const OBSERVED_GENERATION: SplitPath = SplitPath::new(
-    "status.observedGeneration",
-    &["status", "observedGeneration"],
-);
+const CONDITIONS: SplitPath = SplitPath::new(&["status", "conditions"]);
+const OBSERVED_GENERATION: SplitPath = SplitPath::new(&["status", "observedGeneration"]);
 
 /// Status conventions (`status.conditions[]`, `status.observedGeneration`) on any object.
 ///
@@ -95,12 +92,12 @@ pub trait StatusExt {
 
 impl StatusExt for DynamicObject {
     fn conditions(&self) -> Result<Vec<Condition>, PathError> {
-        Ok(self.field_as(CONDITIONS.dotted)?.unwrap_or_default())
+        Ok(self.field_as(&CONDITIONS.to_string())?.unwrap_or_default())
     }
 
     fn set_conditions(&mut self, conditions: Vec<Condition>) -> Result<(), PathError> {
         let value = serde_json::to_value(conditions).map_err(decode_error)?;
-        self.set_field(CONDITIONS.dotted, value)
+        CONDITIONS.set(self, value)
     }
 
     /// Decodes only the condition asked for.
@@ -152,7 +149,7 @@ impl StatusExt for DynamicObject {
     }
 
     fn set_observed_generation(&mut self, generation: i64) -> Result<(), PathError> {
-        self.set_field(OBSERVED_GENERATION.dotted, generation)
+        OBSERVED_GENERATION.set(self, generation.into())
     }
 
     fn observe_generation(&mut self) -> Result<(), PathError> {
@@ -355,13 +352,13 @@ fn stored_conditions(object: &DynamicObject) -> Result<Option<&Vec<Value>>, Path
 /// The stored `status.conditions`, created empty when absent or null.
 fn stored_conditions_mut(object: &mut DynamicObject) -> Result<&mut Vec<Value>, PathError> {
     if stored_conditions(object)?.is_none() {
-        object.set_field(CONDITIONS.dotted, Value::Array(Vec::new()))?;
+        CONDITIONS.set(object, Value::Array(Vec::new()))?;
     }
     let stored = object.data.pointer_mut("/status/conditions");
     stored
         .and_then(Value::as_array_mut)
         .ok_or_else(|| PathError::WrongType {
-            path: CONDITIONS.dotted.to_string(),
+            path: CONDITIONS.to_string(),
             expected: "an array",
             found: "something else",
         })
@@ -377,7 +374,7 @@ fn type_of(condition: &Value) -> Option<&str> {
 /// A condition that cannot be encoded or decoded, at `status.conditions`.
 fn decode_error(source: serde_json::Error) -> PathError {
     PathError::Decode {
-        path: CONDITIONS.dotted.to_string(),
+        path: CONDITIONS.to_string(),
         type_name: "Condition",
         source,
     }
