@@ -23,21 +23,51 @@ use tokio::runtime::Runtime;
 
 const ENGINES: [Engine; 2] = [Engine::Dynrec, Engine::Typed];
 
+/// An engine converged for the passes: its server, the server's write counters before the
+/// passes, and the running controller.
+struct Converged {
+    server: ApiServer,
+    before: Writes,
+    running: Running,
+}
+
+impl Converged {
+    /// Checks that the passes wrote nothing, prints how many ConfigMaps the controller's
+    /// cache held, and stops the controller.
+    fn finish(self, what: &str, runtime: &Runtime, engine: Engine) {
+        let after = Writes::read(&self.server);
+        assert_eq!(
+            after,
+            self.before,
+            "{}: steady-state reconciles wrote",
+            engine.name()
+        );
+        let cached = self.running.cached_config_maps();
+        println!("{what} {}: {cached} ConfigMaps cached", engine.name());
+        runtime.block_on(self.running.stop());
+    }
+}
+
+/// One pass: widgets `0..n` reconciled one after another.
+async fn pass(running: &Running, n: usize) {
+    for i in 0..n {
+        running.reconcile(i).await;
+    }
+}
+
 /// Benches passes over widgets `0..n` of `engine`, once `setup` converged them (run only
-/// when the filter selects this bench), then checks that the passes wrote nothing and prints
-/// how many ConfigMaps the controller's cache held.
+/// when the filter selects this bench); returns the converged engine, if it ran.
 fn passes(
-    what: &str,
     group: &mut BenchmarkGroup<'_, WallTime>,
     runtime: &Runtime,
     timings: &Timings,
     engine: Engine,
     n: usize,
     setup: impl AsyncFn() -> (ApiServer, Running),
-) {
+) -> Option<Converged> {
     let mut converged = None;
     group.bench_function(engine.name(), |b| {
-        let (_, running) = converged.get_or_insert_with(|| {
+        let converged = converged.get_or_insert_with(|| {
             let (server, running) = runtime.block_on(async {
                 let converged = setup().await;
                 // Let reconciles the last changes triggered finish before counting.
@@ -45,16 +75,18 @@ fn passes(
                 converged
             });
             let before = Writes::read(&server);
-            ((server, before), running)
+            Converged {
+                server,
+                before,
+                running,
+            }
         });
         b.to_async(runtime).iter_custom(|passes| {
-            let (running, timings) = (&*running, timings.clone());
+            let (running, timings) = (&converged.running, timings.clone());
             async move {
                 let start = Instant::now();
                 for _ in 0..passes {
-                    for i in 0..n {
-                        running.reconcile(i).await;
-                    }
+                    pass(running, n).await;
                 }
                 let elapsed = start.elapsed();
                 timings.record(engine, elapsed / passes as u32);
@@ -62,18 +94,58 @@ fn passes(
             }
         })
     });
-    if let Some(((server, before), running)) = converged {
-        let after = Writes::read(&server);
-        assert_eq!(
-            after,
-            before,
-            "{}: steady-state reconciles wrote",
-            engine.name()
-        );
-        let cached = running.cached_config_maps();
-        println!("{what} {}: {cached} ConfigMaps cached", engine.name());
-        runtime.block_on(running.stop());
-    }
+    converged
+}
+
+/// How long the paired rounds of a `steady_state/{n}` group run, at least.
+const PAIRED_TIME: Duration = Duration::from_secs(3);
+/// The fewest paired rounds of a group.
+const PAIRED_ROUNDS: usize = 20;
+
+/// Times passes of both engines alternately, a round being one pass of each (dynrec first in
+/// even rounds, typed first in odd ones), and prints the median and quartiles of the
+/// rounds' ratios. Back to back, both passes of a round meet the same moment of a shared
+/// machine, whose speed drifts by up to 2× within minutes: the ratio of criterion's
+/// estimates, taken a few seconds apart, drifts with it.
+fn paired(what: &str, runtime: &Runtime, n: usize, dynrec: &Running, typed: &Running) {
+    let timed = async |running: &Running| {
+        let start = Instant::now();
+        pass(running, n).await;
+        start.elapsed().as_secs_f64()
+    };
+    let rounds = runtime.block_on(async {
+        let (start, mut rounds) = (Instant::now(), Vec::new());
+        while rounds.len() < PAIRED_ROUNDS || start.elapsed() < PAIRED_TIME {
+            let round = if rounds.len() % 2 == 0 {
+                (timed(dynrec).await, timed(typed).await)
+            } else {
+                let typed = timed(typed).await;
+                (timed(dynrec).await, typed)
+            };
+            rounds.push(round);
+        }
+        rounds
+    });
+    let sorted = |of: &dyn Fn(&(f64, f64)) -> f64| {
+        let mut values: Vec<f64> = rounds.iter().map(of).collect();
+        values.sort_by(f64::total_cmp);
+        values
+    };
+    let quartile = |values: &[f64], q: usize| values[(values.len() - 1) * q / 4];
+    let ratios = sorted(&|(dynrec, typed)| dynrec / typed);
+    let millis = |values: Vec<f64>| quartile(&values, 2) * 1e3;
+    println!(
+        "{what} paired: dynrec / typed = {:.2} (median of {} rounds; quartiles {:.2}, {:.2}; \
+         range {:.2}-{:.2}); median pass dynrec {:.3} ms, typed {:.3} ms",
+        quartile(&ratios, 2),
+        ratios.len(),
+        quartile(&ratios, 1),
+        quartile(&ratios, 3),
+        ratios[0],
+        ratios[ratios.len() - 1],
+        millis(sorted(&|round| round.0)),
+        millis(sorted(&|round| round.1)),
+    );
 }
 
 /// The Widget counts of the `steady_state/{n}` groups: 1,000 and 10,000, or the one count
@@ -91,17 +163,25 @@ fn steady_state(c: &mut Criterion) {
         let timings = Timings::default();
         let name = format!("steady_state/{n}");
         let mut group = common::flat_group(c, &name, n);
-        for engine in ENGINES {
+        let converged = ENGINES.map(|engine| {
             let setup = async || {
                 let (server, converged) = common::converge(engine, n, DEFAULT_WORKERS).await;
                 (server, converged.running)
             };
-            passes(&name, &mut group, &runtime, &timings, engine, n, setup);
-        }
+            passes(&mut group, &runtime, &timings, engine, n, setup)
+        });
         group.finish();
         timings.print_ratio(&format!(
             "steady_state/{n} (time per pass of {n} reconciles)"
         ));
+        if let [Some(dynrec), Some(typed)] = &converged {
+            paired(&name, &runtime, n, &dynrec.running, &typed.running);
+        }
+        for (engine, converged) in ENGINES.into_iter().zip(converged) {
+            if let Some(converged) = converged {
+                converged.finish(&name, &runtime, engine);
+            }
+        }
     }
     cache_growth(c, &runtime);
 }
@@ -125,7 +205,9 @@ fn cache_growth(c: &mut Criterion, runtime: &Runtime) {
                     common::converge_on(&server, engine, WIDGETS, DEFAULT_WORKERS).await;
                 (server, converged.running)
             };
-            passes(&name, &mut group, runtime, &timings, engine, WIDGETS, setup);
+            if let Some(converged) = passes(&mut group, runtime, &timings, engine, WIDGETS, setup) {
+                converged.finish(&name, runtime, engine);
+            }
         }
         group.finish();
         timings.print_ratio(&format!("{name} (time per pass of {WIDGETS} reconciles)"));
