@@ -1,7 +1,9 @@
 //! Steady state: reconciles per second when nothing changed. After N Widgets converged,
 //! every one is reconciled again, one after another, through dynrec's root reconciler and
 //! through the typed controller's reconcile function; no reconcile may write (asserted on
-//! the server's create/update/patch counters).
+//! the server's create/update/patch counters). After criterion's estimates, paired rounds (a
+//! pass of each engine back to back, for at least 3 s) print the median of the rounds'
+//! ratios: the figure that holds still on a shared machine.
 //!
 //! `steady_state/cache_configmaps/{total}` does the same for 1,000 Widgets while the caches
 //! (dynrec's shared cache, the typed ConfigMap reflector) hold `total` ConfigMaps: the
@@ -14,7 +16,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::report::{Timings, Writes};
+use common::report::{Paired, Timings, Writes};
 use common::{DEFAULT_WORKERS, Engine, Running};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
@@ -102,50 +104,25 @@ const PAIRED_TIME: Duration = Duration::from_secs(3);
 /// The fewest paired rounds of a group.
 const PAIRED_ROUNDS: usize = 20;
 
-/// Times passes of both engines alternately, a round being one pass of each (dynrec first in
-/// even rounds, typed first in odd ones), and prints the median and quartiles of the
-/// rounds' ratios. Back to back, both passes of a round meet the same moment of a shared
-/// machine, whose speed drifts by up to 2× within minutes: the ratio of criterion's
-/// estimates, taken a few seconds apart, drifts with it.
+/// Times passes of both engines in paired rounds (see [`Paired`]) and prints their ratios.
 fn paired(what: &str, runtime: &Runtime, n: usize, dynrec: &Running, typed: &Running) {
-    let timed = async |running: &Running| {
+    let mut rounds = Paired::default();
+    let timed_pass = async |engine: Engine| {
+        let running = match engine {
+            Engine::Dynrec => dynrec,
+            _ => typed,
+        };
         let start = Instant::now();
         pass(running, n).await;
-        start.elapsed().as_secs_f64()
+        start.elapsed()
     };
-    let rounds = runtime.block_on(async {
-        let (start, mut rounds) = (Instant::now(), Vec::new());
+    runtime.block_on(async {
+        let start = Instant::now();
         while rounds.len() < PAIRED_ROUNDS || start.elapsed() < PAIRED_TIME {
-            let round = if rounds.len() % 2 == 0 {
-                (timed(dynrec).await, timed(typed).await)
-            } else {
-                let typed = timed(typed).await;
-                (timed(dynrec).await, typed)
-            };
-            rounds.push(round);
+            rounds.round(&timed_pass).await;
         }
-        rounds
     });
-    let sorted = |of: &dyn Fn(&(f64, f64)) -> f64| {
-        let mut values: Vec<f64> = rounds.iter().map(of).collect();
-        values.sort_by(f64::total_cmp);
-        values
-    };
-    let quartile = |values: &[f64], q: usize| values[(values.len() - 1) * q / 4];
-    let ratios = sorted(&|(dynrec, typed)| dynrec / typed);
-    let millis = |values: Vec<f64>| quartile(&values, 2) * 1e3;
-    println!(
-        "{what} paired: dynrec / typed = {:.2} (median of {} rounds; quartiles {:.2}, {:.2}; \
-         range {:.2}-{:.2}); median pass dynrec {:.3} ms, typed {:.3} ms",
-        quartile(&ratios, 2),
-        ratios.len(),
-        quartile(&ratios, 1),
-        quartile(&ratios, 3),
-        ratios[0],
-        ratios[ratios.len() - 1],
-        millis(sorted(&|round| round.0)),
-        millis(sorted(&|round| round.1)),
-    );
+    rounds.print(what);
 }
 
 /// The Widget counts of the `steady_state/{n}` groups: 1,000 and 10,000, or the one count

@@ -210,3 +210,57 @@ impl WriteLog {
         }
     }
 }
+
+/// Rounds of dynrec and the typed baseline run back to back, dynrec first in even rounds and
+/// typed first in odd ones. Both runs of a round meet the same moment of a shared machine,
+/// whose speed drifts by up to 2× within minutes: the ratio of two criterion estimates,
+/// taken seconds apart, drifts with it, the rounds' ratios hold still.
+#[derive(Default)]
+pub struct Paired(Vec<(Duration, Duration)>);
+
+impl Paired {
+    /// How many rounds ran.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Runs one round: `run` for each engine, in this round's order; `run` returns the
+    /// duration to compare.
+    pub async fn round(&mut self, run: impl AsyncFn(Engine) -> Duration) {
+        let round = if self.0.len() % 2 == 0 {
+            (run(Engine::Dynrec).await, run(Engine::Typed).await)
+        } else {
+            let typed = run(Engine::Typed).await;
+            (run(Engine::Dynrec).await, typed)
+        };
+        self.0.push(round);
+    }
+
+    /// Prints the median, quartiles and range of the rounds' ratios dynrec / typed, and
+    /// each engine's median duration.
+    pub fn print(&self, what: &str) {
+        if self.0.is_empty() {
+            return;
+        }
+        let sorted = |of: &dyn Fn(&(Duration, Duration)) -> f64| {
+            let mut values: Vec<f64> = self.0.iter().map(of).collect();
+            values.sort_by(f64::total_cmp);
+            values
+        };
+        let quartile = |values: &[f64], q: usize| values[(values.len() - 1) * q / 4];
+        let ratios = sorted(&|(dynrec, typed)| dynrec.as_secs_f64() / typed.as_secs_f64());
+        let median = |values: Vec<f64>| Duration::from_secs_f64(quartile(&values, 2));
+        println!(
+            "{what} paired: dynrec / typed = {:.2} (median of {} rounds; quartiles {:.2}, \
+             {:.2}; range {:.2}-{:.2}); median dynrec {:.3?}, typed {:.3?}",
+            quartile(&ratios, 2),
+            ratios.len(),
+            quartile(&ratios, 1),
+            quartile(&ratios, 3),
+            ratios[0],
+            ratios[ratios.len() - 1],
+            median(sorted(&|round| round.0.as_secs_f64())),
+            median(sorted(&|round| round.1.as_secs_f64())),
+        );
+    }
+}
