@@ -226,7 +226,7 @@ impl Paired {
 
     /// Runs one round: `run` for each engine, in this round's order; `run` returns the
     /// duration to compare.
-    pub async fn round(&mut self, run: impl AsyncFn(Engine) -> Duration) {
+    pub async fn round(&mut self, mut run: impl AsyncFnMut(Engine) -> Duration) {
         let round = if self.0.len().is_multiple_of(2) {
             (run(Engine::Dynrec).await, run(Engine::Typed).await)
         } else {
