@@ -446,17 +446,25 @@ pub trait Fields {
 
     /// The value at `path`, decoded as `T`.
     fn field_as<T: DeserializeOwned>(&self, path: &str) -> Result<Option<T>, PathError> {
-        self.field(path)?
-            .filter(|v| !v.is_null())
-            .map(|v| {
-                T::deserialize(v).map_err(|source| PathError::Decode {
-                    path: path.to_string(),
-                    type_name: std::any::type_name::<T>(),
-                    source,
-                })
-            })
-            .transpose()
+        decoded(self.field(path)?, path)
     }
+}
+
+/// `value` decoded as `T` (`None` when absent or null); an error names `path`.
+fn decoded<T: DeserializeOwned>(
+    value: Option<&Value>,
+    path: impl fmt::Display,
+) -> Result<Option<T>, PathError> {
+    value
+        .filter(|v| !v.is_null())
+        .map(|v| {
+            T::deserialize(v).map_err(|source| PathError::Decode {
+                path: path.to_string(),
+                type_name: std::any::type_name::<T>(),
+                source,
+            })
+        })
+        .transpose()
 }
 
 fn typed<'v, T>(
@@ -538,6 +546,14 @@ impl SplitPath {
             "an integer",
             Value::as_i64,
         )
+    }
+
+    /// The value at this path in `object`'s body, decoded as `T`.
+    pub(super) fn decode<T: DeserializeOwned>(
+        &self,
+        object: &DynamicObject,
+    ) -> Result<Option<T>, PathError> {
+        decoded(lookup(&object.data, self.0)?, self)
     }
 
     /// Sets the value at this path in `object`'s body, creating the objects on the way.

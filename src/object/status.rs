@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::path::SplitPath;
-use super::{Condition, Fields, PathError};
+use super::{Condition, PathError};
 
 const CONDITIONS: SplitPath = SplitPath::new(&["status", "conditions"]);
 const OBSERVED_GENERATION: SplitPath = SplitPath::new(&["status", "observedGeneration"]);
@@ -92,7 +92,7 @@ pub trait StatusExt {
 
 impl StatusExt for DynamicObject {
     fn conditions(&self) -> Result<Vec<Condition>, PathError> {
-        Ok(self.field_as(&CONDITIONS.to_string())?.unwrap_or_default())
+        Ok(CONDITIONS.decode(self)?.unwrap_or_default())
     }
 
     fn set_conditions(&mut self, conditions: Vec<Condition>) -> Result<(), PathError> {
