@@ -16,7 +16,10 @@ use parking_lot::{Mutex, RwLock};
 use super::ListOptions;
 use super::by_key::{self, ByKey, Controlled};
 use super::list::controller_uids;
-use crate::object::ObjectKey;
+use crate::object::{ObjectKey, prefetch};
+
+/// How many of a controller's objects a list starts loading ahead of reading them.
+const PREFETCHED_CHILDREN: usize = 4;
 
 /// The objects of one kind, indexed; see the module doc.
 #[derive(Default)]
@@ -53,7 +56,8 @@ impl Store {
             Some(ns) => live.namespaced.get(ns)?.get((Some(ns), &key.name)),
             None => live.cluster.get((None, &key.name)),
         };
-        found.cloned()
+        // About to be read: start loading it while the caller goes on.
+        found.inspect(|object| prefetch::object(object)).cloned()
     }
 
     /// The objects the options cover, in namespace and name order; see [`ListOptions`] for
@@ -67,7 +71,16 @@ impl Store {
                 // The index holds only objects this UID controls.
                 let rest_covered =
                     |object: &&Arc<DynamicObject>| options.matches_apart_from_controller(object);
-                let controlled = controlled.flat_map(Controlled::values).filter(rest_covered);
+                let controlled = controlled.flat_map(Controlled::values);
+                // A controller's objects, about to be read: the first few start loading
+                // before the filter reads their namespace and labels.
+                let controlled = controlled.enumerate().map(|(i, object)| {
+                    if i < PREFETCHED_CHILDREN {
+                        prefetch::object(object);
+                    }
+                    object
+                });
+                let controlled = controlled.filter(rest_covered);
                 controlled.cloned().collect()
             }
             (None, Some(ns)) => {

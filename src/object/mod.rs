@@ -7,6 +7,7 @@ mod key;
 mod line_diff;
 mod merge;
 mod path;
+pub(crate) mod prefetch;
 mod status;
 
 pub use condition_set::{

@@ -318,6 +318,7 @@ fn get<'v>(map: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
     if map.len() > SCANNED_ENTRIES {
         return map.get(key);
     }
+    super::prefetch::entries(map);
     map.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
 }
 

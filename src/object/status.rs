@@ -177,7 +177,9 @@ impl<'a> ConditionFields<'a> {
         let text = |value: &'a Value| value.as_str().map(Cow::Borrowed);
         let (mut status, mut reason, mut message, mut observed_generation) =
             (None, None, None, None);
-        for (key, value) in stored.as_object()? {
+        let fields = stored.as_object()?;
+        super::prefetch::entries(fields);
+        for (key, value) in fields {
             match (key.as_str(), value) {
                 (_, Value::Null) => {}
                 ("status", value) => status = Some(text(value)?),
@@ -367,7 +369,9 @@ fn stored_conditions_mut(object: &mut DynamicObject) -> Result<&mut Vec<Value>, 
 /// The `type` of a stored condition (found by comparing keys: a condition has a handful, and
 /// `type` usually comes first).
 fn type_of(condition: &Value) -> Option<&str> {
-    let mut fields = condition.as_object()?.iter();
+    let fields = condition.as_object()?;
+    super::prefetch::entries(fields);
+    let mut fields = fields.iter();
     fields.find(|(key, _)| *key == "type")?.1.as_str()
 }
 
