@@ -40,6 +40,7 @@ pub mod reconcilers;
 pub mod runtime;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod trace;
 pub mod tracker;
 pub mod webhook;
 

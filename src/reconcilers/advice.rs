@@ -8,7 +8,9 @@
 
 use async_trait::async_trait;
 use kube::api::DynamicObject;
-use tracing::{Instrument, debug_span};
+use tracing::Instrument;
+
+use crate::trace::debug_span;
 
 use super::nested::{OutcomeHook, SetupHook, owner, validate_nested};
 use super::{

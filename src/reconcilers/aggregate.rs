@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use kube::api::{DynamicObject, ObjectMeta, TypeMeta};
-use tracing::{Instrument, debug, info_span};
+use tracing::{Instrument, debug};
+
+use crate::trace::info_span;
 
 use super::resource::{RootHooks, request_context};
 use super::steps::Derivation;

@@ -21,7 +21,9 @@ use json_patch::{AddOperation, Patch, PatchOperation, jsonptr::Pointer};
 use kube::api::DynamicObject;
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
-use tracing::{Instrument, debug, debug_span};
+use tracing::{Instrument, debug};
+
+use crate::trace::debug_span;
 
 use super::nested::{owner, validate_nested};
 use super::{Context, Draft, Outcome, ReconcileError, Setup, SubReconciler, ValidationError};

@@ -13,7 +13,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use kube::api::DynamicObject;
 use parking_lot::Mutex;
-use tracing::{Instrument, debug_span};
+use tracing::Instrument;
+
+use crate::trace::debug_span;
 
 use super::child::{DesiredChild, ParentAndChild, is_only_reconcile_child_status};
 use super::known_children::{clear_known_children, stash_known_children};

@@ -10,7 +10,9 @@ use std::any::{Any, type_name};
 use async_trait::async_trait;
 use kube::api::DynamicObject;
 use serde::Serialize;
-use tracing::{Instrument, debug_span};
+use tracing::Instrument;
+
+use crate::trace::debug_span;
 
 use super::nested::{owner, validate_nested};
 use super::steps::Derivation;

@@ -17,7 +17,9 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 use kube::api::DynamicObject;
 use serde_json::Value;
-use tracing::{Instrument, debug, info, info_span};
+use tracing::{Instrument, debug, info};
+
+use crate::trace::info_span;
 
 use super::events::{api_message, log_unrecorded};
 use super::{

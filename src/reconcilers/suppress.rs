@@ -13,7 +13,9 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 use kube::api::DynamicObject;
 use parking_lot::Mutex;
-use tracing::{Instrument, debug, debug_span, info, warn};
+use tracing::{Instrument, debug, info, warn};
+
+use crate::trace::debug_span;
 
 use super::nested::{owner, validate_nested};
 use super::{Context, Draft, Outcome, ReconcileError, Setup, SubReconciler, ValidationError};

@@ -5,7 +5,9 @@
 
 use async_trait::async_trait;
 use kube::api::DynamicObject;
-use tracing::{Instrument, debug_span};
+use tracing::Instrument;
+
+use crate::trace::debug_span;
 
 use super::nested::{OutcomeHook, owner, validate_nested};
 use super::{Context, Draft, Outcome, OutcomeStep, Setup, SubReconciler, ValidationError};

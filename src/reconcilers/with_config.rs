@@ -9,7 +9,9 @@
 
 use async_trait::async_trait;
 use kube::api::DynamicObject;
-use tracing::{Instrument, debug_span};
+use tracing::Instrument;
+
+use crate::trace::debug_span;
 
 use super::nested::{owner, validate_nested};
 use super::{Context, Draft, Outcome, SelectConfig, Setup, SubReconciler, ValidationError};

@@ -6,7 +6,9 @@
 
 use async_trait::async_trait;
 use kube::api::DynamicObject;
-use tracing::{Instrument, debug, debug_span};
+use tracing::{Instrument, debug};
+
+use crate::trace::debug_span;
 
 use super::nested::{owner, validate_nested};
 use super::{

@@ -13,7 +13,9 @@ use kube::api::DynamicObject;
 use parking_lot::Mutex;
 use tokio::sync::{broadcast, watch};
 use tokio::task::{JoinHandle, JoinSet};
-use tracing::{Instrument, debug, info, info_span, warn};
+use tracing::{Instrument, debug, info, warn};
+
+use crate::trace::info_span;
 
 use super::unseen_writes::UnseenWrites;
 use super::{
