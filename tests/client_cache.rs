@@ -235,6 +235,34 @@ async fn controlled_by_lists_exactly_the_controllers_objects_from_cache_and_api(
 }
 
 #[tokio::test]
+async fn list_controlled_lists_what_list_does_from_cache_and_api() {
+    let (server, client) = start();
+    let uid = owner_and_children(&client).await;
+    let kind = config_maps();
+    // No cache runs yet: the API server answers.
+    let from_api = client.list_controlled(&kind, Some("default"), &uid).await;
+    assert_eq!(names(&from_api.unwrap()), ["mine-1", "mine-2"]);
+
+    let cache = client.cache(&kind).await.unwrap();
+    assert!(cache.wait_until_ready().await);
+    let lists_before = server.request_count("list", "", "configmaps");
+    let in_default = client.list_controlled(&kind, Some("default"), &uid).await;
+    assert_eq!(names(&in_default.unwrap()), ["mine-1", "mine-2"]);
+    let everywhere = client.list_controlled(&kind, None, &uid).await;
+    assert_eq!(
+        names(&everywhere.unwrap()),
+        ["mine-1", "mine-2", "mine-elsewhere"]
+    );
+    let elsewhere = cache.list_controlled(Some("other"), &uid);
+    assert_eq!(names(&elsewhere), ["mine-elsewhere"]);
+    assert_eq!(
+        server.request_count("list", "", "configmaps"),
+        lists_before,
+        "the cache serves these lists"
+    );
+}
+
+#[tokio::test]
 async fn delete_collection_controlled_by_deletes_only_the_controllers_objects() {
     let (_server, client) = start();
     let uid = owner_and_children(&client).await;

@@ -11,8 +11,12 @@ use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 use kube::api::DynamicObject;
 
+use crate::object::prefetch;
+
 /// Objects by key; see the module doc. Keys come from the objects users create, so they
-/// are hashed with SipHash, keyed per table.
+/// are hashed with SipHash, keyed per table; only the name is hashed (a table holds one
+/// namespace's objects, or a controller's, which nearly always share one), and the whole
+/// key is compared.
 #[derive(Default)]
 pub(super) struct ByKey {
     table: HashTable<Arc<DynamicObject>>,
@@ -23,17 +27,22 @@ pub(super) struct ByKey {
 pub(super) type Key<'a> = (Option<&'a str>, &'a str);
 
 impl ByKey {
-    /// The object with this key.
+    /// The object with this key, which its reader is about to read: the object the hash
+    /// finds (nearly always the one) starts loading while its key is compared.
     pub(super) fn get(&self, key: Key<'_>) -> Option<&Arc<DynamicObject>> {
-        self.table.find(self.hasher.hash_one(key), keyed(key))
+        let found = |stored: &Arc<DynamicObject>| {
+            prefetch::object(stored);
+            key_of(stored) == key
+        };
+        self.table.find(self.hash(key), found)
     }
 
     /// Stores `object` under its key; returns the object it replaced.
     pub(super) fn insert(&mut self, object: Arc<DynamicObject>) -> Option<Arc<DynamicObject>> {
-        let hasher = &self.hasher;
         let key = key_of(&object);
-        let rehash = |stored: &Arc<DynamicObject>| hasher.hash_one(key_of(stored));
-        match self.table.entry(hasher.hash_one(key), keyed(key), rehash) {
+        let hasher = &self.hasher;
+        let rehash = |stored: &Arc<DynamicObject>| hash(hasher, key_of(stored));
+        match self.table.entry(self.hash(key), keyed(key), rehash) {
             Entry::Occupied(mut stored) => Some(std::mem::replace(stored.get_mut(), object)),
             Entry::Vacant(vacant) => {
                 vacant.insert(object);
@@ -44,13 +53,17 @@ impl ByKey {
 
     /// Removes the object with this key; returns it.
     pub(super) fn remove(&mut self, key: Key<'_>) -> Option<Arc<DynamicObject>> {
-        let found = self.table.find_entry(self.hasher.hash_one(key), keyed(key));
+        let found = self.table.find_entry(self.hash(key), keyed(key));
         found.ok().map(|stored| stored.remove().0)
     }
 
     /// The objects, in no particular order.
     pub(super) fn values(&self) -> impl Iterator<Item = &Arc<DynamicObject>> {
         self.table.iter()
+    }
+
+    fn hash(&self, key: Key<'_>) -> u64 {
+        hash(&self.hasher, key)
     }
 
     /// Whether no object is stored.
@@ -102,6 +115,11 @@ impl Controlled {
         };
         one.into_iter().chain(many.into_iter().flatten())
     }
+}
+
+/// The hash of a key: its name's.
+fn hash(hasher: &RandomState, (_, name): Key<'_>) -> u64 {
+    hasher.hash_one(name)
 }
 
 /// The key an object is stored under (watched objects always have a name).

@@ -162,6 +162,16 @@ impl Cache {
         self.state().store.list(options)
     }
 
+    /// The cached objects `uid` controls in `namespace` (in every namespace when `None`), in
+    /// namespace and name order: `list` with these options, served from the index by
+    /// controller.
+    pub fn list_controlled(&self, namespace: Option<&str>, uid: &str) -> Vec<Arc<DynamicObject>> {
+        let in_namespace = |object: &DynamicObject| {
+            namespace.is_none_or(|ns| object.metadata.namespace.as_deref() == Some(ns))
+        };
+        self.state().store.controlled_by(uid, in_namespace)
+    }
+
     /// Every cached object, in no particular order: for a caller that needs no order, cheaper
     /// than `list` over a large cache, which sorts what it returns.
     pub fn objects(&self) -> Vec<Arc<DynamicObject>> {
@@ -215,6 +225,14 @@ impl Caches {
     pub(crate) fn running(&self, gvk: &Gvk) -> Option<Cache> {
         let running = self.inner.running.lock();
         live(running.get(gvk)).map(|guard| Cache { guard })
+    }
+
+    /// The running cache of a kind if it is ready: what [`Caches::running`] and
+    /// [`Cache::is_ready`] find together, looking at its status once.
+    pub(crate) fn ready(&self, gvk: &Gvk) -> Option<Cache> {
+        let guard = self.inner.running.lock().get(gvk)?.upgrade()?;
+        let ready = *guard.state.status.borrow() == CacheStatus::Ready;
+        ready.then_some(Cache { guard })
     }
 
     /// The kinds whose cache (one watch each) is running.

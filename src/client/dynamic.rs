@@ -7,7 +7,9 @@ use kube::{
     api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams},
 };
 use serde_json::Value;
-use tracing::{Instrument, debug, debug_span};
+use tracing::{Instrument, debug};
+
+use crate::trace::debug_span;
 
 use super::{ApiError, Cache, Error, ListOptions, Resolved, Resolver, cache::Caches};
 use crate::object::{Gvk, ObjectKey};
@@ -104,7 +106,7 @@ impl Client {
     /// The ready cache of a kind, if one runs and the kind is still served (a cache stops
     /// soon after its kind goes; until then its kind is checked here, without a copy).
     fn ready_cache(&self, gvk: &Gvk) -> Option<Cache> {
-        let cache = self.inner.caches.running(gvk).filter(Cache::is_ready)?;
+        let cache = self.inner.caches.ready(gvk)?;
         self.inner.resolver.serves(gvk).then_some(cache)
     }
 
@@ -141,6 +143,28 @@ impl Client {
             None => {
                 let listed = Box::pin(self.api_reader().list(gvk, options)).await?;
                 Ok(listed.into_iter().map(Arc::new).collect())
+            }
+        }
+    }
+
+    /// The objects `uid` controls in `namespace` (in every namespace when `None`): what
+    /// [`Client::list`] returns for these options, without copying them into `ListOptions`
+    /// when a ready cache answers.
+    pub async fn list_controlled(
+        &self,
+        gvk: &Gvk,
+        namespace: Option<&str>,
+        uid: &str,
+    ) -> Result<Vec<Arc<DynamicObject>>, Error> {
+        match self.ready_cache(gvk) {
+            Some(cache) => Ok(cache.list_controlled(namespace, uid)),
+            None => {
+                let options = ListOptions {
+                    namespace: namespace.map(str::to_owned),
+                    controlled_by: Some(uid.to_owned()),
+                    ..ListOptions::default()
+                };
+                Box::pin(self.list(gvk, &options)).await
             }
         }
     }

@@ -56,44 +56,53 @@ impl Store {
             Some(ns) => live.namespaced.get(ns)?.get((Some(ns), &key.name)),
             None => live.cluster.get((None, &key.name)),
         };
-        // About to be read: start loading it while the caller goes on.
-        found.inspect(|object| prefetch::object(object)).cloned()
+        found.cloned()
     }
 
     /// The objects the options cover, in namespace and name order; see [`ListOptions`] for
     /// what each option costs.
     pub(super) fn list(&self, options: &ListOptions) -> Vec<Arc<DynamicObject>> {
+        if let Some(uid) = &options.controlled_by {
+            // The index holds only objects this UID controls.
+            return self.controlled_by(uid, |object| options.matches_apart_from_controller(object));
+        }
         let live = self.live.read();
         let covered = |object: &&Arc<DynamicObject>| options.matches(object);
-        let mut listed: Vec<_> = match (&options.controlled_by, &options.namespace) {
-            (Some(uid), _) => {
-                let controlled = live.controlled.get(uid.as_str()).into_iter();
-                // The index holds only objects this UID controls.
-                let rest_covered =
-                    |object: &&Arc<DynamicObject>| options.matches_apart_from_controller(object);
-                let controlled = controlled.flat_map(Controlled::values);
-                // A controller's objects, about to be read: the first few start loading
-                // before the filter reads their namespace and labels.
-                let controlled = controlled.enumerate().map(|(i, object)| {
-                    if i < PREFETCHED_CHILDREN {
-                        prefetch::object(object);
-                    }
-                    object
-                });
-                let controlled = controlled.filter(rest_covered);
-                controlled.cloned().collect()
-            }
-            (None, Some(ns)) => {
+        let listed: Vec<_> = match &options.namespace {
+            Some(ns) => {
                 let in_namespace = live.namespaced.get(ns).into_iter();
                 let in_namespace = in_namespace.flat_map(ByKey::values).filter(covered);
                 in_namespace.cloned().collect()
             }
-            (None, None) => live.all().filter(covered).cloned().collect(),
+            None => live.all().filter(covered).cloned().collect(),
         };
         drop(live);
-        // The tables keep no order: what was listed is sorted, outside the lock.
-        listed.sort_unstable_by(|a, b| by_key::key_of(a).cmp(&by_key::key_of(b)));
-        listed
+        sorted(listed)
+    }
+
+    /// The objects `uid` controls that pass `covered`, in namespace and name order.
+    pub(super) fn controlled_by(
+        &self,
+        uid: &str,
+        covered: impl Fn(&DynamicObject) -> bool,
+    ) -> Vec<Arc<DynamicObject>> {
+        let live = self.live.read();
+        let controlled = live.controlled.get(uid).into_iter();
+        let controlled = controlled.flat_map(Controlled::values);
+        // A controller's objects, about to be read: the first few start loading before
+        // `covered` reads their namespace and labels.
+        let controlled = controlled.enumerate().map(|(i, object)| {
+            if i < PREFETCHED_CHILDREN {
+                prefetch::object(object);
+            }
+            object
+        });
+        let listed = controlled
+            .filter(|object| covered(object))
+            .cloned()
+            .collect();
+        drop(live);
+        sorted(listed)
     }
 
     /// Every object, in no particular order.
@@ -107,6 +116,13 @@ impl Store {
     }
 }
 
+/// What was listed, sorted by namespace and name (the tables keep no order); outside the
+/// lock.
+fn sorted(mut listed: Vec<Arc<DynamicObject>>) -> Vec<Arc<DynamicObject>> {
+    listed.sort_unstable_by(|a, b| by_key::key_of(a).cmp(&by_key::key_of(b)));
+    listed
+}
+
 /// One consistent set of objects and its indexes.
 #[derive(Default)]
 struct Objects {
@@ -114,8 +130,9 @@ struct Objects {
     cluster: ByKey,
     /// Namespaced objects by namespace (the index by namespace).
     namespaced: BTreeMap<String, ByKey>,
-    /// Objects by the UID in their controller ownerReference.
-    controlled: HashMap<Box<str>, Controlled>,
+    /// Objects by the UID in their controller ownerReference. UIDs are the API server's, not
+    /// chosen by users, hence the fast hasher.
+    controlled: HashMap<Box<str>, Controlled, foldhash::fast::RandomState>,
     len: usize,
 }
 

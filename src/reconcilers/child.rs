@@ -21,7 +21,9 @@ use async_trait::async_trait;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::DynamicObject;
 use serde::Serialize;
-use tracing::{Instrument, debug, debug_span, info, warn};
+use tracing::{Instrument, debug, info, warn};
+
+use crate::trace::debug_span;
 
 use super::known_children::known_children;
 use super::object_manager::track;
@@ -328,21 +330,10 @@ impl ChildReconciler {
                 .filter(|child| self.is_our_child(ctx, parent, child))
                 .collect(),
             None => {
-                let mut options = match &self.list_options {
-                    Some(options) => options(ctx, parent),
-                    None => ListOptions {
-                        namespace: parent.metadata.namespace.clone(),
-                        ..ListOptions::default()
-                    },
-                };
-                // `is_our_child` requires it; a cache then reads only the parent's children.
-                if !self.skip_owner_reference {
-                    options.controlled_by = parent.metadata.uid.clone();
-                }
-                let listed = ctx.config().client.list(&self.child_type, &options).await?;
-                // The client lists only what the parent's UID controls: then only
+                let listed = self.list_children(ctx, parent).await?;
+                // Children listed by the parent's UID are only those it controls: then only
                 // `our_child` is left to check.
-                let controller_checked = options.controlled_by.is_some();
+                let controller_checked = self.listed_by_controller(parent);
                 listed
                     .into_iter()
                     .filter(|child| match controller_checked {
@@ -353,6 +344,52 @@ impl ChildReconciler {
             }
         };
         Ok(children)
+    }
+
+    /// Whether the children are listed by the parent's UID (the client then lists only what
+    /// the UID controls).
+    fn listed_by_controller(&self, parent: &DynamicObject) -> bool {
+        !self.skip_owner_reference && parent.metadata.uid.is_some()
+    }
+
+    /// The objects of the child type that may be the parent's children: with the user's
+    /// list options, else those in the parent's namespace; only those the parent controls
+    /// unless owner references are skipped.
+    async fn list_children(
+        &self,
+        ctx: &Context,
+        parent: &DynamicObject,
+    ) -> Result<Vec<Arc<DynamicObject>>, ReconcileError> {
+        let client = &ctx.config().client;
+        let uid = parent
+            .metadata
+            .uid
+            .as_deref()
+            .filter(|_| !self.skip_owner_reference);
+        let listed = match (&self.list_options, uid) {
+            // The common case, answered without building list options.
+            (None, Some(uid)) => {
+                let namespace = parent.metadata.namespace.as_deref();
+                client
+                    .list_controlled(&self.child_type, namespace, uid)
+                    .await?
+            }
+            (options, uid) => {
+                let mut options = match options {
+                    Some(options) => options(ctx, parent),
+                    None => ListOptions {
+                        namespace: parent.metadata.namespace.clone(),
+                        ..ListOptions::default()
+                    },
+                };
+                // `is_our_child` requires it; a cache then reads only the parent's children.
+                if !self.skip_owner_reference {
+                    options.controlled_by = uid.map(str::to_owned);
+                }
+                client.list(&self.child_type, &options).await?
+            }
+        };
+        Ok(listed)
     }
 
     /// Lists, deletes duplicates, computes the desired child and lets the manager write it;
