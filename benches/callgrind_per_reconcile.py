@@ -1,19 +1,24 @@
 """Prints a callgrind profile of the steady-state bench per reconcile (see callgrind.sh).
 
-Usage: callgrind_per_reconcile.py ENGINE PROFILE. A reconcile is one call of the bench's
-`Running::reconcile` future from outside it (each completes in one poll: the cache answers).
+Usage: callgrind_per_reconcile.py ENGINE PROFILE. The profile covers the bench's passes
+(`steady_state::pass`); the reconciles in it are the calls of a function each engine calls
+once a reconcile: the dynrec root reconciler's `reconcile_with` (which builds the
+reconcile's future), the typed reconcile function's future.
 """
 
 import re
 import sys
 
-RECONCILE = "Running::reconcile::{{closure}}"
+MARKERS = {
+    "dynrec": "as dynrec::reconcilers::resource::RootReconciler>::reconcile_with",
+    "typed_kube_runtime": "steady_state::common::typed::typed_reconcile::{{closure}}",
+}
 
 
-def per_reconcile(path):
+def per_reconcile(path, marker):
     """The profile's totals by event, and how many reconciles they cover."""
     names, events, totals = {}, [], []
-    caller, callee, reconciles = "", "", 0
+    callee, reconciles = "", 0
     for line in open(path, encoding="utf-8", errors="replace"):
         if line.startswith("events:"):
             events = line.split()[1:]
@@ -22,19 +27,17 @@ def per_reconcile(path):
         elif match := re.match(r"(c?fn)=\((\d+)\)(?: (.*))?", line):
             kind, number, name = match.groups()
             if name:
-                names[number] = name
-            if kind == "fn":
-                caller = names.get(number, "")
-            else:
+                names[number] = name.strip()
+            if kind == "cfn":
                 callee = names.get(number, "")
-        elif line.startswith("calls=") and RECONCILE in callee and RECONCILE not in caller:
+        elif line.startswith("calls=") and callee.endswith(marker):
             reconciles += int(line.split("=")[1].split()[0])
     return dict(zip(events, totals)), reconciles
 
 
 def main():
     engine, path = sys.argv[1], sys.argv[2]
-    totals, reconciles = per_reconcile(path)
+    totals, reconciles = per_reconcile(path, MARKERS[engine])
     if not reconciles:
         sys.exit(f"{path}: no reconcile was counted (see {path}.log)")
     each = lambda *names: sum(totals.get(n, 0) for n in names) / reconciles
