@@ -8,29 +8,28 @@
 //! its level. What is lost: with no tracing subscriber at all, spans are no longer written
 //! to `log` as they are entered and left (events still are).
 
-/// `tracing::debug_span!` when DEBUG may be recorded, else `Span::none()`.
-macro_rules! debug_span {
-    ($($args:tt)+) => {
-        if tracing::level_enabled!(tracing::Level::DEBUG) {
-            tracing::debug_span!($($args)+)
+/// `tracing::span!` of `Level::$level` when that level may be recorded, else `Span::none()`.
+macro_rules! span_if_recorded {
+    ($level:ident, $($args:tt)+) => {
+        if tracing::level_enabled!(tracing::Level::$level) {
+            tracing::span!(tracing::Level::$level, $($args)+)
         } else {
             tracing::Span::none()
         }
     };
+}
+
+/// `tracing::debug_span!` when DEBUG may be recorded, else `Span::none()`.
+macro_rules! debug_span {
+    ($($args:tt)+) => { $crate::trace::span_if_recorded!(DEBUG, $($args)+) };
 }
 
 /// `tracing::info_span!` when INFO may be recorded, else `Span::none()`.
 macro_rules! info_span {
-    ($($args:tt)+) => {
-        if tracing::level_enabled!(tracing::Level::INFO) {
-            tracing::info_span!($($args)+)
-        } else {
-            tracing::Span::none()
-        }
-    };
+    ($($args:tt)+) => { $crate::trace::span_if_recorded!(INFO, $($args)+) };
 }
 
-pub(crate) use {debug_span, info_span};
+pub(crate) use {debug_span, info_span, span_if_recorded};
 
 #[cfg(test)]
 mod tests {
