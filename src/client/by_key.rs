@@ -14,9 +14,8 @@ use kube::api::DynamicObject;
 use crate::object::prefetch;
 
 /// Objects by key; see the module doc. Keys come from the objects users create, so they
-/// are hashed with SipHash, keyed per table; only the name is hashed (a table holds one
-/// namespace's objects, or a controller's, which nearly always share one), and the whole
-/// key is compared.
+/// are hashed with SipHash, keyed per table. The whole key is hashed: a controller's table
+/// may hold objects of one name in many namespaces (a cluster-scoped parent's children).
 #[derive(Default)]
 pub(super) struct ByKey {
     table: HashTable<Arc<DynamicObject>>,
@@ -34,15 +33,15 @@ impl ByKey {
             prefetch::object(stored);
             key_of(stored) == key
         };
-        self.table.find(self.hash(key), found)
+        self.table.find(self.hasher.hash_one(key), found)
     }
 
     /// Stores `object` under its key; returns the object it replaced.
     pub(super) fn insert(&mut self, object: Arc<DynamicObject>) -> Option<Arc<DynamicObject>> {
-        let key = key_of(&object);
         let hasher = &self.hasher;
-        let rehash = |stored: &Arc<DynamicObject>| hash(hasher, key_of(stored));
-        match self.table.entry(self.hash(key), keyed(key), rehash) {
+        let key = key_of(&object);
+        let rehash = |stored: &Arc<DynamicObject>| hasher.hash_one(key_of(stored));
+        match self.table.entry(hasher.hash_one(key), keyed(key), rehash) {
             Entry::Occupied(mut stored) => Some(std::mem::replace(stored.get_mut(), object)),
             Entry::Vacant(vacant) => {
                 vacant.insert(object);
@@ -53,17 +52,13 @@ impl ByKey {
 
     /// Removes the object with this key; returns it.
     pub(super) fn remove(&mut self, key: Key<'_>) -> Option<Arc<DynamicObject>> {
-        let found = self.table.find_entry(self.hash(key), keyed(key));
+        let found = self.table.find_entry(self.hasher.hash_one(key), keyed(key));
         found.ok().map(|stored| stored.remove().0)
     }
 
     /// The objects, in no particular order.
     pub(super) fn values(&self) -> impl Iterator<Item = &Arc<DynamicObject>> {
         self.table.iter()
-    }
-
-    fn hash(&self, key: Key<'_>) -> u64 {
-        hash(&self.hasher, key)
     }
 
     /// Whether no object is stored.
@@ -115,11 +110,6 @@ impl Controlled {
         };
         one.into_iter().chain(many.into_iter().flatten())
     }
-}
-
-/// The hash of a key: its name's.
-fn hash(hasher: &RandomState, (_, name): Key<'_>) -> u64 {
-    hasher.hash_one(name)
 }
 
 /// The key an object is stored under (watched objects always have a name).
