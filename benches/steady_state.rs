@@ -9,8 +9,9 @@
 //! (dynrec's shared cache, the typed ConfigMap reflector) hold `total` ConfigMaps: the
 //! Widgets' children and ConfigMaps no Widget owns, seeded before the controller starts, in
 //! the Widgets' namespaces and in others. It prints each engine's time per reconcile at each
-//! size and the ratio of the largest size to the smallest: a reconcile should not cost more
-//! as the cache grows.
+//! size and the ratio of the largest size to the smallest, then that ratio from paired rounds
+//! of each engine's passes at the largest and the smallest cache: a reconcile should not
+//! cost more as the cache grows.
 
 mod common;
 
@@ -115,13 +116,15 @@ const SCRUBBED: usize = 64 << 20;
 /// than the typed pass evicts dynrec's, and a controller with more objects than the caches
 /// hold meets every object cold anyway.
 fn paired(what: &str, runtime: &Runtime, n: usize, dynrec: &Running, typed: &Running) {
+    paired_passes(runtime, [dynrec, typed], n).print(what);
+}
+
+/// Paired rounds of passes over widgets `0..n` of the two `sides`, each pass from scrubbed
+/// caches, for at least [`PAIRED_TIME`] and [`PAIRED_ROUNDS`] rounds.
+fn paired_passes(runtime: &Runtime, sides: [&Running; 2], n: usize) -> Paired {
     let mut scrubbed = vec![0u8; SCRUBBED];
     let mut rounds = Paired::default();
-    let mut timed_pass = async |engine: Engine| {
-        let running = match engine {
-            Engine::Dynrec => dynrec,
-            _ => typed,
-        };
+    let mut timed_pass = async |running: &Running| {
         scrub(&mut scrubbed);
         let start = Instant::now();
         pass(running, n).await;
@@ -130,10 +133,10 @@ fn paired(what: &str, runtime: &Runtime, n: usize, dynrec: &Running, typed: &Run
     runtime.block_on(async {
         let start = Instant::now();
         while rounds.len() < PAIRED_ROUNDS || start.elapsed() < PAIRED_TIME {
-            rounds.round(&mut timed_pass).await;
+            rounds.round_of(sides, &mut timed_pass).await;
         }
     });
-    rounds.print(what);
+    rounds
 }
 
 /// Writes a byte of every cache line of `buffer`, evicting what the caches held.
@@ -185,10 +188,14 @@ fn steady_state(c: &mut Criterion) {
 /// Widgets reconciled per pass in the cache-growth groups.
 const WIDGETS: usize = 1_000;
 
-/// The same pass of 1,000 reconciles with 1,000, 10,000 and 100,000 ConfigMaps cached.
+/// The same pass of 1,000 reconciles with 1,000, 10,000 and 100,000 ConfigMaps cached; then
+/// each engine's passes at the largest and the smallest cache in paired rounds.
 fn cache_growth(c: &mut Criterion, runtime: &Runtime) {
     let totals = [1_000, 10_000, 100_000];
+    let (smallest, largest) = (totals[0], totals[totals.len() - 1]);
     let mut per_reconcile = Vec::new();
+    // The engines at the smallest and the largest cache, kept for the paired rounds.
+    let mut kept = Vec::new();
     for total in totals {
         let timings = Timings::default();
         let name = format!("steady_state/cache_configmaps/{total}");
@@ -201,8 +208,13 @@ fn cache_growth(c: &mut Criterion, runtime: &Runtime) {
                     common::converge_on(&server, engine, WIDGETS, DEFAULT_WORKERS).await;
                 (server, converged.running)
             };
-            if let Some(converged) = passes(&mut group, runtime, &timings, engine, WIDGETS, setup) {
-                converged.finish(&name, runtime, engine);
+            let converged = passes(&mut group, runtime, &timings, engine, WIDGETS, setup);
+            match converged {
+                Some(converged) if total == smallest || total == largest => {
+                    kept.push((total, engine, converged));
+                }
+                Some(converged) => converged.finish(&name, runtime, engine),
+                None => {}
             }
         }
         group.finish();
@@ -238,6 +250,37 @@ fn cache_growth(c: &mut Criterion, runtime: &Runtime) {
             }
             _ => println!(),
         }
+    }
+    paired_growth(runtime, &kept, smallest, largest);
+    for (total, engine, converged) in kept {
+        let name = format!("steady_state/cache_configmaps/{total}");
+        converged.finish(&name, runtime, engine);
+    }
+}
+
+/// Each engine's passes at the `largest` and the `smallest` cache in paired rounds (see
+/// [`Paired`]): the growth figure that holds still, where criterion's times each size
+/// alone, minutes apart.
+fn paired_growth(
+    runtime: &Runtime,
+    kept: &[(usize, Engine, Converged)],
+    smallest: usize,
+    largest: usize,
+) {
+    for engine in ENGINES {
+        let at = |size: usize| {
+            let found = kept
+                .iter()
+                .find(|(total, e, _)| *total == size && *e == engine);
+            found.map(|(_, _, converged)| &converged.running)
+        };
+        let (Some(small), Some(large)) = (at(smallest), at(largest)) else {
+            continue;
+        };
+        let what = format!("steady_state/cache_configmaps/{}", engine.name());
+        let names = [largest.to_string(), smallest.to_string()];
+        paired_passes(runtime, [large, small], WIDGETS)
+            .print_as(&what, names.each_ref().map(String::as_str));
     }
 }
 

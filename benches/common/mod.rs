@@ -201,7 +201,7 @@ async fn converged(kube: &kube::Client, n: usize) -> bool {
 }
 
 /// The controller under test.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
     Dynrec,
     Typed,

@@ -211,10 +211,11 @@ impl WriteLog {
     }
 }
 
-/// Rounds of dynrec and the typed baseline run back to back, dynrec first in even rounds and
-/// typed first in odd ones. Both runs of a round meet the same moment of a shared machine,
-/// whose speed drifts by up to 2× within minutes: the ratio of two criterion estimates,
-/// taken seconds apart, drifts with it, the rounds' ratios hold still.
+/// Rounds of two runs back to back (dynrec and the typed baseline, or one engine at two
+/// sizes), the first side first in even rounds and the second first in odd ones. Both runs of
+/// a round meet the same moment of a shared machine, whose speed drifts by up to 2× within
+/// minutes: the ratio of two criterion estimates, taken seconds apart, drifts with it, the
+/// rounds' ratios hold still.
 #[derive(Default)]
 pub struct Paired(Vec<(Duration, Duration)>);
 
@@ -224,14 +225,23 @@ impl Paired {
         self.0.len()
     }
 
-    /// Runs one round: `run` for each engine, in this round's order; `run` returns the
-    /// duration to compare.
-    pub async fn round(&mut self, mut run: impl AsyncFnMut(Engine) -> Duration) {
+    /// Runs one round of dynrec and the typed baseline: `run` for each engine, in this
+    /// round's order; `run` returns the duration to compare.
+    pub async fn round(&mut self, run: impl AsyncFnMut(Engine) -> Duration) {
+        self.round_of([Engine::Dynrec, Engine::Typed], run).await;
+    }
+
+    /// Runs one round of the two `sides`, compared as `sides[0]` / `sides[1]`.
+    pub async fn round_of<T: Copy>(
+        &mut self,
+        sides: [T; 2],
+        mut run: impl AsyncFnMut(T) -> Duration,
+    ) {
         let round = if self.0.len().is_multiple_of(2) {
-            (run(Engine::Dynrec).await, run(Engine::Typed).await)
+            (run(sides[0]).await, run(sides[1]).await)
         } else {
-            let typed = run(Engine::Typed).await;
-            (run(Engine::Dynrec).await, typed)
+            let second = run(sides[1]).await;
+            (run(sides[0]).await, second)
         };
         self.0.push(round);
     }
@@ -239,6 +249,12 @@ impl Paired {
     /// Prints the median, quartiles and range of the rounds' ratios dynrec / typed, and
     /// each engine's median duration.
     pub fn print(&self, what: &str) {
+        self.print_as(what, ["dynrec", "typed"]);
+    }
+
+    /// Prints the median, quartiles and range of the rounds' ratios of the two sides, named
+    /// `names`, and each side's median duration.
+    pub fn print_as(&self, what: &str, names: [&str; 2]) {
         if self.0.is_empty() {
             return;
         }
@@ -248,11 +264,12 @@ impl Paired {
             values
         };
         let quartile = |values: &[f64], q: usize| values[(values.len() - 1) * q / 4];
-        let ratios = sorted(&|(dynrec, typed)| dynrec.as_secs_f64() / typed.as_secs_f64());
+        let ratios = sorted(&|(first, second)| first.as_secs_f64() / second.as_secs_f64());
         let median = |values: Vec<f64>| Duration::from_secs_f64(quartile(&values, 2));
+        let [first, second] = names;
         println!(
-            "{what} paired: dynrec / typed = {:.2} (median of {} rounds; quartiles {:.2}, \
-             {:.2}; range {:.2}-{:.2}); median dynrec {:.3?}, typed {:.3?}",
+            "{what} paired: {first} / {second} = {:.2} (median of {} rounds; quartiles {:.2}, \
+             {:.2}; range {:.2}-{:.2}); median {first} {:.3?}, {second} {:.3?}",
             quartile(&ratios, 2),
             ratios.len(),
             quartile(&ratios, 1),
