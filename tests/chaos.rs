@@ -9,7 +9,6 @@
 mod process_common;
 
 use std::path::Path;
-use std::process::Child;
 use std::time::{Duration, Instant};
 
 use dynrec_test_support::{configmaps_api, widgets_api};
@@ -53,8 +52,8 @@ fn free_port() -> u16 {
 struct Cluster {
     dir: tempfile::TempDir,
     listen: String,
-    server: Child,
-    controller: Child,
+    server: ChildGuard,
+    controller: ChildGuard,
     kube: kube::Client,
 }
 
@@ -100,7 +99,7 @@ impl Cluster {
     }
 }
 
-fn start_server(dir: &Path, listen: &str) -> (Child, String) {
+fn start_server(dir: &Path, listen: &str) -> (ChildGuard, String) {
     let data = dir.join("data");
     let faults = dir.join("faults.json");
     start_apiserver(

@@ -1,11 +1,14 @@
 //! The `dynrec` binary as processes over loopback: `dynrec apiserver` and `dynrec run`,
-//! with their logs in files, for tests that need real processes (signals, restarts).
+//! with their logs in files, for tests that need real processes (signals, restarts). Each
+//! process is under a [`ChildGuard`]: it is killed when the test ends, passed or failed.
 
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+
+pub use dynrec_test_support::process::ChildGuard;
 use std::time::{Duration, Instant};
 
 /// How long a process may take to start or stop.
@@ -27,16 +30,18 @@ fn log_file(path: &Path) -> std::fs::File {
 
 /// Starts `dynrec apiserver` in `dir` (kubeconfig `dir/kubeconfig`, log `dir/server.log`)
 /// with `extra` arguments; returns it and its URL once it listens.
-pub fn start_apiserver(dir: &Path, listen: &str, extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dynrec"))
-        .args(["apiserver", "--listen", listen, "--kubeconfig-out"])
-        .arg(dir.join("kubeconfig"))
-        .args(extra)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(log_file(&dir.join("server.log")))
-        .spawn()
-        .unwrap();
+pub fn start_apiserver(dir: &Path, listen: &str, extra: &[&str]) -> (ChildGuard, String) {
+    let mut child = ChildGuard(
+        Command::new(env!("CARGO_BIN_EXE_dynrec"))
+            .args(["apiserver", "--listen", listen, "--kubeconfig-out"])
+            .arg(dir.join("kubeconfig"))
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(log_file(&dir.join("server.log")))
+            .spawn()
+            .unwrap(),
+    );
     let stdout = child.stdout.take().unwrap();
     let mut lines = BufReader::new(stdout);
     let mut first = String::new();
@@ -53,7 +58,7 @@ pub fn start_apiserver(dir: &Path, listen: &str, extra: &[&str]) -> (Child, Stri
 
 /// Starts `dynrec run` on `dir/kubeconfig` with the widgets definition, without leader
 /// election, its log going to `log` (appended).
-pub fn start_widgets_controller(dir: &Path, log: &Path, rust_log: Option<&str>) -> Child {
+pub fn start_widgets_controller(dir: &Path, log: &Path, rust_log: Option<&str>) -> ChildGuard {
     let mut command = Command::new(env!("CARGO_BIN_EXE_dynrec"));
     command
         .arg("run")
@@ -69,7 +74,7 @@ pub fn start_widgets_controller(dir: &Path, log: &Path, rust_log: Option<&str>) 
         Some(filter) => command.env("RUST_LOG", filter),
         None => command.env_remove("RUST_LOG"),
     };
-    command.spawn().unwrap()
+    ChildGuard(command.spawn().unwrap())
 }
 
 /// Sends `signal` (`TERM`, `KILL`) and waits for the process to end.
