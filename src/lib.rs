@@ -47,6 +47,8 @@ pub mod webhook;
 #[cfg(feature = "embedded")]
 pub use dynrec_apiserver as apiserver;
 pub use dynrec_duck as duck;
+/// The time library of dynrec's APIs (`Timestamp` in test cases' `now`, conditions' times).
+pub use jiff;
 
 /// The README's Rust examples, compiled (and run) as doctests so they cannot rot.
 #[cfg(doctest)]

@@ -289,7 +289,11 @@ async fn run(state: Arc<State>, api: Api<DynamicObject>, mut kinds: watch::Recei
     loop {
         tokio::select! {
             changed = kinds.changed() => {
-                if changed.is_err() || !kinds.borrow_and_update().contains_key(&gvk) {
+                if changed.is_err() {
+                    debug!(%gvk, "client dropped; stopping its cache");
+                    break;
+                }
+                if !kinds.borrow_and_update().contains_key(&gvk) {
                     info!(%gvk, "kind removed; stopping its cache");
                     break;
                 }
