@@ -12,7 +12,7 @@ use super::list::{self, Selectors};
 use super::negotiate::{self, Representation};
 use super::query::Query;
 use super::route::ResourcePath;
-use super::{Shared, admit, deleted, respond, reviews, subresource, table, watch};
+use super::{Shared, admit, componentstatus, deleted, respond, reviews, subresource, table, watch};
 use crate::auth::User;
 use crate::error::{ApiError, ApiResult};
 use crate::faults::{RequestFacts, Verdict};
@@ -142,6 +142,9 @@ async fn serve_kind(
             &user,
             read_object(&call, body, limit).await?,
         );
+    }
+    if call.info.is_component_statuses() && parts.method == Method::GET {
+        return componentstatus::serve(&call, path.name.as_deref());
     }
     match (parts.method, path.name) {
         (Method::GET, None) if call.query.flag("watch")? => watch::serve(

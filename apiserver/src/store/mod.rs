@@ -16,6 +16,7 @@ mod events;
 mod eviction;
 mod gc;
 mod gc_queue;
+mod initial_status;
 mod kind_rules;
 mod kinds;
 mod managed;
