@@ -6,6 +6,7 @@
 //! `kinds`, `persist`); the files that add its operations (writes, deletion, garbage
 //! collection, the rules of particular kinds) orchestrate those parts.
 
+mod aggregation;
 mod body;
 mod builtin_defaults;
 mod cluster;

@@ -14,6 +14,7 @@ use super::server_fields::{
 use super::state::State;
 use super::watch::ChangeKind;
 use super::{builtin_defaults, initial_status};
+use crate::auth::{User, confirm_no_escalation};
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;
 use crate::resources::ResourceInfo;
@@ -32,6 +33,9 @@ pub struct WriteOptions {
     pub user_agent: Option<String>,
     /// `force`: an apply takes ownership of conflicting fields.
     pub force: bool,
+    /// Under RBAC authorization, who writes: writes of Roles, ClusterRoles and their
+    /// bindings are checked for escalation ([`crate::auth::confirm_no_escalation`]).
+    pub rbac_writer: Option<User>,
 }
 
 /// The result of a patch: the object, and whether the patch created it (apply).
@@ -127,6 +131,9 @@ impl State {
         initial_status::apply(info, &mut object);
         self.prepare_create_of_kind(info, &mut object)?;
         self.enforce_schema(info, &mut object, None, options.field_validation)?;
+        if let Some(writer) = &options.rbac_writer {
+            confirm_no_escalation(self, writer, info, None, &object)?;
+        }
         if record {
             object = self.record_managed_fields(info, None, &object, Target::Main, options);
         }
@@ -334,6 +341,9 @@ impl State {
         }
         self.prepare_update_of_kind(info, old, &mut result, target)?;
         self.enforce_schema(info, &mut result, Some(old), options.field_validation)?;
+        if let Some(writer) = &options.rbac_writer {
+            confirm_no_escalation(self, writer, info, Some(old.as_ref()), &result)?;
+        }
         if record {
             result = self.record_managed_fields(info, Some(old), &result, target, options);
         }
