@@ -240,3 +240,41 @@ async fn the_bundled_examples_compile() {
         assert_eq!(errors_of(&text).await, "", "{file}");
     }
 }
+
+#[tokio::test]
+async fn optional_chains_are_type_checked_at_load() {
+    let text = definition(&child(
+        "c",
+        "",
+        "{big: \"${self.spec.?size > 3 ? 'big' : 'small'}\", owner: \"${self.spec.?greeting}\"}",
+    ));
+    assert_eq!(
+        errors_of(&text).await,
+        "spec.steps[0].child.template.data.big: ${self.spec.?size > 3 ? 'big' : 'small'}: self.spec.?size is optional(number), and > takes a plain value: use self.spec.?size.orValue(0), or test has(self.spec.size) first (at 1:10 of the expression)\n  self.spec.?size > 3 ? 'big' : 'small'\n           ^\n\
+         spec.steps[0].child.template.data.owner: ${self.spec.?greeting} yields optional(string), which cannot be written into an object: use ${self.spec.?greeting.orValue('')}"
+    );
+}
+
+#[tokio::test]
+async fn one_mistake_is_one_error() {
+    // A child set whose template reads an unknown binding, and a sync that counts its
+    // children: only the unknown binding is reported, not a follow-on type error.
+    let text = definition(
+        "  - childSet:\n      id: configs\n      forEach: \"${self.spec.items}\"\n      itemId: \"${each.name}\"\n      template:\n        apiVersion: v1\n        kind: ConfigMap\n        metadata: {name: \"${self.metadata.name}-${each.name}\"}\n        data: {x: \"${sise}\"}\n  - sync:\n      status:\n        configCount: \"${size(configs)}\"\n        first: \"${configs[0].data.x}\"\n",
+    )
+    .replace(
+        "        spec:\n          type: object",
+        "        status:\n          type: object\n          properties:\n            configCount: {type: integer}\n            first: {type: string}\n        spec:\n          type: object",
+    );
+    let errors = errors_of(&text).await;
+    assert_eq!(
+        errors.lines().next().unwrap_or_default(),
+        "spec.steps[0].childSet.template.data.x: ${sise}: unknown binding \"sise\"; known here: each, self (at 1:1 of the expression)",
+        "{errors}"
+    );
+    assert_eq!(
+        errors.lines().filter(|l| l.starts_with("spec.")).count(),
+        1,
+        "{errors}"
+    );
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::check::{Scope, Ty, check_condition, check_list, check_template};
+use super::check::{Scope, check_condition, check_list, check_template};
 use super::error::{DefinitionError, DefinitionErrors};
 use super::expr::{Expression, Template, Text, condition};
 use super::model::{
@@ -15,6 +15,7 @@ use super::model::{
     SyncStep, VERSION,
 };
 use super::schema::{Schema, Schemas};
+use super::ty::Ty;
 use crate::object::Gvk;
 
 /// A child step, compiled.
@@ -460,6 +461,14 @@ impl Compiler {
                     })
                 }
             };
+            if planned.is_none()
+                && let Some(id) = step.id()
+                && !scope.has(id)
+            {
+                // A step that failed to compile is reported once: what reads it is
+                // checked as reading a value of unknown type.
+                scope.bind(id, Ty::Dyn);
+            }
             plans.extend(planned);
         }
         plans
@@ -582,8 +591,14 @@ impl Compiler {
         path: &str,
         scope: &Scope,
     ) -> Option<ChildSetPlan> {
-        let for_each = self.keep(condition(&step.for_each, &format!("{path}.forEach")))?;
-        let item = self.keep(check_list(&for_each, scope))?;
+        let for_each = self.keep(condition(&step.for_each, &format!("{path}.forEach")));
+        let item = match &for_each {
+            Some(for_each) => {
+                let checked = check_list(for_each, scope);
+                self.keep(checked).unwrap_or(Ty::Dyn)
+            }
+            None => Ty::Dyn,
+        };
         let item_scope = scope.with("each", item);
         let item_id = self.keep(Text::parse(&step.item_id, &format!("{path}.itemId")))?;
         for e in item_id.expressions() {
@@ -601,7 +616,7 @@ impl Compiler {
         let child = self.child_plan(parts, path, scope, &item_scope)?;
         Some(ChildSetPlan {
             child,
-            for_each,
+            for_each: for_each?,
             item_id,
         })
     }
