@@ -5,14 +5,15 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use dynrec::client::Client;
-use dynrec::definitions::{Definitions, Loaded, parse_documents};
+use dynrec::definitions::{CompiledDefinition, Definitions, Loaded, StartError, parse_documents};
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{Manager, RunArgs, connect, manager_options, shutdown_signal};
 
-use super::definitions::load;
+use super::definitions::{load, print_warnings};
 
 /// The examples `dynrec run` runs on the embedded default.
 const BUNDLED: [(&str, &str); 3] = [
@@ -59,16 +60,45 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("installing the ReconcilerDefinition CRD")?;
     definitions.register(&mut manager)?;
     for definition in &loaded {
-        let started = definitions.start(definition).await;
-        let compiled = started.with_context(|| format!("starting {}", name_of(definition)))?;
-        println!(
-            "definition {} reconciles {} ({})",
-            compiled.name, compiled.for_kind, definition.source
-        );
+        match definitions.start(definition).await {
+            Ok(compiled) => started(&compiled, definition),
+            Err(error @ StartError::KindNotServed { .. }) => {
+                eprintln!("warning: {error}");
+                tokio::spawn(start_when_served(definitions.clone(), definition.clone()));
+            }
+            Err(error) => {
+                return Err(error).with_context(|| format!("starting {}", name_of(definition)));
+            }
+        }
     }
     manager.run(shutdown_signal()).await?;
     cluster.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// How often a definition waiting for its kinds tries again.
+const KIND_RETRY: Duration = Duration::from_secs(2);
+
+/// Starts a definition once the cluster serves its kinds (a CRD still to come).
+async fn start_when_served(definitions: Definitions, definition: Loaded) {
+    loop {
+        tokio::time::sleep(KIND_RETRY).await;
+        match definitions.start(&definition).await {
+            Ok(compiled) => return started(&compiled, &definition),
+            Err(StartError::KindNotServed { .. }) => {}
+            Err(error) => {
+                return eprintln!("error: starting {}: {error}", name_of(&definition));
+            }
+        }
+    }
+}
+
+fn started(compiled: &CompiledDefinition, definition: &Loaded) {
+    print_warnings(compiled, &definition.source);
+    println!(
+        "definition {} reconciles {} ({})",
+        compiled.name, compiled.for_kind, definition.source
+    );
 }
 
 fn name_of(loaded: &Loaded) -> String {

@@ -19,8 +19,10 @@ mod expr;
 mod load;
 mod model;
 mod plan;
+mod render;
 mod runner;
 mod schema;
+mod ty;
 
 pub use build::{
     DEFINITION_LABEL, ITEM_ANNOTATION, Inventory, STEP_LABEL, controller_name, root_reconciler,

@@ -72,6 +72,14 @@ pub enum StartError {
     /// Another definition already has this name or reconciles this kind.
     #[error("{0}")]
     Conflict(String),
+    /// A kind it reads or writes is in a group/version the cluster does not serve yet.
+    #[error("{origin}: waiting for the cluster to serve {}", kinds.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))]
+    KindNotServed {
+        /// Where the definition came from.
+        origin: String,
+        /// The kinds not served.
+        kinds: Vec<Gvk>,
+    },
 }
 
 impl Definitions {
@@ -121,6 +129,13 @@ impl Definitions {
                     kind: compiled.for_kind.clone(),
                     error: Box::new(error),
                 })?;
+        }
+        // The parent's CRD is in place while the definition waits for the others.
+        if !compiled.not_served.is_empty() {
+            return Err(StartError::KindNotServed {
+                origin: loaded.source.clone(),
+                kinds: compiled.not_served.iter().cloned().collect(),
+            });
         }
         let inventory = self.inventory(&compiled.name);
         let reconciler = root_reconciler(&compiled, &self.config, &inventory);
@@ -242,14 +257,18 @@ impl Definitions {
                     definition,
                 });
                 let started = match loaded {
-                    Ok(loaded) => self.start(&loaded).await.map_err(|e| e.to_string()),
-                    Err(err) => Err(err.to_string()),
+                    Ok(loaded) => self.start(&loaded).await.map_err(|e| refusal(&e)),
+                    Err(err) => Err(("Invalid", err.to_string())),
                 };
                 match started {
                     Ok(compiled) => Some(compiled),
-                    Err(message) => {
-                        warn!(definition = %name, error = %message, "definition refused");
-                        last_error = Some(message);
+                    Err((reason, message)) => {
+                        if reason != "KindNotServed" {
+                            warn!(definition = %name, error = %message, "definition refused");
+                        } else if compiled_reason(object) != Some(reason) {
+                            info!(definition = %name, %message, "definition waits for its kinds");
+                        }
+                        last_error = Some((reason, message));
                         previous.map(|(_, compiled)| compiled)
                     }
                 }
@@ -258,15 +277,15 @@ impl Definitions {
         let mut manager = conditions.manage(object, ctx.now());
         let marked = match (&last_error, &compiled) {
             (None, _) => manager.mark_true("Compiled", "Compiled", ""),
-            (Some(error), Some(running)) => manager.mark_false(
+            (Some((reason, error)), Some(running)) => manager.mark_false(
                 "Compiled",
-                "Invalid",
+                reason,
                 format!(
                     "{error}\nthe last good version (generation {}) keeps running",
                     running.generation.unwrap_or_default()
                 ),
             ),
-            (Some(error), None) => manager.mark_false("Compiled", "Invalid", error.clone()),
+            (Some((reason, error)), None) => manager.mark_false("Compiled", reason, error.clone()),
         };
         if let Err(err) = marked {
             return Outcome::err(ReconcileError::from_error(err));
@@ -289,10 +308,15 @@ impl Definitions {
             status.insert("watches".into(), json!(kinds));
             status.insert("managedKinds".into(), json!(managed));
             status.insert("instances".into(), json!(instances));
+            let warnings: Vec<String> = compiled.warnings.iter().map(ToString::to_string).collect();
+            match warnings.is_empty() {
+                true => status.remove("warnings"),
+                false => status.insert("warnings".into(), json!(warnings)),
+            };
         }
         if let Some(status) = object.data["status"].as_object_mut() {
             match last_error {
-                Some(error) => status.insert("lastError".into(), json!(error)),
+                Some((_, error)) => status.insert("lastError".into(), json!(error)),
                 None => status.remove("lastError"),
             };
         }
@@ -309,6 +333,24 @@ impl Definitions {
             .filter_map(|text| text.parse::<Gvk>().ok());
         self.inventory(name).lock().extend(kinds);
     }
+}
+
+/// The reason and message of a definition that did not start.
+fn refusal(error: &StartError) -> (&'static str, String) {
+    let reason = match error {
+        StartError::KindNotServed { .. } => "KindNotServed",
+        _ => "Invalid",
+    };
+    (reason, error.to_string())
+}
+
+/// The reason of the definition's `Compiled` condition as stored.
+fn compiled_reason(object: &DynamicObject) -> Option<&str> {
+    object.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Compiled")?["reason"]
+        .as_str()
 }
 
 /// A cluster object as the loader reads it: the spec and what it needs of metadata.
