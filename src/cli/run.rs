@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use dynrec::client::Client;
-use dynrec::definitions::{CompiledDefinition, Definitions, Loaded, StartError, parse_documents};
+use dynrec::definitions::{
+    CompiledDefinition, Definitions, IdentityPolicy, Loaded, ServiceAccountRef, StartError,
+    parse_documents,
+};
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{Manager, RunArgs, connect, manager_options, shutdown_signal};
 
@@ -39,6 +42,13 @@ pub struct Args {
     /// Definition files or directories (YAML or JSON); may be repeated.
     #[arg(short = 'f', long = "filename")]
     files: Vec<PathBuf>,
+    /// The ServiceAccount (`NAME` in dynrec's namespace, or `NAMESPACE/NAME`) a definition
+    /// naming none in `spec.serviceAccount` acts as, instead of dynrec itself.
+    #[arg(long, value_name = "[NAMESPACE/]NAME")]
+    default_service_account: Option<String>,
+    /// Refuse definitions that name no ServiceAccount (their status says why).
+    #[arg(long)]
+    require_service_account: bool,
 }
 
 /// Runs the definitions until SIGINT or SIGTERM.
@@ -53,7 +63,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let client = Client::new(cluster.client.clone());
     let config = Config::new(client.clone(), "dynrec");
     let mut manager = Manager::new(client, manager_options(&args.run, &cluster, "dynrec"));
-    let definitions = Definitions::new(&manager, &config);
+    let identities = IdentityPolicy {
+        default_service_account: args
+            .default_service_account
+            .as_deref()
+            .map(|account| service_account(account, cluster.client.default_namespace()))
+            .transpose()?,
+        require_service_account: args.require_service_account,
+    };
+    let definitions = Definitions::new(&manager, &config).with_identities(identities);
     definitions
         .install_crd()
         .await
@@ -106,4 +124,16 @@ fn name_of(loaded: &Loaded) -> String {
         "definition {:?} of {}",
         loaded.definition.metadata.name, loaded.source
     )
+}
+
+/// `NAMESPACE/NAME`, or `NAME` in `namespace` (dynrec's own, as Flux's
+/// `--default-service-account` names one in the namespace of what it applies).
+fn service_account(text: &str, namespace: &str) -> anyhow::Result<ServiceAccountRef> {
+    let qualified = match text.contains('/') {
+        true => text.to_owned(),
+        false => format!("{namespace}/{text}"),
+    };
+    qualified
+        .parse()
+        .map_err(|err| anyhow::anyhow!("--default-service-account: {err}"))
 }

@@ -156,7 +156,7 @@ impl DuckControllers {
         // is missing in /readyz (the task ends with the manager).
         let (_running, stop) = watch::channel(false);
         let needs = Self::follower_permissions();
-        if wait_until_allowed(&self.client, &needs, &self.readiness, FOLLOWER, stop).await {
+        if wait_until_allowed(&self.client, &needs, false, &self.readiness, FOLLOWER, stop).await {
             self.readiness.remove(FOLLOWER);
         }
         // Without the right to install the CRD, existing mappings apply (once served).
