@@ -64,7 +64,7 @@ impl Cluster {
         let listen = format!("127.0.0.1:{}", free_port());
         let (server, url) = start_server(dir.path(), &listen);
         let controller =
-            start_widgets_controller(dir.path(), &dir.path().join("controller.log"), None);
+            start_widgets_controller(dir.path(), &dir.path().join("controller.log"), None, &[]);
         Cluster {
             dir,
             listen,
@@ -83,7 +83,7 @@ impl Cluster {
     fn kill_and_restart_controller(&mut self) {
         stop(&mut self.controller, "KILL");
         let log = self.dir.path().join("controller.log");
-        self.controller = start_widgets_controller(self.dir.path(), &log, None);
+        self.controller = start_widgets_controller(self.dir.path(), &log, None, &[]);
     }
 
     fn log(&self, name: &str) -> String {

@@ -1,5 +1,6 @@
 //! What `dynrec run` writes to its log when it is not a terminal: no colour codes, and one
-//! line per failed reconcile carrying the cause, not one per layer that saw the error.
+//! line per failed reconcile carrying the cause, not one per layer that saw the error; with
+//! `--log-format json`, one JSON object a line with the reconcile's fields once each.
 
 mod process_common;
 
@@ -8,12 +9,13 @@ use std::time::{Duration, Instant};
 use dynrec_test_support::{configmaps_api, widgets_api};
 use kube::api::{DynamicObject, PostParams};
 use process_common::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_child_write_is_one_uncoloured_log_line() {
+/// The log of `dynrec run` (with `extra` flags) through a child update that fails once with
+/// a 500 and lands on the retry.
+async fn log_of_a_failed_child_write(extra: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let faults = json!([{"match": {"verb": "update", "kind": "ConfigMap", "name": "w1-config"},
         "action": {"fail": {"code": 500, "reason": "InternalError",
@@ -23,7 +25,7 @@ async fn a_failed_child_write_is_one_uncoloured_log_line() {
     let faults_arg = faults_file.to_str().unwrap();
     let (mut server, url) = start_apiserver(dir.path(), "127.0.0.1:0", &["--faults", faults_arg]);
     let log_path = dir.path().join("run.log");
-    let mut run = start_widgets_controller(dir.path(), &log_path, None);
+    let mut run = start_widgets_controller(dir.path(), &log_path, None, extra);
 
     let kube = client(&url);
     let widget: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1",
@@ -74,7 +76,18 @@ async fn a_failed_child_write_is_one_uncoloured_log_line() {
     stop(&mut run, "TERM");
     stop(&mut server, "TERM");
 
-    let log = std::fs::read_to_string(&log_path).unwrap();
+    std::fs::read_to_string(&log_path).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_child_write_is_one_uncoloured_log_line() {
+    let log = log_of_a_failed_child_write(&[]).await;
+    assert!(
+        log.lines()
+            .next()
+            .is_some_and(|first| first.contains("INFO  cluster: context ")),
+        "the first line says which cluster:\n{log}"
+    );
     assert!(
         !log.contains('\u{1b}'),
         "no escape codes in a log file:\n{log}"
@@ -89,4 +102,56 @@ async fn a_failed_child_write_is_one_uncoloured_log_line() {
         "the line is an error carrying the cause: {}",
         loud[0]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_are_one_object_a_line_with_each_field_once() {
+    let log = log_of_a_failed_child_write(&["--log-format", "json"]).await;
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line)
+                .unwrap_or_else(|err| panic!("a JSON line ({err}): {line}\n{log}"))
+        })
+        .collect();
+    for line in &lines {
+        for key in ["ts", "level", "logger", "msg"] {
+            assert!(line[key].is_string(), "{key} in {line}");
+        }
+    }
+    assert!(
+        lines[0]["msg"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("cluster: context ")),
+        "the first line says which cluster: {}",
+        lines[0]
+    );
+    let loud: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["level"] == "error" || l["level"] == "warn")
+        .collect();
+    assert_eq!(loud.len(), 1, "one warning or error line:\n{log}");
+    let failed = loud[0];
+    assert_eq!(failed["level"], "error", "{failed}");
+    assert_eq!(failed["msg"], "reconcile failed", "{failed}");
+    assert_eq!(failed["controller"], "definition/widgets", "{failed}");
+    assert_eq!(failed["kind"], "example.com/v1/Widget", "{failed}");
+    assert_eq!(failed["object"], "default/w1", "{failed}");
+    assert!(
+        failed["reconcile_id"]
+            .as_str()
+            .is_some_and(|id| id.len() == 36),
+        "a reconcile id: {failed}"
+    );
+    assert!(
+        failed["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("injected storage failure")),
+        "the cause: {failed}"
+    );
+    let bodies: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["level"] == "info" && l.to_string().contains("\\\"data\\\""))
+        .collect();
+    assert!(bodies.is_empty(), "no object bodies at INFO: {bodies:?}");
 }

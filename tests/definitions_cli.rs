@@ -86,6 +86,48 @@ fn dynrec_test_passes_the_example_cases_and_fails_a_wrong_expectation_with_a_dif
 }
 
 #[test]
+fn dynrec_test_runs_every_case_file_under_a_directory_with_one_summary_line() {
+    let definitions = examples().to_string_lossy().into_owned();
+    let cases = examples().join("tests").to_string_lossy().into_owned();
+    let all = dynrec(&["test", "-f", &definitions, &cases]);
+    assert_eq!(all.status.code(), Some(0), "{}", text(&all));
+    let stdout = String::from_utf8_lossy(&all.stdout);
+    assert_eq!(
+        stdout.lines().last(),
+        Some("7 passed, 0 failed"),
+        "{}",
+        text(&all)
+    );
+
+    // Nested directories are walked; files that are not YAML or JSON are left alone.
+    let dir = tempfile::tempdir().unwrap();
+    let nested = dir.path().join("widgets/more");
+    std::fs::create_dir_all(&nested).unwrap();
+    let widgets = examples().join("tests/widgets.yaml");
+    std::fs::copy(&widgets, nested.join("widgets.yaml")).unwrap();
+    std::fs::write(dir.path().join("README.txt"), "not a case file").unwrap();
+    let one_file = dynrec(&["test", "-f", &definitions, &widgets.to_string_lossy()]);
+    let walked = dynrec(&["test", "-f", &definitions, &dir.path().to_string_lossy()]);
+    assert_eq!(walked.status.code(), Some(0), "{}", text(&walked));
+    let summary = |output: &Output| {
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .last()
+            .map(str::to_owned)
+    };
+    assert_eq!(summary(&walked), summary(&one_file), "{}", text(&walked));
+
+    let empty = tempfile::tempdir().unwrap();
+    let none = dynrec(&["test", "-f", &definitions, &empty.path().to_string_lossy()]);
+    assert_eq!(none.status.code(), Some(1), "{}", text(&none));
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("no case files (.yaml, .yml or .json)"),
+        "{}",
+        text(&none)
+    );
+}
+
+#[test]
 fn dynrec_test_refuses_a_bad_case_file_and_a_bad_definition() {
     let dir = tempfile::tempdir().unwrap();
     let cases = dir.path().join("cases.yaml");
@@ -242,8 +284,6 @@ async fn dynrec_plan_shows_what_would_change_without_changing_it() {
                 &definition,
                 "--kubeconfig",
                 &kubeconfig.to_string_lossy(),
-                "--leader-elect",
-                "false",
             ])
         })
     };

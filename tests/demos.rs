@@ -143,9 +143,10 @@ async fn dynrec_run_serves_the_embedded_default_runs_the_bundled_definitions_and
         .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
         .to_string();
     let hint = lines_rx.recv_timeout(DEADLINE).unwrap();
+    let kubeconfig = dir.path().join(".dynrec/kubeconfig");
     assert!(
-        hint.starts_with("KUBECONFIG=.dynrec/kubeconfig kubectl"),
-        "{hint}"
+        hint.starts_with(&format!("KUBECONFIG={} kubectl", kubeconfig.display())),
+        "the hint names the kubeconfig by its absolute path: {hint}"
     );
     assert!(dir.path().join(".dynrec/kubeconfig").is_file());
 
@@ -189,6 +190,10 @@ async fn dynrec_run_serves_the_embedded_default_runs_the_bundled_definitions_and
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success(), "a graceful exit: {status}");
+    assert!(
+        !kubeconfig.exists(),
+        "the kubeconfig it wrote is removed when it stops"
+    );
 }
 
 /// Starts a manager with `register` on a fresh embedded server; returns the server's client,

@@ -371,7 +371,13 @@ fn run_manager(register: impl FnOnce(&mut Manager, &Config)) -> Running {
     let config = Config::new(client.clone(), "demo");
     let mut manager = Manager::new(client, ManagerOptions::default());
     let handle = manager.handle();
-    let health = dynrec::runtime::router(manager.metrics(), manager.readiness());
+    let metrics = manager.metrics();
+    let scrape = move || {
+        let metrics = metrics.clone();
+        async move { metrics.render().unwrap() }
+    };
+    let health =
+        dynrec::runtime::router(manager.readiness()).route("/metrics", axum::routing::get(scrape));
     register(&mut manager, &config);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(manager.run(async move {

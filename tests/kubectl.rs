@@ -761,7 +761,7 @@ fn a_definition_applied_with_kubectl_is_run_by_dynrec_run_and_reports_its_status
     };
     let log = server.write("run.log", "");
     let mut run = Command::new(env!("CARGO_BIN_EXE_dynrec"));
-    run.args(["run", "--leader-elect", "false", "--kubeconfig"])
+    run.args(["run", "--leader-elect=false", "--kubeconfig"])
         .arg(&server.kubeconfig)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

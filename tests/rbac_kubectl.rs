@@ -228,6 +228,9 @@ fn kubectl_apply_k_deploy_is_accepted_as_written_with_strict_validation() {
             "Namespace",
             "ServiceAccount",
             "ClusterRole",
+            "ClusterRole",
+            "ClusterRole",
+            "ClusterRoleBinding",
             "ClusterRoleBinding",
             "Service",
             "Deployment",
@@ -249,8 +252,9 @@ fn kubectl_apply_k_deploy_is_accepted_as_written_with_strict_validation() {
             "{kind} {name} was not stored as written ({applied})\nwritten: {item:#}\nstored: {stored:#}"
         );
     }
-    let pod = &items[5]["spec"]["template"]["spec"];
-    assert_eq!(items[5]["spec"]["replicas"], 2);
+    let deployment = items.iter().find(|i| i["kind"] == "Deployment").unwrap();
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(deployment["spec"]["replicas"], 2);
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
     assert_eq!(
         pod["securityContext"]["seccompProfile"]["type"],
@@ -325,11 +329,9 @@ fn dynrec_run_as_the_deployed_account_waits_for_a_definition_s_permissions_and_n
         .arg(&account_config)
         .args([
             "--leader-elect",
-            "true",
-            "--lease-namespace",
-            "dynrec-system",
+            "--leader-election-namespace=dynrec-system",
         ])
-        .arg(format!("--metrics-address=127.0.0.1:{port}"))
+        .arg(format!("--health-probe-bind-address=127.0.0.1:{port}"))
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::null())
         .stderr(log)

@@ -1,5 +1,5 @@
-//! The health endpoints over HTTP: `/metrics` series, `/healthz`, and `/readyz` with the
-//! detail of what is not ready.
+//! The endpoints over HTTP: `/metrics` (plain) with controller-runtime's series, and the
+//! health probes `/healthz` and `/readyz` with the detail of what is not ready.
 
 use std::{net::SocketAddr, time::Duration};
 
@@ -8,8 +8,8 @@ use dynrec::{
     client::Client,
     object::Gvk,
     runtime::{
-        HealthServer, Metrics, QueueConfig, QueueStats, Readiness, ResultLabel, WorkOutcome,
-        WorkQueue,
+        HealthServer, Metrics, MetricsServer, MetricsServing, QueueConfig, QueueStats, QueueTiming,
+        Readiness, ResultLabel, WorkOutcome, WorkQueue,
     },
 };
 use kube::{
@@ -76,13 +76,10 @@ async fn assert_ok(address: SocketAddr, path: &str, why: &str) {
     );
 }
 
-/// Serves the endpoints on a free loopback port until the returned sender is dropped.
-async fn serve(
-    metrics: &Metrics,
-    readiness: &Readiness,
-) -> (SocketAddr, oneshot::Sender<()>, JoinHandle<()>) {
+/// Serves the probes on a free loopback port until the returned sender is dropped.
+async fn serve(readiness: &Readiness) -> (SocketAddr, oneshot::Sender<()>, JoinHandle<()>) {
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
-    let server = HealthServer::bind(loopback, metrics.clone(), readiness.clone())
+    let server = HealthServer::bind(loopback, readiness.clone())
         .await
         .expect("bind a loopback port");
     let address = server.local_addr();
@@ -96,6 +93,29 @@ async fn serve(
     (address, stop, task)
 }
 
+/// Serves `/metrics` over plain HTTP on a free loopback port until the sender is dropped.
+async fn serve_metrics(
+    metrics: &Metrics,
+    server: &ApiServer,
+) -> (SocketAddr, oneshot::Sender<()>, JoinHandle<()>) {
+    let serving = MetricsServing {
+        address: SocketAddr::from(([127, 0, 0, 1], 0)),
+        secure: None,
+    };
+    let metrics_server = MetricsServer::bind(&serving, metrics.clone(), server.client())
+        .await
+        .expect("bind a loopback port");
+    let address = metrics_server.local_addr();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        metrics_server.serve(shutdown).await.expect("served");
+    });
+    (address, stop, task)
+}
+
 async fn stop(stop: oneshot::Sender<()>, task: JoinHandle<()>) {
     drop(stop);
     timeout(Duration::from_secs(10), task)
@@ -105,7 +125,7 @@ async fn stop(stop: oneshot::Sender<()>, task: JoinHandle<()>) {
 }
 
 #[tokio::test]
-async fn metrics_expose_reconciles_queues_caches_and_leadership() {
+async fn metrics_expose_controller_runtime_s_series_and_dynrec_s_caches() {
     let server = ApiServer::new();
     let configmaps = Gvk::new("", "v1", "ConfigMap");
     let resource = ApiResource::from_gvk(&(&configmaps).into());
@@ -121,7 +141,7 @@ async fn metrics_expose_reconciles_queues_caches_and_leadership() {
 
     let metrics = Metrics::new();
     metrics.observe_client(&client);
-    metrics.set_leader(true);
+    metrics.set_leader("dynrec-leader", true);
     metrics.record_reconcile("widgets", ResultLabel::Success, Duration::from_millis(3));
     metrics.record_reconcile(
         "widgets",
@@ -138,10 +158,12 @@ async fn metrics_expose_reconciles_queues_caches_and_leadership() {
         queue.add(key);
     }
     let stats = queue.clone();
-    metrics.register_queue("widgets", move || stats.stats());
-    metrics.register_queue("gadgets", QueueStats::default);
+    metrics.register_queue("widgets", 4, move || stats.stats());
+    metrics.register_queue("gadgets", 1, QueueStats::default);
+    metrics.record_queue_timing("widgets", QueueTiming::Queued(Duration::from_millis(2)));
+    metrics.record_queue_timing("widgets", QueueTiming::Worked(Duration::from_millis(30)));
 
-    let (address, stopper, task) = serve(&metrics, &Readiness::new()).await;
+    let (address, stopper, task) = serve_metrics(&metrics, &server).await;
     let reply = get(address, "/metrics").await;
     assert_eq!(reply.status, 200);
     assert!(
@@ -152,19 +174,29 @@ async fn metrics_expose_reconciles_queues_caches_and_leadership() {
         reply.content_type
     );
     let expected = [
-        r#"dynrec_reconciles_total{controller="widgets",result="success"} 1"#,
-        r#"dynrec_reconciles_total{controller="widgets",result="error"} 1"#,
-        r#"dynrec_reconciles_total{controller="widgets",result="requeue"} 1"#,
-        r#"dynrec_reconcile_duration_seconds_count{controller="widgets"} 3"#,
-        r#"dynrec_reconcile_duration_seconds_bucket{le="0.004",controller="widgets"} 2"#,
-        r#"dynrec_queue_depth{controller="widgets"} 2"#,
-        r#"dynrec_queue_adds_total{controller="widgets"} 3"#,
-        r#"dynrec_queue_retries_total{controller="widgets"} 0"#,
-        r#"dynrec_queue_depth{controller="gadgets"} 0"#,
+        r#"controller_runtime_reconcile_total{controller="widgets",result="success"} 1"#,
+        r#"controller_runtime_reconcile_total{controller="widgets",result="error"} 1"#,
+        r#"controller_runtime_reconcile_total{controller="widgets",result="requeue_after"} 1"#,
+        r#"controller_runtime_reconcile_errors_total{controller="widgets"} 1"#,
+        r#"controller_runtime_reconcile_time_seconds_count{controller="widgets"} 3"#,
+        r#"controller_runtime_reconcile_time_seconds_bucket{le="0.005",controller="widgets"} 2"#,
+        r#"controller_runtime_reconcile_time_seconds_bucket{le="60.0",controller="widgets"} 3"#,
+        r#"controller_runtime_max_concurrent_reconciles{controller="widgets"} 4"#,
+        r#"controller_runtime_active_workers{controller="widgets"} 0"#,
+        r#"workqueue_depth{name="widgets",controller="widgets"} 2"#,
+        r#"workqueue_adds_total{name="widgets",controller="widgets"} 3"#,
+        r#"workqueue_retries_total{name="widgets",controller="widgets"} 0"#,
+        r#"workqueue_depth{name="gadgets",controller="gadgets"} 0"#,
+        r#"workqueue_unfinished_work_seconds{name="widgets",controller="widgets"} 0.0"#,
+        r#"workqueue_longest_running_processor_seconds{name="widgets",controller="widgets"} 0.0"#,
+        r#"workqueue_queue_duration_seconds_bucket{le="0.001",name="widgets",controller="widgets"} 0"#,
+        r#"workqueue_queue_duration_seconds_bucket{le="0.01",name="widgets",controller="widgets"} 1"#,
+        r#"workqueue_work_duration_seconds_bucket{le="0.01",name="widgets",controller="widgets"} 0"#,
+        r#"workqueue_work_duration_seconds_bucket{le="0.1",name="widgets",controller="widgets"} 1"#,
         // The two created, and the kube-root-ca.crt of each of the four namespaces.
         r#"dynrec_cached_objects{gvk="v1/ConfigMap"} 6"#,
         r#"dynrec_open_watches{gvk="v1/ConfigMap"} 1"#,
-        "dynrec_leader 1",
+        r#"leader_election_master_status{name="dynrec-leader"} 1"#,
         "# EOF",
     ];
     let lines: Vec<&str> = reply.body.lines().collect();
@@ -177,7 +209,7 @@ async fn metrics_expose_reconciles_queues_caches_and_leadership() {
     }
 
     metrics.remove_queue("gadgets");
-    metrics.set_leader(false);
+    metrics.set_leader("dynrec-leader", false);
     drop(cache);
     let reply = get(address, "/metrics").await;
     assert!(
@@ -193,7 +225,10 @@ async fn metrics_expose_reconciles_queues_caches_and_leadership() {
         reply.body
     );
     assert!(
-        reply.body.lines().any(|l| l == "dynrec_leader 0"),
+        reply
+            .body
+            .lines()
+            .any(|l| l == r#"leader_election_master_status{name="dynrec-leader"} 0"#),
         "{}",
         reply.body
     );
@@ -202,9 +237,8 @@ async fn metrics_expose_reconciles_queues_caches_and_leadership() {
 
 #[tokio::test]
 async fn readyz_lists_what_is_not_ready_and_healthz_is_always_ok() {
-    let metrics = Metrics::new();
     let readiness = Readiness::new();
-    let (address, stopper, task) = serve(&metrics, &readiness).await;
+    let (address, stopper, task) = serve(&readiness).await;
 
     assert_ok(address, "/readyz", "nothing registered: ready").await;
 

@@ -246,9 +246,10 @@ async fn a_failing_reconcile_is_retried_with_growing_delays_then_succeeds() {
 
     let text = metrics.render().unwrap();
     for series in [
-        "dynrec_reconciles",
-        "dynrec_reconcile_duration_seconds",
-        "dynrec_queue_depth",
+        "controller_runtime_reconcile_total",
+        "controller_runtime_reconcile_time_seconds",
+        "workqueue_depth",
+        "workqueue_queue_duration_seconds",
         "dynrec_cached_objects",
     ] {
         assert!(text.contains(series), "/metrics has {series}:\n{text}");

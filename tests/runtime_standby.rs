@@ -52,8 +52,9 @@ async fn the_standby_replica_is_ready_and_the_leader_once_its_controllers_run() 
         let leaders = [&first_metrics, &second_metrics]
             .iter()
             .filter(|m| {
-                m.render()
-                    .is_ok_and(|text| text.contains("\ndynrec_leader 1\n"))
+                m.render().is_ok_and(|text| {
+                    text.contains("\nleader_election_master_status{name=\"dynrec-leader\"} 1\n")
+                })
             })
             .count();
         if leaders == 1 && first.is_ready() && second.is_ready() {

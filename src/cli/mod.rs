@@ -8,9 +8,9 @@ mod rbac;
 mod run;
 mod test;
 
-use std::io::IsTerminal;
-
 use clap::{Parser, Subcommand};
+use dynrec::runtime::LogArgs;
+use tracing::Level;
 
 /// dynrec: a dynamic, schema-free reconciler engine for Kubernetes.
 #[derive(Parser, Debug)]
@@ -18,6 +18,8 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    logs: LogArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -44,20 +46,10 @@ pub fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // plan and test print their results; their logs are only warnings unless asked for.
     let default_level = match cli.command {
-        Command::Plan(_) | Command::Test(_) | Command::Ducks(_) | Command::Rbac(_) => "warn",
-        _ => "info",
+        Command::Plan(_) | Command::Test(_) | Command::Ducks(_) | Command::Rbac(_) => Level::WARN,
+        _ => Level::INFO,
     };
-    // kube-client logs every 5xx answer as an ERROR of its own; the failed reconcile's
-    // line already carries the cause, so that line is left out unless RUST_LOG asks for it.
-    let default_filter = format!("{default_level},kube_client::client::builder=off");
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    cli.logs.init(default_level);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(err) => {

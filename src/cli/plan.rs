@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use dynrec::client::Client;
 use dynrec::definitions::{Definitions, plan, render};
-use dynrec::runtime::{Manager, ManagerOptions, RunArgs, connect};
+use dynrec::runtime::{ClusterArgs, Manager, ManagerOptions, connect_in_process};
 
 use super::definitions::{load, print_warnings};
 
@@ -16,7 +16,7 @@ use super::definitions::{load, print_warnings};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    run: RunArgs,
+    cluster: ClusterArgs,
     /// Definition files or directories (YAML or JSON); may be repeated.
     #[arg(short = 'f', long = "filename", required = true)]
     files: Vec<PathBuf>,
@@ -25,7 +25,7 @@ pub struct Args {
 /// Prints the plan of every definition.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let loaded = load(&args.files)?;
-    let cluster = connect(&args.run).await?;
+    let cluster = connect_in_process(&args.cluster).await?;
     let client = Client::new(cluster.client.clone());
     let config = dynrec::reconcilers::Config::new(client.clone(), "dynrec-plan");
     let manager = Manager::new(client, ManagerOptions::default());

@@ -54,7 +54,7 @@ pub struct Args {
 /// Runs the definitions until SIGINT or SIGTERM.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut loaded = load(&args.files)?;
-    let cluster = connect(&args.run).await?;
+    let cluster = connect(&args.run.cluster).await?;
     if args.files.is_empty() && cluster.embedded {
         for (source, text) in BUNDLED {
             loaded.extend(parse_documents(text, source)?);

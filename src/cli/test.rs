@@ -1,8 +1,9 @@
 //! `dynrec test -f DIR CASES...`: runs YAML table tests of definitions on the table-test
 //! harness and the embedded API server; prints each case's result and, for a failing one,
-//! the harness's diffs. Exit code 0 when every case passes, 1 otherwise.
+//! the harness's diffs, then `N passed, M failed`. A directory of cases runs every case
+//! file under it. Exit code 0 when every case passes, 1 otherwise.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
 use dynrec::definitions::{CompiledDefinition, Definitions};
 use dynrec::reconcilers::Config;
-use dynrec::runtime::{Manager, ManagerOptions};
+use dynrec::runtime::{CLUSTER_TARGET, Manager, ManagerOptions};
 use dynrec::testing::{DefinitionCases, TestSuite, parse_cases, suite};
 
 use super::definitions::{load, print_warnings};
@@ -22,14 +23,17 @@ pub struct Args {
     /// Definition files or directories (YAML or JSON); may be repeated.
     #[arg(short = 'f', long = "filename", required = true)]
     files: Vec<PathBuf>,
-    /// Case files.
-    #[arg(required = true)]
+    /// Case files, or directories whose .yaml, .yml and .json files (recursively) are
+    /// case files.
+    #[arg(required = true, value_name = "CASES")]
     cases: Vec<PathBuf>,
 }
 
 /// Runs every case file.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let loaded = load(&args.files)?;
+    let case_files = case_files(&args.cases)?;
+    tracing::info!(target: CLUSTER_TARGET, "cluster: embedded API server (in-process, one per case)");
     // Definitions are checked against the built-in kinds' schemas of an embedded server.
     let client = Client::new(ApiServer::new().client());
     let config = Config::new(client.clone(), "dynrec-test");
@@ -41,7 +45,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         compiled.push(Arc::new(checked));
     }
     let (mut passed, mut failed) = (0, 0);
-    for path in &args.cases {
+    for path in &case_files {
         let source = path.display().to_string();
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {source}"))?;
         let cases = parse_cases(&text, &source)?;
@@ -105,4 +109,45 @@ fn pick(
             ),
         },
     }
+}
+
+/// The case files named, each directory replaced by the case files under it (recursively,
+/// in path order); a directory with none is an error.
+fn case_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            files.push(path.clone());
+            continue;
+        }
+        let before = files.len();
+        collect_case_files(path, &mut files)?;
+        if files.len() == before {
+            bail!(
+                "{}: no case files (.yaml, .yml or .json) in this directory",
+                path.display()
+            );
+        }
+    }
+    Ok(files)
+}
+
+fn collect_case_files(dir: &Path, files: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
+    let mut paths: Vec<PathBuf> = entries
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("reading {}", dir.display()))?;
+    paths.sort();
+    for path in paths {
+        if path.is_dir() {
+            collect_case_files(&path, files)?;
+        } else if path
+            .extension()
+            .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
+        {
+            files.push(path);
+        }
+    }
+    Ok(())
 }

@@ -216,7 +216,7 @@ impl RootReconciler for AggregateReconciler {
             debug!(%request, "not the aggregate's request, ignored");
             return Outcome::done();
         }
-        let span = info_span!("reconcile", controller = %self.name, gvk = %self.resource_type, object = %request);
+        let span = info_span!("reconcile", controller = %self.name, kind = %self.resource_type, object = %request);
         let ctx = request_context(request, &self.resource_type, &self.config, None, options);
         self.hooks
             .run(ctx, |ctx| async move { self.reconcile_inner(&ctx).await })

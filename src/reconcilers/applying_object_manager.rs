@@ -15,7 +15,7 @@ use kube::api::DynamicObject;
 use serde_json::{Map, Value};
 use tracing::{debug, info};
 
-use super::object_manager::{Write, prepare, present, record, report_write, track};
+use super::object_manager::{Write, child_name, prepare, present, record, report_write, track};
 use super::{Context, Draft, ObjectManager, ReconcileError, Setup, ValidationError};
 use crate::object::Gvk;
 
@@ -108,7 +108,7 @@ impl ObjectManager for ApplyingObjectManager {
             Some(_) => Write::Update,
             None => Write::Create,
         };
-        info!(manager = %self.name, field_manager = self.manager(), ?write, "applying child");
+        info!(manager = %self.name, field_manager = self.manager(), ?write, child = %child_name(desired), "applying child");
         let applied = ctx
             .config()
             .client

@@ -266,3 +266,12 @@ pub(super) fn track(
         .track_object(object, &observer)
         .map_err(ReconcileError::from_error)
 }
+
+/// A child as INFO log lines name it (kind and key, never its body): `ConfigMap ns/name`.
+pub(super) fn child_name(child: &DynamicObject) -> String {
+    let kind = child.types.as_ref().map_or("", |t| t.kind.as_str());
+    match ObjectKey::of(child) {
+        Ok(key) => format!("{kind} {key}"),
+        Err(_) => kind.to_string(),
+    }
+}

@@ -320,7 +320,7 @@ impl RootReconciler for ResourceReconciler {
     }
 
     async fn reconcile_with(&self, request: &ObjectKey, options: RequestOptions) -> Outcome {
-        let span = info_span!("reconcile", controller = %self.name, gvk = %self.resource_type, object = %request);
+        let span = info_span!("reconcile", controller = %self.name, kind = %self.resource_type, object = %request);
         let ctx = request_context(
             request,
             &self.resource_type,

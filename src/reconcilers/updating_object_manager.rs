@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tracing::{debug, info};
 
-use super::object_manager::{Write, prepare, present, record, report_write, track};
+use super::object_manager::{Write, child_name, prepare, present, record, report_write, track};
 use super::{
     Context, Draft, Harmonize, Merge, ObjectManager, ReconcileError, Sanitize, Setup,
     ValidationError,
@@ -196,7 +196,8 @@ impl UpdatingObjectManager {
         resource: &mut Draft,
         desired: &DynamicObject,
     ) -> Result<DynamicObject, ReconcileError> {
-        info!(manager = %self.name, child = %self.loggable(desired), "creating child");
+        info!(manager = %self.name, child = %child_name(desired), "creating child");
+        debug!(manager = %self.name, body = %self.loggable(desired), "child to create");
         let created = ctx.config().client.create(desired).await;
         let created = report_write(ctx, resource, Write::Create, desired, created).await?;
         if self.track_desired {
@@ -248,7 +249,8 @@ impl UpdatingObjectManager {
     ) -> Result<DynamicObject, ReconcileError> {
         let Merged { current, desired } = merged;
         let current = current.into_inner();
-        info!(manager = %self.name, child = %self.loggable(&current), "updating child");
+        info!(manager = %self.name, child = %child_name(&current), "updating child");
+        debug!(manager = %self.name, body = %self.loggable(&current), "child to update");
         let updated = ctx.config().client.update(&current).await;
         let updated = report_write(ctx, resource, Write::Update, &current, updated).await?;
         self.capture(&self.merge_before_update, &updated, &desired);

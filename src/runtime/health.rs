@@ -1,22 +1,18 @@
-//! The HTTP endpoints for probes and scrapes: `/metrics`, `/healthz` and `/readyz`.
+//! The health probes' endpoints, `/healthz` and `/readyz`: plain HTTP on their own port
+//! (`/metrics` has its own server, see `metrics_server`).
 
 use std::{collections::BTreeMap, future::Future, io, net::SocketAddr, sync::Arc};
 
 use axum::{
     Router,
     extract::{Query, State},
-    http::{StatusCode, header},
+    http::StatusCode,
     response::{IntoResponse, Response},
     routing::get,
 };
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
-use tracing::{error, info};
-
-use super::Metrics;
-
-/// The OpenMetrics text content type `/metrics` answers with.
-const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+use tracing::info;
 
 /// The readiness component of what the Manager itself needs (not any one controller).
 pub(super) const MANAGER_COMPONENT: &str = "manager";
@@ -109,45 +105,28 @@ pub enum HealthError {
     Serve(#[source] io::Error),
 }
 
-#[derive(Clone)]
-struct Endpoints {
-    metrics: Metrics,
-    readiness: Readiness,
-}
-
-/// The `/metrics`, `/healthz` and `/readyz` routes.
-pub fn router(metrics: Metrics, readiness: Readiness) -> Router {
+/// The `/healthz` and `/readyz` routes.
+pub fn router(readiness: Readiness) -> Router {
     Router::new()
-        .route("/metrics", get(serve_metrics))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(serve_readiness))
-        .with_state(Endpoints { metrics, readiness })
-}
-
-async fn serve_metrics(State(endpoints): State<Endpoints>) -> Response {
-    match endpoints.metrics.render() {
-        Ok(body) => ([(header::CONTENT_TYPE, OPENMETRICS)], body).into_response(),
-        Err(err) => {
-            error!(error = %err, "cannot render metrics");
-            (StatusCode::INTERNAL_SERVER_ERROR, "cannot render metrics").into_response()
-        }
-    }
+        .with_state(readiness)
 }
 
 /// `/readyz`: "ok", or why components are not ready; with `?verbose`, every component
 /// (each controller, named for its kind) and whether it is ready.
 async fn serve_readiness(
-    State(endpoints): State<Endpoints>,
+    State(readiness): State<Readiness>,
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Response {
-    let ready = endpoints.readiness.is_ready();
+    let ready = readiness.is_ready();
     let status = if ready {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
     if query.contains_key("verbose") {
-        let mut lines = endpoints.readiness.report();
+        let mut lines = readiness.report();
         lines.push(format!(
             "readyz check {}\n",
             if ready { "passed" } else { "failed" }
@@ -157,7 +136,7 @@ async fn serve_readiness(
     if ready {
         return "ok".into_response();
     }
-    let mut body = endpoints.readiness.not_ready().join("\n");
+    let mut body = readiness.not_ready().join("\n");
     body.push('\n');
     (status, body).into_response()
 }
@@ -170,19 +149,15 @@ pub struct HealthServer {
 }
 
 impl HealthServer {
-    /// Binds `address` (port 0 picks a free one) for the given metrics and readiness.
-    pub async fn bind(
-        address: SocketAddr,
-        metrics: Metrics,
-        readiness: Readiness,
-    ) -> Result<Self, HealthError> {
+    /// Binds `address` (port 0 picks a free one) for the given readiness.
+    pub async fn bind(address: SocketAddr, readiness: Readiness) -> Result<Self, HealthError> {
         let bind_error = |source| HealthError::Bind { address, source };
         let listener = TcpListener::bind(address).await.map_err(bind_error)?;
         let address = listener.local_addr().map_err(bind_error)?;
         Ok(Self {
             listener,
             address,
-            router: router(metrics, readiness),
+            router: router(readiness),
         })
     }
 
@@ -196,7 +171,7 @@ impl HealthServer {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), HealthError> {
-        info!(address = %self.address, "serving /metrics, /healthz and /readyz");
+        info!(address = %self.address, "serving /healthz and /readyz");
         axum::serve(self.listener, self.router)
             .with_graceful_shutdown(shutdown)
             .await

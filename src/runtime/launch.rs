@@ -1,55 +1,107 @@
-//! Starting controllers as a program: on a real cluster (kubeconfig or in-cluster), or on
-//! the embedded API server when no cluster is configured; with signals, metrics and
-//! leader election set from command-line flags. Used by `dynrec run` and the examples.
+//! Starting controllers as a program: on the cluster [`connect`] picks, with signals,
+//! metrics, health probes and leader election set from command-line flags named as
+//! controller-runtime's managers name them. Used by `dynrec run` and the examples.
 //!
 //! The flags are clap's only with the `cli` feature, and the embedded API server exists only
 //! with the `embedded` feature: without it a cluster must be configured.
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::fmt;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Duration;
 
-use tracing::info;
-
-use super::{LeaderConfig, Manager, ManagerError, ManagerOptions};
-#[cfg(feature = "embedded")]
-use crate::apiserver::{ApiServer, Serving, StorageError, kubeconfig};
+use super::cluster::{Cluster, ClusterArgs, LaunchError, connect};
+use super::{LeaderConfig, Manager, ManagerError, ManagerOptions, MetricsServing};
 use crate::client::Client;
 use crate::reconcilers::Config;
+use crate::webhook::CertSource;
 
-/// Where the embedded API server writes its kubeconfig.
-#[cfg(feature = "embedded")]
-pub const EMBEDDED_KUBECONFIG: &str = ".dynrec/kubeconfig";
+/// A server's listen address as controller-runtime's flags take it: `0` for off, `:PORT`
+/// for every interface, or `HOST:PORT`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BindAddress(pub Option<SocketAddr>);
 
-/// Command-line flags shared by `dynrec run` and the examples (clap's with the `cli` feature;
-/// [`RunArgs::default`] gives their defaults).
+impl FromStr for BindAddress {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text == "0" {
+            return Ok(Self(None));
+        }
+        let spelled = match text.strip_prefix(':') {
+            Some(port) => format!("0.0.0.0:{port}"),
+            None => text.to_string(),
+        };
+        spelled
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut found| found.next())
+            .map(|address| Self(Some(address)))
+            .ok_or_else(|| format!("{text:?} is not `0`, `:PORT` or `HOST:PORT`"))
+    }
+}
+
+impl fmt::Display for BindAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(address) => address.fmt(f),
+            None => f.write_str("0"),
+        }
+    }
+}
+
+/// The flags of a program that runs controllers: `dynrec run` and the examples (clap's with
+/// the `cli` feature; [`RunArgs::default`] gives their defaults).
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct RunArgs {
-    /// Use this kubeconfig (otherwise KUBECONFIG, ~/.kube/config or the in-cluster config;
-    /// with none of them, the embedded API server).
-    #[cfg_attr(feature = "cli", arg(long))]
-    pub kubeconfig: Option<PathBuf>,
-    /// Run against the embedded API server even if a cluster is configured.
-    #[cfg_attr(feature = "cli", arg(long))]
-    pub embedded: bool,
-    /// Keep the embedded API server's objects in this directory across restarts.
-    #[cfg_attr(feature = "cli", arg(long))]
-    pub data_dir: Option<PathBuf>,
-    /// Workers per controller.
+    /// Which cluster.
+    #[cfg_attr(feature = "cli", command(flatten))]
+    pub cluster: ClusterArgs,
+    /// Concurrent reconciles per controller.
     #[cfg_attr(feature = "cli", arg(long, default_value_t = 2))]
     pub workers: usize,
-    /// Serve /metrics, /healthz and /readyz on this address.
-    #[cfg_attr(feature = "cli", arg(long))]
-    pub metrics_address: Option<SocketAddr>,
-    /// Leader election: on by default against a real cluster, off on the embedded server.
-    #[cfg_attr(feature = "cli", arg(long))]
+    /// Run controllers only while holding a Lease (`--leader-elect` or
+    /// `--leader-elect=false`; default: on against a cluster, off on an embedded server).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+            value_name = "BOOL")
+    )]
     pub leader_elect: Option<bool>,
-    /// Namespace of the leader election Lease.
-    #[cfg_attr(feature = "cli", arg(long, default_value = "default"))]
-    pub lease_namespace: String,
+    /// Namespace of the leader election Lease (default: the pod's namespace in a cluster,
+    /// else `default`).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "NS"))]
+    pub leader_election_namespace: Option<String>,
+    /// Name of the leader election Lease (default: `dynrec-leader` for `dynrec run`,
+    /// `NAME-leader` for a controller binary named NAME).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "NAME"))]
+    pub leader_election_id: Option<String>,
+    /// Serve /metrics here (`0` off, `:8443` every interface).
+    #[cfg_attr(feature = "cli", arg(long, default_value = "0", value_name = "ADDR"))]
+    pub metrics_bind_address: BindAddress,
+    /// Serve /metrics over HTTPS to callers a TokenReview authenticates and a
+    /// SubjectAccessReview allows `get` on /metrics (`--metrics-secure=false`: plain HTTP,
+    /// anyone).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, num_args = 0..=1, require_equals = true, default_value = "true",
+            default_missing_value = "true", value_name = "BOOL")
+    )]
+    pub metrics_secure: bool,
+    /// Directory of the metrics server's tls.crt and tls.key (default: a self-signed
+    /// certificate made at start).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "DIR"))]
+    pub metrics_cert_path: Option<PathBuf>,
+    /// Serve /healthz and /readyz here, plain HTTP (`0` off, `:8081` every interface).
+    #[cfg_attr(feature = "cli", arg(long, default_value = "0", value_name = "ADDR"))]
+    pub health_probe_bind_address: BindAddress,
     /// How long a shutdown waits for in-flight reconciles, in seconds.
-    #[cfg_attr(feature = "cli", arg(long, default_value_t = 30))]
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, default_value_t = 30, value_name = "SECONDS")
+    )]
     pub shutdown_timeout: u64,
 }
 
@@ -57,13 +109,15 @@ impl Default for RunArgs {
     /// The flags' defaults, as if none were given.
     fn default() -> Self {
         Self {
-            kubeconfig: None,
-            embedded: false,
-            data_dir: None,
+            cluster: ClusterArgs::default(),
             workers: 2,
-            metrics_address: None,
             leader_elect: None,
-            lease_namespace: "default".to_string(),
+            leader_election_namespace: None,
+            leader_election_id: None,
+            metrics_bind_address: BindAddress(None),
+            metrics_secure: true,
+            metrics_cert_path: None,
+            health_probe_bind_address: BindAddress(None),
             shutdown_timeout: 30,
         }
     }
@@ -72,185 +126,63 @@ impl Default for RunArgs {
 #[cfg(feature = "cli")]
 impl RunArgs {
     /// The flags of this process's command line (exiting with clap's message on bad ones),
-    /// with logs to stderr at `RUST_LOG`'s level (default `info`): how a controller binary's
-    /// `main` starts, e.g. `run_controllers(RunArgs::from_command_line(), ...)`.
+    /// with logs to stderr as `--log-format`/`--log-level`/`-v` (or `RUST_LOG`) ask, INFO by
+    /// default: how a controller binary's `main` starts, e.g.
+    /// `run_controllers(RunArgs::from_command_line(), ...)`.
     pub fn from_command_line() -> Self {
         /// The command line of a binary with no flags but these.
         #[derive(clap::Parser)]
         struct CommandLine {
             #[command(flatten)]
             run: RunArgs,
+            #[command(flatten)]
+            logs: super::LogArgs,
         }
-        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-        let _ = tracing_subscriber::fmt().with_env_filter(filter).try_init();
-        <CommandLine as clap::Parser>::parse().run
+        let parsed = <CommandLine as clap::Parser>::parse();
+        parsed.logs.init(tracing::Level::INFO);
+        parsed.run
     }
 }
 
-/// Why controllers could not be started.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum LaunchError {
-    /// The kubeconfig or in-cluster config could not be loaded.
-    #[error("cannot load the cluster configuration: {0}")]
-    Config(String),
-    /// The embedded API server could not start (or dynrec was built without it).
-    #[error("cannot start the embedded API server: {0}")]
-    Embedded(String),
-    /// The embedded server's durable store could not open.
-    #[cfg(feature = "embedded")]
-    #[error(transparent)]
-    Storage(#[from] StorageError),
-    /// The manager refused a controller or could not run.
-    #[error(transparent)]
-    Manager(#[from] ManagerError),
+/// The in-cluster namespace of this pod, if it runs in one.
+fn pod_namespace() -> Option<String> {
+    let path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+    let namespace = std::fs::read_to_string(path).ok()?;
+    let namespace = namespace.trim();
+    (!namespace.is_empty()).then(|| namespace.to_string())
 }
 
-/// The cluster controllers run against.
-pub struct Cluster {
-    /// The client to use.
-    pub client: kube::Client,
-    /// Whether it is the embedded API server.
-    pub embedded: bool,
-    /// The embedded server, kept running while the cluster lives.
-    #[cfg(feature = "embedded")]
-    serving: Option<(ApiServer, Serving)>,
-}
-
-impl Cluster {
-    /// Stops the embedded API server, if one runs.
-    pub async fn shutdown(self) {
-        #[cfg(feature = "embedded")]
-        if let Some((_, serving)) = self.serving {
-            serving.shutdown().await;
-        }
-    }
-}
-
-/// Whether a real cluster is configured: a kubeconfig flag or variable, `~/.kube/config`,
-/// or the in-cluster environment.
-fn cluster_configured(args: &RunArgs) -> bool {
-    let home_config = std::env::var_os("HOME")
-        .map(|home| Path::new(&home).join(".kube/config"))
-        .is_some_and(|path| path.is_file());
-    args.kubeconfig.is_some()
-        || std::env::var_os("KUBECONFIG").is_some()
-        || home_config
-        || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
-}
-
-/// Connects to the configured cluster, or starts the embedded API server on a loopback port
-/// and writes a kubeconfig for it to `.dynrec/kubeconfig` (without the `embedded` feature,
-/// an error that says a cluster must be configured).
-pub async fn connect(args: &RunArgs) -> Result<Cluster, LaunchError> {
-    if args.embedded || !cluster_configured(args) {
-        #[cfg(feature = "embedded")]
-        return start_embedded(args).await;
-        #[cfg(not(feature = "embedded"))]
-        return Err(no_embedded_server());
-    }
-    connect_configured(args).await
-}
-
-/// Connects like [`connect`], but runs an embedded API server in-process only (no port, no
-/// kubeconfig, nothing printed): for commands that query and exit.
-pub async fn connect_in_process(args: &RunArgs) -> Result<Cluster, LaunchError> {
-    if !args.embedded && cluster_configured(args) {
-        return connect_configured(args).await;
-    }
-    #[cfg(feature = "embedded")]
-    {
-        let server = embedded_server(args)?;
-        Ok(Cluster {
-            client: server.client(),
-            embedded: true,
-            serving: None,
-        })
-    }
-    #[cfg(not(feature = "embedded"))]
-    Err(no_embedded_server())
-}
-
-async fn connect_configured(args: &RunArgs) -> Result<Cluster, LaunchError> {
-    let config = match &args.kubeconfig {
-        Some(path) => {
-            let kubeconfig = kube::config::Kubeconfig::read_from(path)
-                .map_err(|e| LaunchError::Config(format!("{}: {e}", path.display())))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-                .await
-                .map_err(|e| LaunchError::Config(e.to_string()))?
-        }
-        None => kube::Config::infer()
-            .await
-            .map_err(|e| LaunchError::Config(e.to_string()))?,
-    };
-    info!(server = %config.cluster_url, "using the configured cluster");
-    let client = kube::Client::try_from(config).map_err(|e| LaunchError::Config(e.to_string()))?;
-    Ok(Cluster {
-        client,
-        embedded: false,
-        #[cfg(feature = "embedded")]
-        serving: None,
-    })
-}
-
-/// Why [`connect`] fails without the `embedded` feature when no cluster is configured.
-#[cfg(not(feature = "embedded"))]
-fn no_embedded_server() -> LaunchError {
-    LaunchError::Embedded(
-        "dynrec was built without the `embedded` feature; configure a cluster instead \
-         (--kubeconfig, KUBECONFIG, ~/.kube/config or the in-cluster environment)"
-            .to_string(),
-    )
-}
-
-/// The embedded API server, durable when a data directory is given.
-#[cfg(feature = "embedded")]
-fn embedded_server(args: &RunArgs) -> Result<ApiServer, LaunchError> {
-    Ok(match &args.data_dir {
-        Some(dir) => ApiServer::builder().build_persistent(dir)?,
-        None => ApiServer::new(),
-    })
-}
-
-#[cfg(feature = "embedded")]
-async fn start_embedded(args: &RunArgs) -> Result<Cluster, LaunchError> {
-    let server = embedded_server(args)?;
-    let address: SocketAddr = ([127, 0, 0, 1], 0).into();
-    let serving = server
-        .serve(address)
-        .await
-        .map_err(|e| LaunchError::Embedded(e.to_string()))?;
-    let path = Path::new(EMBEDDED_KUBECONFIG);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| LaunchError::Embedded(format!("cannot create {}: {e}", dir.display())))?;
-    }
-    std::fs::write(path, kubeconfig(&serving.url(), None, None))
-        .map_err(|e| LaunchError::Embedded(format!("cannot write {}: {e}", path.display())))?;
-    println!("embedded API server listening on {}", serving.url());
-    println!("KUBECONFIG={EMBEDDED_KUBECONFIG} kubectl get all,crds -A");
-    Ok(Cluster {
-        client: server.client(),
-        embedded: true,
-        serving: Some((server, serving)),
-    })
-}
-
-/// The manager options the flags ask for on this cluster.
-pub fn manager_options(args: &RunArgs, cluster: &Cluster, controller: &str) -> ManagerOptions {
+/// The manager options the flags ask for on this cluster, for the program `name` (which
+/// names its Lease unless `--leader-election-id` does).
+pub fn manager_options(args: &RunArgs, cluster: &Cluster, name: &str) -> ManagerOptions {
     let mut options = ManagerOptions {
         workers: args.workers.max(1),
-        health_address: args.metrics_address,
+        metrics: args.metrics_bind_address.0.map(|address| MetricsServing {
+            address,
+            secure: args.metrics_secure.then(|| match &args.metrics_cert_path {
+                Some(dir) => CertSource::Files {
+                    cert: dir.join("tls.crt"),
+                    key: dir.join("tls.key"),
+                },
+                None => CertSource::SelfSigned(Vec::new()),
+            }),
+        }),
+        health_address: args.health_probe_bind_address.0,
         ..ManagerOptions::default()
     };
     options.queue.shutdown_timeout = Duration::from_secs(args.shutdown_timeout);
     if args.leader_elect.unwrap_or(!cluster.embedded) {
         let identity = format!("{}-{}", hostname(), std::process::id());
+        let namespace = args
+            .leader_election_namespace
+            .clone()
+            .or_else(pod_namespace)
+            .unwrap_or_else(|| "default".to_string());
         options.leader_election = Some(LeaderConfig::new(
-            &args.lease_namespace,
-            format!("{controller}-leader"),
+            namespace,
+            args.leader_election_id
+                .clone()
+                .unwrap_or_else(|| format!("{name}-leader")),
             identity,
         ));
     }
@@ -271,7 +203,7 @@ pub async fn run_controllers(
     name: &str,
     register: impl FnOnce(&mut Manager, &Config, &kube::Client) -> Result<(), ManagerError>,
 ) -> Result<(), LaunchError> {
-    let cluster = connect(&args).await?;
+    let cluster = connect(&args.cluster).await?;
     let client = Client::new(cluster.client.clone());
     let mut manager = Manager::new(client, manager_options(&args, &cluster, name));
     let config = manager.config(name);
@@ -309,7 +241,7 @@ pub async fn shutdown_signal() {
 mod tests {
     use clap::Parser;
 
-    use super::RunArgs;
+    use super::{BindAddress, RunArgs};
 
     #[derive(Parser)]
     struct Flags {
@@ -321,5 +253,30 @@ mod tests {
     fn default_is_what_no_flags_give() {
         let parsed = Flags::parse_from(["dynrec"]).run;
         assert_eq!(format!("{parsed:?}"), format!("{:?}", RunArgs::default()));
+    }
+
+    #[test]
+    fn leader_elect_is_a_plain_boolean_flag() {
+        let bare = Flags::parse_from(["dynrec", "--leader-elect"]).run;
+        assert_eq!(bare.leader_elect, Some(true));
+        let off = Flags::parse_from(["dynrec", "--leader-elect=false"]).run;
+        assert_eq!(off.leader_elect, Some(false));
+        let insecure = Flags::parse_from(["dynrec", "--metrics-secure=false"]).run;
+        assert!(!insecure.metrics_secure);
+    }
+
+    #[test]
+    fn bind_addresses_are_spelled_as_controller_runtime_s() {
+        assert_eq!("0".parse::<BindAddress>().unwrap(), BindAddress(None));
+        assert_eq!(
+            ":8081".parse::<BindAddress>().unwrap().to_string(),
+            "0.0.0.0:8081"
+        );
+        assert_eq!(
+            "127.0.0.1:8443".parse::<BindAddress>().unwrap().to_string(),
+            "127.0.0.1:8443"
+        );
+        let wrong = "8080".parse::<BindAddress>().unwrap_err();
+        assert!(wrong.contains("`:PORT`"), "{wrong}");
     }
 }

@@ -19,8 +19,8 @@ use crate::trace::info_span;
 
 use super::unseen_writes::UnseenWrites;
 use super::{
-    DEFAULT_RESYNC, HealthServer, LeaderConfig, LeaderElector, Metrics, QueueConfig, Readiness,
-    ResultLabel, WorkOutcome, WorkQueue,
+    DEFAULT_RESYNC, HealthServer, LeaderConfig, LeaderElector, Metrics, MetricsServer,
+    MetricsServing, QueueConfig, Readiness, ResultLabel, WorkOutcome, WorkQueue,
 };
 use crate::client::unseen::record_writes;
 use crate::client::{CacheEvent, Client};
@@ -43,6 +43,9 @@ pub enum ManagerError {
     /// The health endpoint could not start.
     #[error(transparent)]
     Health(#[from] super::HealthError),
+    /// The metrics endpoint could not start.
+    #[error(transparent)]
+    Metrics(#[from] super::MetricsServerError),
     /// Leader election could not start.
     #[error(transparent)]
     Leader(#[from] super::LeaderError),
@@ -60,7 +63,9 @@ pub struct ManagerOptions {
     pub queue: QueueConfig,
     /// Run controllers only while holding this Lease; `None` runs them at once.
     pub leader_election: Option<LeaderConfig>,
-    /// Serve `/metrics`, `/healthz` and `/readyz` here.
+    /// Serve `/metrics` so (secure or plain, on its own address).
+    pub metrics: Option<MetricsServing>,
+    /// Serve `/healthz` and `/readyz` here (plain HTTP).
     pub health_address: Option<SocketAddr>,
 }
 
@@ -70,6 +75,7 @@ impl Default for ManagerOptions {
             workers: 2,
             queue: QueueConfig::default(),
             leader_election: None,
+            metrics: None,
             health_address: None,
         }
     }
@@ -308,12 +314,21 @@ impl Manager {
             });
         }
         if let Some(address) = self.options.health_address {
-            let server =
-                HealthServer::bind(address, self.metrics.clone(), self.readiness.clone()).await?;
+            let server = HealthServer::bind(address, self.readiness.clone()).await?;
             let stopped = wait_stopped(stop_rx.clone());
             background.spawn(async move {
                 if let Err(err) = server.serve(stopped).await {
                     warn!(%err, "health endpoint stopped");
+                }
+            });
+        }
+        if let Some(serving) = &self.options.metrics {
+            let reviewer = self.client.kube().clone();
+            let server = MetricsServer::bind(serving, self.metrics.clone(), reviewer).await?;
+            let stopped = wait_stopped(stop_rx.clone());
+            background.spawn(async move {
+                if let Err(err) = server.serve(stopped).await {
+                    warn!(%err, "metrics endpoint stopped");
                 }
             });
         }
@@ -346,6 +361,13 @@ impl Manager {
         Ok(())
     }
 
+    /// Reports whether this replica holds the Lease (with leader election only).
+    fn set_leader(&self, leading: bool) {
+        if let Some(election) = &self.options.leader_election {
+            self.metrics.set_leader(&election.name, leading);
+        }
+    }
+
     /// Starts the controllers whenever this replica leads, and stops them when it does not.
     async fn run_while_leading(
         &self,
@@ -360,7 +382,7 @@ impl Manager {
                 () = wait_stopped(stop.clone()) => return,
             }
             self.readiness.set_standby(false);
-            self.metrics.set_leader(true);
+            self.set_leader(true);
             info!("leading: starting controllers");
             let (lost_tx, lost_rx) = watch::channel(false);
             let mut running = RunningControllers::default();
@@ -383,7 +405,7 @@ impl Manager {
                     let (own_tx, own_rx) = watch::channel(false);
                     let stopped =
                         either_stopped(either_stopped(stop.clone(), lost_rx.clone()), own_rx);
-                    let span = info_span!("controller", controller = %controller.name, gvk = %controller.gvk);
+                    let span = info_span!("controller", controller = %controller.name, kind = %controller.gvk);
                     let task = tokio::spawn(run.run(stopped).instrument(span));
                     running.add(controller.clone(), own_tx, task);
                 }
@@ -396,7 +418,7 @@ impl Manager {
             if !stopping {
                 warn!("lost leadership: stopping controllers");
             }
-            self.metrics.set_leader(false);
+            self.set_leader(false);
             let _ = lost_tx.send(true);
             // Each controller finishes its in-flight reconciles (within the queue's bound).
             running.join_all().await;
@@ -534,10 +556,16 @@ impl ControllerRun {
 
     /// Runs the queue and its feeds; returns true when stopped, false when the kind went away.
     async fn serve(&self, namespaced: bool, stop: watch::Receiver<bool>) -> bool {
-        let queue = WorkQueue::<ObjectKey>::new(self.options.queue.clone());
+        let observer = {
+            let (metrics, name) = (self.metrics.clone(), self.controller.name.clone());
+            Arc::new(move |timing| metrics.record_queue_timing(&name, timing))
+        };
+        let queue = WorkQueue::<ObjectKey>::observed(self.options.queue.clone(), observer);
         let stats_queue = queue.clone();
         self.metrics
-            .register_queue(&self.controller.name, move || stats_queue.stats());
+            .register_queue(&self.controller.name, self.options.workers, move || {
+                stats_queue.stats()
+            });
         let mut feeds = JoinSet::new();
         let (gone_tx, mut gone_rx) = watch::channel(false);
         let own_cache = match self.client.cache(&self.controller.gvk).await {
@@ -587,7 +615,7 @@ impl ControllerRun {
             let name = name.clone();
             let forget_gone = forget_gone.clone();
             let unseen_writes = unseen_writes.clone();
-            let span = info_span!("reconcile", object = %key);
+            let span = info_span!("reconcile", object = %key, reconcile_id = %uuid::Uuid::new_v4());
             async move {
                 if let Some(delay) = unseen_writes.hold_back(&key) {
                     debug!("the caches have not yet seen what the last reconcile wrote: held back");
@@ -757,7 +785,7 @@ fn queue_outcome(outcome: &reconcilers::Outcome) -> (WorkOutcome, ResultLabel) {
         return (WorkOutcome::Error, ResultLabel::Error);
     }
     match (outcome.result.requeue_after, outcome.result.requeue) {
-        (Some(delay), _) => (WorkOutcome::RequeueAfter(delay), ResultLabel::Requeue),
+        (Some(delay), _) => (WorkOutcome::RequeueAfter(delay), ResultLabel::RequeueAfter),
         (None, true) => (WorkOutcome::Requeue, ResultLabel::Requeue),
         (None, false) => (WorkOutcome::Success, ResultLabel::Success),
     }

@@ -1,4 +1,8 @@
-//! Prometheus metrics: reconciles, queues, shared caches and leadership.
+//! Prometheus metrics under the names controller-runtime and client-go give them, so that
+//! the dashboards and alerts of controller-runtime users work unchanged:
+//! `controller_runtime_*` for reconciles, `workqueue_*` for the queues,
+//! `leader_election_master_status` and `rest_client_*`; `dynrec_*` for what is dynrec's own
+//! (shared caches, duck controllers, admission webhooks).
 
 use std::{collections::BTreeMap, fmt, sync::Arc, time::Duration};
 
@@ -18,27 +22,30 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use super::{QueueStats, WorkOutcome};
+use super::{QueueStats, QueueTiming, WorkOutcome};
 use crate::client::Client;
 
-/// How a reconcile ended, as a metric label.
+/// How a reconcile ended, as controller-runtime's `result` label.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 pub enum ResultLabel {
     /// Finished with nothing more to do.
     Success,
     /// Failed.
     Error,
-    /// Asked to run again.
+    /// Asked to run again (with backoff).
     Requeue,
+    /// Asked to run again after a delay.
+    RequeueAfter,
 }
 
 impl ResultLabel {
-    /// The label value: `success`, `error` or `requeue`.
+    /// The label value: `success`, `error`, `requeue` or `requeue_after`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Success => "success",
             Self::Error => "error",
             Self::Requeue => "requeue",
+            Self::RequeueAfter => "requeue_after",
         }
     }
 }
@@ -54,7 +61,8 @@ impl From<WorkOutcome> for ResultLabel {
         match outcome {
             WorkOutcome::Success => Self::Success,
             WorkOutcome::Error => Self::Error,
-            WorkOutcome::Requeue | WorkOutcome::RequeueAfter(_) => Self::Requeue,
+            WorkOutcome::Requeue => Self::Requeue,
+            WorkOutcome::RequeueAfter(_) => Self::RequeueAfter,
         }
     }
 }
@@ -81,6 +89,18 @@ struct ControllerLabels {
     controller: String,
 }
 
+/// A work queue's labels: controller-runtime names each queue after its controller.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueLabels {
+    name: String,
+    controller: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LeaseLabels {
+    name: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabels {
     gvk: String,
@@ -95,8 +115,15 @@ struct DuckKindLabels {
 }
 
 type DurationFamily = Family<ControllerLabels, Histogram, fn() -> Histogram>;
+type QueueDurationFamily = Family<QueueLabels, Histogram, fn() -> Histogram>;
 type AdmissionDurationFamily = Family<WebhookLabels, Histogram, fn() -> Histogram>;
 type QueueSource = Box<dyn Fn() -> QueueStats + Send + Sync>;
+
+/// A registered queue: its controller's worker count and its counters.
+struct QueueEntry {
+    workers: usize,
+    stats: QueueSource,
+}
 
 /// The process's metrics; cheap to clone, rendered with [`Metrics::render`].
 #[derive(Clone)]
@@ -107,10 +134,13 @@ pub struct Metrics {
 struct Inner {
     registry: Registry,
     reconciles: Family<ReconcileLabels, Counter>,
+    errors: Family<ControllerLabels, Counter>,
     durations: DurationFamily,
+    queue_durations: QueueDurationFamily,
+    work_durations: QueueDurationFamily,
     admissions: Family<AdmissionLabels, Counter>,
     admission_durations: AdmissionDurationFamily,
-    leader: Gauge,
+    leader: Family<LeaseLabels, Gauge>,
     sources: Arc<Sources>,
 }
 
@@ -121,47 +151,69 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// Empty metrics, every series registered under the `dynrec` prefix.
+    /// Empty metrics, every series registered.
     pub fn new() -> Self {
-        let mut registry = Registry::with_prefix("dynrec");
+        let mut registry = Registry::default();
         let reconciles = Family::<ReconcileLabels, Counter>::default();
         registry.register(
-            "reconciles",
-            "Reconciles by controller and result",
+            "controller_runtime_reconcile",
+            "Total number of reconciliations per controller",
             reconciles.clone(),
         );
-        let durations: DurationFamily = Family::new_with_constructor(duration_histogram);
+        let errors = Family::<ControllerLabels, Counter>::default();
         registry.register(
-            "reconcile_duration_seconds",
-            "How long reconciles take, by controller",
+            "controller_runtime_reconcile_errors",
+            "Total number of reconciliation errors per controller",
+            errors.clone(),
+        );
+        let durations: DurationFamily = Family::new_with_constructor(reconcile_histogram);
+        registry.register(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
             durations.clone(),
+        );
+        let queue_durations: QueueDurationFamily = Family::new_with_constructor(queue_histogram);
+        registry.register(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            queue_durations.clone(),
+        );
+        let work_durations: QueueDurationFamily = Family::new_with_constructor(queue_histogram);
+        registry.register(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes",
+            work_durations.clone(),
         );
         let admissions = Family::<AdmissionLabels, Counter>::default();
         registry.register(
-            "admission_requests",
+            "dynrec_admission_requests",
             "Admission requests by webhook and whether they were allowed",
             admissions.clone(),
         );
         let admission_durations: AdmissionDurationFamily =
             Family::new_with_constructor(duration_histogram);
         registry.register(
-            "admission_duration_seconds",
+            "dynrec_admission_duration_seconds",
             "How long admission webhooks take to answer, by webhook",
             admission_durations.clone(),
         );
-        let leader = Gauge::default();
+        let leader = Family::<LeaseLabels, Gauge>::default();
         registry.register(
-            "leader",
-            "1 while this process holds the leader lease (or runs without election)",
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease",
             leader.clone(),
         );
+        super::rest_metrics::register(&mut registry);
         let sources = Arc::new(Sources::default());
         registry.register_collector(Box::new(sources.clone()));
         Self {
             inner: Arc::new(Inner {
                 registry,
                 reconciles,
+                errors,
                 durations,
+                queue_durations,
+                work_durations,
                 admissions,
                 admission_durations,
                 leader,
@@ -170,19 +222,37 @@ impl Metrics {
         }
     }
 
-    /// Counts one reconcile of `controller` and how long it took.
+    /// Counts one reconcile of `controller` and how long it took (and an error, if it
+    /// failed).
     pub fn record_reconcile(&self, controller: &str, result: ResultLabel, took: Duration) {
         let controller = controller.to_owned();
+        let labels = ControllerLabels {
+            controller: controller.clone(),
+        };
         self.inner
             .durations
-            .get_or_create(&ControllerLabels {
-                controller: controller.clone(),
-            })
+            .get_or_create(&labels)
             .observe(took.as_secs_f64());
+        if result == ResultLabel::Error {
+            self.inner.errors.get_or_create(&labels).inc();
+        }
         self.inner
             .reconciles
             .get_or_create(&ReconcileLabels { controller, result })
             .inc();
+    }
+
+    /// Records a time `controller`'s queue measured.
+    pub fn record_queue_timing(&self, controller: &str, timing: QueueTiming) {
+        let labels = QueueLabels {
+            name: controller.to_owned(),
+            controller: controller.to_owned(),
+        };
+        let (family, took) = match timing {
+            QueueTiming::Queued(took) => (&self.inner.queue_durations, took),
+            QueueTiming::Worked(took) => (&self.inner.work_durations, took),
+        };
+        family.get_or_create(&labels).observe(took.as_secs_f64());
     }
 
     /// Counts one admission request answered by `webhook`, and how long it took.
@@ -200,17 +270,23 @@ impl Metrics {
             .inc();
     }
 
-    /// Reports `controller`'s queue counters, read at each scrape, until removed.
+    /// Reports `controller`'s queue counters and its `workers`, read at each scrape, until
+    /// removed.
     pub fn register_queue(
         &self,
         controller: &str,
+        workers: usize,
         stats: impl Fn() -> QueueStats + Send + Sync + 'static,
     ) {
+        let entry = QueueEntry {
+            workers,
+            stats: Box::new(stats),
+        };
         self.inner
             .sources
             .queues
             .lock()
-            .insert(controller.to_owned(), Box::new(stats));
+            .insert(controller.to_owned(), entry);
     }
 
     /// Reports that the duck controller `controller` runs for `duck` on `gvk`, matched
@@ -244,9 +320,15 @@ impl Metrics {
         *self.inner.sources.client.lock() = Some(client.clone());
     }
 
-    /// Sets the leader status.
-    pub fn set_leader(&self, leading: bool) {
-        self.inner.leader.set(i64::from(leading));
+    /// Sets whether this process holds the leader election Lease `lease`.
+    pub fn set_leader(&self, lease: &str, leading: bool) {
+        let labels = LeaseLabels {
+            name: lease.to_owned(),
+        };
+        self.inner
+            .leader
+            .get_or_create(&labels)
+            .set(i64::from(leading));
     }
 
     /// Every series in the Prometheus (OpenMetrics) text format.
@@ -262,10 +344,27 @@ fn duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 17))
 }
 
+/// controller-runtime's buckets of `controller_runtime_reconcile_time_seconds`.
+fn reconcile_histogram() -> Histogram {
+    Histogram::new([
+        0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8,
+        0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0,
+        15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0,
+    ])
+}
+
+/// client-go's work queue buckets: 10 ns to 1,000 s, times ten each (its
+/// `ExponentialBuckets(10e-9, 10, 12)`, written out so that no bound carries a rounding).
+fn queue_histogram() -> Histogram {
+    Histogram::new([
+        1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0,
+    ])
+}
+
 /// Values read at scrape time: queues and shared caches.
 #[derive(Default)]
 struct Sources {
-    queues: Mutex<BTreeMap<String, QueueSource>>,
+    queues: Mutex<BTreeMap<String, QueueEntry>>,
     client: Mutex<Option<Client>>,
     ducks: Mutex<BTreeMap<String, DuckKindLabels>>,
 }
@@ -278,42 +377,101 @@ impl fmt::Debug for Sources {
     }
 }
 
+/// One queue's values at a scrape.
+struct QueueSample {
+    workers: usize,
+    stats: QueueStats,
+}
+
 impl Collector for Sources {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
-        let queues: Vec<(ControllerLabels, QueueStats)> = self
+        let queues: Vec<(String, QueueSample)> = self
             .queues
             .lock()
             .iter()
-            .map(|(controller, stats)| {
+            .map(|(controller, entry)| {
+                let sample = QueueSample {
+                    workers: entry.workers,
+                    stats: (entry.stats)(),
+                };
+                (controller.clone(), sample)
+            })
+            .collect();
+        let by_controller: Vec<(ControllerLabels, &QueueSample)> = queues
+            .iter()
+            .map(|(controller, sample)| {
                 let labels = ControllerLabels {
                     controller: controller.clone(),
                 };
-                (labels, stats())
+                (labels, sample)
             })
             .collect();
+        let by_queue: Vec<(QueueLabels, &QueueSample)> = queues
+            .iter()
+            .map(|(controller, sample)| {
+                let labels = QueueLabels {
+                    name: controller.clone(),
+                    controller: controller.clone(),
+                };
+                (labels, sample)
+            })
+            .collect();
+        let gauge = |n: usize| Value::Int(n as u64);
         encode_series(
             &mut encoder,
-            "queue_depth",
-            "Keys waiting in the work queue.",
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
             MetricType::Gauge,
-            &queues,
-            |s| s.depth as u64,
+            &by_controller,
+            |s| gauge(s.stats.in_flight),
         )?;
         encode_series(
             &mut encoder,
-            "queue_adds",
-            "Requests added to the work queue.",
-            MetricType::Counter,
-            &queues,
-            |s| s.adds,
+            "controller_runtime_max_concurrent_reconciles",
+            "Maximum number of concurrent reconciles per controller",
+            MetricType::Gauge,
+            &by_controller,
+            |s| gauge(s.workers),
         )?;
         encode_series(
             &mut encoder,
-            "queue_retries",
-            "Keys retried after an error or a requeue.",
+            "workqueue_depth",
+            "Current depth of workqueue",
+            MetricType::Gauge,
+            &by_queue,
+            |s| gauge(s.stats.depth),
+        )?;
+        encode_series(
+            &mut encoder,
+            "workqueue_adds",
+            "Total number of adds handled by workqueue",
             MetricType::Counter,
-            &queues,
-            |s| s.retries,
+            &by_queue,
+            |s| Value::Int(s.stats.adds),
+        )?;
+        encode_series(
+            &mut encoder,
+            "workqueue_retries",
+            "Total number of retries handled by workqueue",
+            MetricType::Counter,
+            &by_queue,
+            |s| Value::Int(s.stats.retries),
+        )?;
+        encode_series(
+            &mut encoder,
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
+            MetricType::Gauge,
+            &by_queue,
+            |s| Value::Float(s.stats.unfinished_work.as_secs_f64()),
+        )?;
+        encode_series(
+            &mut encoder,
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running.",
+            MetricType::Gauge,
+            &by_queue,
+            |s| Value::Float(s.stats.longest_running.as_secs_f64()),
         )?;
         let kinds: Vec<(KindLabels, usize)> = match self.client.lock().as_ref() {
             Some(client) => client
@@ -333,19 +491,19 @@ impl Collector for Sources {
         };
         encode_series(
             &mut encoder,
-            "cached_objects",
+            "dynrec_cached_objects",
             "Objects held by the shared cache of a kind.",
             MetricType::Gauge,
             &kinds,
-            |n| *n as u64,
+            |n| gauge(*n),
         )?;
         encode_series(
             &mut encoder,
-            "open_watches",
+            "dynrec_open_watches",
             "Watches open on the API server, per kind.",
             MetricType::Gauge,
             &kinds,
-            |_| 1,
+            |_| Value::Int(1),
         )?;
         let ducks: Vec<(DuckKindLabels, ())> = self
             .ducks
@@ -355,13 +513,19 @@ impl Collector for Sources {
             .collect();
         encode_series(
             &mut encoder,
-            "duck_kinds",
+            "dynrec_duck_kinds",
             "1 for each kind a duck controller runs for, with why the kind matched.",
             MetricType::Gauge,
             &ducks,
-            |()| 1,
+            |()| Value::Int(1),
         )
     }
+}
+
+/// A scrape-time value.
+enum Value {
+    Int(u64),
+    Float(f64),
 }
 
 /// Encodes one family of scrape-time values, one series per label set.
@@ -371,14 +535,16 @@ fn encode_series<L: EncodeLabelSet, V>(
     help: &str,
     metric_type: MetricType,
     series: &[(L, V)],
-    value: impl Fn(&V) -> u64,
+    value: impl Fn(&V) -> Value,
 ) -> Result<(), fmt::Error> {
     let mut family = encoder.encode_descriptor(name, help, None, metric_type)?;
     for (labels, v) in series {
         let metric = family.encode_family(labels)?;
-        match metric_type {
-            MetricType::Counter => ConstCounter::new(value(v)).encode(metric)?,
-            _ => ConstGauge::new(value(v)).encode(metric)?,
+        match (metric_type, value(v)) {
+            (MetricType::Counter, Value::Int(n)) => ConstCounter::new(n).encode(metric)?,
+            (MetricType::Counter, Value::Float(x)) => ConstCounter::new(x).encode(metric)?,
+            (_, Value::Int(n)) => ConstGauge::new(n as i64).encode(metric)?,
+            (_, Value::Float(x)) => ConstGauge::new(x).encode(metric)?,
         }
     }
     Ok(())

@@ -1,26 +1,34 @@
 //! Runtime building blocks: work queues with per-key backoff, leader election on a
 //! Lease, Prometheus metrics and the health endpoints.
 
+mod cluster;
 mod health;
 mod launch;
 mod leader;
+#[cfg(feature = "cli")]
+mod logs;
 mod manager;
 mod metrics;
+mod metrics_server;
 mod preflight;
 mod queue;
+mod rest_metrics;
 mod unseen_writes;
 
-pub use health::{HealthError, HealthServer, Readiness, router};
-#[cfg(feature = "embedded")]
-pub use launch::EMBEDDED_KUBECONFIG;
-pub use launch::{
-    Cluster, LaunchError, RunArgs, connect, connect_in_process, manager_options, run_controllers,
-    shutdown_signal,
+pub use cluster::{
+    CLUSTER_TARGET, Cluster, ClusterArgs, EMBEDDED_KUBECONFIG, LaunchError, absolute, connect,
+    connect_in_process,
 };
+pub use health::{HealthError, HealthServer, Readiness, router};
+pub use launch::{BindAddress, RunArgs, manager_options, run_controllers, shutdown_signal};
 pub use leader::{LeaderConfig, LeaderElector, LeaderError};
+#[cfg(feature = "cli")]
+pub use logs::{LogArgs, LogFormat};
 pub use manager::{ControllerHandle, Manager, ManagerError, ManagerOptions};
 pub use metrics::{Metrics, ResultLabel};
+pub use metrics_server::{MetricsServer, MetricsServerError, MetricsServing};
 pub use preflight::{Missing, RECHECK, manager_permissions, missing, wait_until_allowed};
 pub use queue::{
-    Backoff, DEFAULT_RESYNC, QueueConfig, QueueError, QueueStats, WorkOutcome, WorkQueue,
+    Backoff, DEFAULT_RESYNC, QueueConfig, QueueError, QueueObserver, QueueStats, QueueTiming,
+    WorkOutcome, WorkQueue,
 };

@@ -127,7 +127,24 @@ pub struct QueueStats {
     pub adds: u64,
     /// Keys scheduled again after an error or a requeue.
     pub retries: u64,
+    /// How long the keys being processed have been, added up (client-go's unfinished work).
+    pub unfinished_work: Duration,
+    /// How long the longest-running key being processed has been.
+    pub longest_running: Duration,
 }
+
+/// A time a queue measured, as it happens: how long a key waited from due to taken, or
+/// how long its processing took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueTiming {
+    /// A key waited this long between being due and being taken by a worker.
+    Queued(Duration),
+    /// A key's processing took this long.
+    Worked(Duration),
+}
+
+/// Receives a queue's [`QueueTiming`]s (the Manager records them as metrics).
+pub type QueueObserver = Arc<dyn Fn(QueueTiming) + Send + Sync>;
 
 /// A queue of keys processed by a pool of workers; cheap to clone.
 ///
@@ -153,6 +170,7 @@ struct Shared<K> {
     started: AtomicBool,
     adds: AtomicU64,
     retries: AtomicU64,
+    observer: Option<QueueObserver>,
 }
 
 /// What the queue knows of one key.
@@ -165,6 +183,8 @@ struct KeyState {
     failures: u32,
     /// Forgotten while in flight: dropped when it finishes unless re-added.
     forgotten: bool,
+    /// When its processing started, while in flight.
+    started: Option<Instant>,
 }
 
 /// A key's place in the schedule; stale when the key's ticket has changed.
@@ -226,8 +246,9 @@ impl<K: Clone + Eq + Hash> State<K> {
         true
     }
 
-    /// Takes the earliest key due by `now`, or tells when the next one is due.
-    fn pop_ready(&mut self, now: Instant) -> Result<K, Option<Instant>> {
+    /// Takes the earliest key due by `now` with how long it waited since it was due, or
+    /// tells when the next one is due.
+    fn pop_ready(&mut self, now: Instant) -> Result<(K, Duration), Option<Instant>> {
         while let Some(Reverse(slot)) = self.schedule.peek() {
             let current = self.keys.get(&slot.key).is_some_and(|entry| {
                 !entry.in_flight && entry.due == Some((slot.due, slot.ticket))
@@ -241,28 +262,38 @@ impl<K: Clone + Eq + Hash> State<K> {
             if current && let Some(entry) = self.keys.get_mut(&slot.key) {
                 entry.due = None;
                 entry.in_flight = true;
+                entry.started = Some(now);
                 self.depth -= 1;
                 self.in_flight += 1;
-                return Ok(slot.key);
+                return Ok((slot.key, now.saturating_duration_since(slot.due)));
             }
         }
         Err(None)
     }
 
-    /// Records the end of a key's processing; the follow-up it needs, if any.
-    fn finish(&mut self, key: &K, outcome: WorkOutcome, backoff: &Backoff) -> Option<Duration> {
-        let entry = self.keys.get_mut(key)?;
+    /// Records the end of a key's processing: the follow-up it needs, if any, and how long
+    /// the processing took.
+    fn finish(
+        &mut self,
+        key: &K,
+        outcome: WorkOutcome,
+        backoff: &Backoff,
+    ) -> (Option<Duration>, Option<Duration>) {
+        let Some(entry) = self.keys.get_mut(key) else {
+            return (None, None);
+        };
         entry.in_flight = false;
         self.in_flight -= 1;
+        let took = entry.started.take().map(|started| started.elapsed());
         if entry.forgotten {
             self.keys.remove(key);
-            return None;
+            return (None, took);
         }
         if let Some((due, ticket)) = entry.due {
             let key = key.clone();
             self.schedule.push(Reverse(Slot { due, ticket, key }));
         }
-        match outcome {
+        let follow_up = match outcome {
             WorkOutcome::Success => {
                 entry.failures = 0;
                 None
@@ -275,7 +306,20 @@ impl<K: Clone + Eq + Hash> State<K> {
                 entry.failures = entry.failures.saturating_add(1);
                 Some(backoff.delay(entry.failures))
             }
-        }
+        };
+        (follow_up, took)
+    }
+
+    /// How long the keys in flight have been processed, added up, and the longest.
+    fn unfinished(&self, now: Instant) -> (Duration, Duration) {
+        self.keys
+            .values()
+            .filter_map(|entry| entry.started)
+            .map(|started| now.saturating_duration_since(started))
+            .fold(
+                (Duration::ZERO, Duration::ZERO),
+                |(sum, longest), running| (sum + running, longest.max(running)),
+            )
     }
 
     /// Drops a key's pending request and backoff.
@@ -303,6 +347,15 @@ where
 {
     /// An empty queue.
     pub fn new(config: QueueConfig) -> Self {
+        Self::build(config, None)
+    }
+
+    /// An empty queue that reports how long keys wait and run to `observer`.
+    pub fn observed(config: QueueConfig, observer: QueueObserver) -> Self {
+        Self::build(config, Some(observer))
+    }
+
+    fn build(config: QueueConfig, observer: Option<QueueObserver>) -> Self {
         Self {
             shared: Arc::new(Shared {
                 config,
@@ -318,6 +371,7 @@ where
                 started: AtomicBool::new(false),
                 adds: AtomicU64::new(0),
                 retries: AtomicU64::new(0),
+                observer,
             }),
         }
     }
@@ -364,13 +418,19 @@ where
 
     /// The queue's counters.
     pub fn stats(&self) -> QueueStats {
-        let (depth, in_flight) = {
+        let (depth, in_flight, (unfinished_work, longest_running)) = {
             let state = self.shared.state.lock();
-            (state.depth, state.in_flight)
+            let unfinished = match state.in_flight {
+                0 => Default::default(),
+                _ => state.unfinished(Instant::now()),
+            };
+            (state.depth, state.in_flight, unfinished)
         };
         QueueStats {
             depth,
             in_flight,
+            unfinished_work,
+            longest_running,
             adds: self.shared.adds.load(Ordering::Relaxed),
             retries: self.shared.retries.load(Ordering::Relaxed),
         }
@@ -433,7 +493,8 @@ where
                 _ = shutdown.wait_for(|stop| *stop) => break,
                 Some(done) = tasks.join_next() => self.settle(done),
                 () = tick(&mut resync) => self.resync(),
-                key = self.next_ready(), if tasks.len() < workers => {
+                (key, waited) = self.next_ready(), if tasks.len() < workers => {
+                    self.observe(QueueTiming::Queued(waited));
                     let work = AssertUnwindSafe(handler(key.clone())).catch_unwind();
                     tasks.spawn(
                         async move {
@@ -480,19 +541,28 @@ where
                 return;
             }
         };
-        let follow_up = {
+        let (follow_up, took) = {
             let mut state = self.shared.state.lock();
-            let follow_up = state.finish(&key, outcome, &self.shared.config.backoff);
+            let (follow_up, took) = state.finish(&key, outcome, &self.shared.config.backoff);
             if let Some(delay) = follow_up {
                 state.schedule(key.clone(), Instant::now() + delay);
             }
-            follow_up
+            (follow_up, took)
         };
+        if let Some(took) = took {
+            self.observe(QueueTiming::Worked(took));
+        }
         if follow_up.is_some() && matches!(outcome, WorkOutcome::Requeue | WorkOutcome::Error) {
             self.shared.retries.fetch_add(1, Ordering::Relaxed);
         }
         debug!(?key, ?outcome, ?follow_up, "work item finished");
         self.shared.wake.notify_waiters();
+    }
+
+    fn observe(&self, timing: QueueTiming) {
+        if let Some(observer) = &self.shared.observer {
+            observer(timing);
+        }
     }
 
     fn schedule(&self, key: K, delay: Duration) {
@@ -506,13 +576,14 @@ where
         }
     }
 
-    /// Waits for the next key that is due and not in flight, and marks it in flight.
-    async fn next_ready(&self) -> K {
+    /// Waits for the next key that is due and not in flight, and marks it in flight; with
+    /// how long it waited since it was due.
+    async fn next_ready(&self) -> (K, Duration) {
         loop {
             let mut woken = pin!(self.shared.wake.notified());
             woken.as_mut().enable();
             let next = match self.shared.state.lock().pop_ready(Instant::now()) {
-                Ok(key) => return key,
+                Ok(taken) => return taken,
                 Err(next) => next,
             };
             match next {

@@ -19,5 +19,6 @@ pub use request::{
     AdmissionResponseHandle, HttpRequestInfo, admission_request, admission_response, http_request,
 };
 pub use server::{AdmissionRecorder, WebhookServer, WebhookServerError, WebhookServing};
+pub(crate) use server::{accept, tls_acceptor};
 
 pub use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};

@@ -101,13 +101,7 @@ impl WebhookServer {
     /// Binds `address` (port 0 picks a free one) and serves until the returned handle is
     /// dropped or stopped.
     pub async fn bind(self, address: SocketAddr) -> Result<WebhookServing, WebhookServerError> {
-        let (resolver, ca_pem) = self.certs.resolver()?;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()?
-            .with_no_client_auth()
-            .with_cert_resolver(resolver);
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let (acceptor, ca_pem) = tls_acceptor(&self.certs)?;
         let bind_error = |source| WebhookServerError::Bind { address, source };
         let listener = TcpListener::bind(address).await.map_err(bind_error)?;
         let address = listener.local_addr().map_err(bind_error)?;
@@ -119,7 +113,6 @@ impl WebhookServer {
             .route("/healthz", get(|| async { "ok" }))
             .fallback(post(review))
             .with_state(shared);
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         tracing::info!(%address, "serving admission webhooks over https");
         let task = tokio::spawn(accept(listener, acceptor, app));
         Ok(WebhookServing {
@@ -130,14 +123,33 @@ impl WebhookServer {
     }
 }
 
-/// Accepts connections, each served on its own task.
-async fn accept(listener: TcpListener, acceptor: tokio_rustls::TlsAcceptor, app: Router) {
+/// A TLS acceptor (HTTP/1.1) serving the certificate of `certs`, and the PEM of the
+/// certificate clients must trust when it is self-signed.
+pub(crate) fn tls_acceptor(
+    certs: &CertSource,
+) -> Result<(tokio_rustls::TlsAcceptor, Option<String>), WebhookServerError> {
+    let (resolver, ca_pem) = certs.resolver()?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_cert_resolver(resolver);
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok((tokio_rustls::TlsAcceptor::from(Arc::new(config)), ca_pem))
+}
+
+/// Accepts TLS connections until the task is dropped, each served by `app` on its own task.
+pub(crate) async fn accept(
+    listener: TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    app: Router,
+) {
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
             Err(err) => {
                 // Out of file descriptors, most likely: let some connections close.
-                tracing::warn!(%err, "webhook server cannot accept a connection");
+                tracing::warn!(%err, "https server cannot accept a connection");
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 continue;
             }
@@ -147,14 +159,14 @@ async fn accept(listener: TcpListener, acceptor: tokio_rustls::TlsAcceptor, app:
         tokio::spawn(async move {
             let tls = match acceptor.accept(stream).await {
                 Ok(tls) => tls,
-                Err(err) => return tracing::debug!(%err, "webhook TLS handshake failed"),
+                Err(err) => return tracing::debug!(%err, "TLS handshake failed"),
             };
             let io = hyper_util::rt::TokioIo::new(tls);
             if let Err(err) = hyper::server::conn::http1::Builder::new()
                 .serve_connection(io, service)
                 .await
             {
-                tracing::debug!(%err, "webhook connection ended");
+                tracing::debug!(%err, "https connection ended");
             }
         });
     }

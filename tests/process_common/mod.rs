@@ -57,8 +57,13 @@ pub fn start_apiserver(dir: &Path, listen: &str, extra: &[&str]) -> (ChildGuard,
 }
 
 /// Starts `dynrec run` on `dir/kubeconfig` with the widgets definition, without leader
-/// election, its log going to `log` (appended).
-pub fn start_widgets_controller(dir: &Path, log: &Path, rust_log: Option<&str>) -> ChildGuard {
+/// election and with `extra` flags, its log going to `log` (appended).
+pub fn start_widgets_controller(
+    dir: &Path,
+    log: &Path,
+    rust_log: Option<&str>,
+    extra: &[&str],
+) -> ChildGuard {
     let mut command = Command::new(env!("CARGO_BIN_EXE_dynrec"));
     command
         .arg("run")
@@ -66,7 +71,8 @@ pub fn start_widgets_controller(dir: &Path, log: &Path, rust_log: Option<&str>) 
         .arg(dir.join("kubeconfig"))
         .arg("-f")
         .arg(widgets_definition())
-        .args(["--leader-elect", "false"])
+        .arg("--leader-elect=false")
+        .args(extra)
         .env_remove("NO_COLOR")
         .stdout(Stdio::null())
         .stderr(log_file(log));

@@ -1,0 +1,370 @@
+//! The `dynrec` binary as an operator meets it: which cluster each command uses (never one
+//! picked up from `~/.kube/config` alone, a running `dynrec run`'s server reused, its
+//! kubeconfig left alone), each subcommand's flags, and `/metrics` over HTTPS for callers
+//! the API server authenticates and authorizes, with controller-runtime's series.
+
+mod process_common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use dynrec_test_support::process::{ChildGuard, Run, kubectl_on_path, run};
+use serde_json::Value;
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+fn dynrec() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dynrec"));
+    command
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("RUST_LOG");
+    command
+}
+
+/// A home directory whose `~/.kube/config` points at a cluster that does not exist.
+fn home_with_a_kubeconfig(dir: &Path) -> (PathBuf, String) {
+    let home = dir.join("home");
+    std::fs::create_dir_all(home.join(".kube")).unwrap();
+    let config = "apiVersion: v1\nkind: Config\ncurrent-context: prod\n\
+        clusters: [{name: prod, cluster: {server: 'https://127.0.0.1:9'}}]\n\
+        contexts: [{name: prod, context: {cluster: prod, user: admin}}]\n\
+        users: [{name: admin, user: {token: secret}}]\n";
+    std::fs::write(home.join(".kube/config"), config).unwrap();
+    (home, config.to_string())
+}
+
+/// Waits until the file has a first line, and returns it.
+fn first_line(path: &Path) -> String {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if let Some((first, _)) = text.split_once('\n') {
+            return first.to_string();
+        }
+        assert!(Instant::now() < deadline, "{} got no line", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Starts `dynrec run -f widgets` in `dir` with `home` as HOME, logging JSON to `dir/run.log`.
+fn start_run(dir: &Path, home: &Path, extra: &[&str]) -> ChildGuard {
+    let log = std::fs::File::create(dir.join("run.log")).unwrap();
+    let child = dynrec()
+        .current_dir(dir)
+        .env("HOME", home)
+        .args(["run", "--log-format", "json", "-f"])
+        .arg(process_common::widgets_definition())
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    ChildGuard(child)
+}
+
+/// Waits until `path` exists and returns its text.
+fn wait_for_file(path: &Path) -> String {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && !text.is_empty()
+        {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} was not written",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn kubectl(kubeconfig: &Path, args: &[&str]) -> Option<Run> {
+    let kubectl = kubectl_on_path()?;
+    Some(run(
+        Command::new(kubectl)
+            .env_remove("KUBECONFIG")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--request-timeout=10s")
+            .args(args),
+        DEADLINE,
+    ))
+}
+
+#[test]
+fn run_with_only_a_home_kubeconfig_uses_the_embedded_server_and_says_so_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, config) = home_with_a_kubeconfig(dir.path());
+    let _run = start_run(dir.path(), &home, &[]);
+    let first: Value = serde_json::from_str(&first_line(&dir.path().join("run.log"))).unwrap();
+    let said = first["msg"].as_str().unwrap_or_default();
+    assert!(
+        said.starts_with("cluster: embedded API server at http://127.0.0.1:"),
+        "the first line says the embedded server is used: {first}"
+    );
+    let written = wait_for_file(&dir.path().join(".dynrec/kubeconfig"));
+    assert!(!written.contains("9'"), "{written}");
+    assert_eq!(
+        std::fs::read_to_string(home.join(".kube/config")).unwrap(),
+        config,
+        "~/.kube/config is left as it was"
+    );
+
+    // Asking for it by context uses it, and says which context and server.
+    let asked = run(
+        dynrec()
+            .current_dir(dir.path())
+            .env("HOME", &home)
+            .args(["ducks", "--context", "prod"]),
+        DEADLINE,
+    );
+    assert!(
+        asked
+            .stderr
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains(r#"cluster: context "prod" at https://127.0.0.1:9/"#)),
+        "{}",
+        asked.describe()
+    );
+    assert!(
+        !asked.succeeded(),
+        "nothing listens there: {}",
+        asked.describe()
+    );
+}
+
+#[test]
+fn plan_beside_a_running_run_plans_against_its_server_and_leaves_its_kubeconfig() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, _) = home_with_a_kubeconfig(dir.path());
+    let _run = start_run(dir.path(), &home, &[]);
+    let kubeconfig = dir.path().join(".dynrec/kubeconfig");
+    let written = wait_for_file(&kubeconfig);
+    let widget = dir.path().join("widget.yaml");
+    std::fs::write(
+        &widget,
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {greeting: hi}\n",
+    )
+    .unwrap();
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let Some(applied) = kubectl(&kubeconfig, &["apply", "-f", widget.to_str().unwrap()]) else {
+            return;
+        };
+        if applied.succeeded() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{}", applied.describe());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    let plan = run(
+        dynrec()
+            .current_dir(dir.path())
+            .env("HOME", &home)
+            .args(["plan", "-f"])
+            .arg(process_common::widgets_definition()),
+        DEADLINE,
+    );
+    let first = plan.stderr.lines().next().unwrap_or_default().to_string();
+    assert!(
+        first.contains("cluster: the embedded API server of a running dynrec at http://127.0.0.1:")
+            && first.contains(&kubeconfig.display().to_string()),
+        "plan says it uses the running dynrec's server: {}",
+        plan.describe()
+    );
+    assert!(
+        plan.stdout.contains("widgets default/w1"),
+        "plan sees the running server's Widget: {}",
+        plan.describe()
+    );
+    assert_eq!(
+        std::fs::read_to_string(&kubeconfig).unwrap(),
+        written,
+        "plan leaves .dynrec/kubeconfig as it was"
+    );
+    assert!(
+        kubectl(&kubeconfig, &["get", "widgets"]).is_some_and(|r| r.succeeded()),
+        "kubectl still reaches the running server"
+    );
+}
+
+#[test]
+fn each_subcommand_s_help_lists_only_its_flags() {
+    let help = |command: &str| {
+        let output = run(dynrec().args([command, "--help"]), DEADLINE);
+        assert!(output.succeeded(), "{}", output.describe());
+        output.stdout
+    };
+    let manager_flags = [
+        "--workers",
+        "--leader-elect",
+        "--leader-election-namespace",
+        "--leader-election-id",
+        "--metrics-bind-address",
+        "--metrics-secure",
+        "--health-probe-bind-address",
+        "--shutdown-timeout",
+    ];
+    let cluster_flags = ["--kubeconfig", "--context", "--embedded", "--data-dir"];
+    let log_flags = ["--log-format", "--log-level", "-v"];
+    let run_help = help("run");
+    for flag in manager_flags.iter().chain(&cluster_flags).chain(&log_flags) {
+        assert!(
+            run_help.contains(flag),
+            "run --help lists {flag}:\n{run_help}"
+        );
+    }
+    for command in ["plan", "ducks"] {
+        let text = help(command);
+        for flag in cluster_flags.iter().chain(&log_flags) {
+            assert!(
+                text.contains(flag),
+                "{command} --help lists {flag}:\n{text}"
+            );
+        }
+        for flag in manager_flags {
+            assert!(
+                !text.contains(flag),
+                "{command} --help has no {flag}:\n{text}"
+            );
+        }
+    }
+    let test_help = help("test");
+    for flag in manager_flags.iter().chain(&cluster_flags) {
+        assert!(
+            !test_help.contains(flag),
+            "test --help has no {flag}:\n{test_help}"
+        );
+    }
+}
+
+/// `curl` of an HTTPS URL (self-signed: -k) with an optional bearer token: status and body.
+fn curl(url: &str, token: Option<&str>) -> (u16, String) {
+    let mut command = Command::new("curl");
+    command.args(["-sk", "--max-time", "10", "-w", "\n%{http_code}", url]);
+    if let Some(token) = token {
+        command.args(["-H", &format!("Authorization: Bearer {token}")]);
+    }
+    let output = command.output().expect("curl runs");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (code.trim().parse().unwrap_or(0), body.to_string())
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn metrics_over_https_need_a_token_the_api_server_authenticates_and_authorizes() {
+    if kubectl_on_path().is_none() || Command::new("curl").arg("--version").output().is_err() {
+        eprintln!("kubectl or curl missing: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, _) =
+        process_common::start_apiserver(dir.path(), "127.0.0.1:0", &["--authorization", "rbac"]);
+    let kubeconfig = dir.path().join("kubeconfig");
+    let ok = |args: &[&str]| {
+        kubectl(&kubeconfig, args)
+            .unwrap()
+            .expect_ok(&format!("kubectl {args:?}"))
+            .stdout
+    };
+    let reader_role = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/metrics_reader_role.yaml");
+    ok(&["apply", "-f", reader_role.to_str().unwrap()]);
+    ok(&["create", "serviceaccount", "prometheus"]);
+    ok(&["create", "serviceaccount", "nosy"]);
+    ok(&[
+        "create",
+        "clusterrolebinding",
+        "prometheus-metrics",
+        "--clusterrole=dynrec-metrics-reader",
+        "--serviceaccount=default:prometheus",
+    ]);
+    let allowed = ok(&["create", "token", "prometheus"]);
+    let refused = ok(&["create", "token", "nosy"]);
+
+    let (metrics_port, probe_port) = (free_port(), free_port());
+    let log = std::fs::File::create(dir.path().join("run.log")).unwrap();
+    let controller = dynrec()
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .arg("-f")
+        .arg(process_common::widgets_definition())
+        .arg("--leader-elect=false")
+        .arg(format!("--metrics-bind-address=127.0.0.1:{metrics_port}"))
+        .arg(format!(
+            "--health-probe-bind-address=127.0.0.1:{probe_port}"
+        ))
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let _controller = ChildGuard(controller);
+    let widget = dir.path().join("widget.yaml");
+    std::fs::write(
+        &widget,
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {greeting: hi}\n",
+    )
+    .unwrap();
+    let url = format!("https://127.0.0.1:{metrics_port}/metrics");
+    let reconciled =
+        r#"controller_runtime_reconcile_total{controller="definition/widgets",result="success"}"#;
+    let deadline = Instant::now() + DEADLINE;
+    let body = loop {
+        let _ = kubectl(&kubeconfig, &["apply", "-f", widget.to_str().unwrap()]);
+        let (code, body) = curl(&url, Some(allowed.trim()));
+        if code == 200 && body.contains(reconciled) {
+            break body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a scrape with the reader's token shows the reconcile; last: {code} {body}\nlog:\n{}",
+            std::fs::read_to_string(dir.path().join("run.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    for series in [
+        r#"controller_runtime_reconcile_time_seconds_bucket{le="0.005",controller="definition/widgets"}"#,
+        r#"controller_runtime_max_concurrent_reconciles{controller="definition/widgets"} 2"#,
+        r#"controller_runtime_active_workers{controller="definition/widgets"}"#,
+        r#"workqueue_depth{name="definition/widgets",controller="definition/widgets"}"#,
+        r#"workqueue_adds_total{name="definition/widgets",controller="definition/widgets"}"#,
+        r#"workqueue_queue_duration_seconds_count{name="definition/widgets",controller="definition/widgets"}"#,
+        r#"workqueue_work_duration_seconds_count{name="definition/widgets",controller="definition/widgets"}"#,
+        r#"workqueue_unfinished_work_seconds{name="definition/widgets",controller="definition/widgets"}"#,
+        r#"workqueue_longest_running_processor_seconds{name="definition/widgets",controller="definition/widgets"}"#,
+        r#"rest_client_requests_total{code="200",method="GET",host="127.0.0.1:"#,
+        r#"rest_client_request_duration_seconds_count{verb="GET",host="127.0.0.1:"#,
+    ] {
+        assert!(body.contains(series), "/metrics has {series}:\n{body}");
+    }
+
+    assert_eq!(curl(&url, None), (401, "Unauthorized\n".to_string()));
+    assert_eq!(curl(&url, Some("not-a-token")).0, 401);
+    assert_eq!(
+        curl(&url, Some(refused.trim())),
+        (
+            403,
+            "Authorization denied for user system:serviceaccount:default:nosy\n".to_string()
+        )
+    );
+    // The probes stay plain HTTP on their own port, open to the kubelet.
+    let probe = Command::new("curl")
+        .args(["-s", &format!("http://127.0.0.1:{probe_port}/healthz")])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&probe.stdout), "ok");
+}
