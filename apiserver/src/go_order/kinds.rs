@@ -34,16 +34,12 @@ static NAMESPACE_STATUS: Shape = Shape {
     fields: &[("phase", None), ("conditions", Some(&CONDITION))],
 };
 
-/// `Namespace`.
-pub static NAMESPACE: Shape = Shape {
-    fields: &[
-        ("kind", None),
-        ("apiVersion", None),
-        ("metadata", Some(&OBJECT_META)),
-        ("spec", None),
-        ("status", Some(&NAMESPACE_STATUS)),
-    ],
-};
+spec_and_status!(
+    /// `Namespace`.
+    NAMESPACE,
+    None,
+    Some(&NAMESPACE_STATUS)
+);
 
 static SERVICE_PORT: Shape = Shape {
     fields: &[
@@ -85,16 +81,12 @@ static SERVICE_STATUS: Shape = Shape {
     fields: &[("loadBalancer", None), ("conditions", Some(&CONDITION))],
 };
 
-/// `Service`.
-pub static SERVICE: Shape = Shape {
-    fields: &[
-        ("kind", None),
-        ("apiVersion", None),
-        ("metadata", Some(&OBJECT_META)),
-        ("spec", Some(&SERVICE_SPEC)),
-        ("status", Some(&SERVICE_STATUS)),
-    ],
-};
+spec_and_status!(
+    /// `Service`.
+    SERVICE,
+    Some(&SERVICE_SPEC),
+    Some(&SERVICE_STATUS)
+);
 
 static ROLLING_UPDATE: Shape = Shape {
     fields: &[("maxUnavailable", None), ("maxSurge", None)],
@@ -131,13 +123,9 @@ static DEPLOYMENT_STATUS: Shape = Shape {
     ],
 };
 
-/// `Deployment`.
-pub static DEPLOYMENT: Shape = Shape {
-    fields: &[
-        ("kind", None),
-        ("apiVersion", None),
-        ("metadata", Some(&OBJECT_META)),
-        ("spec", Some(&DEPLOYMENT_SPEC)),
-        ("status", Some(&DEPLOYMENT_STATUS)),
-    ],
-};
+spec_and_status!(
+    /// `Deployment`.
+    DEPLOYMENT,
+    Some(&DEPLOYMENT_SPEC),
+    Some(&DEPLOYMENT_STATUS)
+);

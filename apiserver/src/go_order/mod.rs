@@ -4,6 +4,23 @@
 //! at most (Pod, Service, Deployment, ConfigMap, Secret, Namespace) with their lists;
 //! other kinds keep `kind`, `apiVersion` and `metadata` first, then sorted keys.
 
+/// A kind with a spec and a status: `kind`, `apiVersion`, `metadata` (ObjectMeta), `spec`,
+/// `status`, as most kinds are declared.
+macro_rules! spec_and_status {
+    ($(#[$doc:meta])* $name:ident, $spec:expr, $status:expr) => {
+        $(#[$doc])*
+        pub static $name: Shape = Shape {
+            fields: &[
+                ("kind", None),
+                ("apiVersion", None),
+                ("metadata", Some(&super::meta::OBJECT_META)),
+                ("spec", $spec),
+                ("status", $status),
+            ],
+        };
+    };
+}
+
 mod kinds;
 mod meta;
 mod pod;

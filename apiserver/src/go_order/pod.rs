@@ -156,16 +156,12 @@ static POD_STATUS: Shape = Shape {
     ],
 };
 
-/// `Pod`.
-pub static POD: Shape = Shape {
-    fields: &[
-        ("kind", None),
-        ("apiVersion", None),
-        ("metadata", Some(&OBJECT_META)),
-        ("spec", Some(&POD_SPEC)),
-        ("status", Some(&POD_STATUS)),
-    ],
-};
+spec_and_status!(
+    /// `Pod`.
+    POD,
+    Some(&POD_SPEC),
+    Some(&POD_STATUS)
+);
 
 /// `PodTemplateSpec`, inside workloads.
 pub static POD_TEMPLATE_SPEC: Shape = Shape {
