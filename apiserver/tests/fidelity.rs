@@ -244,3 +244,33 @@ async fn metadata_and_config_map_keys_are_validated_on_every_write_as_kube_does(
         "{status}"
     );
 }
+
+#[tokio::test]
+async fn the_most_read_kinds_are_written_in_go_struct_order() {
+    let (_server, client) = server();
+    let uri = "/api/v1/namespaces/default/configmaps";
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","labels":{"b":"1","a":"2"}},"data":{"k":"v"},"immutable":false}"#;
+    let (code, text) = text_of(&client, "POST", uri, body).await;
+    assert_eq!(code, 201, "{text}");
+    let uid_at = text.find(r#""uid":"#).unwrap();
+    assert!(
+        text.starts_with(
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x","namespace":"default","uid":"#
+        ),
+        "{text}"
+    );
+    let rest = &text[uid_at..];
+    let order = [
+        "\"resourceVersion\"",
+        "\"creationTimestamp\"",
+        "\"labels\":{\"a\":\"2\",\"b\":\"1\"}",
+        "\"managedFields\"",
+        "\"immutable\":false",
+        "\"data\"",
+    ];
+    let positions: Vec<usize> = order
+        .iter()
+        .map(|key| rest.find(key).unwrap_or_else(|| panic!("{key} in {rest}")))
+        .collect();
+    assert!(positions.is_sorted(), "{order:?} in Go's order: {rest}");
+}
