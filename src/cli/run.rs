@@ -39,6 +39,10 @@ pub struct Args {
     /// Definition files or directories (YAML or JSON); may be repeated.
     #[arg(short = 'f', long = "filename")]
     files: Vec<PathBuf>,
+    /// Make the checker's warnings (reads it cannot prove present) errors, as
+    /// `spec.strict: true` does.
+    #[arg(long)]
+    strict: bool,
 }
 
 /// Runs the definitions until SIGINT or SIGTERM.
@@ -53,7 +57,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let client = Client::new(cluster.client.clone());
     let config = Config::new(client.clone(), "dynrec");
     let mut manager = Manager::new(client, manager_options(&args.run, &cluster, "dynrec"));
-    let definitions = Definitions::new(&manager, &config);
+    let definitions = Definitions::new(&manager, &config).strict(args.strict);
     definitions
         .install_crd()
         .await

@@ -25,6 +25,10 @@ pub struct Args {
     /// Case files.
     #[arg(required = true)]
     cases: Vec<PathBuf>,
+    /// Make the checker's warnings (reads it cannot prove present) errors, as
+    /// `spec.strict: true` does.
+    #[arg(long)]
+    strict: bool,
 }
 
 /// Runs every case file.
@@ -33,7 +37,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Definitions are checked against the built-in kinds' schemas of an embedded server.
     let client = Client::new(ApiServer::new().client());
     let config = Config::new(client.clone(), "dynrec-test");
-    let definitions = Definitions::new(&Manager::new(client, ManagerOptions::default()), &config);
+    let definitions = Definitions::new(&Manager::new(client, ManagerOptions::default()), &config)
+        .strict(args.strict);
     let mut compiled = Vec::new();
     for definition in &loaded {
         let checked = definitions.compile(definition).await?;

@@ -19,6 +19,7 @@ mod expr;
 mod load;
 mod model;
 mod plan;
+mod presence;
 mod render;
 mod runner;
 mod schema;

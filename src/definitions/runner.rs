@@ -50,6 +50,8 @@ pub struct Definitions {
     handle: ControllerHandle,
     running: Arc<Mutex<BTreeMap<String, Running>>>,
     inventories: Arc<Mutex<BTreeMap<String, Inventory>>>,
+    /// Whether every definition is compiled as with `spec.strict: true`.
+    strict: bool,
 }
 
 /// Why a definition could not be started.
@@ -90,7 +92,15 @@ impl Definitions {
             handle: manager.handle(),
             running: Arc::default(),
             inventories: Arc::default(),
+            strict: false,
         }
+    }
+
+    /// The same, compiling every definition as with `spec.strict: true` when `strict`
+    /// (`--strict`): reads the checker cannot prove present are errors.
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
     }
 
     fn client(&self) -> &Client {
@@ -103,7 +113,9 @@ impl Definitions {
         schemas
             .fetch(self.client().kube(), kinds_to_check(&loaded.definition))
             .await;
-        compile(&loaded.definition, &schemas).map_err(|DefinitionErrors(errors)| {
+        let mut definition = loaded.definition.clone();
+        definition.spec.strict |= self.strict;
+        compile(&definition, &schemas).map_err(|DefinitionErrors(errors)| {
             DefinitionErrors(
                 errors
                     .into_iter()
