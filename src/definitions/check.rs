@@ -23,6 +23,9 @@ pub struct Scope {
     maybe_null: BTreeSet<String>,
     /// Paths known present here (guarded by an `includeWhen` or an `if`).
     facts: Vec<String>,
+    /// Whether the step checked here is excluded when a binding it reads is null (instead
+    /// of failing), so such reads are not warned about.
+    excludes_dependents: bool,
 }
 
 impl Scope {
@@ -43,6 +46,14 @@ impl Scope {
     pub fn bind_maybe_null(&mut self, name: &str, ty: Ty) {
         self.bind(name, ty);
         self.maybe_null.insert(name.to_owned());
+    }
+
+    /// The same scope, for a step excluded when a binding it reads is null.
+    pub fn excluding_dependents(&self) -> Scope {
+        Scope {
+            excludes_dependents: true,
+            ..self.clone()
+        }
     }
 
     /// The same scope where `condition` is known to be `holds`.
@@ -73,22 +84,28 @@ struct NodeError {
 }
 
 /// The type of `expression` in `scope`, or why it is wrong; a read that may find nothing
-/// at run time (the first of the expression) is added to `warnings`.
+/// at run time (the first of the expression) is added to `found`'s warnings, and the
+/// bindings that may be null it reads plainly in a step that excludes its dependents to its
+/// `needs`.
 pub fn check(
     expression: &Expression,
     scope: &Scope,
-    warnings: &mut Vec<DefinitionError>,
+    found: &mut Findings,
 ) -> Result<Ty, DefinitionError> {
     let mut checker = Checker {
         scope,
         locals: Vec::new(),
         facts: scope.facts.clone(),
         absent: None,
+        needs: BTreeSet::new(),
     };
     let ty = checker
         .infer(expression.ast())
         .map_err(|e| located(expression, e))?;
-    warnings.extend(checker.absent.map(|e| located(expression, e)));
+    found
+        .warnings
+        .extend(checker.absent.map(|e| located(expression, e)));
+    found.needs.extend(checker.needs);
     Ok(ty)
 }
 
@@ -116,12 +133,12 @@ fn located(expression: &Expression, e: NodeError) -> DefinitionError {
 pub fn check_condition(
     expression: &Expression,
     scope: &Scope,
-    warnings: &mut Vec<DefinitionError>,
+    found: &mut Findings,
 ) -> Result<(), DefinitionError> {
     expect(
         expression,
         scope,
-        warnings,
+        found,
         |t| matches!(t, Ty::Bool | Ty::Dyn),
         "a bool",
     )
@@ -131,9 +148,9 @@ pub fn check_condition(
 pub fn check_list(
     expression: &Expression,
     scope: &Scope,
-    warnings: &mut Vec<DefinitionError>,
+    found: &mut Findings,
 ) -> Result<Ty, DefinitionError> {
-    match check(expression, scope, warnings)? {
+    match check(expression, scope, found)? {
         Ty::List(items) => Ok(*items),
         Ty::Dyn => Ok(Ty::Dyn),
         other => Err(DefinitionError::new(
@@ -151,11 +168,11 @@ pub fn check_list(
 fn expect(
     expression: &Expression,
     scope: &Scope,
-    warnings: &mut Vec<DefinitionError>,
+    found: &mut Findings,
     ok: impl Fn(&Ty) -> bool,
     wanted: &str,
 ) -> Result<(), DefinitionError> {
-    let ty = check(expression, scope, warnings)?;
+    let ty = check(expression, scope, found)?;
     if ok(&ty) {
         return Ok(());
     }
@@ -185,6 +202,8 @@ pub struct Findings {
     pub errors: Vec<DefinitionError>,
     /// Reads that may find nothing at run time.
     pub warnings: Vec<DefinitionError>,
+    /// Bindings that may be null which the step reads (it is excluded when one is null).
+    pub needs: BTreeSet<String>,
 }
 
 /// Checks a template against the schema of what it builds (`None`: unknown, only the
@@ -244,7 +263,7 @@ pub fn check_template(
         Template::Text(text) => {
             let mut ty = Ty::String;
             for expression in text.expressions() {
-                match check(expression, scope, &mut found.warnings) {
+                match check(expression, scope, found) {
                     Ok(Ty::Optional(inner)) => {
                         found.errors.push(unwritable_optional(expression, &inner));
                         ty = Ty::Dyn;
@@ -340,6 +359,8 @@ struct Checker<'a> {
     facts: Vec<String>,
     /// The first read that may find nothing.
     absent: Option<NodeError>,
+    /// The bindings that may be null read plainly, where the step excludes its dependents.
+    needs: BTreeSet<String>,
 }
 
 /// Names that are CEL types or constants, not bindings.
@@ -529,6 +550,10 @@ impl Checker<'_> {
             && !self.locals.iter().any(|(local, _)| local == name)
             && !known(&self.facts, name)
         {
+            if self.scope.excludes_dependents {
+                self.needs.insert(name.clone());
+                return;
+            }
             self.absent = Some(NodeError {
                 id: expr.id,
                 message: unbound_step(name, field),
@@ -927,7 +952,7 @@ mod tests {
 
     fn error(source: &str) -> String {
         let e = Expression::compile(source, "spec.x").unwrap();
-        check(&e, &scope(), &mut Vec::new())
+        check(&e, &scope(), &mut Findings::default())
             .unwrap_err()
             .to_string()
     }
@@ -945,7 +970,8 @@ mod tests {
             "self.spec.?greeting.orValue('hello')",
         ] {
             let e = Expression::compile(source, "p").unwrap();
-            check(&e, &scope(), &mut Vec::new()).unwrap_or_else(|e| panic!("{source}: {e}"));
+            check(&e, &scope(), &mut Findings::default())
+                .unwrap_or_else(|e| panic!("{source}: {e}"));
         }
     }
 
@@ -967,7 +993,8 @@ mod tests {
             "self.spec.?size.optMap(s, s + 1).orValue(0) > 1",
         ] {
             let e = Expression::compile(source, "p").unwrap();
-            check(&e, &scope(), &mut Vec::new()).unwrap_or_else(|e| panic!("{source}: {e}"));
+            check(&e, &scope(), &mut Findings::default())
+                .unwrap_or_else(|e| panic!("{source}: {e}"));
         }
     }
 
@@ -1040,9 +1067,10 @@ mod tests {
         let mut scope = Scope::default().with("self", Ty::Object(parent.clone()));
         scope.bind_maybe_null("service", Ty::Object(parent));
         let e = Expression::compile(source, "spec.x").unwrap();
-        let mut warnings = Vec::new();
-        check(&e, &scope, &mut warnings).unwrap_or_else(|e| panic!("{source}: {e}"));
-        warnings
+        let mut found = Findings::default();
+        check(&e, &scope, &mut found).unwrap_or_else(|e| panic!("{source}: {e}"));
+        found
+            .warnings
             .iter()
             .map(|w| w.to_string().lines().next().unwrap_or_default().to_owned())
             .collect()
@@ -1125,7 +1153,7 @@ mod tests {
     fn conditions_must_be_bools_and_lists_lists() {
         let e =
             Expression::compile("self.spec.size", "spec.steps[0].child.includeWhen[0]").unwrap();
-        let err = check_condition(&e, &scope(), &mut Vec::new())
+        let err = check_condition(&e, &scope(), &mut Findings::default())
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -1133,10 +1161,10 @@ mod tests {
             "spec.steps[0].child.includeWhen[0]: ${self.spec.size}: expected a bool, the expression yields a number"
         );
         let e = Expression::compile("self.spec.greeting", "p").unwrap();
-        assert!(check_list(&e, &scope(), &mut Vec::new()).is_err());
+        assert!(check_list(&e, &scope(), &mut Findings::default()).is_err());
         let e = Expression::compile("self.spec.items", "p").unwrap();
         assert!(matches!(
-            check_list(&e, &scope(), &mut Vec::new()).unwrap(),
+            check_list(&e, &scope(), &mut Findings::default()).unwrap(),
             Ty::Object(_)
         ));
     }

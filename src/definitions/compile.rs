@@ -37,6 +37,9 @@ pub struct ChildPlan {
     pub condition: String,
     /// How the child is written.
     pub manager: ManagerKind,
+    /// The steps that may be excluded (or missing) whose bindings it reads: when one is,
+    /// this step is excluded too.
+    pub depends_on: Vec<String>,
 }
 
 /// A child-set step, compiled.
@@ -253,7 +256,7 @@ pub fn compile(
         schemas: schemas.clone(),
         errors: Vec::new(),
         warnings: Vec::new(),
-        reads: Vec::new(),
+        found: Findings::default(),
         not_served: BTreeSet::new(),
         ids: BTreeSet::new(),
     };
@@ -323,7 +326,7 @@ pub fn compile(
         }
         conditions.push(extra.clone());
     }
-    let mut warnings = std::mem::take(&mut compiler.reads);
+    let mut warnings = std::mem::take(&mut compiler.found.warnings);
     if definition.spec.strict {
         compiler.errors.append(&mut warnings);
     }
@@ -393,8 +396,8 @@ struct Compiler {
     errors: Vec<DefinitionError>,
     /// Kinds not served yet.
     warnings: Vec<DefinitionError>,
-    /// Reads that may find nothing at run time.
-    reads: Vec<DefinitionError>,
+    /// Reads that may find nothing at run time, and the bindings the current step needs.
+    found: Findings,
     not_served: BTreeSet<Gvk>,
     ids: BTreeSet<String>,
 }
@@ -455,19 +458,31 @@ impl Compiler {
                 self.check_id(id, &format!("{step_path}.id"));
             }
             let planned = match step {
-                Step::Child(c) => self.child(c, &step_path, &scope).map(|p| {
-                    let ty = Ty::of_optional(self.schemas.get(&p.gvk));
-                    match c.include_when.is_empty() {
-                        true => scope.bind(&c.id, ty),
-                        false => scope.bind_maybe_null(&c.id, ty),
-                    }
-                    Plan::Child(Arc::new(p))
-                }),
-                Step::ChildSet(c) => self.child_set(c, &step_path, &scope).map(|p| {
-                    let item = Ty::of_optional(self.schemas.get(&p.child.gvk));
-                    scope.bind(&c.id, Ty::List(Box::new(item)));
-                    Plan::ChildSet(Arc::new(p))
-                }),
+                Step::Child(c) => {
+                    let outer = std::mem::take(&mut self.found.needs);
+                    let planned = self.child(c, &step_path, &scope.excluding_dependents());
+                    let needs = std::mem::replace(&mut self.found.needs, outer);
+                    planned.map(|mut p| {
+                        p.depends_on = needs.into_iter().collect();
+                        let ty = Ty::of_optional(self.schemas.get(&p.gvk));
+                        match c.include_when.is_empty() && p.depends_on.is_empty() {
+                            true => scope.bind(&c.id, ty),
+                            false => scope.bind_maybe_null(&c.id, ty),
+                        }
+                        Plan::Child(Arc::new(p))
+                    })
+                }
+                Step::ChildSet(c) => {
+                    let outer = std::mem::take(&mut self.found.needs);
+                    let planned = self.child_set(c, &step_path, &scope.excluding_dependents());
+                    let needs = std::mem::replace(&mut self.found.needs, outer);
+                    planned.map(|mut p| {
+                        p.child.depends_on = needs.into_iter().collect();
+                        let item = Ty::of_optional(self.schemas.get(&p.child.gvk));
+                        scope.bind(&c.id, Ty::List(Box::new(item)));
+                        Plan::ChildSet(Arc::new(p))
+                    })
+                }
                 Step::Sync(s) => self
                     .sync(s, &step_path, &scope)
                     .map(|p| Plan::Sync(Arc::new(p))),
@@ -488,7 +503,7 @@ impl Compiler {
                     let condition_path = format!("{step_path}.condition");
                     let condition = self.keep(condition(&i.condition, &condition_path));
                     if let Some(c) = &condition {
-                        let checked = check_condition(c, &scope, &mut self.reads);
+                        let checked = check_condition(c, &scope, &mut self.found);
                         self.keep(checked);
                     }
                     let (then_scope, else_scope) = match &condition {
@@ -555,7 +570,7 @@ impl Compiler {
         for (i, text) in texts.iter().enumerate() {
             let path = format!("{path}[{i}]");
             if let Some(e) = self.keep(condition(text, &path)) {
-                let checked = check_condition(&e, scope, &mut self.reads);
+                let checked = check_condition(&e, scope, &mut self.found);
                 if self.keep(checked).is_some() {
                     expressions.push(e);
                 }
@@ -601,7 +616,8 @@ impl Compiler {
         );
         let failed = !found.errors.is_empty();
         self.errors.extend(found.errors);
-        self.reads.extend(found.warnings);
+        self.found.warnings.extend(found.warnings);
+        self.found.needs.extend(found.needs);
         (!failed).then_some((gvk, compiled))
     }
 
@@ -653,6 +669,7 @@ impl Compiler {
                 .clone()
                 .unwrap_or_else(|| format!("{}Ready", upper_camel(parts.id))),
             manager: parts.manager,
+            depends_on: Vec::new(),
         })
     }
 
@@ -665,7 +682,7 @@ impl Compiler {
         let for_each = self.keep(condition(&step.for_each, &format!("{path}.forEach")));
         let item = match &for_each {
             Some(for_each) => {
-                let checked = check_list(for_each, scope, &mut self.reads);
+                let checked = check_list(for_each, scope, &mut self.found);
                 self.keep(checked).unwrap_or(Ty::Dyn)
             }
             None => Ty::Dyn,
@@ -673,7 +690,7 @@ impl Compiler {
         let item_scope = scope.with("each", item);
         let item_id = self.keep(Text::parse(&step.item_id, &format!("{path}.itemId")))?;
         for e in item_id.expressions() {
-            let checked = super::check::check(e, &item_scope, &mut self.reads);
+            let checked = super::check::check(e, &item_scope, &mut self.found);
             self.keep(checked);
         }
         let parts = ChildParts {
@@ -712,7 +729,8 @@ impl Compiler {
         );
         let failed = !found.errors.is_empty();
         self.errors.extend(found.errors);
-        self.reads.extend(found.warnings);
+        self.found.warnings.extend(found.warnings);
+        self.found.needs.extend(found.needs);
         if !step.status.is_object() {
             self.error(&status_path, "status must be a map of fields");
             return None;
@@ -740,7 +758,7 @@ impl Compiler {
         let text = |value: &str, field: &str, this: &mut Self| -> Option<Text> {
             let text = this.keep(Text::parse(value, &format!("{path}.{field}")))?;
             for e in text.expressions() {
-                let checked = super::check::check(e, scope, &mut this.reads);
+                let checked = super::check::check(e, scope, &mut this.found);
                 this.keep(checked);
             }
             Some(text)
