@@ -300,7 +300,7 @@ fn a_read_the_checker_cannot_prove_is_a_warning_and_an_error_with_strict() {
     let definition = definition.to_string_lossy().into_owned();
     let cases = examples().join("tests/widgets.yaml");
     let cases = cases.to_string_lossy().into_owned();
-    let warning = "spec.steps[0].child.template.data.greeting: ${self.?spec.?greeting.orValue('') == '' ? 'hello' : self.spec.greeting}: self.spec may be absent (the schema neither requires nor defaults it): read it as self.?spec.orValue({}), or guard it with has(self.spec) (at 1:56 of the expression)";
+    let warning = "spec.steps[0].child.template.data.greeting: ${self.?spec.?greeting.orValue('') == '' ? 'hello' : self.spec.greeting}: self.spec may be absent (the schema neither requires nor defaults it): read it as self.?spec and what is under it with .?field, or guard it with has(self.spec) (at 1:56 of the expression)";
 
     let warned = dynrec(&["test", "-f", &definition, &cases]);
     assert_eq!(warned.status.code(), Some(0), "{}", text(&warned));

@@ -707,9 +707,10 @@ impl Checker<'_> {
                     )
                 {
                     return Err(format!(
-                        "cannot combine {} with {} ({function})",
+                        "cannot combine {} with {} ({})",
                         a.describe(),
-                        b.describe()
+                        b.describe(),
+                        operator_name(function)
                     ));
                 }
                 match (a, b) {
@@ -1007,7 +1008,7 @@ mod tests {
             ),
             (
                 "self.spec.?greeting.orValue('') + 1",
-                "${self.spec.?greeting.orValue('') + 1}: cannot combine a string with a number (_+_) (at 1:33 of the expression)",
+                "${self.spec.?greeting.orValue('') + 1}: cannot combine a string with a number (+) (at 1:33 of the expression)",
             ),
             (
                 "size(self.spec.?items) > 0",
@@ -1100,7 +1101,7 @@ mod tests {
             ),
             (
                 "self.status.ready",
-                "spec.x: ${self.status.ready}: self.status may be absent (the schema neither requires nor defaults it): read it as self.?status.orValue({}), or guard it with has(self.status) (at 1:5 of the expression)",
+                "spec.x: ${self.status.ready}: self.status may be absent (the schema neither requires nor defaults it): read it as self.?status and what is under it with .?field, or guard it with has(self.status) (at 1:5 of the expression)",
             ),
             (
                 "has(self.spec.name) ? self.spec.size : 0",
@@ -1108,7 +1109,7 @@ mod tests {
             ),
             (
                 "self.spec.labels['app'] == 'x'",
-                "spec.x: ${self.spec.labels['app'] == 'x'}: self.spec.labels may be absent (the schema neither requires nor defaults it): read it as self.spec.?labels.orValue({}), or guard it with has(self.spec.labels) (at 1:10 of the expression)",
+                "spec.x: ${self.spec.labels['app'] == 'x'}: self.spec.labels may be absent (the schema neither requires nor defaults it): read it as self.spec.?labels and what is under it with .?field, or guard it with has(self.spec.labels) (at 1:10 of the expression)",
             ),
             (
                 "has(self.spec.labels) && self.spec.labels['app'] == 'x'",

@@ -52,11 +52,14 @@ pub fn known(facts: &[String], path: &str) -> bool {
     })
 }
 
-/// The warning for a read `operand.field` (or `operand[key]`) that may find nothing.
+/// The warning for a read `operand.field` (or `operand[key]`) that may find nothing; `zero`
+/// is a default of its type (`{}` for an object, read through with `.?` instead).
 pub fn absent_field(path: &str, optional_read: &str, why: &str, zero: &str) -> String {
-    format!(
-        "{path} may be absent ({why}): read it as {optional_read}.orValue({zero}), or guard it with has({path})"
-    )
+    let read = match zero {
+        "{}" => format!("{optional_read} and what is under it with .?field"),
+        _ => format!("{optional_read}.orValue({zero})"),
+    };
+    format!("{path} may be absent ({why}): read it as {read}, or guard it with has({path})")
 }
 
 /// The warning for a read of a step's binding that may be null (the step excluded).
