@@ -23,6 +23,8 @@ mod presence;
 mod render;
 mod runner;
 mod schema;
+#[cfg(test)]
+mod soundness;
 mod ty;
 
 pub use build::{
