@@ -161,7 +161,7 @@ fn dynrec_test_refuses_a_bad_case_file_and_a_bad_definition() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("spec.steps[0].child.template.data.greeting: ${self.?spec.?greeting.orValue('') == '' ? 'hello' : self.spec.greting}: self.spec has no field \"greting\""),
+        stderr.contains("spec.steps[0].child.template.data.greeting: ${has(self.spec) && has(self.spec.greting) && self.spec.greting != '' ? self.spec.greting : 'hello'}: self.spec has no field \"greting\""),
         "{}",
         text(&out)
     );
@@ -367,4 +367,38 @@ async fn dynrec_plan_shows_what_would_change_without_changing_it() {
         text(&refused)
     );
     serving.shutdown().await;
+}
+
+#[test]
+fn a_read_the_checker_cannot_prove_is_a_warning_and_an_error_with_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    let definition = dir.path().join("widgets.yaml");
+    let widgets = std::fs::read_to_string(examples().join("widgets.yaml")).unwrap();
+    std::fs::write(
+        &definition,
+        widgets.replace(
+            "has(self.spec) && has(self.spec.greeting) && self.spec.greeting != '' ? self.spec.greeting : 'hello'",
+            "self.?spec.?greeting.orValue('') == '' ? 'hello' : self.spec.greeting",
+        ),
+    )
+    .unwrap();
+    let definition = definition.to_string_lossy().into_owned();
+    let cases = examples().join("tests/widgets.yaml");
+    let cases = cases.to_string_lossy().into_owned();
+    let warning = "spec.steps[0].child.template.data.greeting: ${self.?spec.?greeting.orValue('') == '' ? 'hello' : self.spec.greeting}: self.spec may be absent (the schema neither requires nor defaults it): read it as self.?spec and what is under it with .?field, or guard it with has(self.spec) (at 1:56 of the expression)";
+
+    let warned = dynrec(&["test", "-f", &definition, &cases]);
+    assert_eq!(warned.status.code(), Some(0), "{}", text(&warned));
+    let stderr = String::from_utf8_lossy(&warned.stderr);
+    assert!(
+        stderr.contains(&format!("warning: {definition} (document 1): {warning}")),
+        "{}",
+        text(&warned)
+    );
+
+    let strict = dynrec(&["test", "--strict", "-f", &definition, &cases]);
+    assert_eq!(strict.status.code(), Some(1), "{}", text(&strict));
+    let stderr = String::from_utf8_lossy(&strict.stderr);
+    assert!(stderr.contains(warning), "{}", text(&strict));
+    assert!(!stderr.contains("warning:"), "{}", text(&strict));
 }

@@ -788,3 +788,78 @@ async fn a_definition_waits_for_a_kind_not_served_yet_and_starts_when_it_appears
     );
     running.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dependents_of_an_excluded_step_are_excluded_and_come_back_with_it() {
+    let running = Running::start().await;
+    let definitions = running.definitions_api();
+    let config_map = |id: &str, extra: &str, data: &str| {
+        format!(
+            "  - child:\n      id: {id}\n{extra}      template:\n        apiVersion: v1\n        kind: ConfigMap\n        metadata: {{name: \"${{self.metadata.name}}-{id}\"}}\n        data: {data}\n"
+        )
+    };
+    let steps = [
+        config_map(
+            "service",
+            "      includeWhen: [\"${self.spec.enabled}\"]\n",
+            "{port: \"80\"}",
+        ),
+        // Reads the service plainly: excluded with it.
+        config_map("ingress", "", "{backend: \"${service.metadata.name}\"}"),
+        // Reads the ingress: excluded with it in turn.
+        config_map("route", "", "{via: \"${ingress.data.backend}\"}"),
+        // Reads the service as an optional: stays, and says so.
+        config_map(
+            "note",
+            "",
+            "{service: \"${service.?metadata.?name.orValue('none')}\"}",
+        ),
+    ]
+    .concat();
+    running.apply(&definitions, &greeters(&steps)).await;
+    let greeters_api = greeter_api(&running).await;
+    let cms = running.config_maps();
+    let flip = |enabled: bool| greeter("g1", &format!("{{name: bob, enabled: {enabled}}}"));
+
+    running.apply(&greeters_api, &flip(true)).await;
+    eventually("every child is made", || async {
+        (data_of(&cms, "g1-route").await? == json!({"via": "g1-service"})
+            && data_of(&cms, "g1-note").await? == json!({"service": "g1-service"}))
+        .then_some(())
+    })
+    .await;
+
+    running.apply(&greeters_api, &flip(false)).await;
+    let parent = eventually("the dependents are excluded with the service", || async {
+        let gone = data_of(&cms, "g1-service").await.is_none()
+            && data_of(&cms, "g1-ingress").await.is_none()
+            && data_of(&cms, "g1-route").await.is_none()
+            && data_of(&cms, "g1-note").await? == json!({"service": "none"});
+        let parent = greeters_api.get("g1").await.ok()?;
+        let route = condition(&parent, "RouteReady")?;
+        (gone && route["reason"] == "DependencyExcluded").then_some(parent)
+    })
+    .await;
+    let ingress = condition(&parent, "IngressReady").unwrap();
+    assert_eq!(ingress["status"], "True");
+    assert_eq!(ingress["reason"], "DependencyExcluded");
+    assert_eq!(ingress["message"], "it reads service, which is excluded");
+    assert_eq!(
+        condition(&parent, "RouteReady").unwrap()["message"],
+        "it reads ingress, which is excluded"
+    );
+    assert_eq!(
+        condition(&parent, "ServiceReady").unwrap()["reason"],
+        "NotIncluded"
+    );
+    assert_eq!(condition(&parent, "Ready").unwrap()["status"], "True");
+
+    running.apply(&greeters_api, &flip(true)).await;
+    eventually("the dependents come back with the service", || async {
+        (data_of(&cms, "g1-route").await? == json!({"via": "g1-service"})
+            && data_of(&cms, "g1-note").await? == json!({"service": "g1-service"}))
+        .then_some(())
+    })
+    .await;
+    running.stop().await;
+}

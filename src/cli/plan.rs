@@ -20,6 +20,10 @@ pub struct Args {
     /// Definition files or directories (YAML or JSON); may be repeated.
     #[arg(short = 'f', long = "filename", required = true)]
     files: Vec<PathBuf>,
+    /// Make the checker's warnings (reads it cannot prove present) errors, as
+    /// `spec.strict: true` does.
+    #[arg(long)]
+    strict: bool,
 }
 
 /// Prints the plan of every definition.
@@ -29,7 +33,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let client = Client::new(cluster.client.clone());
     let config = dynrec::reconcilers::Config::new(client.clone(), "dynrec-plan");
     let manager = Manager::new(client, ManagerOptions::default());
-    let definitions = Definitions::new(&manager, &config);
+    let definitions = Definitions::new(&manager, &config).strict(args.strict);
     let mut changes = false;
     for definition in &loaded {
         let compiled = definitions.compile(definition).await?;

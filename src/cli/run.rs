@@ -49,6 +49,10 @@ pub struct Args {
     /// Refuse definitions that name no ServiceAccount (their status says why).
     #[arg(long)]
     require_service_account: bool,
+    /// Make the checker's warnings (reads it cannot prove present) errors, as
+    /// `spec.strict: true` does.
+    #[arg(long)]
+    strict: bool,
 }
 
 /// Runs the definitions until SIGINT or SIGTERM.
@@ -71,7 +75,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             .transpose()?,
         require_service_account: args.require_service_account,
     };
-    let definitions = Definitions::new(&manager, &config).with_identities(identities);
+    let definitions = Definitions::new(&manager, &config)
+        .with_identities(identities)
+        .strict(args.strict);
     definitions
         .install_crd()
         .await

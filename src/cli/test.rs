@@ -27,6 +27,10 @@ pub struct Args {
     /// case files.
     #[arg(required = true, value_name = "CASES")]
     cases: Vec<PathBuf>,
+    /// Make the checker's warnings (reads it cannot prove present) errors, as
+    /// `spec.strict: true` does.
+    #[arg(long)]
+    strict: bool,
 }
 
 /// Runs every case file.
@@ -37,7 +41,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Definitions are checked against the built-in kinds' schemas of an embedded server.
     let client = Client::new(ApiServer::new().client());
     let config = Config::new(client.clone(), "dynrec-test");
-    let definitions = Definitions::new(&Manager::new(client, ManagerOptions::default()), &config);
+    let definitions = Definitions::new(&Manager::new(client, ManagerOptions::default()), &config)
+        .strict(args.strict);
     let mut compiled = Vec::new();
     for definition in &loaded {
         let checked = definitions.compile(definition).await?;

@@ -147,8 +147,8 @@ impl Shared {
                 let message = format!("no {kind} yet");
                 self.mark_false(ctx, parent, condition, &format!("No{kind}"), &message);
             }
-            Ok(Readiness::Excluded(because)) => {
-                self.mark_true(ctx, parent, condition, "NotIncluded", &because);
+            Ok(Readiness::Excluded(Exclusion { reason, message })) => {
+                self.mark_true(ctx, parent, condition, reason, &message);
             }
         }
     }
@@ -162,6 +162,15 @@ pub(super) enum Readiness {
     NotReady(String),
     /// There is no child (yet, or the parent is going).
     Missing,
-    /// `includeWhen` is false.
-    Excluded(String),
+    /// `includeWhen` is false, or a step it reads is excluded.
+    Excluded(Exclusion),
+}
+
+/// Why a child step is excluded, as its condition (True) says.
+#[derive(Clone, Debug)]
+pub(super) struct Exclusion {
+    /// `NotIncluded` or `DependencyExcluded`.
+    pub reason: &'static str,
+    /// What is false, or which step is excluded.
+    pub message: String,
 }

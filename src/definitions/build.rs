@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
-use super::bindings::{Readiness, Shared, bind, bindings, child_json, error_message};
+use super::bindings::{Exclusion, Readiness, Shared, bind, bindings, child_json, error_message};
 use super::child_permissions::child_permissions;
 use super::compile::{
     ChildPlan, ChildSetPlan, CompiledDefinition, Plan, RefPlan, SyncPlan, upper_camel,
@@ -269,7 +269,7 @@ fn child_reconciler(plan: Arc<ChildPlan>, shared: Arc<Shared>) -> ChildReconcile
               child: Option<&DynamicObject>,
               error: Option<&ReconcileError>| {
             bind(ctx, &plan.id, child.map_or(Value::Null, child_json));
-            let excluded = ctx.stash().clear::<String>(&excluded_key(&plan.id));
+            let excluded = ctx.stash().clear::<Exclusion>(&excluded_key(&plan.id));
             let state = match (error, excluded, child) {
                 (Some(error), _, _) => Err(format!("{}: {}", plan.path, error_message(error))),
                 (None, Some(because), _) => Ok(Readiness::Excluded(because)),
@@ -330,7 +330,9 @@ fn child_set_reconciler(plan: Arc<ChildSetPlan>, shared: Arc<Shared>) -> ChildSe
                 &plan.child.id,
                 Value::Array(children.iter().map(child_json).collect()),
             );
-            let excluded = ctx.stash().clear::<String>(&excluded_key(&plan.child.id));
+            let excluded = ctx
+                .stash()
+                .clear::<Exclusion>(&excluded_key(&plan.child.id));
             let state = match (result.aggregate_error(), excluded) {
                 (Some(error), _) => Err(format!("{}: {}", plan.child.path, error_message(&error))),
                 (None, Some(because)) => Ok(Readiness::Excluded(because)),
@@ -404,18 +406,30 @@ async fn desired_children(
     Ok(children)
 }
 
-/// Whether every `includeWhen` holds; when one does not, says which (for the condition).
+/// Whether every step it depends on is there and every `includeWhen` holds; when not,
+/// says why (for the condition).
 fn included(ctx: &Context, plan: &ChildPlan, b: &Bindings) -> Result<bool, ReconcileError> {
+    let exclude = |exclusion: Exclusion| {
+        ctx.stash().store(&excluded_key(&plan.id), exclusion);
+        Ok(false)
+    };
+    for step in &plan.depends_on {
+        if b.get(step).is_none_or(|value| value.is_null()) {
+            return exclude(Exclusion {
+                reason: "DependencyExcluded",
+                message: format!("it reads {step}, which is excluded"),
+            });
+        }
+    }
     for expression in &plan.include_when {
         if !expression
             .test(b, ctx.now())
             .map_err(ReconcileError::from_error)?
         {
-            ctx.stash().store(
-                &excluded_key(&plan.id),
-                format!("includeWhen ${{{}}} is false", expression.source()),
-            );
-            return Ok(false);
+            return exclude(Exclusion {
+                reason: "NotIncluded",
+                message: format!("includeWhen ${{{}}} is false", expression.source()),
+            });
         }
     }
     Ok(true)

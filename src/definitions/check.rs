@@ -3,14 +3,15 @@
 //! (unless the schema leaves the place open), conditions must be bools, lists lists, and a
 //! template's values must have the types its kind's schema asks for.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use serde_json::Value;
 
 use super::error::DefinitionError;
 use super::expr::{Expression, Template, Text, field_path};
-use super::render::{describe, presence_test};
+use super::presence::{absent_field, facts, known, unbound_step};
+use super::render::{describe, presence_test, render};
 use super::schema::{Field, Schema};
 use super::ty::{Ty, same};
 
@@ -18,19 +19,48 @@ use super::ty::{Ty, same};
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
     vars: BTreeMap<String, Ty>,
+    /// Bindings that may be null (of steps with `includeWhen`, optional refs).
+    maybe_null: BTreeSet<String>,
+    /// Paths known present here (guarded by an `includeWhen` or an `if`).
+    facts: Vec<String>,
+    /// Whether the step checked here is excluded when a binding it reads is null (instead
+    /// of failing), so such reads are not warned about.
+    excludes_dependents: bool,
 }
 
 impl Scope {
     /// The same scope with `name` bound to a value of type `ty`.
     pub fn with(&self, name: &str, ty: Ty) -> Scope {
         let mut scope = self.clone();
-        scope.vars.insert(name.to_owned(), ty);
+        scope.bind(name, ty);
         scope
     }
 
     /// Binds `name` in this scope.
     pub fn bind(&mut self, name: &str, ty: Ty) {
         self.vars.insert(name.to_owned(), ty);
+        self.maybe_null.remove(name);
+    }
+
+    /// Binds `name` to a value of type `ty`, or null.
+    pub fn bind_maybe_null(&mut self, name: &str, ty: Ty) {
+        self.bind(name, ty);
+        self.maybe_null.insert(name.to_owned());
+    }
+
+    /// The same scope, for a step excluded when a binding it reads is null.
+    pub fn excluding_dependents(&self) -> Scope {
+        Scope {
+            excludes_dependents: true,
+            ..self.clone()
+        }
+    }
+
+    /// The same scope where `condition` is known to be `holds`.
+    pub fn given(&self, condition: &Expression, holds: bool) -> Scope {
+        let mut scope = self.clone();
+        scope.facts.extend(facts(condition.ast(), holds));
+        scope
     }
 
     /// The schema of `self`, when known.
@@ -53,45 +83,74 @@ struct NodeError {
     message: String,
 }
 
-/// The type of `expression` in `scope`, or why it is wrong.
-pub fn check(expression: &Expression, scope: &Scope) -> Result<Ty, DefinitionError> {
+/// The type of `expression` in `scope`, or why it is wrong; a read that may find nothing
+/// at run time (the first of the expression) is added to `found`'s warnings, and the
+/// bindings that may be null it reads plainly in a step that excludes its dependents to its
+/// `needs`.
+pub fn check(
+    expression: &Expression,
+    scope: &Scope,
+    found: &mut Findings,
+) -> Result<Ty, DefinitionError> {
     let mut checker = Checker {
         scope,
         locals: Vec::new(),
+        facts: scope.facts.clone(),
+        absent: None,
+        needs: BTreeSet::new(),
     };
-    checker.infer(expression.ast()).map_err(|e| {
-        let error = DefinitionError::new(
-            expression.path(),
-            format!("${{{}}}: {}", expression.source(), e.message),
-        );
-        match expression.position_of(e.id) {
-            Some((line, column)) => {
-                let text = expression
-                    .source()
-                    .lines()
-                    .nth(line - 1)
-                    .unwrap_or_default();
-                let pad: String = text.chars().take(column - 1).map(|_| ' ').collect();
-                error.at(line, column, format!("  {text}\n  {pad}^"))
-            }
-            None => error,
+    let ty = checker
+        .infer(expression.ast())
+        .map_err(|e| located(expression, e))?;
+    found
+        .warnings
+        .extend(checker.absent.map(|e| located(expression, e)));
+    found.needs.extend(checker.needs);
+    Ok(ty)
+}
+
+/// A node's message as an error of the expression, with its position.
+fn located(expression: &Expression, e: NodeError) -> DefinitionError {
+    let error = DefinitionError::new(
+        expression.path(),
+        format!("${{{}}}: {}", expression.source(), e.message),
+    );
+    match expression.position_of(e.id) {
+        Some((line, column)) => {
+            let text = expression
+                .source()
+                .lines()
+                .nth(line - 1)
+                .unwrap_or_default();
+            let pad: String = text.chars().take(column - 1).map(|_| ' ').collect();
+            error.at(line, column, format!("  {text}\n  {pad}^"))
         }
-    })
+        None => error,
+    }
 }
 
 /// Checks that `expression` is a bool condition.
-pub fn check_condition(expression: &Expression, scope: &Scope) -> Result<(), DefinitionError> {
+pub fn check_condition(
+    expression: &Expression,
+    scope: &Scope,
+    found: &mut Findings,
+) -> Result<(), DefinitionError> {
     expect(
         expression,
         scope,
+        found,
         |t| matches!(t, Ty::Bool | Ty::Dyn),
         "a bool",
     )
 }
 
 /// Checks that `expression` yields a list, and returns the type of its items.
-pub fn check_list(expression: &Expression, scope: &Scope) -> Result<Ty, DefinitionError> {
-    match check(expression, scope)? {
+pub fn check_list(
+    expression: &Expression,
+    scope: &Scope,
+    found: &mut Findings,
+) -> Result<Ty, DefinitionError> {
+    match check(expression, scope, found)? {
         Ty::List(items) => Ok(*items),
         Ty::Dyn => Ok(Ty::Dyn),
         other => Err(DefinitionError::new(
@@ -109,10 +168,11 @@ pub fn check_list(expression: &Expression, scope: &Scope) -> Result<Ty, Definiti
 fn expect(
     expression: &Expression,
     scope: &Scope,
+    found: &mut Findings,
     ok: impl Fn(&Ty) -> bool,
     wanted: &str,
 ) -> Result<(), DefinitionError> {
-    let ty = check(expression, scope)?;
+    let ty = check(expression, scope, found)?;
     if ok(&ty) {
         return Ok(());
     }
@@ -135,6 +195,17 @@ fn unwrap_hint(ty: &Ty) -> String {
     }
 }
 
+/// What checking a template finds.
+#[derive(Default)]
+pub struct Findings {
+    /// What is wrong.
+    pub errors: Vec<DefinitionError>,
+    /// Reads that may find nothing at run time.
+    pub warnings: Vec<DefinitionError>,
+    /// Bindings that may be null which the step reads (it is excluded when one is null).
+    pub needs: BTreeSet<String>,
+}
+
 /// Checks a template against the schema of what it builds (`None`: unknown, only the
 /// expressions are checked).
 pub fn check_template(
@@ -142,14 +213,14 @@ pub fn check_template(
     schema: Option<&Schema>,
     path: &str,
     scope: &Scope,
-    errors: &mut Vec<DefinitionError>,
+    found: &mut Findings,
 ) {
     match template {
         Template::Map(fields) => {
             if let Some(schema) = schema
                 && !matches!(schema.type_name().as_deref(), None | Some("object"))
             {
-                errors.push(mismatch(path, schema, "a map"));
+                found.errors.push(mismatch(path, schema, "a map"));
                 return;
             }
             for (name, value) in fields {
@@ -158,7 +229,7 @@ pub fn check_template(
                     None | Some(Field::Open(None)) => None,
                     Some(Field::Known(s) | Field::Open(Some(s))) => Some(s),
                     Some(Field::Unknown(known)) => {
-                        errors.push(DefinitionError::new(
+                        found.errors.push(DefinitionError::new(
                             &field,
                             format!(
                                 "unknown field {name:?}; the schema has: {}",
@@ -168,14 +239,14 @@ pub fn check_template(
                         continue;
                     }
                 };
-                check_template(value, inner.as_ref(), &field, scope, errors);
+                check_template(value, inner.as_ref(), &field, scope, found);
             }
         }
         Template::List(items) => {
             if let Some(schema) = schema
                 && !matches!(schema.type_name().as_deref(), None | Some("array"))
             {
-                errors.push(mismatch(path, schema, "a list"));
+                found.errors.push(mismatch(path, schema, "a list"));
                 return;
             }
             let item_schema = schema.and_then(Schema::items);
@@ -185,23 +256,23 @@ pub fn check_template(
                     item_schema.as_ref(),
                     &format!("{path}[{i}]"),
                     scope,
-                    errors,
+                    found,
                 );
             }
         }
         Template::Text(text) => {
             let mut ty = Ty::String;
             for expression in text.expressions() {
-                match check(expression, scope) {
+                match check(expression, scope, found) {
                     Ok(Ty::Optional(inner)) => {
-                        errors.push(unwritable_optional(expression, &inner));
+                        found.errors.push(unwritable_optional(expression, &inner));
                         ty = Ty::Dyn;
                     }
                     Ok(t) if matches!(text, Text::Whole(_)) => ty = t,
                     Ok(_) => {}
                     Err(e) => {
                         // Said once: the value's type is unknown to the checks after.
-                        errors.push(e);
+                        found.errors.push(e);
                         ty = Ty::Dyn;
                     }
                 }
@@ -213,7 +284,7 @@ pub fn check_template(
                     Text::Whole(e) => format!("${{{}}} yields {}", e.source(), ty.describe()),
                     _ => "the value is a string".to_owned(),
                 };
-                errors.push(DefinitionError::new(
+                found.errors.push(DefinitionError::new(
                     path,
                     format!("expected {}, {what}", wanted(schema)),
                 ));
@@ -229,7 +300,7 @@ pub fn check_template(
                 && !matches!(ty, Ty::Null)
                 && !fits(&ty, schema)
             {
-                errors.push(mismatch(path, schema, &ty.describe()));
+                found.errors.push(mismatch(path, schema, &ty.describe()));
             }
         }
     }
@@ -284,6 +355,12 @@ fn mismatch(path: &str, schema: &Schema, found: &str) -> DefinitionError {
 struct Checker<'a> {
     scope: &'a Scope,
     locals: Vec<(String, Ty)>,
+    /// Paths known present where the node being checked is.
+    facts: Vec<String>,
+    /// The first read that may find nothing.
+    absent: Option<NodeError>,
+    /// The bindings that may be null read plainly, where the step excludes its dependents.
+    needs: BTreeSet<String>,
 }
 
 /// Names that are CEL types or constants, not bindings.
@@ -345,6 +422,9 @@ impl Checker<'_> {
                         id: expr.id,
                         message: format!("{} {message}", describe(&select.operand)),
                     })?;
+                if !select.test && !optional {
+                    self.note_absent_field(expr, &select.operand, &inner, &select.field, &ty);
+                }
                 Ok(match (select.test, optional) {
                     (true, _) => Ty::Bool,
                     (false, true) => Ty::Optional(Box::new(ty)),
@@ -352,11 +432,19 @@ impl Checker<'_> {
                 })
             }
             Expr::Call(call) => {
-                let args = call
-                    .args
-                    .iter()
-                    .map(|a| self.infer(a))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let mut args = Vec::with_capacity(call.args.len());
+                for (i, arg) in call.args.iter().enumerate() {
+                    let given = match (call.func_name.as_str(), i) {
+                        ("_&&_", 1) | ("_?_:_", 1) => facts(&call.args[0], true),
+                        ("_||_", 1) | ("_?_:_", 2) => facts(&call.args[0], false),
+                        _ => Vec::new(),
+                    };
+                    let depth = self.facts.len();
+                    self.facts.extend(given);
+                    let ty = self.infer(arg);
+                    self.facts.truncate(depth);
+                    args.push(ty?);
+                }
                 if let Some(target) = &call.target
                     && self.is_optional_library(target)
                 {
@@ -372,6 +460,11 @@ impl Checker<'_> {
                     && OPTIONAL_METHODS.contains(&call.func_name.as_str())
                 {
                     return optional_method(&call.func_name, ty, target, &args).map_err(fail);
+                }
+                if call.func_name == "_[_]"
+                    && let ([container, ..], [_, key]) = (args.as_slice(), call.args.as_slice())
+                {
+                    self.note_absent_entry(expr, container, key);
                 }
                 self.call(&call.func_name, &args, &call.args).map_err(fail)
             }
@@ -437,6 +530,82 @@ impl Checker<'_> {
                 self.locals.truncate(depth);
                 result
             }
+        }
+    }
+
+    /// Notes `expr` (`operand.field`) when it may find nothing and nothing guards it.
+    fn note_absent_field(
+        &mut self,
+        expr: &IdedExpr,
+        operand: &IdedExpr,
+        operand_ty: &Ty,
+        field: &str,
+        ty: &Ty,
+    ) {
+        if self.absent.is_some() {
+            return;
+        }
+        if let Expr::Ident(name) = &operand.expr
+            && self.scope.maybe_null.contains(name)
+            && !self.locals.iter().any(|(local, _)| local == name)
+            && !known(&self.facts, name)
+        {
+            if self.scope.excludes_dependents {
+                self.needs.insert(name.clone());
+                return;
+            }
+            self.absent = Some(NodeError {
+                id: expr.id,
+                message: unbound_step(name, field),
+            });
+            return;
+        }
+        let why = match operand_ty {
+            Ty::Object(schema) if !schema.always_has(field) => {
+                "the schema neither requires nor defaults it"
+            }
+            Ty::Map(_) => "a map need not have the key",
+            _ => return,
+        };
+        let (Some(path), Some(base)) = (render(expr), render(operand)) else {
+            return;
+        };
+        if !known(&self.facts, &path) {
+            self.absent = Some(NodeError {
+                id: expr.id,
+                message: absent_field(&path, &format!("{base}.?{field}"), why, ty.zero()),
+            });
+        }
+    }
+
+    /// Notes `expr` (`container[key]`) when the key may be missing and nothing guards it.
+    fn note_absent_entry(&mut self, expr: &IdedExpr, container: &Ty, key: &IdedExpr) {
+        let (why, ty) = match (container, &key.expr) {
+            (Ty::Map(values), _) => ("a map need not have the key", (**values).clone()),
+            (Ty::Object(schema), Expr::Literal(LiteralValue::String(field)))
+                if !schema.always_has(field.inner()) =>
+            {
+                (
+                    "the schema neither requires nor defaults it",
+                    self.select(container, field.inner()).unwrap_or(Ty::Dyn),
+                )
+            }
+            _ => return,
+        };
+        let Expr::Call(call) = &expr.expr else { return };
+        let (Some(path), Some(base), Some(key)) = (
+            render(expr),
+            call.args.first().and_then(render),
+            render(key),
+        ) else {
+            return;
+        };
+        if self.absent.is_none() && !known(&self.facts, &path) {
+            self.absent = Some(NodeError {
+                id: expr.id,
+                message: absent_field(&path, &format!("{base}[?{key}]"), why, ty.zero())
+                    .replace(&format!("has({path})"), &format!("{key} in {base}")),
+            });
         }
     }
 
@@ -538,9 +707,10 @@ impl Checker<'_> {
                     )
                 {
                     return Err(format!(
-                        "cannot combine {} with {} ({function})",
+                        "cannot combine {} with {} ({})",
                         a.describe(),
-                        b.describe()
+                        b.describe(),
+                        operator_name(function)
                     ));
                 }
                 match (a, b) {
@@ -783,7 +953,9 @@ mod tests {
 
     fn error(source: &str) -> String {
         let e = Expression::compile(source, "spec.x").unwrap();
-        check(&e, &scope()).unwrap_err().to_string()
+        check(&e, &scope(), &mut Findings::default())
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
@@ -799,7 +971,8 @@ mod tests {
             "self.spec.?greeting.orValue('hello')",
         ] {
             let e = Expression::compile(source, "p").unwrap();
-            check(&e, &scope()).unwrap_or_else(|e| panic!("{source}: {e}"));
+            check(&e, &scope(), &mut Findings::default())
+                .unwrap_or_else(|e| panic!("{source}: {e}"));
         }
     }
 
@@ -821,7 +994,8 @@ mod tests {
             "self.spec.?size.optMap(s, s + 1).orValue(0) > 1",
         ] {
             let e = Expression::compile(source, "p").unwrap();
-            check(&e, &scope()).unwrap_or_else(|e| panic!("{source}: {e}"));
+            check(&e, &scope(), &mut Findings::default())
+                .unwrap_or_else(|e| panic!("{source}: {e}"));
         }
     }
 
@@ -834,7 +1008,7 @@ mod tests {
             ),
             (
                 "self.spec.?greeting.orValue('') + 1",
-                "${self.spec.?greeting.orValue('') + 1}: cannot combine a string with a number (_+_) (at 1:33 of the expression)",
+                "${self.spec.?greeting.orValue('') + 1}: cannot combine a string with a number (+) (at 1:33 of the expression)",
             ),
             (
                 "size(self.spec.?items) > 0",
@@ -880,6 +1054,77 @@ mod tests {
         }
     }
 
+    /// The warnings of `source` over a parent whose spec is required, with `name` required,
+    /// `nick` defaulted and `size` neither, and a `service` step that may be excluded.
+    fn warnings(source: &str) -> Vec<String> {
+        let parent = Schema::of_crd(
+            json!({"type": "object", "required": ["spec"], "properties": {
+            "spec": {"type": "object", "required": ["name"], "properties": {
+                "name": {"type": "string"}, "nick": {"type": "string", "default": "x"},
+                "size": {"type": "integer"},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}}}},
+            "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}}}),
+        );
+        let mut scope = Scope::default().with("self", Ty::Object(parent.clone()));
+        scope.bind_maybe_null("service", Ty::Object(parent));
+        let e = Expression::compile(source, "spec.x").unwrap();
+        let mut found = Findings::default();
+        check(&e, &scope, &mut found).unwrap_or_else(|e| panic!("{source}: {e}"));
+        found
+            .warnings
+            .iter()
+            .map(|w| w.to_string().lines().next().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn reads_that_may_find_nothing_are_warnings_unless_guarded() {
+        for source in [
+            "self.spec.name + self.spec.nick",
+            "self.metadata.name + self.metadata.uid",
+            "self.spec.?size.orValue(0) > 1",
+            "has(self.spec.size) ? self.spec.size : 0",
+            "has(self.spec.size) && self.spec.size > 1",
+            "!has(self.spec.size) || self.spec.size > 1",
+            "!has(self.spec.size) ? 0 : self.spec.size",
+            "has(self.status) && has(self.status.ready) && self.status.ready",
+            "has(self.spec.labels) && 'app' in self.spec.labels && self.spec.labels['app'] == 'x'",
+            "service != null ? service.spec.name : ''",
+            "service.?spec.?name.orValue('')",
+        ] {
+            assert_eq!(warnings(source), Vec::<String>::new(), "{source}");
+        }
+        let cases = [
+            (
+                "self.spec.size > 1",
+                "spec.x: ${self.spec.size > 1}: self.spec.size may be absent (the schema neither requires nor defaults it): read it as self.spec.?size.orValue(0), or guard it with has(self.spec.size) (at 1:10 of the expression)",
+            ),
+            (
+                "self.status.ready",
+                "spec.x: ${self.status.ready}: self.status may be absent (the schema neither requires nor defaults it): read it as self.?status and what is under it with .?field, or guard it with has(self.status) (at 1:5 of the expression)",
+            ),
+            (
+                "has(self.spec.name) ? self.spec.size : 0",
+                "spec.x: ${has(self.spec.name) ? self.spec.size : 0}: self.spec.size may be absent (the schema neither requires nor defaults it): read it as self.spec.?size.orValue(0), or guard it with has(self.spec.size) (at 1:32 of the expression)",
+            ),
+            (
+                "self.spec.labels['app'] == 'x'",
+                "spec.x: ${self.spec.labels['app'] == 'x'}: self.spec.labels may be absent (the schema neither requires nor defaults it): read it as self.spec.?labels and what is under it with .?field, or guard it with has(self.spec.labels) (at 1:10 of the expression)",
+            ),
+            (
+                "has(self.spec.labels) && self.spec.labels['app'] == 'x'",
+                "spec.x: ${has(self.spec.labels) && self.spec.labels['app'] == 'x'}: self.spec.labels['app'] may be absent (a map need not have the key): read it as self.spec.labels[?'app'].orValue(''), or guard it with 'app' in self.spec.labels (at 1:42 of the expression)",
+            ),
+            (
+                "service.metadata.name",
+                "spec.x: ${service.metadata.name}: service may be null here (its step has includeWhen, or is an optional ref): read service.?metadata, or guard with service != null (at 1:8 of the expression)",
+            ),
+        ];
+        for (source, expected) in cases {
+            assert_eq!(warnings(source), [expected], "{source}");
+        }
+    }
+
     #[test]
     fn unknown_fields_bindings_and_mismatches_are_named_with_positions() {
         let e = error("self.spec.greting == 'x'");
@@ -909,15 +1154,20 @@ mod tests {
     fn conditions_must_be_bools_and_lists_lists() {
         let e =
             Expression::compile("self.spec.size", "spec.steps[0].child.includeWhen[0]").unwrap();
-        let err = check_condition(&e, &scope()).unwrap_err().to_string();
+        let err = check_condition(&e, &scope(), &mut Findings::default())
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "spec.steps[0].child.includeWhen[0]: ${self.spec.size}: expected a bool, the expression yields a number"
         );
         let e = Expression::compile("self.spec.greeting", "p").unwrap();
-        assert!(check_list(&e, &scope()).is_err());
+        assert!(check_list(&e, &scope(), &mut Findings::default()).is_err());
         let e = Expression::compile("self.spec.items", "p").unwrap();
-        assert!(matches!(check_list(&e, &scope()).unwrap(), Ty::Object(_)));
+        assert!(matches!(
+            check_list(&e, &scope(), &mut Findings::default()).unwrap(),
+            Ty::Object(_)
+        ));
     }
 
     #[test]
@@ -930,15 +1180,15 @@ mod tests {
             "spec.steps[0].child.template",
         )
         .unwrap();
-        let mut errors = Vec::new();
+        let mut found = Findings::default();
         check_template(
             &template,
             Some(&config_map),
             "spec.steps[0].child.template",
             &scope(),
-            &mut errors,
+            &mut found,
         );
-        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        let messages: Vec<String> = found.errors.iter().map(ToString::to_string).collect();
         assert_eq!(
             messages,
             [

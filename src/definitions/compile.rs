@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::check::{Scope, check_condition, check_list, check_template};
+use super::check::{Findings, Scope, check_condition, check_list, check_template};
 use super::error::{DefinitionError, DefinitionErrors};
 use super::expr::{Expression, Template, Text, condition};
 use super::model::{
@@ -37,6 +37,9 @@ pub struct ChildPlan {
     pub condition: String,
     /// How the child is written.
     pub manager: ManagerKind,
+    /// The steps that may be excluded (or missing) whose bindings it reads: when one is,
+    /// this step is excluded too.
+    pub depends_on: Vec<String>,
 }
 
 /// A child-set step, compiled.
@@ -253,6 +256,7 @@ pub fn compile(
         schemas: schemas.clone(),
         errors: Vec::new(),
         warnings: Vec::new(),
+        found: Findings::default(),
         not_served: BTreeSet::new(),
         ids: BTreeSet::new(),
     };
@@ -322,6 +326,11 @@ pub fn compile(
         }
         conditions.push(extra.clone());
     }
+    let mut warnings = std::mem::take(&mut compiler.found.warnings);
+    if definition.spec.strict {
+        compiler.errors.append(&mut warnings);
+    }
+    warnings.append(&mut compiler.warnings);
     if !compiler.errors.is_empty() {
         return Err(DefinitionErrors(compiler.errors));
     }
@@ -334,7 +343,7 @@ pub fn compile(
         crd,
         steps,
         conditions,
-        warnings: compiler.warnings,
+        warnings,
         not_served: compiler.not_served,
     })
 }
@@ -385,7 +394,10 @@ struct ChildParts<'a> {
 struct Compiler {
     schemas: Schemas,
     errors: Vec<DefinitionError>,
+    /// Kinds not served yet.
     warnings: Vec<DefinitionError>,
+    /// Reads that may find nothing at run time, and the bindings the current step needs.
+    found: Findings,
     not_served: BTreeSet<Gvk>,
     ids: BTreeSet<String>,
 }
@@ -446,15 +458,31 @@ impl Compiler {
                 self.check_id(id, &format!("{step_path}.id"));
             }
             let planned = match step {
-                Step::Child(c) => self.child(c, &step_path, &scope).map(|p| {
-                    scope.bind(&c.id, Ty::of_optional(self.schemas.get(&p.gvk)));
-                    Plan::Child(Arc::new(p))
-                }),
-                Step::ChildSet(c) => self.child_set(c, &step_path, &scope).map(|p| {
-                    let item = Ty::of_optional(self.schemas.get(&p.child.gvk));
-                    scope.bind(&c.id, Ty::List(Box::new(item)));
-                    Plan::ChildSet(Arc::new(p))
-                }),
+                Step::Child(c) => {
+                    let outer = std::mem::take(&mut self.found.needs);
+                    let planned = self.child(c, &step_path, &scope.excluding_dependents());
+                    let needs = std::mem::replace(&mut self.found.needs, outer);
+                    planned.map(|mut p| {
+                        p.depends_on = needs.into_iter().collect();
+                        let ty = Ty::of_optional(self.schemas.get(&p.gvk));
+                        match c.include_when.is_empty() && p.depends_on.is_empty() {
+                            true => scope.bind(&c.id, ty),
+                            false => scope.bind_maybe_null(&c.id, ty),
+                        }
+                        Plan::Child(Arc::new(p))
+                    })
+                }
+                Step::ChildSet(c) => {
+                    let outer = std::mem::take(&mut self.found.needs);
+                    let planned = self.child_set(c, &step_path, &scope.excluding_dependents());
+                    let needs = std::mem::replace(&mut self.found.needs, outer);
+                    planned.map(|mut p| {
+                        p.child.depends_on = needs.into_iter().collect();
+                        let item = Ty::of_optional(self.schemas.get(&p.child.gvk));
+                        scope.bind(&c.id, Ty::List(Box::new(item)));
+                        Plan::ChildSet(Arc::new(p))
+                    })
+                }
                 Step::Sync(s) => self
                     .sync(s, &step_path, &scope)
                     .map(|p| Plan::Sync(Arc::new(p))),
@@ -465,19 +493,26 @@ impl Compiler {
                     } else {
                         object
                     };
-                    scope.bind(&r.id, ty);
+                    match p.optional {
+                        true => scope.bind_maybe_null(&r.id, ty),
+                        false => scope.bind(&r.id, ty),
+                    }
                     Plan::Ref(Arc::new(p))
                 }),
                 Step::If(i) => {
                     let condition_path = format!("{step_path}.condition");
                     let condition = self.keep(condition(&i.condition, &condition_path));
                     if let Some(c) = &condition {
-                        let checked = check_condition(c, &scope);
+                        let checked = check_condition(c, &scope, &mut self.found);
                         self.keep(checked);
                     }
-                    let then = self.steps(&i.then, &format!("{step_path}.then"), scope.clone());
+                    let (then_scope, else_scope) = match &condition {
+                        Some(c) => (scope.given(c, true), scope.given(c, false)),
+                        None => (scope.clone(), scope.clone()),
+                    };
+                    let then = self.steps(&i.then, &format!("{step_path}.then"), then_scope);
                     let otherwise =
-                        self.steps(&i.otherwise, &format!("{step_path}.else"), scope.clone());
+                        self.steps(&i.otherwise, &format!("{step_path}.else"), else_scope);
                     condition.map(|condition| Plan::If {
                         path: step_path.clone(),
                         condition,
@@ -535,7 +570,7 @@ impl Compiler {
         for (i, text) in texts.iter().enumerate() {
             let path = format!("{path}[{i}]");
             if let Some(e) = self.keep(condition(text, &path)) {
-                let checked = check_condition(&e, scope);
+                let checked = check_condition(&e, scope, &mut self.found);
                 if self.keep(checked).is_some() {
                     expressions.push(e);
                 }
@@ -571,16 +606,18 @@ impl Compiler {
         self.check_kind(&gvk, &format!("{template_path}.kind"));
         let compiled = self.keep(Template::compile(template, &template_path))?;
         let schema = self.schemas.get(&gvk).cloned();
-        let mut errors = Vec::new();
+        let mut found = Findings::default();
         check_template(
             &compiled,
             schema.as_ref(),
             &template_path,
             scope,
-            &mut errors,
+            &mut found,
         );
-        let failed = !errors.is_empty();
-        self.errors.extend(errors);
+        let failed = !found.errors.is_empty();
+        self.errors.extend(found.errors);
+        self.found.warnings.extend(found.warnings);
+        self.found.needs.extend(found.needs);
         (!failed).then_some((gvk, compiled))
     }
 
@@ -607,9 +644,17 @@ impl Compiler {
     ) -> Option<ChildPlan> {
         let include_when =
             self.conditions(parts.include_when, &format!("{path}.includeWhen"), scope);
-        let (gvk, template) = self.child_template(parts.template, path, template_scope)?;
+        // What `includeWhen` tests is known to hold where the child exists.
+        let given = |scope: &Scope| {
+            include_when
+                .iter()
+                .fold(scope.clone(), |scope, e| scope.given(e, true))
+        };
+        let (gvk, template) = self.child_template(parts.template, path, &given(template_scope))?;
         let child = Ty::of_optional(self.schemas.get(&gvk));
-        let ready_scope = scope.with("child", child.clone()).with(parts.id, child);
+        let ready_scope = given(scope)
+            .with("child", child.clone())
+            .with(parts.id, child);
         let ready_when =
             self.conditions(parts.ready_when, &format!("{path}.readyWhen"), &ready_scope);
         Some(ChildPlan {
@@ -624,6 +669,7 @@ impl Compiler {
                 .clone()
                 .unwrap_or_else(|| format!("{}Ready", upper_camel(parts.id))),
             manager: parts.manager,
+            depends_on: Vec::new(),
         })
     }
 
@@ -636,7 +682,7 @@ impl Compiler {
         let for_each = self.keep(condition(&step.for_each, &format!("{path}.forEach")));
         let item = match &for_each {
             Some(for_each) => {
-                let checked = check_list(for_each, scope);
+                let checked = check_list(for_each, scope, &mut self.found);
                 self.keep(checked).unwrap_or(Ty::Dyn)
             }
             None => Ty::Dyn,
@@ -644,7 +690,7 @@ impl Compiler {
         let item_scope = scope.with("each", item);
         let item_id = self.keep(Text::parse(&step.item_id, &format!("{path}.itemId")))?;
         for e in item_id.expressions() {
-            let checked = super::check::check(e, &item_scope);
+            let checked = super::check::check(e, &item_scope, &mut self.found);
             self.keep(checked);
         }
         let parts = ChildParts {
@@ -673,16 +719,18 @@ impl Compiler {
             },
             None => None,
         };
-        let mut errors = Vec::new();
+        let mut found = Findings::default();
         check_template(
             &status,
             status_schema.as_ref(),
             &status_path,
             scope,
-            &mut errors,
+            &mut found,
         );
-        let failed = !errors.is_empty();
-        self.errors.extend(errors);
+        let failed = !found.errors.is_empty();
+        self.errors.extend(found.errors);
+        self.found.warnings.extend(found.warnings);
+        self.found.needs.extend(found.needs);
         if !step.status.is_object() {
             self.error(&status_path, "status must be a map of fields");
             return None;
@@ -710,7 +758,7 @@ impl Compiler {
         let text = |value: &str, field: &str, this: &mut Self| -> Option<Text> {
             let text = this.keep(Text::parse(value, &format!("{path}.{field}")))?;
             for e in text.expressions() {
-                let checked = super::check::check(e, scope);
+                let checked = super::check::check(e, scope, &mut this.found);
                 this.keep(checked);
             }
             Some(text)

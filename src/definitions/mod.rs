@@ -20,9 +20,12 @@ mod expr;
 mod load;
 mod model;
 mod plan;
+mod presence;
 mod render;
 mod runner;
 mod schema;
+#[cfg(test)]
+mod soundness;
 mod ty;
 
 pub use build::{

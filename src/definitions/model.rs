@@ -65,6 +65,9 @@ pub struct DefinitionSpec {
     pub conditions: Vec<String>,
     /// The steps, run in order of their bindings (a step after the steps it reads).
     pub steps: Vec<Step>,
+    /// Whether reads the checker cannot prove present (its warnings) are errors.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub strict: bool,
     /// The identity the steps act as: every read, write and watch goes through a client
     /// impersonating this ServiceAccount (default: dynrec's own identity, or the one
     /// `--default-service-account` names).

@@ -75,6 +75,8 @@ pub struct Definitions {
     inventories: Arc<Mutex<BTreeMap<String, Inventory>>>,
     identities: IdentityPolicy,
     checks: Arc<Mutex<BTreeMap<String, PermissionsCheck>>>,
+    /// Whether every definition is compiled as with `spec.strict: true`.
+    strict: bool,
 }
 
 /// Why a definition could not be started.
@@ -120,6 +122,7 @@ impl Definitions {
             handle: manager.handle(),
             running: Arc::default(),
             inventories: Arc::default(),
+            strict: false,
             identities: IdentityPolicy::default(),
             checks: Arc::default(),
         }
@@ -146,6 +149,13 @@ impl Definitions {
         }
     }
 
+    /// The same, compiling every definition as with `spec.strict: true` when `strict`
+    /// (`--strict`): reads the checker cannot prove present are errors.
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
     fn client(&self) -> &Client {
         &self.config.client
     }
@@ -156,7 +166,9 @@ impl Definitions {
         schemas
             .fetch(self.client().kube(), kinds_to_check(&loaded.definition))
             .await;
-        compile(&loaded.definition, &schemas).map_err(|DefinitionErrors(errors)| {
+        let mut definition = loaded.definition.clone();
+        definition.spec.strict |= self.strict;
+        compile(&definition, &schemas).map_err(|DefinitionErrors(errors)| {
             DefinitionErrors(
                 errors
                     .into_iter()

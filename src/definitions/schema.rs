@@ -16,6 +16,8 @@ pub struct Schema {
     node: Value,
     /// Whether this node is an object's root (`apiVersion`, `kind`, `metadata` are implied).
     root: bool,
+    /// Whether this node is a stored object's `metadata` (its name, uid, ... are set).
+    meta: bool,
 }
 
 /// What a field lookup found.
@@ -36,6 +38,7 @@ impl Schema {
             components: Arc::new(Value::Null),
             node: open_api_v3_schema,
             root: true,
+            meta: false,
         }
     }
 
@@ -57,6 +60,7 @@ impl Schema {
             components: Arc::new(document["components"]["schemas"].clone()),
             node: node.clone(),
             root: true,
+            meta: false,
         })
     }
 
@@ -65,7 +69,34 @@ impl Schema {
             components: self.components.clone(),
             node,
             root: false,
+            meta: false,
         }
+    }
+
+    fn metadata(&self, node: Value) -> Self {
+        Self {
+            meta: true,
+            ..self.child(node)
+        }
+    }
+
+    /// Whether every object this schema admits has the field (after the API server's
+    /// defaulting): required, or defaulted, or set on every stored object.
+    pub fn always_has(&self, name: &str) -> bool {
+        let node = self.resolved();
+        let required = node["required"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|f| f == name));
+        let defaulted = node["properties"][name].get("default").is_some();
+        let stored = match (self.root, self.meta) {
+            (true, _) => matches!(name, "apiVersion" | "kind" | "metadata"),
+            (_, true) => matches!(
+                name,
+                "name" | "uid" | "resourceVersion" | "creationTimestamp"
+            ),
+            _ => false,
+        };
+        required || defaulted || stored
     }
 
     /// The node with `$ref` (also inside a single `allOf`) followed.
@@ -116,8 +147,11 @@ impl Schema {
     pub fn field(&self, name: &str) -> Field {
         let node = self.resolved();
         if let Some(property) = node["properties"].get(name) {
-            if name == "metadata" && self.root && property.get("properties").is_none() {
-                return Field::Known(self.child(object_meta()));
+            if name == "metadata" && self.root {
+                return Field::Known(match property.get("properties") {
+                    None => self.metadata(object_meta()),
+                    Some(_) => self.metadata(property.clone()),
+                });
             }
             return Field::Known(self.child(property.clone()));
         }
@@ -126,7 +160,7 @@ impl Schema {
                 "apiVersion" | "kind" => {
                     return Field::Known(self.child(json!({"type": "string"})));
                 }
-                "metadata" => return Field::Known(self.child(object_meta())),
+                "metadata" => return Field::Known(self.metadata(object_meta())),
                 _ => {}
             }
         }
