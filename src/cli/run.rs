@@ -59,7 +59,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("installing the ReconcilerDefinition CRD")?;
     definitions.register(&mut manager)?;
     for definition in &loaded {
-        let started = definitions.start(definition).await;
+        let started = definitions.start_from_file(definition).await;
         let compiled = started.with_context(|| format!("starting {}", name_of(definition)))?;
         println!(
             "definition {} reconciles {} ({})",

@@ -19,6 +19,7 @@ mod expr;
 mod load;
 mod model;
 mod plan;
+mod published;
 mod runner;
 mod schema;
 
@@ -35,5 +36,6 @@ pub use model::{
     ManagerKind, ParentSchema, ReconcilerDefinition, RefSelector, RefStep, Step, SyncStep, VERSION,
 };
 pub use plan::{InstancePlan, PlannedWrite, plan, render};
+pub use published::SOURCE_ANNOTATION;
 pub use runner::{Definitions, FINALIZER, StartError};
 pub use schema::{Schema, Schemas};

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -46,7 +47,7 @@ pub struct DefinitionMeta {
 }
 
 /// What a definition reconciles and the steps it takes.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DefinitionSpec {
     /// The reconciled kind (the parent of every child).
@@ -68,7 +69,7 @@ pub struct DefinitionSpec {
 }
 
 /// A kind by `apiVersion` and `kind`.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KindRef {
     /// `group/version`, or `version` for the core group.
@@ -78,7 +79,7 @@ pub struct KindRef {
 }
 
 /// The parent's CRD, when the definition defines the API too.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ParentSchema {
     /// `Namespaced` (default) or `Cluster`.
@@ -106,7 +107,7 @@ fn namespaced() -> String {
 }
 
 /// One step of a definition.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub enum Step {
     /// Zero or one child object (a `ChildReconciler`).
@@ -124,7 +125,7 @@ pub enum Step {
 }
 
 /// How a child is written.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum ManagerKind {
     /// Server-side apply (the default).
@@ -135,7 +136,7 @@ pub enum ManagerKind {
 }
 
 /// A child object.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ChildStep {
     /// The binding later expressions read the child by (a CEL identifier).
@@ -157,7 +158,7 @@ pub struct ChildStep {
 }
 
 /// One child per item of a list.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ChildSetStep {
     /// The binding later expressions read the children by (a list).
@@ -183,7 +184,7 @@ pub struct ChildSetStep {
 }
 
 /// Status fields computed from expressions.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SyncStep {
     /// Names the step (default `status`); its condition is `{Id}Synced`.
@@ -201,7 +202,7 @@ fn status_id() -> String {
 }
 
 /// Another object read for later expressions.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RefStep {
     /// The binding: the object, or a list when a selector is given.
@@ -228,7 +229,7 @@ pub struct RefStep {
 }
 
 /// A label selector of a ref.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RefSelector {
     /// Labels every selected object has (values may hold `${...}`).
@@ -237,7 +238,7 @@ pub struct RefSelector {
 }
 
 /// Steps that run only when a condition holds.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct IfStep {
     /// A bool expression over the parent and earlier bindings.
@@ -251,7 +252,7 @@ pub struct IfStep {
 }
 
 /// Steps run with a finalizer held on the parent.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FinalizerStep {
     /// The finalizer (e.g. `example.com/cleanup`).
