@@ -6,10 +6,9 @@
 mod process_common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use dynrec_test_support::process::{ChildGuard, Run, kubectl_on_path, run};
+use dynrec_test_support::process::{ChildGuard, Run, kubectl_on_path};
 use tempfile::TempDir;
 
 /// How long one kubectl call may take.
@@ -51,18 +50,7 @@ impl Cluster {
     }
 
     fn kubectl(&self, args: &[&str]) -> Run {
-        run(
-            Command::new(&self.kubectl)
-                .env_remove("KUBECONFIG")
-                .arg("--kubeconfig")
-                .arg(self.dir.path().join("kubeconfig"))
-                .arg("--cache-dir")
-                .arg(self.dir.path().join("kube-cache"))
-                .arg("--request-timeout=10s")
-                .args(args)
-                .stdin(Stdio::null()),
-            KUBECTL_DEADLINE,
-        )
+        process_common::kubectl(&self.kubectl, self.dir.path(), args, KUBECTL_DEADLINE)
     }
 
     fn ok(&self, args: &[&str]) -> String {
