@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use dynrec_test_support::process::{ChildGuard, Run, kubectl_on_path, run};
+use dynrec_test_support::process::{ChildGuard, Run, kubectl_on_path};
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -38,17 +38,7 @@ impl Cluster {
 
     /// Runs kubectl with this cluster's kubeconfig and its own discovery cache.
     fn kubectl(&self, args: &[&str]) -> Run {
-        run(
-            Command::new(&self.kubectl)
-                .env_remove("KUBECONFIG")
-                .arg("--kubeconfig")
-                .arg(self.dir.path().join("kubeconfig"))
-                .arg("--cache-dir")
-                .arg(self.dir.path().join("kube-cache"))
-                .arg("--request-timeout=10s")
-                .args(args),
-            KUBECTL_DEADLINE,
-        )
+        process_common::kubectl(&self.kubectl, self.dir.path(), args, KUBECTL_DEADLINE)
     }
 
     /// Runs kubectl and fails the test unless it succeeds; returns its stdout.

@@ -84,7 +84,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("installing the ReconcilerDefinition CRD")?;
     definitions.register(&mut manager)?;
     for definition in &loaded {
-        match definitions.start(definition).await {
+        match definitions.start_from_file(definition).await {
             Ok(compiled) => started(&compiled, definition),
             Err(error @ StartError::KindNotServed { .. }) => {
                 eprintln!("warning: {error}");
@@ -107,7 +107,7 @@ const KIND_RETRY: Duration = Duration::from_secs(2);
 async fn start_when_served(definitions: Definitions, definition: Loaded) {
     loop {
         tokio::time::sleep(KIND_RETRY).await;
-        match definitions.start(&definition).await {
+        match definitions.start_from_file(&definition).await {
             Ok(compiled) => return started(&compiled, &definition),
             Err(StartError::KindNotServed { .. }) => {}
             Err(error) => {

@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use super::model::{GROUP, KIND, ParentSchema, VERSION};
-use crate::object::Gvk;
+use super::model::{DefinitionSpec, GROUP, KIND, ParentSchema, VERSION};
+use crate::object::{Gvk, structural_schema};
 
 /// The plural of the `ReconcilerDefinition` kind.
 pub const PLURAL: &str = "reconcilerdefinitions";
@@ -14,9 +14,13 @@ pub fn definition_gvk() -> Gvk {
     Gvk::new(GROUP, VERSION, KIND)
 }
 
-/// The `ReconcilerDefinition` CRD (cluster-scoped; the spec is checked by dynrec's loader,
-/// which says more than a schema could).
+/// The `ReconcilerDefinition` CRD (cluster-scoped): its schema is generated from
+/// [`DefinitionSpec`], so the API server refuses unknown fields and wrong types and
+/// `kubectl explain` documents every field; dynrec's loader still checks what a schema
+/// cannot (expressions, bindings, kinds).
 pub fn definition_crd() -> Value {
+    let mut spec = structural_schema::<DefinitionSpec>();
+    spec["description"] = json!("What to reconcile (for) and the steps that reconcile it.");
     json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": format!("{PLURAL}.{GROUP}")},
@@ -31,9 +35,9 @@ pub fn definition_crd() -> Value {
                     {"name": "Instances", "type": "integer", "jsonPath": ".status.instances"},
                     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
                 "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
-                             "description": "What to reconcile (for) and the steps; see dynrec's README."},
-                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}
+                    "spec": spec,
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                               "description": "Written by dynrec: the reconciled kind, conditions and instance count."}}}}}]}
     })
 }
 

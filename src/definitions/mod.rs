@@ -21,6 +21,7 @@ mod load;
 mod model;
 mod plan;
 mod presence;
+mod published;
 mod render;
 mod runner;
 mod schema;
@@ -42,5 +43,6 @@ pub use model::{
     SyncStep, VERSION,
 };
 pub use plan::{InstancePlan, PlannedWrite, plan, render};
+pub use published::SOURCE_ANNOTATION;
 pub use runner::{Definitions, FINALIZER, IdentityPolicy, StartError};
 pub use schema::{Schema, Schemas};

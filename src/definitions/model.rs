@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -46,7 +47,7 @@ pub struct DefinitionMeta {
 }
 
 /// What a definition reconciles and the steps it takes.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DefinitionSpec {
     /// The reconciled kind (the parent of every child).
@@ -76,7 +77,7 @@ pub struct DefinitionSpec {
 }
 
 /// A ServiceAccount, by namespace and name (definitions are cluster-scoped).
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ServiceAccountRef {
     /// Its name.
@@ -111,7 +112,7 @@ impl std::str::FromStr for ServiceAccountRef {
 }
 
 /// A kind by `apiVersion` and `kind`.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KindRef {
     /// `group/version`, or `version` for the core group.
@@ -121,7 +122,7 @@ pub struct KindRef {
 }
 
 /// The parent's CRD, when the definition defines the API too.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ParentSchema {
     /// `Namespaced` (default) or `Cluster`.
@@ -149,7 +150,7 @@ fn namespaced() -> String {
 }
 
 /// One step of a definition.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub enum Step {
     /// Zero or one child object (a `ChildReconciler`).
@@ -167,7 +168,7 @@ pub enum Step {
 }
 
 /// How a child is written.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum ManagerKind {
     /// Server-side apply (the default).
@@ -178,7 +179,7 @@ pub enum ManagerKind {
 }
 
 /// A child object.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ChildStep {
     /// The binding later expressions read the child by (a CEL identifier).
@@ -200,7 +201,7 @@ pub struct ChildStep {
 }
 
 /// One child per item of a list.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ChildSetStep {
     /// The binding later expressions read the children by (a list).
@@ -226,7 +227,7 @@ pub struct ChildSetStep {
 }
 
 /// Status fields computed from expressions.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SyncStep {
     /// Names the step (default `status`); its condition is `{Id}Synced`.
@@ -244,7 +245,7 @@ fn status_id() -> String {
 }
 
 /// Another object read for later expressions.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RefStep {
     /// The binding: the object, or a list when a selector is given.
@@ -271,7 +272,7 @@ pub struct RefStep {
 }
 
 /// A label selector of a ref.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RefSelector {
     /// Labels every selected object has (values may hold `${...}`).
@@ -280,7 +281,7 @@ pub struct RefSelector {
 }
 
 /// Steps that run only when a condition holds.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct IfStep {
     /// A bool expression over the parent and earlier bindings.
@@ -294,7 +295,7 @@ pub struct IfStep {
 }
 
 /// Steps run with a finalizer held on the parent.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FinalizerStep {
     /// The finalizer (e.g. `example.com/cleanup`).

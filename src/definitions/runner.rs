@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kube::api::DynamicObject;
+use kube::api::{DynamicObject, Patch, PatchParams};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tracing::{info, warn};
@@ -19,9 +19,10 @@ use super::crd::{definition_crd, definition_gvk};
 use super::error::{DefinitionError, DefinitionErrors};
 use super::load::{Loaded, parse_value};
 use super::model::{ReconcilerDefinition, ServiceAccountRef};
+use super::published;
 use super::schema::Schemas;
 use crate::client::{Client, Identity};
-use crate::object::{ConditionSet, Gvk};
+use crate::object::{ConditionSet, Gvk, ObjectKey};
 use crate::reconcilers::{
     Config, Context, Draft, Outcome, Permission, ReconcileError, ReconcileResult,
     ResourceReconciler, RootReconciler, SyncReconciler, WithFinalizer,
@@ -47,6 +48,9 @@ struct Running {
     compiled: Arc<CompiledDefinition>,
     /// Where it was loaded from (a file, or the cluster object).
     source: String,
+    /// The definition as its file holds it, for one loaded from a file (which its
+    /// object in the cluster must keep).
+    file: Option<Loaded>,
     /// The config its reconcilers act through (impersonating its ServiceAccount, if any).
     config: Config,
     /// What its reconcilers need on the API server.
@@ -222,9 +226,52 @@ impl Definitions {
                 source: loaded.source.clone(),
                 config,
                 permissions,
+                file: None,
             },
         );
         Ok(compiled)
+    }
+
+    /// Starts a definition loaded from a file, then shows it in the cluster: applies it as
+    /// a `ReconcilerDefinition` annotated with its file (see [`SOURCE_ANNOTATION`](super::SOURCE_ANNOTATION)), whose
+    /// status this controller keeps. A cluster object of that name that is not from this
+    /// file is left alone (the definition runs, unseen, and a warning says why).
+    pub async fn start_from_file(
+        &self,
+        loaded: &Loaded,
+    ) -> Result<Arc<CompiledDefinition>, StartError> {
+        let compiled = self.start(loaded).await?;
+        if let Some(running) = self.running.lock().get_mut(&compiled.name) {
+            running.file = Some(loaded.clone());
+        }
+        if let Err(error) = self.publish(loaded).await {
+            warn!(definition = %compiled.name, %error, "the definition runs but is not shown in the cluster");
+        }
+        Ok(compiled)
+    }
+
+    /// Applies a file's definition to the cluster, unless another object has its name.
+    async fn publish(&self, loaded: &Loaded) -> Result<(), String> {
+        let name = &loaded.definition.metadata.name;
+        let existing = self
+            .client()
+            .api_reader()
+            .get(&definition_gvk(), &ObjectKey::cluster(name.clone()))
+            .await;
+        let source = published::source_of(loaded);
+        if let Ok(existing) = existing
+            && published::annotated_source(&existing) != Some(source.as_str())
+        {
+            return Err(format!(
+                "a ReconcilerDefinition {name:?} that is not from {source} exists in the cluster"
+            ));
+        }
+        let object = published::cluster_object(loaded).map_err(|e| e.to_string())?;
+        self.client()
+            .apply(&object, FIELD_MANAGER, true)
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
     }
 
     /// One definition a name (a file's and a cluster object's of one name would replace each
@@ -253,6 +300,19 @@ impl Definitions {
             ))),
             None => Ok(()),
         }
+    }
+
+    /// Stops the controller of the definition `name` when its object in the cluster is
+    /// deleted; one loaded from a file keeps running (it is shown again at the next start).
+    fn stop_deleted(&self, name: &str) {
+        if let Some(Running {
+            file: Some(file), ..
+        }) = self.running.lock().get(name)
+        {
+            warn!(definition = %name, source = %file.source, "the definition's object was deleted from the cluster; it keeps running from its file");
+            return;
+        }
+        self.stop(name);
     }
 
     /// Stops the controller of the definition `name`.
@@ -299,7 +359,7 @@ impl Definitions {
             Box::pin(async move { this.sync(ctx, object).await })
         })
         .finalize(move |_ctx: &Context, object: &mut Draft| {
-            finalize_self.stop(object.metadata.name.as_deref().unwrap_or_default());
+            finalize_self.stop_deleted(object.metadata.name.as_deref().unwrap_or_default());
             Ok(())
         })
         .named("ReconcilerDefinition");
@@ -323,10 +383,14 @@ impl Definitions {
             .running
             .lock()
             .get(&name)
-            .map(|r| (r.generation, r.compiled.clone()));
+            .map(|r| (r.generation, r.compiled.clone(), r.file.clone()));
         let mut last_error = None;
         let compiled = match current {
-            Some((running, compiled)) if running == generation => Some(compiled),
+            Some((_, compiled, Some(file))) => {
+                self.keep_as_in_file(ctx, object, &file).await;
+                Some(compiled)
+            }
+            Some((running, compiled, None)) if running == generation => Some(compiled),
             previous => {
                 let loaded = parse_value(cluster_json(object)).map(|definition| Loaded {
                     source: format!("ReconcilerDefinition {name}"),
@@ -345,7 +409,7 @@ impl Definitions {
                             info!(definition = %name, %message, "definition waits for its kinds");
                         }
                         last_error = Some((reason, message));
-                        previous.map(|(_, compiled)| compiled)
+                        previous.map(|(_, compiled, _)| compiled)
                     }
                 }
             }
@@ -473,6 +537,48 @@ impl Definitions {
                 Some(false),
             ),
         }
+    }
+
+    /// Reverts an edit made in the cluster to a definition loaded from a file: the file's
+    /// spec is applied again, and a Warning event names the file to edit instead.
+    async fn keep_as_in_file(&self, ctx: &Context, object: &Draft, file: &Loaded) {
+        let in_cluster = parse_value(cluster_json(object)).map(|d| d.spec);
+        if in_cluster.as_ref() == Ok(&file.definition.spec) {
+            return;
+        }
+        let source = published::source_of(file);
+        let message = format!(
+            "this definition is loaded from {source}: edit the file, not the cluster object (the change was reverted)"
+        );
+        warn!(definition = %file.definition.metadata.name, %source, "an edit in the cluster was reverted");
+        if let Err(error) = self.revert(file).await {
+            warn!(definition = %file.definition.metadata.name, %error, "cannot revert the edit");
+        }
+        let _ = ctx
+            .config()
+            .recorder
+            .warning(object, "EditReverted", message)
+            .await;
+    }
+
+    /// Replaces the spec of a file's definition in the cluster with the file's (an apply
+    /// would keep the fields another manager added).
+    async fn revert(&self, file: &Loaded) -> Result<(), String> {
+        let spec = serde_json::to_value(&file.definition.spec).map_err(|e| e.to_string())?;
+        let patch: json_patch::Patch =
+            serde_json::from_value(json!([{"op": "replace", "path": "/spec", "value": spec}]))
+                .map_err(|e| e.to_string())?;
+        let key = ObjectKey::cluster(file.definition.metadata.name.clone());
+        self.client()
+            .patch(
+                &definition_gvk(),
+                &key,
+                &Patch::Json(patch),
+                &PatchParams::default(),
+            )
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
     }
 
     /// Adds the kinds an earlier process recorded in the definition's status.

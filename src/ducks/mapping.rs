@@ -15,10 +15,12 @@
 //! ```
 
 use kube::api::DynamicObject;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::client::Projection;
-use crate::object::Gvk;
+use crate::object::{Gvk, structural_schema};
 
 /// The API group of `DuckMapping`.
 pub const GROUP: &str = "dynrec.dev";
@@ -54,6 +56,28 @@ pub struct DuckMapping {
     pub path: String,
 }
 
+/// The `spec` of a `DuckMapping` object, as written (the CRD's schema is generated from it).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DuckMappingSpec {
+    /// The duck the kind implements, e.g. `PodSpecable`.
+    #[schemars(length(min = 1))]
+    pub duck: String,
+    /// The kind's API group (empty for core).
+    #[serde(default)]
+    pub group: String,
+    /// The kind that implements the duck, e.g. `CronJob`.
+    #[schemars(length(min = 1))]
+    pub kind: String,
+    /// The versions mapped; every served version when left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub versions: Vec<String>,
+    /// Where the kind keeps what the duck reads at its own path, dotted (e.g.
+    /// `spec.jobTemplate.spec.template`).
+    #[schemars(pattern(PATH_PATTERN))]
+    pub path: String,
+}
+
 /// A `DuckMapping` that cannot be used, naming the field.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("DuckMapping {name}: {field}: {problem}")]
@@ -82,41 +106,36 @@ impl DuckMapping {
     /// Reads a `DuckMapping` object; a missing or malformed field is an error naming it.
     pub fn from_object(object: &DynamicObject) -> Result<Self, MappingError> {
         let name = object.metadata.name.clone().unwrap_or_default();
-        let spec = &object.data["spec"];
-        let invalid = |field: &str, problem: &str| MappingError {
+        let invalid = |field: &str, problem: String| MappingError {
             name: name.clone(),
             field: format!("spec.{field}"),
-            problem: problem.to_string(),
+            problem,
         };
-        let text = |field: &str, required: bool| match &spec[field] {
-            Value::String(s) if !s.is_empty() || !required => Ok(s.clone()),
-            Value::Null if !required => Ok(String::new()),
-            Value::Null | Value::String(_) => Err(invalid(field, "required")),
-            _ => Err(invalid(field, "must be a string")),
-        };
-        let versions = match &spec["versions"] {
-            Value::Null => Vec::new(),
-            Value::Array(items) => items
-                .iter()
-                .map(|v| v.as_str().map(str::to_string))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| invalid("versions", "must be a list of strings"))?,
-            _ => return Err(invalid("versions", "must be a list of strings")),
-        };
-        let path = text("path", true)?;
-        if path.split('.').any(str::is_empty) {
-            return Err(invalid(
-                "path",
-                &format!("{path:?} is not a dotted field path"),
-            ));
+        let spec: DuckMappingSpec = serde_path_to_error::deserialize(&object.data["spec"])
+            .map_err(|err| {
+                let path = err.path().to_string();
+                let problem = err.into_inner().to_string();
+                match problem.strip_prefix("missing field `") {
+                    Some(rest) => invalid(rest.trim_end_matches('`'), "required".into()),
+                    None => invalid(&path, problem),
+                }
+            })?;
+        for (field, value) in [("duck", &spec.duck), ("kind", &spec.kind)] {
+            if value.is_empty() {
+                return Err(invalid(field, "required".into()));
+            }
+        }
+        if spec.path.split('.').any(str::is_empty) {
+            let problem = format!("{:?} is not a dotted field path", spec.path);
+            return Err(invalid("path", problem));
         }
         Ok(Self {
-            duck: text("duck", true)?,
-            group: text("group", false)?,
-            kind: text("kind", true)?,
-            versions,
-            path,
             name,
+            duck: spec.duck,
+            group: spec.group,
+            kind: spec.kind,
+            versions: spec.versions,
+            path: spec.path,
         })
     }
 
@@ -136,6 +155,9 @@ impl DuckMapping {
 /// The `DuckMapping` CRD (cluster-scoped; a structural schema, so the API server refuses a
 /// mapping that lacks a field; a status subresource for its `Ready` condition).
 pub fn mapping_crd() -> Value {
+    let mut spec = structural_schema::<DuckMappingSpec>();
+    spec["description"] =
+        json!("The kind, the duck it implements and where it keeps the duck's fields.");
     json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": format!("{PLURAL}.{GROUP}")},
@@ -157,15 +179,7 @@ pub fn mapping_crd() -> Value {
                         "conditions": {"type": "array", "description":
                             "Ready: whether the mapping maps a served kind, and why not.",
                             "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
-                    "spec": {"type": "object", "required": ["duck", "kind", "path"], "properties": {
-                        "duck": {"type": "string", "minLength": 1,
-                                 "description": "The duck the kind implements, e.g. PodSpecable."},
-                        "group": {"type": "string", "description": "The kind's API group (empty for core)."},
-                        "kind": {"type": "string", "minLength": 1},
-                        "versions": {"type": "array", "items": {"type": "string"},
-                                     "description": "The versions mapped; every served version when left out."},
-                        "path": {"type": "string", "pattern": PATH_PATTERN,
-                                 "description": "Where the kind keeps what the duck reads at its own path."}}}}}}}]}
+                    "spec": spec}}}}]}
     })
 }
 
@@ -201,7 +215,7 @@ mod tests {
             ),
             (
                 json!({"duck": "PodSpecable", "kind": "CronJob", "path": "spec", "versions": "v1"}),
-                "spec.versions: must be a list of strings",
+                "spec.versions: invalid type: string \"v1\", expected a sequence",
             ),
             (
                 json!({"kind": "CronJob", "path": "spec"}),

@@ -14,7 +14,7 @@ mod table;
 
 pub use controllers::{DuckControllers, DuckFactory, cluster_survey, install_mapping_crd};
 pub use kind::DuckType;
-pub use mapping::{DuckMapping, MappingError, mapping_crd, mapping_gvk};
+pub use mapping::{DuckMapping, DuckMappingSpec, MappingError, mapping_crd, mapping_gvk};
 pub use matching::{
     KindMatch, Reason, Verdict, match_builtins, match_crd, match_mapping, match_openapi,
     match_schema,

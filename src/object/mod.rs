@@ -1,6 +1,7 @@
 //! Objects of any kind: GVKs, object keys, field paths, status conventions and merge patches.
 
 mod condition_set;
+mod crd_schema;
 mod gvk;
 mod json;
 mod key;
@@ -13,6 +14,7 @@ mod status;
 pub use condition_set::{
     ConditionError, ConditionManager, ConditionSet, INITIALIZING, READY, SUCCEEDED,
 };
+pub use crd_schema::structural_schema;
 pub use gvk::{GroupKind, Gvk, GvkError};
 pub use json::from_json;
 pub use key::{ObjectKey, ObjectKeyError};

@@ -11,6 +11,8 @@ use std::process::{Child, Command, Stdio};
 pub use dynrec_test_support::process::ChildGuard;
 use std::time::{Duration, Instant};
 
+use dynrec_test_support::process::{Run, run};
+
 /// How long a process may take to start or stop.
 pub const PROCESS_DEADLINE: Duration = Duration::from_secs(30);
 
@@ -101,4 +103,21 @@ pub fn stop(child: &mut Child, signal: &str) {
 /// A client of the server at `url` (plain http on loopback).
 pub fn client(url: &str) -> kube::Client {
     kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap()
+}
+
+/// Runs `kubectl` (its binary) with the kubeconfig `dir/kubeconfig`, its own discovery cache
+/// in `dir`, a 10 s request timeout and `deadline` for the whole call.
+pub fn kubectl(kubectl: &Path, dir: &Path, args: &[&str], deadline: Duration) -> Run {
+    run(
+        Command::new(kubectl)
+            .env_remove("KUBECONFIG")
+            .arg("--kubeconfig")
+            .arg(dir.join("kubeconfig"))
+            .arg("--cache-dir")
+            .arg(dir.join("kube-cache"))
+            .arg("--request-timeout=10s")
+            .args(args)
+            .stdin(Stdio::null()),
+        deadline,
+    )
 }

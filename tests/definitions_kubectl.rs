@@ -1,0 +1,198 @@
+//! ReconcilerDefinitions as kubectl shows them: the CRD's schema (generated from the Rust
+//! model) documents every field in `kubectl explain` and makes the API server refuse
+//! unknown fields and wrong types; a definition `dynrec run -f` loads from a file is listed
+//! by `kubectl get rd` with its counts and status, and an edit in the cluster is reverted.
+
+mod process_common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use dynrec_test_support::process::{ChildGuard, Run, kubectl_on_path};
+use tempfile::TempDir;
+
+/// How long one kubectl call may take.
+const KUBECTL_DEADLINE: Duration = Duration::from_secs(30);
+/// How long dynrec may take to show what a test waits for.
+const CONVERGE_DEADLINE: Duration = Duration::from_secs(30);
+
+/// `dynrec apiserver`, `dynrec run -f` the widgets definition on it, and kubectl.
+struct Cluster {
+    /// Declared first so they stop before the temp dir goes.
+    _run: ChildGuard,
+    _server: ChildGuard,
+    kubectl: PathBuf,
+    dir: TempDir,
+}
+
+impl Cluster {
+    /// Starts both processes; `None` when kubectl is missing and the test is skipped.
+    fn start() -> Option<Cluster> {
+        let kubectl = kubectl_on_path()?;
+        let dir = tempfile::tempdir().unwrap();
+        let (server, _) = process_common::start_apiserver(dir.path(), "127.0.0.1:0", &[]);
+        let run = process_common::start_widgets_controller(
+            dir.path(),
+            &dir.path().join("run.log"),
+            Some("info"),
+            &[],
+        );
+        let cluster = Cluster {
+            _run: run,
+            _server: server,
+            kubectl,
+            dir,
+        };
+        cluster.eventually("the widgets definition is in the cluster", || {
+            cluster.kubectl(&["get", "rd", "widgets"]).succeeded()
+        });
+        Some(cluster)
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Run {
+        process_common::kubectl(&self.kubectl, self.dir.path(), args, KUBECTL_DEADLINE)
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        self.kubectl(args)
+            .expect_ok(&format!("kubectl {args:?}"))
+            .stdout
+    }
+
+    fn write(&self, name: &str, text: &str) -> String {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    }
+
+    /// Waits, bounded, until `done` holds; fails with dynrec's log otherwise.
+    fn eventually(&self, what: &str, done: impl Fn() -> bool) {
+        let deadline = Instant::now() + CONVERGE_DEADLINE;
+        while !done() {
+            assert!(
+                Instant::now() < deadline,
+                "{what}\n{}",
+                std::fs::read_to_string(self.dir.path().join("run.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// A definition with a typo or a wrong type at `steps[0].child`.
+fn definition_with(child_field: &str) -> String {
+    format!(
+        "apiVersion: dynrec.dev/v1alpha1\nkind: ReconcilerDefinition\nmetadata: {{name: typo}}\n\
+         spec:\n  for: {{apiVersion: v1, kind: Secret}}\n  steps:\n  - child:\n      id: cm\n      \
+         template: {{apiVersion: v1, kind: ConfigMap}}\n      {child_field}\n"
+    )
+}
+
+#[test]
+fn kubectl_explain_documents_definitions_and_the_server_refuses_typos_with_their_path() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let explained = cluster.ok(&["explain", "reconcilerdefinitions.spec.steps.child"]);
+    for expected in [
+        "The binding later expressions read the child by",
+        "readyWhen",
+        "includeWhen",
+        "manager",
+        "template",
+    ] {
+        assert!(explained.contains(expected), "{expected}: {explained}");
+    }
+    let explained = cluster.ok(&["explain", "rd.spec.steps.if.then.ref.selector"]);
+    assert!(explained.contains("matchLabels"), "{explained}");
+
+    let typo = cluster.write("typo.yaml", &definition_with("readyWhn: [\"true\"]"));
+    let refused = cluster.kubectl(&["apply", "-f", &typo]);
+    assert!(!refused.succeeded(), "{}", refused.describe());
+    assert!(
+        refused
+            .stderr
+            .contains("unknown field \"spec.steps[0].child.readyWhn\""),
+        "{}",
+        refused.describe()
+    );
+    let wrong_type = cluster.write("type.yaml", &definition_with("includeWhen: \"true\""));
+    let refused = cluster.kubectl(&["apply", "-f", &wrong_type]);
+    assert!(
+        refused
+            .stderr
+            .contains("spec.steps[0].child.includeWhen: Invalid value: \"string\""),
+        "{}",
+        refused.describe()
+    );
+    assert!(!cluster.kubectl(&["get", "rd", "typo"]).succeeded());
+}
+
+#[test]
+fn a_file_loaded_definition_is_listed_with_its_instances_and_keeps_its_file_s_spec() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let source = cluster.ok(&[
+        "get",
+        "rd",
+        "widgets",
+        "-o",
+        r#"jsonpath={.metadata.annotations.dynrec\.dev/source}"#,
+    ]);
+    let file = process_common::widgets_definition();
+    assert_eq!(
+        source,
+        format!(
+            "{} (document 1)",
+            std::path::absolute(&file).unwrap().display()
+        )
+    );
+    assert!(Path::new(source.trim_end_matches(" (document 1)")).is_file());
+
+    let widget = cluster.write(
+        "w1.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {greeting: hi}\n",
+    );
+    cluster.ok(&["apply", "-f", &widget]);
+    cluster.eventually(
+        "kubectl get rd shows the widget as an instance, Ready",
+        || {
+            let row = cluster.kubectl(&["get", "rd", "widgets", "--no-headers"]);
+            let columns: Vec<&str> = row.stdout.split_whitespace().collect();
+            columns.get(1..4) == Some(&["example.com/v1/Widget", "True", "1"])
+        },
+    );
+    let header = cluster.ok(&["get", "rd"]);
+    assert!(
+        header.starts_with("NAME") && header.contains("FOR") && header.contains("INSTANCES"),
+        "{header}"
+    );
+
+    // An edit in the cluster is reverted, and an event names the file to edit instead.
+    cluster.ok(&[
+        "patch",
+        "rd",
+        "widgets",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"conditions":["Extra"]}}"#,
+    ]);
+    cluster.eventually("the edit is reverted", || {
+        let conditions =
+            cluster.kubectl(&["get", "rd", "widgets", "-o", "jsonpath={.spec.conditions}"]);
+        conditions.succeeded() && conditions.stdout.is_empty()
+    });
+    cluster.eventually("an EditReverted event names the file", || {
+        let events = cluster.kubectl(&[
+            "get",
+            "events",
+            "-A",
+            "--field-selector",
+            "reason=EditReverted",
+            "-o",
+            "jsonpath={.items[*].message}",
+        ]);
+        events.stdout.contains(&source) && events.stdout.contains("edit the file")
+    });
+}
