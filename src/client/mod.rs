@@ -9,6 +9,7 @@ mod dynamic;
 mod error;
 mod events;
 mod list;
+mod namespaced_watch;
 mod projection;
 mod resolved;
 mod resolver;

@@ -27,6 +27,8 @@ pub struct Missing {
     pub verb: String,
     /// The resource as RBAC names it, e.g. `widgets/status`.
     pub resource: String,
+    /// The namespace it was refused in; `None` for cluster-wide.
+    pub namespace: Option<String>,
     /// The permission it belongs to.
     pub permission: Permission,
 }
@@ -35,13 +37,18 @@ impl std::fmt::Display for Missing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "cannot {} {} in API group {:?} (needed by {})",
-            self.verb, self.resource, self.permission.gvk.group, self.permission.by
-        )
+            "cannot {} {} in API group {:?}",
+            self.verb, self.resource, self.permission.gvk.group
+        )?;
+        if let Some(namespace) = &self.namespace {
+            write!(f, " in the namespace {namespace:?}")?;
+        }
+        write!(f, " (needed by {})", self.permission.by)
     }
 }
 
-/// The verbs of `permissions` the client's user may not use, cluster-wide (kinds named by
+/// The verbs of `permissions` the client's user may not use, cluster-wide, or in each of the
+/// client's namespaces for a namespaced kind when its caches hold only those (kinds named by
 /// the plural the resolver knows them under, else by kube's guess).
 pub async fn missing(
     client: &Client,
@@ -56,7 +63,19 @@ pub async fn missing(
             Some((plural, sub)) => (plural, Some(sub.to_string())),
             None => (resource.as_str(), None),
         };
-        for verb in &permission.verbs {
+        let namespaced = known.as_ref().is_some_and(|r| r.namespaced);
+        let namespaces: Vec<Option<String>> = match client.namespaces() {
+            scoped if namespaced && !scoped.is_empty() => {
+                scoped.iter().cloned().map(Some).collect()
+            }
+            _ => vec![None],
+        };
+        let checks: Vec<(String, Option<String>)> = permission
+            .verbs
+            .iter()
+            .flat_map(|verb| namespaces.iter().map(|ns| (verb.clone(), ns.clone())))
+            .collect();
+        for (verb, namespace) in checks {
             let review = SelfSubjectAccessReview {
                 spec: SelfSubjectAccessReviewSpec {
                     resource_attributes: Some(ResourceAttributes {
@@ -64,6 +83,7 @@ pub async fn missing(
                         resource: Some(plural.to_string()),
                         subresource: subresource.clone(),
                         verb: Some(verb.clone()),
+                        namespace: namespace.clone(),
                         ..ResourceAttributes::default()
                     }),
                     ..SelfSubjectAccessReviewSpec::default()
@@ -73,8 +93,9 @@ pub async fn missing(
             let answer = reviews.create(&PostParams::default(), &review).await?;
             if !answer.status.is_some_and(|s| s.allowed) {
                 refused.push(Missing {
-                    verb: verb.clone(),
+                    verb,
                     resource: resource.clone(),
+                    namespace,
                     permission: permission.clone(),
                 });
             }
