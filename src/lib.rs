@@ -4,7 +4,7 @@
 //! typed duck projections. Start with [`reconcilers`] (a controller is a
 //! [`reconcilers::ResourceReconciler`] composed of sub-reconcilers such as
 //! [`reconcilers::ChildReconciler`]) and [`runtime`] (the [`runtime::Manager`] that runs
-//! them); the README's "Writing a controller" shows the smallest one. The modules:
+//! them); the README shows the smallest one and docs/rust.md the rest. The modules:
 //! - [`reconcilers`]: the sub-reconcilers of reconciler.io (sync, child, child set,
 //!   aggregate, cast, sequence, if/then, while, for-each, try/catch, with-finalizer, ...),
 //!   the object managers that write children, conditions written as closures or CEL;
@@ -47,8 +47,39 @@ pub mod webhook;
 #[cfg(feature = "embedded")]
 pub use dynrec_apiserver as apiserver;
 pub use dynrec_duck as duck;
+/// The time library of dynrec's APIs (`Timestamp` in test cases' `now`, conditions' times).
+pub use jiff;
 
 /// The README's Rust examples, compiled (and run) as doctests so they cannot rot.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The Rust examples of the pages in `docs/`, compiled (and run) as doctests.
+#[cfg(doctest)]
+pub mod docs_doctests {
+    /// docs/rust.md.
+    #[doc = include_str!("../docs/rust.md")]
+    pub struct Rust;
+    /// docs/ducks.md.
+    #[doc = include_str!("../docs/ducks.md")]
+    pub struct Ducks;
+    /// docs/apiserver.md.
+    #[doc = include_str!("../docs/apiserver.md")]
+    pub struct ApiServer;
+    /// docs/definitions.md.
+    #[doc = include_str!("../docs/definitions.md")]
+    pub struct Definitions;
+    /// docs/test-cases.md.
+    #[doc = include_str!("../docs/test-cases.md")]
+    pub struct TestCases;
+    /// docs/cluster.md.
+    #[doc = include_str!("../docs/cluster.md")]
+    pub struct Cluster;
+    /// docs/webhooks.md.
+    #[doc = include_str!("../docs/webhooks.md")]
+    pub struct Webhooks;
+    /// docs/design.md.
+    #[doc = include_str!("../docs/design.md")]
+    pub struct Design;
+}

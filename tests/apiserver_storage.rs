@@ -18,7 +18,7 @@ fn start(dir: &Path) -> (ChildGuard, Api<DynamicObject>) {
     let (child, url) =
         process_common::start_apiserver(dir, "127.0.0.1:0", &["--data-dir", data_dir]);
     let client = process_common::client(&url);
-    (ChildGuard(child), configmaps_api(&client))
+    (child, configmaps_api(&client))
 }
 
 fn configmap(i: usize) -> DynamicObject {

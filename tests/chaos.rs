@@ -9,7 +9,6 @@
 mod process_common;
 
 use std::path::Path;
-use std::process::Child;
 use std::time::{Duration, Instant};
 
 use dynrec_test_support::{configmaps_api, widgets_api};
@@ -41,20 +40,11 @@ fn faults() -> serde_json::Value {
     ])
 }
 
-/// A free loopback port, so the server can be restarted where the kubeconfig points.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 struct Cluster {
     dir: tempfile::TempDir,
     listen: String,
-    server: Child,
-    controller: Child,
+    server: ChildGuard,
+    controller: ChildGuard,
     kube: kube::Client,
 }
 
@@ -100,7 +90,7 @@ impl Cluster {
     }
 }
 
-fn start_server(dir: &Path, listen: &str) -> (Child, String) {
+fn start_server(dir: &Path, listen: &str) -> (ChildGuard, String) {
     let data = dir.join("data");
     let faults = dir.join("faults.json");
     start_apiserver(

@@ -257,14 +257,6 @@ fn curl(url: &str, token: Option<&str>) -> (u16, String) {
     (code.trim().parse().unwrap_or(0), body.to_string())
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[test]
 fn metrics_over_https_need_a_token_the_api_server_authenticates_and_authorizes() {
     if kubectl_on_path().is_none() || Command::new("curl").arg("--version").output().is_err() {
@@ -272,9 +264,8 @@ fn metrics_over_https_need_a_token_the_api_server_authenticates_and_authorizes()
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (server, _) =
+    let (_server, _) =
         process_common::start_apiserver(dir.path(), "127.0.0.1:0", &["--authorization", "rbac"]);
-    let _server = ChildGuard(server);
     let kubeconfig = dir.path().join("kubeconfig");
     let ok = |args: &[&str]| {
         kubectl(&kubeconfig, args)
@@ -296,7 +287,7 @@ fn metrics_over_https_need_a_token_the_api_server_authenticates_and_authorizes()
     let allowed = ok(&["create", "token", "prometheus"]);
     let refused = ok(&["create", "token", "nosy"]);
 
-    let (metrics_port, probe_port) = (free_port(), free_port());
+    let (metrics_port, probe_port) = (process_common::free_port(), process_common::free_port());
     let log = std::fs::File::create(dir.path().join("run.log")).unwrap();
     let controller = dynrec()
         .arg("run")
@@ -374,16 +365,14 @@ fn metrics_over_https_need_a_token_the_api_server_authenticates_and_authorizes()
 async fn run_with_namespaces_reconciles_only_objects_in_them() {
     use kube::api::{Api, ApiResource, DynamicObject, PostParams};
     let dir = tempfile::tempdir().unwrap();
-    let (server, url) = process_common::start_apiserver(dir.path(), "127.0.0.1:0", &[]);
-    let _server = ChildGuard(server);
+    let (_server, url) = process_common::start_apiserver(dir.path(), "127.0.0.1:0", &[]);
     let log = dir.path().join("run.log");
-    let controller = process_common::start_widgets_controller(
+    let _controller = process_common::start_widgets_controller(
         dir.path(),
         &log,
         None,
         &["--namespace", "a", "-n", "c"],
     );
-    let _controller = ChildGuard(controller);
     let kube = process_common::client(&url);
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(kube.clone());
     for name in ["a", "b", "c"] {

@@ -28,12 +28,15 @@ async fn create_update_patch_and_delete() {
         .create(&config_map("cm", json!({"a": "1"})))
         .await
         .unwrap();
-    assert!(
-        client
-            .create(&config_map("cm", json!({})))
-            .await
-            .unwrap_err()
-            .is_already_exists()
+    let taken = client
+        .create(&config_map("cm", json!({})))
+        .await
+        .unwrap_err();
+    assert!(taken.is_already_exists());
+    // What was attempted and the server's message and reason, no Rust `Debug` of a Status.
+    assert_eq!(
+        taken.to_string(),
+        r#"create v1/ConfigMap: configmaps "cm" already exists (AlreadyExists)"#
     );
 
     created.set_field("data.key", "changed").unwrap();

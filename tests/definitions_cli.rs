@@ -167,6 +167,51 @@ fn dynrec_test_refuses_a_bad_case_file_and_a_bad_definition() {
     );
 }
 
+#[test]
+fn dynrec_test_takes_a_delete_in_the_flat_form_and_refuses_one_without_a_name() {
+    let definitions = examples().to_string_lossy().into_owned();
+    let original = std::fs::read_to_string(examples().join("tests/configsets.yaml")).unwrap();
+    let as_object =
+        "- {apiVersion: v1, kind: ConfigMap, metadata: {name: cs-a, namespace: default}}";
+    assert!(original.contains(as_object), "the example's delete changed");
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, delete: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, original.replace(as_object, delete)).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+
+    let flat = write(
+        "flat.yaml",
+        "- {apiVersion: v1, kind: ConfigMap, namespace: default, name: cs-a}",
+    );
+    let out = dynrec(&["test", "-f", &definitions, &flat]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("2 passed, 0 failed"),
+        "{}",
+        text(&out)
+    );
+
+    let wrong_name = write(
+        "wrong.yaml",
+        "- {apiVersion: v1, kind: ConfigMap, namespace: default, name: cs-b}",
+    );
+    let out = dynrec(&["test", "-f", &definitions, &wrong_name]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+
+    let nameless = write("nameless.yaml", "- {apiVersion: v1, kind: ConfigMap}");
+    let out = dynrec(&["test", "-f", &definitions, &nameless]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "case \"deletes the ConfigMap of a removed entry\": expect.deletes[0]: no name: give name (flat) or metadata.name"
+        ),
+        "{}",
+        text(&out)
+    );
+}
+
 /// An embedded server on loopback with the widgets definition converged; its kubeconfig.
 async fn converged_server(dir: &Path) -> (ApiServer, dynrec::apiserver::Serving, PathBuf) {
     let server = ApiServer::new();

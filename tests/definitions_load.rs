@@ -240,3 +240,101 @@ async fn the_bundled_examples_compile() {
         assert_eq!(errors_of(&text).await, "", "{file}");
     }
 }
+
+#[tokio::test]
+async fn optional_chains_are_type_checked_at_load() {
+    let text = definition(&child(
+        "c",
+        "",
+        "{big: \"${self.spec.?size > 3 ? 'big' : 'small'}\", owner: \"${self.spec.?greeting}\"}",
+    ));
+    assert_eq!(
+        errors_of(&text).await,
+        "spec.steps[0].child.template.data.big: ${self.spec.?size > 3 ? 'big' : 'small'}: self.spec.?size is optional(number), and > takes a plain value: use self.spec.?size.orValue(0), or test has(self.spec.size) first (at 1:10 of the expression)\n  self.spec.?size > 3 ? 'big' : 'small'\n           ^\n\
+         spec.steps[0].child.template.data.owner: ${self.spec.?greeting} yields optional(string), which cannot be written into an object: use ${self.spec.?greeting.orValue('')}"
+    );
+}
+
+#[tokio::test]
+async fn one_mistake_is_one_error() {
+    // A child set whose template reads an unknown binding, and a sync that counts its
+    // children: only the unknown binding is reported, not a follow-on type error.
+    let text = definition(
+        "  - childSet:\n      id: configs\n      forEach: \"${self.spec.items}\"\n      itemId: \"${each.name}\"\n      template:\n        apiVersion: v1\n        kind: ConfigMap\n        metadata: {name: \"${self.metadata.name}-${each.name}\"}\n        data: {x: \"${sise}\"}\n  - sync:\n      status:\n        configCount: \"${size(configs)}\"\n        first: \"${configs[0].data.x}\"\n",
+    )
+    .replace(
+        "        spec:\n          type: object",
+        "        status:\n          type: object\n          properties:\n            configCount: {type: integer}\n            first: {type: string}\n        spec:\n          type: object",
+    );
+    let errors = errors_of(&text).await;
+    assert_eq!(
+        errors.lines().next().unwrap_or_default(),
+        "spec.steps[0].childSet.template.data.x: ${sise}: unknown binding \"sise\"; known here: each, self (at 1:1 of the expression)",
+        "{errors}"
+    );
+    assert_eq!(
+        errors.lines().filter(|l| l.starts_with("spec.")).count(),
+        1,
+        "{errors}"
+    );
+}
+
+#[tokio::test]
+async fn a_kind_its_served_group_version_lacks_is_an_error_listing_the_kinds_there() {
+    let text = definition(&child("c", "", "{}").replace("kind: ConfigMap", "kind: ResourceQuotta"));
+    let errors = errors_of(&text).await;
+    let first = errors.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(
+            "spec.steps[0].child.template.kind: v1 has no kind \"ResourceQuotta\"; its kinds are: "
+        ),
+        "{errors}"
+    );
+    assert!(first.contains(", ConfigMap, "), "{errors}");
+    assert!(first.contains(", ResourceQuota, "), "{errors}");
+    assert!(!first.contains("ConfigMapList"), "{errors}");
+
+    let text = definition(&child("c", "", "{}"))
+        .replace("  schema:\n", "  unused:\n")
+        .replace("kind: Widget", "kind: Deploymnet")
+        .replace("example.com/v1", "apps/v1");
+    let (head, _) = text.split_once("  unused:").unwrap();
+    let (_, steps) = text.split_once("  steps:").unwrap();
+    let errors = errors_of(&format!("{head}  steps:{steps}")).await;
+    assert!(
+        errors.starts_with("spec.for.kind: apps/v1 has no kind \"Deploymnet\"; its kinds are: ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet"),
+        "{errors}"
+    );
+}
+
+#[tokio::test]
+async fn a_kind_of_a_group_not_served_yet_is_a_warning() {
+    let text = definition(
+        &child("c", "", "{}")
+            .replace("apiVersion: v1", "apiVersion: example.org/v1")
+            .replace("kind: ConfigMap", "kind: Gadget")
+            .replace("        data: {}\n", ""),
+    );
+    let loaded = parse_documents(&text, "widgets.yaml").unwrap();
+    let server = ApiServer::new();
+    let mut schemas = Schemas::default();
+    schemas
+        .fetch(&server.client(), kinds_to_check(&loaded[0].definition))
+        .await;
+    let compiled = compile(&loaded[0].definition, &schemas).unwrap();
+    let warnings: Vec<String> = compiled.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        warnings,
+        [
+            "spec.steps[0].child.template.kind: the cluster does not serve example.org/v1 (yet), so Gadget is not checked: the definition waits for it (KindNotServed) and is checked when it appears"
+        ]
+    );
+    assert_eq!(
+        compiled
+            .not_served
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        ["example.org/v1/Gadget"]
+    );
+}

@@ -715,3 +715,76 @@ async fn a_definition_for_a_kind_it_does_not_define_never_writes_its_status() {
     );
     running.stop().await;
 }
+
+const GADGET_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.org}
+spec:
+  group: example.org
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              owner: {type: string}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_definition_waits_for_a_kind_not_served_yet_and_starts_when_it_appears() {
+    let running = Running::start().await;
+    let definitions = running.definitions_api();
+    let gadget = "  - child:\n      id: gadget\n      template:\n        apiVersion: example.org/v1\n        kind: Gadget\n        metadata: {name: \"${self.metadata.name}\"}\n        spec: {owner: \"${self.metadata.name}\"}\n";
+    running.apply(&definitions, &greeters(gadget)).await;
+    let (compiled, ready) = eventually("the definition waits for Gadget", || async {
+        let definition = definitions.get("greeters").await.ok()?;
+        let compiled = condition(&definition, "Compiled")?;
+        (compiled["reason"] == "KindNotServed").then(|| {
+            (
+                compiled,
+                condition(&definition, "Ready").unwrap_or_default(),
+            )
+        })
+    })
+    .await;
+    assert_eq!(compiled["status"], "False");
+    assert_eq!(
+        compiled["message"],
+        "ReconcilerDefinition greeters: waiting for the cluster to serve example.org/v1/Gadget"
+    );
+    assert_eq!(ready["status"], "False");
+    assert_eq!(ready["reason"], "KindNotServed");
+
+    // The parent's CRD is already in place; the Gadget CRD comes later, and the definition
+    // starts by itself.
+    let greeters_api = greeter_api(&running).await;
+    running
+        .apply(&greeters_api, &greeter("g1", "{name: bob}"))
+        .await;
+    let crds = running.api(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+    );
+    running.apply(&crds, GADGET_CRD).await;
+    let gadgets = running.api("example.org/v1", "Gadget", "gadgets");
+    let made = eventually("the gadget is made", || async {
+        gadgets.get_opt("g1").await.ok().flatten()
+    })
+    .await;
+    assert_eq!(made.data["spec"], json!({"owner": "g1"}));
+    let definition = definitions.get("greeters").await.unwrap();
+    assert_eq!(
+        condition(&definition, "Compiled").unwrap()["status"],
+        "True"
+    );
+    running.stop().await;
+}

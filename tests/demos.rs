@@ -496,3 +496,50 @@ async fn the_smallest_controller_applies_its_child_and_reports_ready() {
     let _ = stop.send(());
     running.await.unwrap().unwrap();
 }
+
+/// docs/rust.md's table test of the smallest controller, as written there: its child is
+/// applied (not created) under the default field manager, and the Widget's status is
+/// written with the conditions the root declares.
+#[tokio::test]
+async fn the_docs_table_test_of_the_smallest_controller_passes() {
+    use dynrec::object::ObjectKey;
+    use dynrec::testing::{ApplyRef, Event, ExpectConfig, ReconcilerTestCase, ReconcilerTestSuite};
+
+    let widget: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w1", "namespace": "default", "generation": 1,
+                     "uid": "11111111-1111-1111-1111-111111111111"},
+        "spec": {"greeting": "hi"}}))
+    .unwrap();
+    let desired: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "w1-greeting", "namespace": "default",
+            "ownerReferences": [{"apiVersion": "example.com/v1", "kind": "Widget", "name": "w1",
+                "uid": "11111111-1111-1111-1111-111111111111",
+                "controller": true, "blockOwnerDeletion": true}]},
+        "data": {"greeting": "hi"}}))
+    .unwrap();
+    let mut ready = widget.clone();
+    ready.data["status"] = json!({"observedGeneration": 1, "conditions": [
+        {"type": "ConfigMapReady", "status": "True", "reason": "Created", "message": ""},
+        {"type": "Ready", "status": "True", "reason": "Ready", "message": ""}]});
+    let crd: DynamicObject = serde_json::from_value(widgets::widget_crd()).unwrap();
+    ReconcilerTestSuite::from(vec![ReconcilerTestCase {
+        name: "applies its ConfigMap and is Ready".into(),
+        request: ObjectKey::of(&widget).unwrap(),
+        config: ExpectConfig {
+            given_api_resources: vec![crd],
+            given_objects: vec![widget.clone()],
+            expect_applies: vec![ApplyRef::of(&desired, "ConfigMapApplyingObjectManager")],
+            expect_status_updates: vec![ready],
+            expect_events: vec![
+                Event::normal(&widget, "Created", r#"Created ConfigMap "w1-greeting""#),
+                Event::normal(&widget, "StatusUpdated", "Updated status"),
+            ],
+            ..Default::default()
+        },
+        ..Default::default()
+    }])
+    .run(|_case, config| Box::new(smallest::widgets(config)))
+    .await;
+}

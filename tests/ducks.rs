@@ -1001,6 +1001,8 @@ async fn several_duck_reconcilers_on_one_kind_share_one_watch() {
     .await;
     assert!(has(&handle, "PodSpecable/Deployment.v1.apps"));
     assert!(has(&handle, "PodSpecableAudit/Deployment.v1.apps"));
+    // A core kind's controller is named without a trailing dot for the empty group.
+    assert!(has(&handle, "PodSpecable/ReplicationController.v1"));
     assert_eq!(server.open_watches().get("apps/deployments"), Some(&1));
     assert_eq!(server.request_count("watch", "apps", "deployments"), 1);
     assert_eq!(server.request_count("list", "apps", "deployments"), 1);

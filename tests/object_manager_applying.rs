@@ -30,14 +30,7 @@ fn child(data: Value) -> DynamicObject {
 }
 
 fn applied(data: Value) -> ApplyRef {
-    ApplyRef {
-        group: String::new(),
-        kind: "ConfigMap".into(),
-        namespace: Some(NAMESPACE.into()),
-        name: NAME.into(),
-        field_manager: Some(MANAGER.into()),
-        body: serde_json::to_value(child(data)).expect("json"),
-    }
+    ApplyRef::of(&child(data), MANAGER)
 }
 
 fn manager() -> ApplyingObjectManager {

@@ -30,7 +30,7 @@ impl Cluster {
         let dir = tempfile::tempdir().unwrap();
         let (server, _) = process_common::start_apiserver(dir.path(), "127.0.0.1:0", extra);
         Some(Cluster {
-            _server: ChildGuard(server),
+            _server: server,
             kubectl,
             dir,
         })

@@ -282,6 +282,7 @@ catalog! {
     }
     apps::ReplicaSet {
         short_names: &["rs"], categories: ALL_CATEGORY, status: true, generation: true,
+        selectable: &["status.replicas"],
     }
     apps::StatefulSet {
         short_names: &["sts"], categories: ALL_CATEGORY, status: true, generation: true,

@@ -50,6 +50,16 @@ impl Cause {
         }
     }
 
+    /// `field: Too long: may not be more than N bytes` (`field.TooLong`).
+    pub fn too_long(field: &str, max: usize) -> Self {
+        let unit = if max == 1 { "byte" } else { "bytes" };
+        Cause {
+            reason: "FieldValueTooLong",
+            field: field.into(),
+            message: format!("Too long: may not be more than {max} {unit}"),
+        }
+    }
+
     fn full_message(&self) -> String {
         format!("{}: {}", self.field, self.message)
     }
@@ -94,7 +104,7 @@ impl ApiError {
     }
 
     fn object_details(info: &ResourceInfo, name: &str) -> Value {
-        json!({"name": name, "group": info.group, "kind": info.plural})
+        details(name, &info.group, &info.plural)
     }
 
     /// 404: `configmaps "x" not found`.
@@ -114,7 +124,7 @@ impl ApiError {
             "NotFound",
             format!("namespaces \"{namespace}\" not found"),
         )
-        .with_details(json!({"name": namespace, "kind": "namespaces"}))
+        .with_details(details(namespace, "", "namespaces"))
     }
 
     /// 404 for a path that names no resource.
@@ -185,7 +195,11 @@ impl ApiError {
             "Invalid",
             format!("{qualified} \"{name}\" is invalid: {message}"),
         )
-        .with_details(json!({"name": name, "group": group, "kind": kind, "causes": causes_json}))
+        .with_details({
+            let mut details = details(name, group, kind);
+            details["causes"] = Value::Array(causes_json);
+            details
+        })
     }
 
     /// 400 with a message.
@@ -208,8 +222,7 @@ impl ApiError {
 
     /// 403: the authorizer refused a request (`group`, `resource` and `name` may be "").
     pub fn denied(group: &str, resource: &str, name: &str, message: String) -> Self {
-        Self::new(403, "Forbidden", message)
-            .with_details(json!({"name": name, "group": group, "kind": resource}))
+        Self::new(403, "Forbidden", message).with_details(details(name, group, resource))
     }
 
     /// 429: a request refused for now, with the causes in `details`.
@@ -301,6 +314,19 @@ impl ApiError {
         }
         status
     }
+}
+
+/// `Status.details` naming one object: `name`, `group` and `kind`, each left out when
+/// empty (Go's `omitempty`), so the core group writes no `group`.
+pub fn details(name: &str, group: &str, kind: &str) -> Value {
+    let fields = [("name", name), ("group", group), ("kind", kind)];
+    Value::Object(
+        fields
+            .into_iter()
+            .filter(|(_, value)| !value.is_empty())
+            .map(|(key, value)| (key.to_string(), Value::from(value)))
+            .collect(),
+    )
 }
 
 /// Result of a server operation.

@@ -5,12 +5,35 @@
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
+/// The field order of one Go struct as encoding/json writes it: each JSON key in struct
+/// order, with the shape of its value (of each element, for a list) where known. Keys not
+/// listed (map keys, fields of a newer version) follow, sorted.
+#[derive(Debug)]
+pub struct Shape {
+    /// `(key, shape of its value)` in Go struct order.
+    pub fields: &'static [(&'static str, Option<&'static Shape>)],
+}
+
+impl Shape {
+    fn of(&self, key: &str) -> Option<&'static Shape> {
+        self.fields
+            .iter()
+            .find(|(name, _)| *name == key)
+            .and_then(|(_, shape)| *shape)
+    }
+}
+
+/// Finds the shape of an object from its own keys (its `kind` and `apiVersion`), if any.
+pub type ShapeOf = fn(&serde_json::Map<String, Value>) -> Option<&'static Shape>;
+
 /// A value written with the keys of every object sorted, after `leading` keys (in that
-/// order) where an object has them.
+/// order) where an object has them, or in Go struct order where its shape is known.
 #[derive(Clone, Copy)]
 pub struct Ordered<'a> {
     value: &'a Value,
     leading: &'static [&'static str],
+    shape: Option<&'static Shape>,
+    shape_of: Option<ShapeOf>,
 }
 
 impl<'a> Ordered<'a> {
@@ -19,16 +42,34 @@ impl<'a> Ordered<'a> {
         Self {
             value,
             leading: &[],
+            shape: None,
+            shape_of: None,
         }
     }
 
     /// `value` with `leading` keys first in every object, then the others sorted.
     pub fn leading(value: &'a Value, leading: &'static [&'static str]) -> Self {
-        Self { value, leading }
+        Self {
+            leading,
+            ..Self::sorted(value)
+        }
     }
 
-    fn nested(&self, value: &'a Value) -> Self {
-        Self { value, ..*self }
+    /// The same, except that an object whose shape `shape_of` finds (and every field of it
+    /// whose shape is known) is written in Go struct order.
+    pub fn with_shapes(self, shape_of: ShapeOf) -> Self {
+        Self {
+            shape_of: Some(shape_of),
+            ..self
+        }
+    }
+
+    fn nested(&self, value: &'a Value, shape: Option<&'static Shape>) -> Self {
+        Self {
+            value,
+            shape,
+            ..*self
+        }
     }
 }
 
@@ -36,18 +77,22 @@ impl Serialize for Ordered<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self.value {
             Value::Object(map) => {
+                let shape = self.shape.or_else(|| self.shape_of.and_then(|of| of(map)));
+                let first: Vec<&str> = match shape {
+                    Some(shape) => shape.fields.iter().map(|(key, _)| *key).collect(),
+                    None => self.leading.to_vec(),
+                };
+                let field_shape = |key: &str| shape.and_then(|shape| shape.of(key));
                 let mut out = serializer.serialize_map(Some(map.len()))?;
-                for key in self.leading {
+                for key in &first {
                     if let Some(value) = map.get(*key) {
-                        out.serialize_entry(key, &self.nested(value))?;
+                        out.serialize_entry(key, &self.nested(value, field_shape(key)))?;
                     }
                 }
-                let rest = || {
-                    map.iter()
-                        .filter(|(key, _)| !self.leading.contains(&key.as_str()))
+                let rest = || map.iter().filter(|(key, _)| !first.contains(&key.as_str()));
+                let mut write = |(key, value): (&String, &Value)| {
+                    out.serialize_entry(key, &self.nested(value, field_shape(key)))
                 };
-                let mut write =
-                    |(key, value): (&String, &Value)| out.serialize_entry(key, &self.nested(value));
                 // Objects read from sorted JSON are mostly in order already: no copy then.
                 if rest().map(|(key, _)| key).is_sorted() {
                     rest().try_for_each(&mut write)?;
@@ -61,7 +106,7 @@ impl Serialize for Ordered<'_> {
             Value::Array(items) => {
                 let mut out = serializer.serialize_seq(Some(items.len()))?;
                 for item in items {
-                    out.serialize_element(&self.nested(item))?;
+                    out.serialize_element(&self.nested(item, self.shape))?;
                 }
                 out.end()
             }

@@ -105,6 +105,11 @@ impl ResourceInfo {
         !self.custom && crate::catalog::is_virtual(&self.group, &self.plural)
     }
 
+    /// Whether this is the core `componentstatuses`, computed on every read, never stored.
+    pub fn is_component_statuses(&self) -> bool {
+        !self.custom && self.group.is_empty() && self.plural == "componentstatuses"
+    }
+
     /// Whether an update may omit `metadata.resourceVersion` (true for built-in kinds, false for CRDs).
     pub fn allows_unconditional_update(&self) -> bool {
         !self.custom

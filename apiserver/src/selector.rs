@@ -575,7 +575,23 @@ pub fn format_label_selector(selector: &Value) -> String {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FieldSelector {
     terms: Vec<FieldTerm>,
+    /// Whether the kind is built in: its field labels are read as kube's registries read
+    /// them (omitted fields as their Go zero value, labels that are not JSON paths).
+    builtin: bool,
 }
+
+/// Field labels of built-in kinds that are not the JSON path of their field.
+const BUILTIN_FIELD_PATHS: &[(&str, &str)] = &[("source", "source.component")];
+
+/// Field labels of built-in kinds whose Go field is a bool or a number, with the text of
+/// its zero value: kube compares an omitted field as that (`spec.unschedulable=false`
+/// selects a Node created without it).
+const BUILTIN_ZERO_VALUES: &[(&str, &str)] = &[
+    ("spec.unschedulable", "false"),
+    ("spec.hostNetwork", "false"),
+    ("status.replicas", "0"),
+    ("status.successful", "0"),
+];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct FieldTerm {
@@ -603,16 +619,45 @@ impl FieldSelector {
         {
             return Err(SelectorError::UnsupportedField(bad.field.clone()));
         }
-        Ok(FieldSelector { terms })
+        Ok(FieldSelector {
+            terms,
+            builtin: false,
+        })
     }
 
-    /// True if every term holds for `object`. A missing (or null) field equals "";
-    /// non-string values compare by their JSON text (`true`, `3`).
+    /// The same selector for a built-in kind: field labels are read as kube's registries
+    /// read them (an omitted bool or number as `false` or `0`, `source` as
+    /// `source.component`).
+    pub fn for_builtin_kind(self) -> Self {
+        FieldSelector {
+            builtin: true,
+            ..self
+        }
+    }
+
+    /// True if every term holds for `object`. A missing (or null) field equals "" (or, on
+    /// a built-in kind, its Go zero value); non-string values compare by their JSON text
+    /// (`true`, `3`).
     pub fn matches(&self, object: &Value) -> bool {
         self.terms.iter().all(|t| {
-            let actual = lookup(object, &t.field).map_or(Cow::Borrowed(""), scalar_text);
+            let actual = self.value_of(object, &t.field);
             (actual == t.value.as_str()) != t.negated
         })
+    }
+
+    /// The text a field label has on `object`.
+    fn value_of<'v>(&self, object: &'v Value, label: &str) -> Cow<'v, str> {
+        let builtin = |table: &[(&str, &'static str)]| {
+            self.builtin
+                .then(|| table.iter().find(|(known, _)| *known == label))
+                .flatten()
+                .map(|(_, value)| *value)
+        };
+        let path = builtin(BUILTIN_FIELD_PATHS).unwrap_or(label);
+        match lookup(object, path).filter(|value| !value.is_null()) {
+            Some(value) => scalar_text(value),
+            None => Cow::Borrowed(builtin(BUILTIN_ZERO_VALUES).unwrap_or_default()),
+        }
     }
 
     /// The value `field` is pinned to with `=`/`==`, if any (first such term).
@@ -1372,5 +1417,27 @@ mod tests {
         );
         assert_eq!(fsel("metadata.name=").exact("metadata.name"), Some(""));
         assert_eq!(fsel("").exact("metadata.name"), None);
+    }
+
+    #[test]
+    fn builtin_kinds_compare_an_omitted_field_as_its_go_zero_value() {
+        let node = json!({"metadata": {"name": "n1"}, "spec": {}});
+        let unschedulable = |s: &str| FieldSelector::parse(s, &["spec.unschedulable"]).unwrap();
+        assert!(
+            unschedulable("spec.unschedulable=false")
+                .for_builtin_kind()
+                .matches(&node)
+        );
+        assert!(
+            !unschedulable("spec.unschedulable=true")
+                .for_builtin_kind()
+                .matches(&node)
+        );
+        // A custom kind's omitted field is "", as kube reads CRD selectable fields.
+        assert!(!unschedulable("spec.unschedulable=false").matches(&node));
+        assert!(unschedulable("spec.unschedulable=").matches(&node));
+        let event = json!({"source": {"component": "kubelet", "host": "n1"}});
+        let source = FieldSelector::parse("source=kubelet", &["source"]).unwrap();
+        assert!(source.for_builtin_kind().matches(&event));
     }
 }

@@ -132,6 +132,29 @@ pub fn label_value(value: &str) -> Vec<String> {
 }
 
 /// Kubernetes' `MaxLenError`.
+/// `IsConfigMapKey`: a ConfigMap or Secret key (also a file name in a volume).
+pub fn config_map_key(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
+        errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
+    }
+    let is_key_byte = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_');
+    if value.is_empty() || !value.bytes().all(|b| is_key_byte(&b)) {
+        errs.push(regex_error(
+            "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+            "[-._a-zA-Z0-9]+",
+            &["key.name", "KEY_NAME", "key-name"],
+        ));
+    }
+    match value {
+        "." => errs.push("must not be '.'".to_string()),
+        ".." => errs.push("must not be '..'".to_string()),
+        _ if value.starts_with("..") => errs.push("must not start with '..'".to_string()),
+        _ => {}
+    }
+    errs
+}
+
 fn max_len_error(length: usize) -> String {
     format!("must be no more than {length} characters")
 }

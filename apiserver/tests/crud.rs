@@ -796,6 +796,7 @@ async fn crd_schemas_with_free_form_keywords_pass_the_type_check() {
 #[tokio::test]
 async fn limits_are_kubes_a_body_over_3_mib_and_an_object_over_etcds_1_5_mib() {
     let (_server, client) = server();
+    install_widget_crd(&client).await;
     let cms = configmaps(&client, "default");
     let sized =
         |name: &str, bytes: usize| configmap(name, json!({}), json!({"blob": "x".repeat(bytes)}));
@@ -810,8 +811,26 @@ async fn limits_are_kubes_a_body_over_3_mib_and_an_object_over_etcds_1_5_mib() {
     );
     assert_eq!(status.message, "Request entity too large: limit is 3145728");
 
+    // A ConfigMap's data is at most 1 MiB: kube's validation refuses it before etcd does.
     let status = status_of(
         cms.create(&PostParams::default(), &sized("big", 2_000_000))
+            .await,
+    );
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        status.message,
+        "ConfigMap \"big\" is invalid: []: Too long: may not be more than 1048576 bytes"
+    );
+
+    // A custom object has no such bound: etcd refuses it.
+    let widgets = widgets(&client, "default");
+    let sized_widget = |name: &str, bytes: usize| {
+        object(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": name}, "spec": {"blob": "x".repeat(bytes)}}))
+    };
+    let status = status_of(
+        widgets
+            .create(&PostParams::default(), &sized_widget("big", 2_000_000))
             .await,
     );
     assert_eq!(
@@ -819,14 +838,21 @@ async fn limits_are_kubes_a_body_over_3_mib_and_an_object_over_etcds_1_5_mib() {
         (500, "InternalError")
     );
     assert_eq!(status.message, "etcdserver: request is too large");
-    assert!(cms.get_opt("big").await.unwrap().is_none(), "never stored");
+    assert!(
+        widgets.get_opt("big").await.unwrap().is_none(),
+        "never stored"
+    );
 
-    let fits = create(&cms, &sized("fits", 1_000_000)).await;
+    let fits = create(&widgets, &sized_widget("fits", 1_000_000)).await;
     let mut grown = fits.clone();
-    grown.data["data"]["blob"] = json!("y".repeat(1_600_000));
-    let status = status_of(cms.replace("fits", &PostParams::default(), &grown).await);
+    grown.data["spec"]["blob"] = json!("y".repeat(1_600_000));
+    let status = status_of(
+        widgets
+            .replace("fits", &PostParams::default(), &grown)
+            .await,
+    );
     assert_eq!(status.code, 500);
-    let kept = cms.get("fits").await.unwrap();
+    let kept = widgets.get("fits").await.unwrap();
     assert_eq!(
         kept.metadata.resource_version,
         fits.metadata.resource_version

@@ -17,16 +17,17 @@ fn owned_configmap(name: &str, owner: &DynamicObject, block: bool) -> DynamicObj
     )
 }
 
-/// A ConfigMap owned by `first` and `second`, neither reference blocking.
+/// A ConfigMap owned by `first` (its controller) and `second`, neither reference
+/// blocking (kube allows one controller reference at most).
 fn owned_by_both(name: &str, first: &DynamicObject, second: &DynamicObject) -> DynamicObject {
     let mut dependent = owned_configmap(name, first, false);
     let mut refs = dependent.metadata.owner_references.clone().unwrap();
-    refs.extend(
-        owned_configmap(name, second, false)
-            .metadata
-            .owner_references
-            .unwrap(),
-    );
+    let mut second_refs = owned_configmap(name, second, false)
+        .metadata
+        .owner_references
+        .unwrap();
+    second_refs[0].controller = None;
+    refs.extend(second_refs);
     dependent.metadata.owner_references = Some(refs);
     dependent
 }

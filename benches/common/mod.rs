@@ -22,7 +22,7 @@
 //! `spec.message` (read by the Rust controllers) and `spec.greeting` (read by the definition),
 //! with the same text.
 //!
-//! Widgets live in namespaces of [`PER_NAMESPACE`] each (see the README's Benchmarks).
+//! Widgets live in namespaces of [`PER_NAMESPACE`] each (see benches/README.md).
 #![allow(dead_code)] // each bench uses part of this module
 
 mod dynamic;

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use dynrec::definitions::{DefinitionErrors, Loaded, load_dir};
+use dynrec::definitions::{CompiledDefinition, DefinitionErrors, Loaded, load_dir};
 
 /// The definitions of every file or directory in `paths`; all errors at once.
 pub fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, DefinitionErrors> {
@@ -17,5 +17,12 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<Loaded>, DefinitionErrors> {
     match errors.is_empty() {
         true => Ok(loaded),
         false => Err(DefinitionErrors(errors)),
+    }
+}
+
+/// Prints what the checker of `compiled` warns about, on stderr.
+pub fn print_warnings(compiled: &CompiledDefinition, source: &str) {
+    for warning in &compiled.warnings {
+        eprintln!("warning: {source}: {warning}");
     }
 }

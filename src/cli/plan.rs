@@ -10,7 +10,7 @@ use dynrec::client::Client;
 use dynrec::definitions::{Definitions, plan, render};
 use dynrec::runtime::{ClusterArgs, Manager, ManagerOptions, connect_in_process};
 
-use super::definitions::load;
+use super::definitions::{load, print_warnings};
 
 /// Options of `dynrec plan`.
 #[derive(clap::Args, Debug)]
@@ -33,6 +33,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut changes = false;
     for definition in &loaded {
         let compiled = definitions.compile(definition).await?;
+        print_warnings(&compiled, &definition.source);
         if let Some(crd) = &compiled.crd {
             let name = crd["metadata"]["name"].as_str().unwrap_or_default();
             if !crd_exists(&cluster.client, name).await {

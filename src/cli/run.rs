@@ -5,14 +5,18 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use dynrec::client::Client;
-use dynrec::definitions::{Definitions, Loaded, parse_documents};
+use dynrec::definitions::{
+    CompiledDefinition, Definitions, IdentityPolicy, Loaded, ServiceAccountRef, StartError,
+    parse_documents,
+};
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{Manager, RunArgs, connect, manager_options, shutdown_signal};
 
-use super::definitions::load;
+use super::definitions::{load, print_warnings};
 
 /// The examples `dynrec run` runs on the embedded default.
 const BUNDLED: [(&str, &str); 3] = [
@@ -38,6 +42,13 @@ pub struct Args {
     /// Definition files or directories (YAML or JSON); may be repeated.
     #[arg(short = 'f', long = "filename")]
     files: Vec<PathBuf>,
+    /// The ServiceAccount (`NAME` in dynrec's namespace, or `NAMESPACE/NAME`) a definition
+    /// naming none in `spec.serviceAccount` acts as, instead of dynrec itself.
+    #[arg(long, value_name = "[NAMESPACE/]NAME")]
+    default_service_account: Option<String>,
+    /// Refuse definitions that name no ServiceAccount (their status says why).
+    #[arg(long)]
+    require_service_account: bool,
 }
 
 /// Runs the definitions until SIGINT or SIGTERM.
@@ -52,23 +63,60 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let client = Client::in_namespaces(cluster.client.clone(), args.run.namespace.clone());
     let config = Config::new(client.clone(), "dynrec");
     let mut manager = Manager::new(client, manager_options(&args.run, &cluster, "dynrec"));
-    let definitions = Definitions::new(&manager, &config);
+    let identities = IdentityPolicy {
+        default_service_account: args
+            .default_service_account
+            .as_deref()
+            .map(|account| service_account(account, cluster.client.default_namespace()))
+            .transpose()?,
+        require_service_account: args.require_service_account,
+    };
+    let definitions = Definitions::new(&manager, &config).with_identities(identities);
     definitions
         .install_crd()
         .await
         .context("installing the ReconcilerDefinition CRD")?;
     definitions.register(&mut manager)?;
     for definition in &loaded {
-        let started = definitions.start(definition).await;
-        let compiled = started.with_context(|| format!("starting {}", name_of(definition)))?;
-        println!(
-            "definition {} reconciles {} ({})",
-            compiled.name, compiled.for_kind, definition.source
-        );
+        match definitions.start(definition).await {
+            Ok(compiled) => started(&compiled, definition),
+            Err(error @ StartError::KindNotServed { .. }) => {
+                eprintln!("warning: {error}");
+                tokio::spawn(start_when_served(definitions.clone(), definition.clone()));
+            }
+            Err(error) => {
+                return Err(error).with_context(|| format!("starting {}", name_of(definition)));
+            }
+        }
     }
     manager.run(shutdown_signal()).await?;
     cluster.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// How often a definition waiting for its kinds tries again.
+const KIND_RETRY: Duration = Duration::from_secs(2);
+
+/// Starts a definition once the cluster serves its kinds (a CRD still to come).
+async fn start_when_served(definitions: Definitions, definition: Loaded) {
+    loop {
+        tokio::time::sleep(KIND_RETRY).await;
+        match definitions.start(&definition).await {
+            Ok(compiled) => return started(&compiled, &definition),
+            Err(StartError::KindNotServed { .. }) => {}
+            Err(error) => {
+                return eprintln!("error: starting {}: {error}", name_of(&definition));
+            }
+        }
+    }
+}
+
+fn started(compiled: &CompiledDefinition, definition: &Loaded) {
+    print_warnings(compiled, &definition.source);
+    println!(
+        "definition {} reconciles {} ({})",
+        compiled.name, compiled.for_kind, definition.source
+    );
 }
 
 fn name_of(loaded: &Loaded) -> String {
@@ -76,4 +124,16 @@ fn name_of(loaded: &Loaded) -> String {
         "definition {:?} of {}",
         loaded.definition.metadata.name, loaded.source
     )
+}
+
+/// `NAMESPACE/NAME`, or `NAME` in `namespace` (dynrec's own, as Flux's
+/// `--default-service-account` names one in the namespace of what it applies).
+fn service_account(text: &str, namespace: &str) -> anyhow::Result<ServiceAccountRef> {
+    let qualified = match text.contains('/') {
+        true => text.to_owned(),
+        false => format!("{namespace}/{text}"),
+    };
+    qualified
+        .parse()
+        .map_err(|err| anyhow::anyhow!("--default-service-account: {err}"))
 }

@@ -15,7 +15,7 @@ use dynrec::reconcilers::Config;
 use dynrec::runtime::{CLUSTER_TARGET, Manager, ManagerOptions};
 use dynrec::testing::{DefinitionCases, TestSuite, parse_cases, suite};
 
-use super::definitions::load;
+use super::definitions::{load, print_warnings};
 
 /// Options of `dynrec test`.
 #[derive(clap::Args, Debug)]
@@ -40,7 +40,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let definitions = Definitions::new(&Manager::new(client, ManagerOptions::default()), &config);
     let mut compiled = Vec::new();
     for definition in &loaded {
-        compiled.push(Arc::new(definitions.compile(definition).await?));
+        let checked = definitions.compile(definition).await?;
+        print_warnings(&checked, &definition.source);
+        compiled.push(Arc::new(checked));
     }
     let (mut passed, mut failed) = (0, 0);
     for path in &case_files {

@@ -331,7 +331,11 @@ async fn run(
     loop {
         tokio::select! {
             changed = kinds.changed() => {
-                if changed.is_err() || !kinds.borrow_and_update().contains_key(&gvk) {
+                if changed.is_err() {
+                    debug!(%gvk, "client dropped; stopping its cache");
+                    break;
+                }
+                if !kinds.borrow_and_update().contains_key(&gvk) {
                     info!(%gvk, "kind removed; stopping its cache");
                     break;
                 }

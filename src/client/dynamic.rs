@@ -11,6 +11,7 @@ use tracing::{Instrument, debug};
 
 use crate::trace::debug_span;
 
+use super::identity::{Acting, Identity};
 use super::{ApiError, Cache, Error, ListOptions, Resolved, Resolver, cache::Caches};
 use crate::object::{Gvk, ObjectKey};
 
@@ -22,6 +23,9 @@ use crate::object::{Gvk, ObjectKey};
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
+    /// Whom requests impersonate (see [`Client::acting_as`]); `None` for the client's own
+    /// identity.
+    acting: Option<Arc<Acting>>,
 }
 
 struct Inner {
@@ -55,6 +59,7 @@ impl Client {
                 caches,
                 namespaces,
             }),
+            acting: None,
         }
     }
 
@@ -63,13 +68,64 @@ impl Client {
         &self.inner.namespaces
     }
 
-    /// Whether `other` is a clone of this client (sharing its caches).
-    pub fn is_same(&self, other: &Client) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
+    /// A client sharing this one's resolver and caches whose requests impersonate
+    /// `identity` (the caller's own identity needs `impersonate` on it). The shared caches,
+    /// which watch with this client's identity, serve its reads only of the kinds
+    /// [`Client::allow_shared_cache`] allows; it reads every other kind from the API server.
+    pub fn acting_as(&self, identity: Identity) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            acting: Some(Acting::new(&self.inner.kube, identity)),
+        }
     }
 
-    /// The underlying `kube::Client`.
+    /// Whom this client's requests impersonate, if anyone.
+    pub fn identity(&self) -> Option<&Identity> {
+        self.acting.as_ref().map(|acting| &acting.identity)
+    }
+
+    /// Whether the shared cache of `gvk` may serve this client's reads: always for the
+    /// client's own identity; for an impersonated one, after [`Client::allow_shared_cache`]
+    /// said it may list and watch the kind cluster-wide.
+    pub fn may_use_shared_cache(&self, gvk: &Gvk) -> bool {
+        self.acting
+            .as_ref()
+            .is_none_or(|acting| acting.cacheable.read().contains(gvk))
+    }
+
+    /// Records whether the impersonated identity may list and watch `gvk` cluster-wide (as a
+    /// SubjectAccessReview found): only then does the shared cache serve its reads.
+    pub fn allow_shared_cache(&self, gvk: &Gvk, allowed: bool) {
+        if let Some(acting) = &self.acting {
+            let mut cacheable = acting.cacheable.write();
+            match allowed {
+                true => cacheable.insert(gvk.clone()),
+                false => cacheable.remove(gvk),
+            };
+        }
+    }
+
+    /// Whether `other` is a clone of this client (sharing its caches and identity).
+    pub fn is_same(&self, other: &Client) -> bool {
+        let same_acting = match (&self.acting, &other.acting) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        Arc::ptr_eq(&self.inner, &other.inner) && same_acting
+    }
+
+    /// The underlying `kube::Client` (impersonating, for a client [`Client::acting_as`]
+    /// someone).
     pub fn kube(&self) -> &kube::Client {
+        self.acting
+            .as_ref()
+            .map_or(&self.inner.kube, |acting| &acting.kube)
+    }
+
+    /// The `kube::Client` of the identity this client was made with, never impersonating:
+    /// what asks the API server about an impersonated identity (SubjectAccessReview).
+    pub fn own_kube(&self) -> &kube::Client {
         &self.inner.kube
     }
 
@@ -120,6 +176,9 @@ impl Client {
     /// The ready cache of a kind, if one runs and the kind is still served (a cache stops
     /// soon after its kind goes; until then its kind is checked here, without a copy).
     fn ready_cache(&self, gvk: &Gvk) -> Option<Cache> {
+        if !self.may_use_shared_cache(gvk) {
+            return None;
+        }
         let cache = self.inner.caches.ready(gvk)?;
         self.inner.resolver.serves(gvk).then_some(cache)
     }
@@ -356,7 +415,7 @@ impl Client {
 
     /// The API of a kind, in a namespace (namespaced kinds) or cluster-wide.
     fn api(&self, resolved: &Resolved, namespace: Option<&str>) -> Api<DynamicObject> {
-        let kube = self.inner.kube.clone();
+        let kube = self.kube().clone();
         match namespace {
             Some(ns) if resolved.namespaced => Api::namespaced_with(kube, ns, &resolved.resource),
             _ => Api::all_with(kube, &resolved.resource),

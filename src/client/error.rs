@@ -54,6 +54,10 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A value could not be read from JSON or written as JSON (what `?` on a serde_json
+    /// call gives).
+    #[error("JSON: {0}")]
+    Json(#[from] serde_json::Error),
     /// A cache subscriber fell behind and missed events.
     #[error("watch of {gvk} fell behind and missed {missed} events")]
     Lagged {
@@ -93,9 +97,11 @@ impl Error {
     }
 }
 
-/// The API server refused or failed a request.
+/// The API server refused or failed a request. It displays as what was attempted and the
+/// server's answer: `create v1/ConfigMap: configmaps "cm" already exists (AlreadyExists)`,
+/// never kube's `Debug` dump of the `Status`.
 #[derive(Debug, thiserror::Error)]
-#[error("{verb} {gvk}{}: {source}", key.as_ref().map(|k| format!(" {k}")).unwrap_or_default())]
+#[error("{verb} {gvk}{}: {}", key.as_ref().map(|k| format!(" {k}")).unwrap_or_default(), self.message())]
 pub struct ApiError {
     /// What was attempted: `get`, `create`, `patch`, ...
     pub verb: &'static str,
@@ -106,6 +112,18 @@ pub struct ApiError {
     /// The server's answer.
     #[source]
     pub source: kube::Error,
+}
+
+impl ApiError {
+    /// The server's answer: its `Status` message and reason (`... already exists
+    /// (AlreadyExists)`), or the transport error when there was no answer.
+    pub fn message(&self) -> String {
+        match &self.source {
+            kube::Error::Api(status) if status.reason.is_empty() => status.message.clone(),
+            kube::Error::Api(status) => format!("{} ({})", status.message, status.reason),
+            other => other.to_string(),
+        }
+    }
 }
 
 impl From<ApiError> for Error {

@@ -85,6 +85,17 @@ impl EventRecorder {
         Self::with_clock(client, controller, Arc::new(Timestamp::now))
     }
 
+    /// The same recorder (controller name, clock) writing its Events through `client`
+    /// (one acting as another identity, say); a disabled recorder stays disabled.
+    pub fn through(&self, client: &Client) -> Self {
+        Self {
+            client: self.client.as_ref().map(|_| client.kube().clone()),
+            controller: self.controller.clone(),
+            cache: Arc::default(),
+            clock: self.clock.clone(),
+        }
+    }
+
     /// A recorder that records nothing: [`normal`](Self::normal), [`warning`](Self::warning)
     /// and [`record`](Self::record) return `Ok` without a request or any work. For
     /// measurements that compare a controller with one that records no Events (the converge

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use tracing::{info, warn};
 
 use super::bindings::{Readiness, Shared, bind, bindings, child_json, error_message};
+use super::child_permissions::child_permissions;
 use super::compile::{
     ChildPlan, ChildSetPlan, CompiledDefinition, Plan, RefPlan, SyncPlan, upper_camel,
 };
@@ -23,7 +24,7 @@ use crate::client::ListOptions;
 use crate::object::{ConditionSet, Gvk, ObjectKey};
 use crate::reconcilers::{
     ApplyingObjectManager, ChildReconciler, ChildSetReconciler, ChildSetResult, Config, Context,
-    Draft, IfThen, ObjectManager, Outcome, ParentAndChild, Predicate, ReconcileError,
+    Draft, IfThen, ObjectManager, Outcome, ParentAndChild, Permission, Predicate, ReconcileError,
     ResourceReconciler, Sequence, Setup, SubReconciler, SyncReconciler, UpdatingObjectManager,
     ValidationError, WithFinalizer,
 };
@@ -86,20 +87,26 @@ fn build_steps(plans: &[Plan], shared: &Arc<Shared>) -> Vec<Box<dyn SubReconcile
 
 fn build_step(plan: &Plan, shared: &Arc<Shared>) -> Box<dyn SubReconciler> {
     match plan {
-        Plan::Child(child) => Box::new(Guarded::new(
-            child_reconciler(child.clone(), shared.clone()),
-            &child.id,
-            &child.path,
-            Some(child.condition.clone()),
-            shared,
-        )),
-        Plan::ChildSet(set) => Box::new(Guarded::new(
-            child_set_reconciler(set.clone(), shared.clone()),
-            &set.child.id,
-            &set.child.path,
-            Some(set.child.condition.clone()),
-            shared,
-        )),
+        Plan::Child(child) => Box::new(
+            Guarded::new(
+                child_reconciler(child.clone(), shared.clone()),
+                &child.id,
+                &child.path,
+                Some(child.condition.clone()),
+                shared,
+            )
+            .requiring(child_permissions(child, &child.path)),
+        ),
+        Plan::ChildSet(set) => Box::new(
+            Guarded::new(
+                child_set_reconciler(set.clone(), shared.clone()),
+                &set.child.id,
+                &set.child.path,
+                Some(set.child.condition.clone()),
+                shared,
+            )
+            .requiring(child_permissions(&set.child, &set.child.path)),
+        ),
         Plan::Sync(sync) => Box::new(Guarded::new(
             sync_reconciler(sync.clone(), shared.clone()),
             &sync.id,
@@ -189,6 +196,8 @@ struct Guarded<S> {
     path: String,
     condition: Option<String>,
     shared: Arc<Shared>,
+    /// What the step needs besides what its reconciler declares.
+    requires: Vec<Permission>,
 }
 
 impl<S> Guarded<S> {
@@ -205,7 +214,14 @@ impl<S> Guarded<S> {
             path: path.to_owned(),
             condition,
             shared: shared.clone(),
+            requires: Vec::new(),
         }
+    }
+
+    /// Also declares `permissions` at setup.
+    fn requiring(mut self, permissions: Vec<Permission>) -> Self {
+        self.requires = permissions;
+        self
     }
 }
 
@@ -216,6 +232,9 @@ impl<S: SubReconciler> SubReconciler for Guarded<S> {
     }
 
     fn setup(&self, setup: &mut Setup) -> Result<(), ValidationError> {
+        for permission in &self.requires {
+            setup.require_permission(permission.clone());
+        }
         self.inner.setup(setup)
     }
 

@@ -5,95 +5,14 @@
 
 use std::collections::BTreeMap;
 
-use cel::common::ast::{Expr, IdedExpr, LiteralValue};
+use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use serde_json::Value;
 
 use super::error::DefinitionError;
 use super::expr::{Expression, Template, Text, field_path};
+use super::render::{describe, presence_test};
 use super::schema::{Field, Schema};
-
-/// What is known of a value's type.
-#[derive(Clone, Debug)]
-pub enum Ty {
-    /// Anything (unknown schema, open field, result of an unchecked function).
-    Dyn,
-    /// A bool.
-    Bool,
-    /// A number (int, uint or double).
-    Number,
-    /// A string.
-    String,
-    /// null.
-    Null,
-    /// A timestamp (`now`, `timestamp(...)`).
-    Timestamp,
-    /// A duration.
-    Duration,
-    /// A list of items of a type.
-    List(Box<Ty>),
-    /// A map of values of a type.
-    Map(Box<Ty>),
-    /// An object with a schema.
-    Object(Schema),
-}
-
-impl Ty {
-    /// The type a schema node describes.
-    pub fn of(schema: &Schema) -> Ty {
-        match schema.type_name().as_deref() {
-            Some("object") => match schema.map_values() {
-                Some(values) => Ty::Map(Box::new(Ty::of(&values))),
-                None => Ty::Object(schema.clone()),
-            },
-            Some("array") => Ty::List(Box::new(schema.items().map_or(Ty::Dyn, |s| Ty::of(&s)))),
-            Some("string") => Ty::String,
-            Some("integer" | "number") => Ty::Number,
-            Some("boolean") => Ty::Bool,
-            _ => Ty::Dyn,
-        }
-    }
-
-    /// An object of a schema, or anything when the schema is unknown.
-    pub fn of_optional(schema: Option<&Schema>) -> Ty {
-        schema.map_or(Ty::Dyn, |s| Ty::Object(s.clone()))
-    }
-
-    /// How a message names the type.
-    pub fn describe(&self) -> &'static str {
-        match self {
-            Ty::Dyn => "any value",
-            Ty::Bool => "a bool",
-            Ty::Number => "a number",
-            Ty::String => "a string",
-            Ty::Null => "null",
-            Ty::Timestamp => "a timestamp",
-            Ty::Duration => "a duration",
-            Ty::List(_) => "a list",
-            Ty::Map(_) | Ty::Object(_) => "a map",
-        }
-    }
-
-    /// A coarse class: two values of different classes can never be equal or compared.
-    fn class(&self) -> Option<u8> {
-        match self {
-            Ty::Dyn | Ty::Null => None,
-            Ty::Bool => Some(0),
-            Ty::Number => Some(1),
-            Ty::String => Some(2),
-            Ty::Timestamp => Some(3),
-            Ty::Duration => Some(4),
-            Ty::List(_) => Some(5),
-            Ty::Map(_) | Ty::Object(_) => Some(6),
-        }
-    }
-
-    fn same_class(&self, other: &Ty) -> bool {
-        match (self.class(), other.class()) {
-            (Some(a), Some(b)) => a == b,
-            _ => true,
-        }
-    }
-}
+use super::ty::{Ty, same};
 
 /// The bindings an expression may read, with their types.
 #[derive(Clone, Debug, Default)]
@@ -178,9 +97,10 @@ pub fn check_list(expression: &Expression, scope: &Scope) -> Result<Ty, Definiti
         other => Err(DefinitionError::new(
             expression.path(),
             format!(
-                "${{{}}}: expected a list, the expression yields {}",
+                "${{{}}}: expected a list, the expression yields {}{}",
                 expression.source(),
-                other.describe()
+                other.describe(),
+                unwrap_hint(&other)
             ),
         )),
     }
@@ -199,11 +119,20 @@ fn expect(
     Err(DefinitionError::new(
         expression.path(),
         format!(
-            "${{{}}}: expected {wanted}, the expression yields {}",
+            "${{{}}}: expected {wanted}, the expression yields {}{}",
             expression.source(),
-            ty.describe()
+            ty.describe(),
+            unwrap_hint(&ty)
         ),
     ))
+}
+
+/// For an optional: how to take its value.
+fn unwrap_hint(ty: &Ty) -> String {
+    match ty {
+        Ty::Optional(inner) => format!(" (take its value with .orValue({}))", inner.zero()),
+        _ => String::new(),
+    }
 }
 
 /// Checks a template against the schema of what it builds (`None`: unknown, only the
@@ -264,9 +193,17 @@ pub fn check_template(
             let mut ty = Ty::String;
             for expression in text.expressions() {
                 match check(expression, scope) {
+                    Ok(Ty::Optional(inner)) => {
+                        errors.push(unwritable_optional(expression, &inner));
+                        ty = Ty::Dyn;
+                    }
                     Ok(t) if matches!(text, Text::Whole(_)) => ty = t,
                     Ok(_) => {}
-                    Err(e) => errors.push(e),
+                    Err(e) => {
+                        // Said once: the value's type is unknown to the checks after.
+                        errors.push(e);
+                        ty = Ty::Dyn;
+                    }
                 }
             }
             if let Some(schema) = schema
@@ -292,7 +229,7 @@ pub fn check_template(
                 && !matches!(ty, Ty::Null)
                 && !fits(&ty, schema)
             {
-                errors.push(mismatch(path, schema, ty.describe()));
+                errors.push(mismatch(path, schema, &ty.describe()));
             }
         }
     }
@@ -311,7 +248,21 @@ fn fits(ty: &Ty, schema: &Schema) -> bool {
         Ty::String | Ty::Timestamp | Ty::Duration => wanted == "string",
         Ty::List(_) => wanted == "array",
         Ty::Map(_) | Ty::Object(_) => wanted == "object",
+        Ty::Optional(_) => false,
     }
+}
+
+/// An optional cannot be written into an object: its value or a default must be.
+fn unwritable_optional(expression: &Expression, inner: &Ty) -> DefinitionError {
+    let source = expression.source();
+    DefinitionError::new(
+        expression.path(),
+        format!(
+            "${{{source}}} yields optional({}), which cannot be written into an object: use ${{{source}.orValue({})}}",
+            inner.name(),
+            inner.zero()
+        ),
+    )
 }
 
 fn wanted(schema: &Schema) -> String {
@@ -367,11 +318,8 @@ impl Checker<'_> {
                 LiteralValue::Bytes(_) => Ty::Dyn,
             }),
             Expr::Ident(name) => {
-                if let Some((_, ty)) = self.locals.iter().rev().find(|(n, _)| n == name) {
-                    return Ok(ty.clone());
-                }
-                if let Some(ty) = self.scope.vars.get(name) {
-                    return Ok(ty.clone());
+                if let Some(ty) = self.bound(name) {
+                    return Ok(ty);
                 }
                 if name == "now" {
                     return Ok(Ty::Timestamp);
@@ -387,31 +335,53 @@ impl Checker<'_> {
             }
             Expr::Select(select) => {
                 let operand = self.infer(&select.operand)?;
+                let (inner, optional) = match operand {
+                    Ty::Optional(inner) => (*inner, true),
+                    other => (other, false),
+                };
                 let ty = self
-                    .select(&operand, &select.field)
+                    .select(&inner, &select.field)
                     .map_err(|message| NodeError {
                         id: expr.id,
                         message: format!("{} {message}", describe(&select.operand)),
                     })?;
-                Ok(if select.test { Ty::Bool } else { ty })
+                Ok(match (select.test, optional) {
+                    (true, _) => Ty::Bool,
+                    (false, true) => Ty::Optional(Box::new(ty)),
+                    (false, false) => ty,
+                })
             }
             Expr::Call(call) => {
-                // A method's target is checked (its fields must exist); the result type
-                // depends only on the function.
-                if let Some(target) = &call.target {
-                    self.infer(target)?;
-                }
                 let args = call
                     .args
                     .iter()
                     .map(|a| self.infer(a))
                     .collect::<Result<Vec<_>, _>>()?;
+                if let Some(target) = &call.target
+                    && self.is_optional_library(target)
+                {
+                    return optional_constructor(&call.func_name, &args).map_err(fail);
+                }
+                let target = match &call.target {
+                    Some(target) => Some((self.infer(target)?, &**target)),
+                    None => None,
+                };
+                let target = target.as_ref().map(|(ty, e)| (ty, *e));
+                reject_optionals(&call.func_name, target, &args, &call.args)?;
+                if let Some((ty, target)) = target
+                    && OPTIONAL_METHODS.contains(&call.func_name.as_str())
+                {
+                    return optional_method(&call.func_name, ty, target, &args).map_err(fail);
+                }
                 self.call(&call.func_name, &args, &call.args).map_err(fail)
             }
             Expr::List(list) => {
                 let mut item = None;
-                for element in &list.elements {
-                    let ty = self.infer(element)?;
+                for (i, element) in list.elements.iter().enumerate() {
+                    let ty = match self.infer(element)? {
+                        Ty::Optional(inner) if list.optional_indices.contains(&i) => *inner,
+                        ty => ty,
+                    };
                     item = Some(match item {
                         None => ty,
                         Some(prev) if same(&prev, &ty) => prev,
@@ -422,8 +392,9 @@ impl Checker<'_> {
             }
             Expr::Map(map) => {
                 for entry in &map.entries {
-                    if let cel::common::ast::EntryExpr::MapEntry(e) = &entry.expr {
-                        self.infer(&e.key)?;
+                    if let EntryExpr::MapEntry(e) = &entry.expr {
+                        let key = self.infer(&e.key)?;
+                        reject_optional(&key, &e.key, "a map key")?;
                         self.infer(&e.value)?;
                     }
                 }
@@ -432,6 +403,7 @@ impl Checker<'_> {
             Expr::Struct(_) | Expr::Unspecified => Ok(Ty::Dyn),
             Expr::Comprehension(c) => {
                 let range = self.infer(&c.iter_range)?;
+                reject_optional(&range, &c.iter_range, "a macro's range")?;
                 let (first, second) = match &range {
                     Ty::List(item) => (Ty::Number, (**item).clone()),
                     Ty::Map(value) => (Ty::String, (**value).clone()),
@@ -468,6 +440,19 @@ impl Checker<'_> {
         }
     }
 
+    /// The type of a comprehension variable or binding in scope.
+    fn bound(&self, name: &str) -> Option<Ty> {
+        if let Some((_, ty)) = self.locals.iter().rev().find(|(n, _)| n == name) {
+            return Some(ty.clone());
+        }
+        self.scope.vars.get(name).cloned()
+    }
+
+    /// Whether `target` is the `optional` of `optional.of(x)` (not a binding of that name).
+    fn is_optional_library(&self, target: &IdedExpr) -> bool {
+        matches!(&target.expr, Expr::Ident(name) if name == "optional" && self.bound(name).is_none())
+    }
+
     /// The type of `field` selected on a value of type `operand`.
     fn select(&self, operand: &Ty, field: &str) -> Result<Ty, String> {
         match operand {
@@ -488,6 +473,21 @@ impl Checker<'_> {
         }
     }
 
+    /// The type of an element of `container` at `index` (`a[i]`, `a[?i]`).
+    fn index(&self, container: &Ty, index: Option<&IdedExpr>) -> Result<Ty, String> {
+        Ok(match container {
+            Ty::List(item) => (**item).clone(),
+            Ty::Map(value) => (**value).clone(),
+            Ty::Object(schema) => match index.map(|e| &e.expr) {
+                Some(Expr::Literal(LiteralValue::String(key))) => {
+                    self.select(&Ty::Object(schema.clone()), key.inner())?
+                }
+                _ => Ty::Dyn,
+            },
+            _ => Ty::Dyn,
+        })
+    }
+
     fn call(&self, function: &str, args: &[Ty], arg_exprs: &[IdedExpr]) -> Result<Ty, String> {
         let pair = || {
             (
@@ -496,7 +496,28 @@ impl Checker<'_> {
             )
         };
         Ok(match function {
-            "_&&_" | "_||_" | "!_" | "@in" | "@not_strictly_false" => Ty::Bool,
+            "_&&_" | "_||_" | "!_" | "_?_:_" => {
+                let operands = if function == "_?_:_" {
+                    &args[..1]
+                } else {
+                    args
+                };
+                for (ty, expr) in operands.iter().zip(arg_exprs) {
+                    if ty.is_known_other_than(&Ty::Bool) {
+                        return Err(format!(
+                            "{} takes a bool, and {} is {}",
+                            operator_name(function),
+                            describe(expr),
+                            ty.describe()
+                        ));
+                    }
+                }
+                match (function, args) {
+                    ("_?_:_", [_, a, b]) => branches(a, b)?,
+                    _ => Ty::Bool,
+                }
+            }
+            "@in" | "@not_strictly_false" => Ty::Bool,
             "_==_" | "_!=_" | "_<_" | "_<=_" | "_>_" | "_>=_" => {
                 let (a, b) = pair();
                 if !a.same_class(&b) {
@@ -522,26 +543,43 @@ impl Checker<'_> {
                         b.describe()
                     ));
                 }
-                if same(&a, &b) { a } else { Ty::Dyn }
-            }
-            "-_" => args.first().cloned().unwrap_or(Ty::Dyn),
-            "_?_:_" => match args {
-                [_, a, b] if same(a, b) => a.clone(),
-                _ => Ty::Dyn,
-            },
-            "_[_]" => {
-                let (container, _) = pair();
-                match container {
-                    Ty::List(item) => *item,
-                    Ty::Map(value) => *value,
-                    Ty::Object(schema) => match arg_exprs.get(1).map(|e| &e.expr) {
-                        Some(Expr::Literal(LiteralValue::String(key))) => {
-                            self.select(&Ty::Object(schema), key)?
-                        }
-                        _ => Ty::Dyn,
-                    },
+                match (a, b) {
+                    (Ty::List(a), Ty::List(b)) => Ty::List(Box::new(join(*a, *b))),
+                    (a, b) if same(&a, &b) => a,
                     _ => Ty::Dyn,
                 }
+            }
+            "-_" => args.first().cloned().unwrap_or(Ty::Dyn),
+            "_[_]" => match args.first() {
+                Some(Ty::Optional(inner)) => {
+                    Ty::Optional(Box::new(self.index(inner, arg_exprs.get(1))?))
+                }
+                Some(container) => self.index(container, arg_exprs.get(1))?,
+                None => Ty::Dyn,
+            },
+            "_?._" => {
+                let inner = match args.first() {
+                    Some(Ty::Optional(inner)) => (**inner).clone(),
+                    Some(other) => other.clone(),
+                    None => Ty::Dyn,
+                };
+                let field = match arg_exprs.get(1).map(|e| &e.expr) {
+                    Some(Expr::Literal(LiteralValue::String(field))) => field.inner().to_owned(),
+                    _ => return Ok(Ty::Optional(Box::new(Ty::Dyn))),
+                };
+                let ty = self.select(&inner, &field).map_err(|message| {
+                    let operand = arg_exprs.first().map(describe).unwrap_or_default();
+                    format!("{operand} {message}")
+                })?;
+                Ty::Optional(Box::new(ty))
+            }
+            "_[?_]" => {
+                let inner = match args.first() {
+                    Some(Ty::Optional(inner)) => (**inner).clone(),
+                    Some(other) => other.clone(),
+                    None => Ty::Dyn,
+                };
+                Ty::Optional(Box::new(self.index(&inner, arg_exprs.get(1))?))
             }
             "size" | "int" | "uint" | "double" | "indexOf" | "lastIndexOf" => Ty::Number,
             "string" | "lowerAscii" | "upperAscii" | "trim" | "replace" | "substring"
@@ -555,31 +593,178 @@ impl Checker<'_> {
     }
 }
 
-/// Whether two types are the same (for the result of an operator).
-fn same(a: &Ty, b: &Ty) -> bool {
-    matches!(
-        (a, b),
-        (Ty::Bool, Ty::Bool) | (Ty::Number, Ty::Number) | (Ty::String, Ty::String)
-    )
+/// The items of two lists joined (`[] + [x]` is a list of what `x` is).
+fn join(a: Ty, b: Ty) -> Ty {
+    match (a, b) {
+        (Ty::Dyn, only) | (only, Ty::Dyn) => only,
+        (a, b) if same(&a, &b) => a,
+        (Ty::Optional(a), Ty::Optional(b)) => Ty::Optional(Box::new(join(*a, *b))),
+        _ => Ty::Dyn,
+    }
 }
 
-/// How a message names an operand: its dotted path when it is one, else "the value".
-fn describe(expr: &IdedExpr) -> String {
-    let mut segments = Vec::new();
-    let mut current = expr;
-    loop {
-        match &current.expr {
-            Expr::Ident(name) => {
-                segments.push(name.clone());
-                segments.reverse();
-                return segments.join(".");
-            }
-            Expr::Select(select) if !select.test => {
-                segments.push(select.field.clone());
-                current = &select.operand;
-            }
-            _ => return "the value".to_owned(),
+/// The type of `c ? a : b`; one optional branch needs the other optional too.
+fn branches(a: &Ty, b: &Ty) -> Result<Ty, String> {
+    Ok(match (a, b) {
+        (a, b) if same(a, b) => a.clone(),
+        (Ty::Optional(a), Ty::Optional(b)) if same(a, b) => Ty::Optional(a.clone()),
+        (Ty::Optional(_), Ty::Optional(_)) => Ty::Optional(Box::new(Ty::Dyn)),
+        (Ty::Optional(_), other) | (other, Ty::Optional(_)) if !matches!(other, Ty::Dyn) => {
+            return Err(format!(
+                "one branch of ?: is {} and the other {}: unwrap the optional with .orValue(...), or wrap the other with optional.of(...)",
+                a.describe(),
+                b.describe()
+            ));
         }
+        _ => Ty::Dyn,
+    })
+}
+
+/// The methods of optional values.
+const OPTIONAL_METHODS: [&str; 4] = ["hasValue", "value", "orValue", "or"];
+
+/// The type of `optional.of(x)`, `optional.ofNonZeroValue(x)` and `optional.none()`.
+fn optional_constructor(function: &str, args: &[Ty]) -> Result<Ty, String> {
+    match (function, args) {
+        ("of" | "ofNonZeroValue", [value]) => Ok(Ty::Optional(Box::new(value.clone()))),
+        ("none", []) => Ok(Ty::Optional(Box::new(Ty::Dyn))),
+        _ => Err(format!(
+            "optional.{function} takes {}; the optional library has optional.of(value), optional.ofNonZeroValue(value) and optional.none()",
+            match function {
+                "of" | "ofNonZeroValue" => "one argument",
+                "none" => "no argument",
+                _ => "no such function",
+            }
+        )),
+    }
+}
+
+/// The type of `target.hasValue()`, `.value()`, `.orValue(default)` or `.or(other)`.
+fn optional_method(
+    function: &str,
+    target: &Ty,
+    target_expr: &IdedExpr,
+    args: &[Ty],
+) -> Result<Ty, String> {
+    let inner = match target {
+        Ty::Optional(inner) => (**inner).clone(),
+        Ty::Dyn => Ty::Dyn,
+        other => {
+            let name = describe(target_expr);
+            let fix = match optional_form(target_expr) {
+                Some(optional) => format!("read it as {optional} to get an optional"),
+                None => format!("use {name} itself"),
+            };
+            return Err(format!(
+                "{name} is {}, not an optional: {function}() applies to optionals; {fix}",
+                other.describe()
+            ));
+        }
+    };
+    let argument = args.first().cloned().unwrap_or(Ty::Dyn);
+    Ok(match function {
+        "hasValue" => Ty::Bool,
+        "value" => inner,
+        "orValue" => {
+            if !inner.same_class(&argument) && !matches!(argument, Ty::Null) {
+                return Err(format!(
+                    "{} holds {}, its default is {}: give a default of the same type, e.g. .orValue({})",
+                    describe(target_expr),
+                    inner.describe(),
+                    argument.describe(),
+                    inner.zero()
+                ));
+            }
+            match (&inner, &argument) {
+                (_, Ty::Dyn | Ty::Null) | (Ty::Dyn, _) => Ty::Dyn,
+                (inner, _) => inner.clone(),
+            }
+        }
+        _ => match argument {
+            Ty::Optional(_) | Ty::Dyn => Ty::Optional(Box::new(inner)),
+            other => {
+                return Err(format!(
+                    "or() takes an optional, not {}: for a plain default write {}.orValue(...)",
+                    other.describe(),
+                    describe(target_expr)
+                ));
+            }
+        },
+    })
+}
+
+/// `a.?b` for a read written `a.b`.
+fn optional_form(expr: &IdedExpr) -> Option<String> {
+    match &expr.expr {
+        Expr::Select(select) if !select.test => {
+            Some(format!("{}.?{}", describe(&select.operand), select.field))
+        }
+        _ => None,
+    }
+}
+
+/// An error unless `function` takes the optionals among its target and arguments: only the
+/// optional reads, the optional methods, `==`/`!=` between two optionals and the branches
+/// of `?:` do.
+fn reject_optionals(
+    function: &str,
+    target: Option<(&Ty, &IdedExpr)>,
+    args: &[Ty],
+    arg_exprs: &[IdedExpr],
+) -> Result<(), NodeError> {
+    let operator = operator_name(function);
+    let plain: Vec<usize> = match function {
+        "_==_" | "_!=_" => match args {
+            [Ty::Optional(_), Ty::Optional(_)] => vec![],
+            _ => vec![0, 1],
+        },
+        "_?_:_" => vec![0],
+        "_[_]" | "_?._" | "_[?_]" => vec![1],
+        "dyn" | "type" | "of" | "ofNonZeroValue" => vec![],
+        _ if OPTIONAL_METHODS.contains(&function) => vec![],
+        _ => (0..args.len()).collect(),
+    };
+    if let Some((ty, expr)) = target
+        && !OPTIONAL_METHODS.contains(&function)
+    {
+        reject_optional(ty, expr, &operator)?;
+    }
+    for i in plain {
+        if let (Some(ty), Some(expr)) = (args.get(i), arg_exprs.get(i)) {
+            reject_optional(ty, expr, &operator)?;
+        }
+    }
+    Ok(())
+}
+
+/// An error if `ty` is optional, where `taker` needs a plain value.
+fn reject_optional(ty: &Ty, expr: &IdedExpr, taker: &str) -> Result<(), NodeError> {
+    let Ty::Optional(inner) = ty else {
+        return Ok(());
+    };
+    let name = describe(expr);
+    let test = presence_test(expr).unwrap_or_else(|| format!("{name}.hasValue()"));
+    Err(NodeError {
+        id: expr.id,
+        message: format!(
+            "{name} is {}, and {taker} takes a plain value: use {name}.orValue({}), or test {test} first",
+            ty.describe(),
+            inner.zero()
+        ),
+    })
+}
+
+/// How a message names what takes a value: `>` for `_>_`, `size()` for `size`.
+fn operator_name(function: &str) -> String {
+    match function {
+        "_?_:_" => "a condition (?:)".into(),
+        "_[_]" | "_[?_]" => "an index".into(),
+        "!_" => "!".into(),
+        "-_" => "-".into(),
+        "@in" => "in".into(),
+        "_?._" => "a field read".into(),
+        f if f.starts_with('_') && f.ends_with('_') => f.trim_matches('_').into(),
+        f => format!("{f}()"),
     }
 }
 
@@ -615,6 +800,83 @@ mod tests {
         ] {
             let e = Expression::compile(source, "p").unwrap();
             check(&e, &scope()).unwrap_or_else(|e| panic!("{source}: {e}"));
+        }
+    }
+
+    #[test]
+    fn optional_values_are_typed() {
+        for source in [
+            "self.spec.?size.orValue(1) > 3",
+            "self.spec.?size.hasValue() && self.spec.?size.value() > 3",
+            "self.spec.?greeting.orValue('') + '!'",
+            "self.spec.?items.orValue([]).all(i, i.name != '')",
+            "self.spec.?size == optional.of(3)",
+            "optional.none().or(self.spec.?greeting).orValue('x').startsWith('x')",
+            "self.?spec.?greeting.orValue('') == ''",
+            "self.spec.?items[0].?name.orValue('') != ''",
+            "self.metadata.?labels['app'].orValue('') == 'web'",
+            "size([?self.spec.?greeting]) == 1",
+            "optional.ofNonZeroValue(self.spec.size).hasValue()",
+            "(self.spec.size > 2 ? self.spec.?greeting : optional.none()).orValue('')",
+            "self.spec.?size.optMap(s, s + 1).orValue(0) > 1",
+        ] {
+            let e = Expression::compile(source, "p").unwrap();
+            check(&e, &scope()).unwrap_or_else(|e| panic!("{source}: {e}"));
+        }
+    }
+
+    #[test]
+    fn operators_on_optionals_are_errors_naming_the_fix() {
+        let cases = [
+            (
+                "self.spec.?size > 3 ? 'big' : 'small'",
+                "${self.spec.?size > 3 ? 'big' : 'small'}: self.spec.?size is optional(number), and > takes a plain value: use self.spec.?size.orValue(0), or test has(self.spec.size) first (at 1:10 of the expression)",
+            ),
+            (
+                "self.spec.?greeting.orValue('') + 1",
+                "${self.spec.?greeting.orValue('') + 1}: cannot combine a string with a number (_+_) (at 1:33 of the expression)",
+            ),
+            (
+                "size(self.spec.?items) > 0",
+                "${size(self.spec.?items) > 0}: self.spec.?items is optional(list), and size() takes a plain value: use self.spec.?items.orValue([]), or test has(self.spec.items) first (at 1:15 of the expression)",
+            ),
+            (
+                "self.spec.?size.orValue('one')",
+                "${self.spec.?size.orValue('one')}: self.spec.?size holds a number, its default is a string: give a default of the same type, e.g. .orValue(0) (at 1:24 of the expression)",
+            ),
+            (
+                "self.spec.size.orValue(1)",
+                "${self.spec.size.orValue(1)}: self.spec.size is a number, not an optional: orValue() applies to optionals; read it as self.spec.?size to get an optional (at 1:23 of the expression)",
+            ),
+            (
+                "self.spec.?size == 3",
+                "${self.spec.?size == 3}: self.spec.?size is optional(number), and == takes a plain value: use self.spec.?size.orValue(0), or test has(self.spec.size) first (at 1:10 of the expression)",
+            ),
+            (
+                "self.spec.?greeting.orValue('').startsWith(self.spec.?greeting)",
+                "${self.spec.?greeting.orValue('').startsWith(self.spec.?greeting)}: self.spec.?greeting is optional(string), and startsWith() takes a plain value: use self.spec.?greeting.orValue(''), or test has(self.spec.greeting) first (at 1:53 of the expression)",
+            ),
+            (
+                "self.spec.?greting.orValue('')",
+                "${self.spec.?greting.orValue('')}: self.spec has no field \"greting\"; its fields are: greeting, items, size (at 1:10 of the expression)",
+            ),
+            (
+                "self.spec.size > 2 ? self.spec.?greeting : 'none'",
+                "${self.spec.size > 2 ? self.spec.?greeting : 'none'}: one branch of ?: is optional(string) and the other a string: unwrap the optional with .orValue(...), or wrap the other with optional.of(...) (at 1:20 of the expression)",
+            ),
+            (
+                "self.spec.size && true",
+                "${self.spec.size && true}: && takes a bool, and self.spec.size is a number (at 1:16 of the expression)",
+            ),
+            (
+                "self.spec.?items.orValue([]).map(i, i.?name).all(n, n != '')",
+                "${self.spec.?items.orValue([]).map(i, i.?name).all(n, n != '')}: n is optional(string), and != takes a plain value: use n.orValue(''), or test n.hasValue() first (at 1:53 of the expression)",
+            ),
+        ];
+        for (source, expected) in cases {
+            let message = error(source);
+            let first_line = message.lines().next().unwrap_or_default();
+            assert_eq!(first_line, format!("spec.x: {expected}"), "{source}");
         }
     }
 

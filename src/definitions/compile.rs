@@ -7,14 +7,15 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::check::{Scope, Ty, check_condition, check_list, check_template};
+use super::check::{Scope, check_condition, check_list, check_template};
 use super::error::{DefinitionError, DefinitionErrors};
 use super::expr::{Expression, Template, Text, condition};
 use super::model::{
     ChildSetStep, ChildStep, GROUP, KIND, ManagerKind, ReconcilerDefinition, RefStep, Step,
     SyncStep, VERSION,
 };
-use super::schema::{Schema, Schemas};
+use super::schema::{Lookup, Schema, Schemas};
+use super::ty::Ty;
 use crate::object::Gvk;
 
 /// A child step, compiled.
@@ -186,6 +187,11 @@ pub struct CompiledDefinition {
     pub conditions: Vec<String>,
     /// Whether the definition writes conditions and `observedGeneration` on the parent.
     pub owns_status: bool,
+    /// What the checker could not prove safe (errors under `--strict`).
+    pub warnings: Vec<DefinitionError>,
+    /// The kinds it reads or writes whose group/version the cluster does not serve yet: the
+    /// definition waits for them (its templates are checked again when they appear).
+    pub not_served: BTreeSet<Gvk>,
 }
 
 impl CompiledDefinition {
@@ -246,6 +252,8 @@ pub fn compile(
     let mut compiler = Compiler {
         schemas: schemas.clone(),
         errors: Vec::new(),
+        warnings: Vec::new(),
+        not_served: BTreeSet::new(),
         ids: BTreeSet::new(),
     };
     let expected = format!("{GROUP}/{VERSION}");
@@ -275,6 +283,9 @@ pub fn compile(
             return Err(DefinitionErrors(compiler.errors));
         }
     };
+    if definition.spec.schema.is_none() {
+        compiler.check_kind(&for_kind, "spec.for.kind");
+    }
     let crd = definition.spec.schema.as_ref().map(|schema| {
         compiler.schemas.insert(
             for_kind.clone(),
@@ -323,6 +334,8 @@ pub fn compile(
         crd,
         steps,
         conditions,
+        warnings: compiler.warnings,
+        not_served: compiler.not_served,
     })
 }
 
@@ -372,12 +385,41 @@ struct ChildParts<'a> {
 struct Compiler {
     schemas: Schemas,
     errors: Vec<DefinitionError>,
+    warnings: Vec<DefinitionError>,
+    not_served: BTreeSet<Gvk>,
     ids: BTreeSet<String>,
 }
 
 impl Compiler {
     fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.errors.push(DefinitionError::new(path, message));
+    }
+
+    /// An error for a kind its served group/version does not have; a warning for one whose
+    /// group/version is not served yet.
+    fn check_kind(&mut self, gvk: &Gvk, path: &str) {
+        let api_version = gvk.api_version();
+        match self.schemas.lookup(gvk) {
+            Lookup::NoSuchKind(kinds) => {
+                let message = format!(
+                    "{api_version} has no kind {:?}; its kinds are: {}",
+                    gvk.kind,
+                    kinds.join(", ")
+                );
+                self.error(path, message);
+            }
+            Lookup::NotServed => {
+                self.warnings.push(DefinitionError::new(
+                    path,
+                    format!(
+                        "the cluster does not serve {api_version} (yet), so {} is not checked: the definition waits for it (KindNotServed) and is checked when it appears",
+                        gvk.kind
+                    ),
+                ));
+                self.not_served.insert(gvk.clone());
+            }
+            Lookup::Found(_) | Lookup::Unknown => {}
+        }
     }
 
     fn keep<T>(&mut self, result: Result<T, DefinitionError>) -> Option<T> {
@@ -460,6 +502,14 @@ impl Compiler {
                     })
                 }
             };
+            if planned.is_none()
+                && let Some(id) = step.id()
+                && !scope.has(id)
+            {
+                // A step that failed to compile is reported once: what reads it is
+                // checked as reading a value of unknown type.
+                scope.bind(id, Ty::Dyn);
+            }
             plans.extend(planned);
         }
         plans
@@ -518,6 +568,7 @@ impl Compiler {
                 "a child needs a name (which may hold ${...})",
             );
         }
+        self.check_kind(&gvk, &format!("{template_path}.kind"));
         let compiled = self.keep(Template::compile(template, &template_path))?;
         let schema = self.schemas.get(&gvk).cloned();
         let mut errors = Vec::new();
@@ -582,8 +633,14 @@ impl Compiler {
         path: &str,
         scope: &Scope,
     ) -> Option<ChildSetPlan> {
-        let for_each = self.keep(condition(&step.for_each, &format!("{path}.forEach")))?;
-        let item = self.keep(check_list(&for_each, scope))?;
+        let for_each = self.keep(condition(&step.for_each, &format!("{path}.forEach")));
+        let item = match &for_each {
+            Some(for_each) => {
+                let checked = check_list(for_each, scope);
+                self.keep(checked).unwrap_or(Ty::Dyn)
+            }
+            None => Ty::Dyn,
+        };
         let item_scope = scope.with("each", item);
         let item_id = self.keep(Text::parse(&step.item_id, &format!("{path}.itemId")))?;
         for e in item_id.expressions() {
@@ -601,7 +658,7 @@ impl Compiler {
         let child = self.child_plan(parts, path, scope, &item_scope)?;
         Some(ChildSetPlan {
             child,
-            for_each,
+            for_each: for_each?,
             item_id,
         })
     }
@@ -649,6 +706,7 @@ impl Compiler {
                 return None;
             }
         };
+        self.check_kind(&gvk, &format!("{path}.kind"));
         let text = |value: &str, field: &str, this: &mut Self| -> Option<Text> {
             let text = this.keep(Text::parse(value, &format!("{path}.{field}")))?;
             for e in text.expressions() {

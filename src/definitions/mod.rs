@@ -12,6 +12,7 @@
 mod bindings;
 mod build;
 mod check;
+mod child_permissions;
 mod compile;
 mod crd;
 mod error;
@@ -19,8 +20,10 @@ mod expr;
 mod load;
 mod model;
 mod plan;
+mod render;
 mod runner;
 mod schema;
+mod ty;
 
 pub use build::{
     DEFINITION_LABEL, ITEM_ANNOTATION, Inventory, STEP_LABEL, controller_name, root_reconciler,
@@ -32,8 +35,9 @@ pub use expr::{Bindings, EvalError, Expression, Template};
 pub use load::{Loaded, load_dir, load_file, parse_documents, parse_value};
 pub use model::{
     ChildSetStep, ChildStep, DefinitionSpec, FinalizerStep, GROUP, IfStep, KIND, KindRef,
-    ManagerKind, ParentSchema, ReconcilerDefinition, RefSelector, RefStep, Step, SyncStep, VERSION,
+    ManagerKind, ParentSchema, ReconcilerDefinition, RefSelector, RefStep, ServiceAccountRef, Step,
+    SyncStep, VERSION,
 };
 pub use plan::{InstancePlan, PlannedWrite, plan, render};
-pub use runner::{Definitions, FINALIZER, StartError};
+pub use runner::{Definitions, FINALIZER, IdentityPolicy, StartError};
 pub use schema::{Schema, Schemas};

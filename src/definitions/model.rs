@@ -65,6 +65,46 @@ pub struct DefinitionSpec {
     pub conditions: Vec<String>,
     /// The steps, run in order of their bindings (a step after the steps it reads).
     pub steps: Vec<Step>,
+    /// The identity the steps act as: every read, write and watch goes through a client
+    /// impersonating this ServiceAccount (default: dynrec's own identity, or the one
+    /// `--default-service-account` names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account: Option<ServiceAccountRef>,
+}
+
+/// A ServiceAccount, by namespace and name (definitions are cluster-scoped).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ServiceAccountRef {
+    /// Its name.
+    pub name: String,
+    /// Its namespace.
+    pub namespace: String,
+}
+
+impl std::fmt::Display for ServiceAccountRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+impl std::str::FromStr for ServiceAccountRef {
+    type Err = String;
+
+    /// `NAMESPACE/NAME`.
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.split_once('/') {
+            Some((namespace, name))
+                if !namespace.is_empty() && !name.is_empty() && !name.contains('/') =>
+            {
+                Ok(Self {
+                    name: name.into(),
+                    namespace: namespace.into(),
+                })
+            }
+            _ => Err(format!("{text:?} is not NAMESPACE/NAME")),
+        }
+    }
 }
 
 /// A kind by `apiVersion` and `kind`.

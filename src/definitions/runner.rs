@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kube::api::DynamicObject;
 use parking_lot::Mutex;
@@ -18,14 +18,15 @@ use super::compile::{CompiledDefinition, compile, kinds_to_check};
 use super::crd::{definition_crd, definition_gvk};
 use super::error::{DefinitionError, DefinitionErrors};
 use super::load::{Loaded, parse_value};
+use super::model::{ReconcilerDefinition, ServiceAccountRef};
 use super::schema::Schemas;
-use crate::client::Client;
+use crate::client::{Client, Identity};
 use crate::object::{ConditionSet, Gvk};
 use crate::reconcilers::{
-    Config, Context, Draft, Outcome, ReconcileError, ReconcileResult, ResourceReconciler,
-    SyncReconciler, WithFinalizer,
+    Config, Context, Draft, Outcome, Permission, ReconcileError, ReconcileResult,
+    ResourceReconciler, RootReconciler, SyncReconciler, WithFinalizer,
 };
-use crate::runtime::{ControllerHandle, Manager, ManagerError};
+use crate::runtime::{ControllerHandle, Manager, ManagerError, missing};
 
 /// The finalizer that keeps an in-cluster definition until its controller has stopped.
 pub const FINALIZER: &str = "dynrec.dev/controller";
@@ -34,6 +35,11 @@ const FIELD_MANAGER: &str = "dynrec";
 /// How often an in-cluster definition's instance count is refreshed (status is written only
 /// when it changed).
 const STATUS_REFRESH: Duration = Duration::from_secs(5);
+/// How often the permissions of a definition that had them all are checked again (one
+/// missing any is checked at every status refresh).
+const PERMISSIONS_RECHECK: Duration = Duration::from_secs(60);
+/// The conditions of an in-cluster definition (`Ready` follows them).
+const DEFINITION_CONDITIONS: [&str; 2] = ["Compiled", "PermissionsReady"];
 
 /// A definition whose controller runs.
 struct Running {
@@ -41,6 +47,23 @@ struct Running {
     compiled: Arc<CompiledDefinition>,
     /// Where it was loaded from (a file, or the cluster object).
     source: String,
+    /// The config its reconcilers act through (impersonating its ServiceAccount, if any).
+    config: Config,
+    /// What its reconcilers need on the API server.
+    permissions: Vec<Permission>,
+}
+
+/// The last check of a definition's permissions: when, and the refused verbs.
+type PermissionsCheck = (Instant, Vec<String>);
+
+/// Who definitions act as when they name no ServiceAccount (the lockdown switches of
+/// `dynrec run`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IdentityPolicy {
+    /// The ServiceAccount a definition naming none acts as (`--default-service-account`).
+    pub default_service_account: Option<ServiceAccountRef>,
+    /// Refuse definitions that name no ServiceAccount (`--require-service-account`).
+    pub require_service_account: bool,
 }
 
 /// Starts, swaps and stops the controllers of definitions. Cheap to clone.
@@ -50,6 +73,8 @@ pub struct Definitions {
     handle: ControllerHandle,
     running: Arc<Mutex<BTreeMap<String, Running>>>,
     inventories: Arc<Mutex<BTreeMap<String, Inventory>>>,
+    identities: IdentityPolicy,
+    checks: Arc<Mutex<BTreeMap<String, PermissionsCheck>>>,
 }
 
 /// Why a definition could not be started.
@@ -72,6 +97,19 @@ pub enum StartError {
     /// Another definition already has this name or reconciles this kind.
     #[error("{0}")]
     Conflict(String),
+    /// A kind it reads or writes is in a group/version the cluster does not serve yet.
+    #[error("{origin}: waiting for the cluster to serve {}", kinds.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))]
+    KindNotServed {
+        /// Where the definition came from.
+        origin: String,
+        /// The kinds not served.
+        kinds: Vec<Gvk>,
+    },
+    /// It names no ServiceAccount and dynrec requires one.
+    #[error(
+        "spec.serviceAccount is required: dynrec runs with --require-service-account, so a definition acts only as a ServiceAccount it names"
+    )]
+    ServiceAccountRequired,
 }
 
 impl Definitions {
@@ -82,6 +120,29 @@ impl Definitions {
             handle: manager.handle(),
             running: Arc::default(),
             inventories: Arc::default(),
+            identities: IdentityPolicy::default(),
+            checks: Arc::default(),
+        }
+    }
+
+    /// Definitions acting, when they name no ServiceAccount, as `policy` says.
+    pub fn with_identities(mut self, policy: IdentityPolicy) -> Self {
+        self.identities = policy;
+        self
+    }
+
+    /// The config a definition's reconcilers act through: impersonating its ServiceAccount,
+    /// else the default one, else (unless one is required) dynrec's own.
+    fn config_for(&self, definition: &ReconcilerDefinition) -> Result<Config, StartError> {
+        let account = definition.spec.service_account.as_ref();
+        match account.or(self.identities.default_service_account.as_ref()) {
+            Some(account) => Ok(self
+                .config
+                .acting_as(Identity::service_account(&account.namespace, &account.name))),
+            None if self.identities.require_service_account => {
+                Err(StartError::ServiceAccountRequired)
+            }
+            None => Ok(self.config.clone()),
         }
     }
 
@@ -108,13 +169,15 @@ impl Definitions {
     /// Compiles `loaded`, installs its parent CRD if it defines one, and starts (or swaps in)
     /// its controller.
     pub async fn start(&self, loaded: &Loaded) -> Result<Arc<CompiledDefinition>, StartError> {
+        let config = self.config_for(&loaded.definition)?;
         let compiled = Arc::new(self.compile(loaded).await?);
         self.check_conflicts(&compiled, &loaded.source)?;
         if let Some(crd) = &compiled.crd {
             let object: DynamicObject = serde_json::from_value(crd.clone())
                 .map_err(|e| DefinitionError::new("spec.schema", e.to_string()))
                 .map_err(DefinitionErrors::from)?;
-            self.client()
+            config
+                .client
                 .apply(&object, FIELD_MANAGER, true)
                 .await
                 .map_err(|error| StartError::Crd {
@@ -122,9 +185,22 @@ impl Definitions {
                     error: Box::new(error),
                 })?;
         }
+        // The parent's CRD is in place while the definition waits for the others.
+        if !compiled.not_served.is_empty() {
+            return Err(StartError::KindNotServed {
+                origin: loaded.source.clone(),
+                kinds: compiled.not_served.iter().cloned().collect(),
+            });
+        }
         let inventory = self.inventory(&compiled.name);
-        let reconciler = root_reconciler(&compiled, &self.config, &inventory);
+        let reconciler = root_reconciler(&compiled, &config, &inventory);
+        let controller = controller_name(&compiled.name);
+        let permissions = reconciler
+            .setup()
+            .map(|setup| setup.permissions(&controller))
+            .unwrap_or_default();
         self.handle.register(reconciler)?;
+        self.checks.lock().remove(&compiled.name);
         info!(definition = %compiled.name, kind = %compiled.for_kind, "definition running");
         self.running.lock().insert(
             compiled.name.clone(),
@@ -132,6 +208,8 @@ impl Definitions {
                 generation: compiled.generation,
                 compiled: compiled.clone(),
                 source: loaded.source.clone(),
+                config,
+                permissions,
             },
         );
         Ok(compiled)
@@ -167,6 +245,7 @@ impl Definitions {
 
     /// Stops the controller of the definition `name`.
     pub fn stop(&self, name: &str) {
+        self.checks.lock().remove(name);
         if self.running.lock().remove(name).is_some() {
             self.handle.remove(&controller_name(name));
             info!(definition = %name, "definition stopped");
@@ -218,7 +297,7 @@ impl Definitions {
             self.config.clone(),
         )
         .named("reconcilerdefinitions")
-        .conditions(ConditionSet::living(&["Compiled"]))
+        .conditions(ConditionSet::living(&DEFINITION_CONDITIONS))
     }
 
     /// Compiles and (re)starts an in-cluster definition when its spec changed, and writes
@@ -226,7 +305,7 @@ impl Definitions {
     async fn sync(&self, ctx: &Context, object: &mut Draft) -> Outcome {
         let name = object.metadata.name.clone().unwrap_or_default();
         let generation = object.metadata.generation;
-        let conditions = ConditionSet::living(&["Compiled"]);
+        let conditions = ConditionSet::living(&DEFINITION_CONDITIONS);
         self.seed_inventory(&name, &object.data["status"]["managedKinds"]);
         let current = self
             .running
@@ -242,14 +321,18 @@ impl Definitions {
                     definition,
                 });
                 let started = match loaded {
-                    Ok(loaded) => self.start(&loaded).await.map_err(|e| e.to_string()),
-                    Err(err) => Err(err.to_string()),
+                    Ok(loaded) => self.start(&loaded).await.map_err(|e| refusal(&e)),
+                    Err(err) => Err(("Invalid", err.to_string())),
                 };
                 match started {
                     Ok(compiled) => Some(compiled),
-                    Err(message) => {
-                        warn!(definition = %name, error = %message, "definition refused");
-                        last_error = Some(message);
+                    Err((reason, message)) => {
+                        if reason != "KindNotServed" {
+                            warn!(definition = %name, error = %message, "definition refused");
+                        } else if compiled_reason(object) != Some(reason) {
+                            info!(definition = %name, %message, "definition waits for its kinds");
+                        }
+                        last_error = Some((reason, message));
                         previous.map(|(_, compiled)| compiled)
                     }
                 }
@@ -258,16 +341,31 @@ impl Definitions {
         let mut manager = conditions.manage(object, ctx.now());
         let marked = match (&last_error, &compiled) {
             (None, _) => manager.mark_true("Compiled", "Compiled", ""),
-            (Some(error), Some(running)) => manager.mark_false(
+            (Some((reason, error)), Some(running)) => manager.mark_false(
                 "Compiled",
-                "Invalid",
+                reason,
                 format!(
                     "{error}\nthe last good version (generation {}) keeps running",
                     running.generation.unwrap_or_default()
                 ),
             ),
-            (Some(error), None) => manager.mark_false("Compiled", "Invalid", error.clone()),
+            (Some((reason, error)), None) => manager.mark_false("Compiled", reason, error.clone()),
         };
+        let granted = match &compiled {
+            Some(_) => self.permissions_condition(&name).await,
+            None => (
+                "NotRunning",
+                "nothing to check until the definition compiles".to_owned(),
+                None,
+            ),
+        };
+        let marked = marked.and_then(|()| match granted {
+            (reason, message, Some(true)) => manager.mark_true("PermissionsReady", reason, message),
+            (reason, message, Some(false)) => {
+                manager.mark_false("PermissionsReady", reason, message)
+            }
+            (reason, message, None) => manager.mark_unknown("PermissionsReady", reason, message),
+        });
         if let Err(err) = marked {
             return Outcome::err(ReconcileError::from_error(err));
         }
@@ -289,14 +387,80 @@ impl Definitions {
             status.insert("watches".into(), json!(kinds));
             status.insert("managedKinds".into(), json!(managed));
             status.insert("instances".into(), json!(instances));
+            let warnings: Vec<String> = compiled.warnings.iter().map(ToString::to_string).collect();
+            match warnings.is_empty() {
+                true => status.remove("warnings"),
+                false => status.insert("warnings".into(), json!(warnings)),
+            };
+            status.insert("serviceAccount".into(), json!(self.acting_as(&name)));
         }
         if let Some(status) = object.data["status"].as_object_mut() {
             match last_error {
-                Some(error) => status.insert("lastError".into(), json!(error)),
+                Some((_, error)) => status.insert("lastError".into(), json!(error)),
                 None => status.remove("lastError"),
             };
         }
         Outcome::ok(ReconcileResult::requeue_after(STATUS_REFRESH))
+    }
+
+    /// The user a running definition acts as: its ServiceAccount's, or `null` for dynrec's.
+    fn acting_as(&self, name: &str) -> Option<String> {
+        let running = self.running.lock();
+        let identity = running.get(name)?.config.client.identity()?;
+        Some(identity.username())
+    }
+
+    /// The `PermissionsReady` condition of a running definition — reason, message, and
+    /// whether every permission its steps need is granted (`None` when it cannot be
+    /// asked) — from a check made now, unless the last one granted everything less than
+    /// [`PERMISSIONS_RECHECK`] ago.
+    async fn permissions_condition(&self, name: &str) -> (&'static str, String, Option<bool>) {
+        let fresh = self.checks.lock().get(name).and_then(|(at, refused)| {
+            (refused.is_empty() && at.elapsed() < PERMISSIONS_RECHECK).then(|| refused.clone())
+        });
+        let refused = match fresh {
+            Some(refused) => refused,
+            None => {
+                let Some((client, permissions, kind)) = self.running.lock().get(name).map(|r| {
+                    let kind = r.compiled.for_kind.clone();
+                    (r.config.client.clone(), r.permissions.clone(), kind)
+                }) else {
+                    return ("NotRunning", String::new(), None);
+                };
+                let namespaced = client.resolve(&kind).await.is_ok_and(|r| r.namespaced);
+                let refused = match missing(&client, &permissions, namespaced).await {
+                    Ok(refused) => refused.iter().map(ToString::to_string).collect(),
+                    Err(err) => {
+                        return (
+                            "CannotCheck",
+                            format!("cannot ask the API server: {err}"),
+                            None,
+                        );
+                    }
+                };
+                let checked = (Instant::now(), refused);
+                self.checks.lock().insert(name.to_owned(), checked.clone());
+                checked.1
+            }
+        };
+        let who = self
+            .acting_as(name)
+            .unwrap_or_else(|| "dynrec's own identity".into());
+        match refused.is_empty() {
+            true => (
+                "Granted",
+                format!("{who} may do everything the steps need"),
+                Some(true),
+            ),
+            false => (
+                "Missing",
+                format!(
+                    "{who} is missing permissions; the controller starts once they are granted: {}",
+                    refused.join("; ")
+                ),
+                Some(false),
+            ),
+        }
     }
 
     /// Adds the kinds an earlier process recorded in the definition's status.
@@ -309,6 +473,24 @@ impl Definitions {
             .filter_map(|text| text.parse::<Gvk>().ok());
         self.inventory(name).lock().extend(kinds);
     }
+}
+
+/// The reason and message of a definition that did not start.
+fn refusal(error: &StartError) -> (&'static str, String) {
+    let reason = match error {
+        StartError::KindNotServed { .. } => "KindNotServed",
+        _ => "Invalid",
+    };
+    (reason, error.to_string())
+}
+
+/// The reason of the definition's `Compiled` condition as stored.
+fn compiled_reason(object: &DynamicObject) -> Option<&str> {
+    object.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Compiled")?["reason"]
+        .as_str()
 }
 
 /// A cluster object as the loader reads it: the spec and what it needs of metadata.

@@ -183,26 +183,48 @@ fn object_meta() -> Value {
     }})
 }
 
-/// Schemas found so far, by kind (`None`: the cluster does not know the kind's schema).
+/// What the cluster said of a kind.
+#[derive(Clone, Debug)]
+pub enum Lookup {
+    /// The kind's schema.
+    Found(Schema),
+    /// Its group/version is served, without this kind; these are the kinds it has.
+    NoSuchKind(Vec<String>),
+    /// Its group/version is not served (yet: a CRD still to come).
+    NotServed,
+    /// Nothing is known (no OpenAPI documents to read).
+    Unknown,
+}
+
+/// Schemas found so far, by kind.
 #[derive(Clone, Default)]
 pub struct Schemas {
-    known: BTreeMap<Gvk, Option<Schema>>,
+    known: BTreeMap<Gvk, Lookup>,
 }
 
 impl Schemas {
     /// Records a kind's schema (e.g. from a definition's own `schema:`).
     pub fn insert(&mut self, gvk: Gvk, schema: Schema) {
-        self.known.insert(gvk, Some(schema));
+        self.known.insert(gvk, Lookup::Found(schema));
     }
 
     /// The kind's schema, if known.
     pub fn get(&self, gvk: &Gvk) -> Option<&Schema> {
-        self.known.get(gvk).and_then(Option::as_ref)
+        match self.known.get(gvk) {
+            Some(Lookup::Found(schema)) => Some(schema),
+            _ => None,
+        }
+    }
+
+    /// What the cluster said of the kind (`Unknown` when it was not asked).
+    pub fn lookup(&self, gvk: &Gvk) -> &Lookup {
+        self.known.get(gvk).unwrap_or(&Lookup::Unknown)
     }
 
     /// Fetches the schemas of `kinds` not yet known from the cluster's OpenAPI v3 documents.
     pub async fn fetch(&mut self, client: &kube::Client, kinds: impl IntoIterator<Item = Gvk>) {
-        let mut documents: BTreeMap<String, Option<Value>> = BTreeMap::new();
+        let mut index = None;
+        let mut documents: BTreeMap<String, Document> = BTreeMap::new();
         for gvk in kinds {
             if self.known.contains_key(&gvk) {
                 continue;
@@ -212,25 +234,78 @@ impl Schemas {
                 group => format!("apis/{group}/{}", gvk.version),
             };
             if !documents.contains_key(&path) {
-                let document = fetch_document(client, &path).await;
+                if index.is_none() {
+                    index = Some(get_json(client, "/openapi/v3").await);
+                }
+                let document =
+                    fetch_document(client, index.as_ref().and_then(Option::as_ref), &path).await;
                 documents.insert(path.clone(), document);
             }
-            let schema = documents[&path]
-                .as_ref()
-                .and_then(|document| Schema::of_openapi(document, &gvk));
-            self.known.insert(gvk, schema);
+            let lookup = match &documents[&path] {
+                Document::Served(document) => match Schema::of_openapi(document, &gvk) {
+                    Some(schema) => Lookup::Found(schema),
+                    None => Lookup::NoSuchKind(kinds_in(document, &gvk)),
+                },
+                Document::NotServed => Lookup::NotServed,
+                Document::Unknown => Lookup::Unknown,
+            };
+            self.known.insert(gvk, lookup);
         }
     }
 }
 
-/// One group-version's OpenAPI v3 document, found through the `/openapi/v3` index.
-async fn fetch_document(client: &kube::Client, path: &str) -> Option<Value> {
-    let index = get_json(client, "/openapi/v3").await?;
-    let url = index["paths"][path]["serverRelativeURL"]
-        .as_str()
-        .map(str::to_owned)
-        .unwrap_or_else(|| format!("/openapi/v3/{path}"));
-    get_json(client, &url).await
+/// A group-version's OpenAPI document, or why there is none.
+enum Document {
+    Served(Value),
+    NotServed,
+    Unknown,
+}
+
+/// One group-version's OpenAPI v3 document, found through the `/openapi/v3` index: a
+/// group/version the index does not list is not served.
+async fn fetch_document(client: &kube::Client, index: Option<&Value>, path: &str) -> Document {
+    let Some(index) = index else {
+        return Document::Unknown;
+    };
+    let Some(url) = index["paths"][path]["serverRelativeURL"].as_str() else {
+        return Document::NotServed;
+    };
+    match get_json(client, url).await {
+        Some(document) => Document::Served(document),
+        None => Document::Unknown,
+    }
+}
+
+/// The kinds an OpenAPI document has in the group/version of `gvk`, sorted.
+fn kinds_in(document: &Value, gvk: &Gvk) -> Vec<String> {
+    let mut kinds: Vec<String> = document
+        .pointer("/components/schemas")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|schemas| schemas.values())
+        .filter_map(|schema| schema["x-kubernetes-group-version-kind"].as_array())
+        .flatten()
+        .filter(|k| {
+            k["group"].as_str() == Some(&gvk.group) && k["version"].as_str() == Some(&gvk.version)
+        })
+        .filter_map(|k| k["kind"].as_str().map(str::to_owned))
+        .filter(|kind| {
+            !kind.ends_with("List")
+                && !matches!(
+                    kind.as_str(),
+                    "WatchEvent"
+                        | "DeleteOptions"
+                        | "Status"
+                        | "APIResourceList"
+                        | "APIGroup"
+                        | "APIGroupList"
+                        | "APIVersions"
+                )
+        })
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    kinds
 }
 
 async fn get_json(client: &kube::Client, url: &str) -> Option<Value> {

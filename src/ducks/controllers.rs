@@ -156,7 +156,7 @@ impl DuckControllers {
         // is missing in /readyz (the task ends with the manager).
         let (_running, stop) = watch::channel(false);
         let needs = Self::follower_permissions();
-        if wait_until_allowed(&self.client, &needs, &self.readiness, FOLLOWER, stop).await {
+        if wait_until_allowed(&self.client, &needs, false, &self.readiness, FOLLOWER, stop).await {
             self.readiness.remove(FOLLOWER);
         }
         // Without the right to install the CRD, existing mappings apply (once served).
@@ -343,9 +343,15 @@ pub async fn install_mapping_crd(client: &Client) -> Result<(), Error> {
     Ok(())
 }
 
-/// The controller named `prefix` (the duck's name by default) for `gvk`.
+/// The controller named `prefix` (the duck's name by default) for `gvk`:
+/// `PodSpecable/Deployment.v1.apps`, or `PodSpecable/ReplicationController.v1` in the core
+/// group.
 fn controller_name(prefix: &str, gvk: &Gvk) -> String {
-    format!("{prefix}/{}.{}.{}", gvk.kind, gvk.version, gvk.group)
+    if gvk.group.is_empty() {
+        format!("{prefix}/{}.{}", gvk.kind, gvk.version)
+    } else {
+        format!("{prefix}/{}.{}.{}", gvk.kind, gvk.version, gvk.group)
+    }
 }
 
 /// The kinds of the cluster that implement each duck and why, and the near-misses (for

@@ -19,6 +19,8 @@ pub struct Rule {
     pub group: String,
     /// The resource, with `/subresource` when it is one.
     pub resource: String,
+    /// The objects the rule is limited to (`resourceNames`); empty for all.
+    pub resource_names: Vec<String>,
     /// Every verb, sorted.
     pub verbs: BTreeSet<String>,
     /// Who needs it: each reconciler with the verbs it needs.
@@ -27,21 +29,29 @@ pub struct Rule {
     pub gvk: Gvk,
 }
 
-/// Merges permissions into one rule per (group, resource), sorted by group then resource;
-/// `plurals` holds the plurals the server serves kinds under (others are guessed).
+/// Merges permissions into one rule per (group, resource, resource names), sorted by group,
+/// resource, then names; `plurals` holds the plurals the server serves kinds under (others
+/// are guessed).
 pub fn rules(permissions: &[Permission], plurals: &BTreeMap<Gvk, String>) -> Vec<Rule> {
-    let mut rules: BTreeMap<(String, String), Rule> = BTreeMap::new();
+    let mut rules: BTreeMap<(String, String, Vec<String>), Rule> = BTreeMap::new();
     for permission in permissions {
         let resource = permission.resource(plurals.get(&permission.gvk).map(String::as_str));
-        let rule = rules
-            .entry((permission.gvk.group.clone(), resource.clone()))
-            .or_insert_with(|| Rule {
-                group: permission.gvk.group.clone(),
-                resource,
-                verbs: BTreeSet::new(),
-                needed_by: BTreeMap::new(),
-                gvk: permission.gvk.clone(),
-            });
+        let mut names = permission.resource_names.clone();
+        names.sort();
+        names.dedup();
+        let key = (
+            permission.gvk.group.clone(),
+            resource.clone(),
+            names.clone(),
+        );
+        let rule = rules.entry(key).or_insert_with(|| Rule {
+            group: permission.gvk.group.clone(),
+            resource,
+            resource_names: names,
+            verbs: BTreeSet::new(),
+            needed_by: BTreeMap::new(),
+            gvk: permission.gvk.clone(),
+        });
         rule.verbs.extend(permission.verbs.iter().cloned());
         rule.needed_by
             .entry(permission.by.clone())

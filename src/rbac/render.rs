@@ -61,21 +61,28 @@ fn role<'a>(
         }
         let _ = writeln!(
             out,
-            "- apiGroups: [{}]\n  resources: [{}]\n  verbs: [{}]",
+            "- apiGroups: [{}]\n  resources: [{}]",
             quote(&rule.group),
             quote(&rule.resource),
-            rule.verbs
-                .iter()
-                .map(|v| quote(v))
-                .collect::<Vec<_>>()
-                .join(", ")
         );
+        if !rule.resource_names.is_empty() {
+            let _ = writeln!(out, "  resourceNames: [{}]", quoted(&rule.resource_names));
+        }
+        let _ = writeln!(out, "  verbs: [{}]", quoted(rule.verbs.iter()));
     }
     out
 }
 
 fn quote(text: &str) -> String {
     format!("\"{text}\"")
+}
+
+fn quoted<'a>(items: impl IntoIterator<Item = &'a String>) -> String {
+    items
+        .into_iter()
+        .map(|item| quote(item))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn join<'a>(items: impl Iterator<Item = &'a String>) -> String {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::{ApiReader, Client, EventRecorder};
+use crate::client::{ApiReader, Client, EventRecorder, Identity};
 use crate::runtime::DEFAULT_RESYNC;
 use crate::tracker::Tracker;
 
@@ -45,6 +45,19 @@ impl Config {
     /// Whether `other` is a clone of this config: the same client (caches) and tracker.
     pub fn is_same(&self, other: &Config) -> bool {
         self.client.is_same(&other.client) && Arc::ptr_eq(&self.tracker, &other.tracker)
+    }
+
+    /// The same config acting as `identity`: reads, writes and Events go through a client
+    /// impersonating it (sharing this config's caches, see [`Client::acting_as`]); the
+    /// tracker stays shared.
+    pub fn acting_as(&self, identity: Identity) -> Self {
+        let client = self.client.acting_as(identity);
+        Self {
+            api_reader: client.api_reader(),
+            recorder: self.recorder.through(&client),
+            tracker: self.tracker.clone(),
+            client,
+        }
     }
 
     /// The same clients with a new, empty tracker whose tracks last `lease`.

@@ -21,6 +21,11 @@ pub struct Permission {
     pub verbs: Vec<String>,
     /// The reconciler (or controller) that needs it, and what for.
     pub by: String,
+    /// The objects it is limited to (RBAC's `resourceNames`); empty for every object.
+    pub resource_names: Vec<String>,
+    /// The namespace it is needed in, when a namespaced kind's objects are known to be
+    /// there (a child template naming its namespace); `None` where the objects are.
+    pub namespace: Option<String>,
 }
 
 impl Permission {
@@ -31,7 +36,21 @@ impl Permission {
             subresource: subresource.to_string(),
             verbs: verbs.iter().map(|v| v.to_string()).collect(),
             by: by.into(),
+            resource_names: Vec::new(),
+            namespace: None,
         }
+    }
+
+    /// The same access needed in `namespace` only.
+    pub fn in_namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    /// The same access limited to the objects named `names` (RBAC's `resourceNames`).
+    pub fn named(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.resource_names = names.into_iter().collect();
+        self
     }
 
     /// The resource as RBAC names it: the kind's plural (`plural`, the one the server

@@ -118,7 +118,11 @@ impl Setup {
     /// Declares that the reconciler `by` needs `verbs` on `gvk` (its `subresource` when not
     /// empty).
     pub fn require(&mut self, by: &str, gvk: &Gvk, subresource: &str, verbs: &[&str]) {
-        let permission = Permission::new(gvk, subresource, verbs, by);
+        self.require_permission(Permission::new(gvk, subresource, verbs, by));
+    }
+
+    /// Declares a permission the tree needs (one limited to named objects, say).
+    pub fn require_permission(&mut self, permission: Permission) {
         if !self.required.contains(&permission) {
             self.required.push(permission);
         }

@@ -530,9 +530,11 @@ impl ControllerRun {
                     continue;
                 }
             };
+            // Asked as the identity the controller acts as (its config's client).
             let permitted = super::wait_until_allowed(
-                &self.client,
+                &self.controller.reconciler.config().client,
                 &self.controller.permissions,
+                resolved.namespaced,
                 &self.readiness,
                 &name,
                 stop.clone(),

@@ -1,11 +1,15 @@
-//! Preflight: before a controller starts, the Manager asks the API server
-//! (SelfSubjectAccessReview) whether it may do everything the controller's reconcilers
-//! declared; the controller waits, named in `/readyz`, until it may.
+//! Preflight: before a controller starts, the Manager asks the API server whether the
+//! controller's identity may do everything its reconcilers declared — its own identity by
+//! SelfSubjectAccessReview, an impersonated ServiceAccount (see [`Client::acting_as`]) by
+//! SubjectAccessReview — and the controller waits, named in `/readyz`, until it may.
+//!
+//! [`Client::acting_as`]: crate::client::Client::acting_as
 
 use std::time::Duration;
 
 use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec, SubjectAccessReview,
+    SubjectAccessReviewSpec,
 };
 use kube::api::{Api, PostParams};
 use tokio::sync::watch;
@@ -27,7 +31,9 @@ pub struct Missing {
     pub verb: String,
     /// The resource as RBAC names it, e.g. `widgets/status`.
     pub resource: String,
-    /// The namespace it was refused in; `None` for cluster-wide.
+    /// The object it was asked for (a permission limited to `resourceNames`).
+    pub name: Option<String>,
+    /// The namespace it was asked in; `None` for cluster-wide.
     pub namespace: Option<String>,
     /// The permission it belongs to.
     pub permission: Permission,
@@ -35,11 +41,11 @@ pub struct Missing {
 
 impl std::fmt::Display for Missing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "cannot {} {} in API group {:?}",
-            self.verb, self.resource, self.permission.gvk.group
-        )?;
+        write!(f, "cannot {} {}", self.verb, self.resource)?;
+        if let Some(name) = &self.name {
+            write!(f, " {name:?}")?;
+        }
+        write!(f, " in API group {:?}", self.permission.gvk.group)?;
         if let Some(namespace) = &self.namespace {
             write!(f, " in the namespace {namespace:?}")?;
         }
@@ -47,61 +53,125 @@ impl std::fmt::Display for Missing {
     }
 }
 
-/// The verbs of `permissions` the client's user may not use, cluster-wide, or in each of the
-/// client's namespaces for a namespaced kind when its caches hold only those (kinds named by
-/// the plural the resolver knows them under, else by kube's guess).
+/// The verbs of `permissions` the client's identity may not use, each asked about in the
+/// namespace the permission names, if any, else: for the client's own identity
+/// cluster-wide; for an impersonated ServiceAccount, when the reconciled kind is
+/// `namespaced`, namespaced kinds in the account's namespace (where a tenant's Role grants
+/// them), otherwise cluster-wide, or in each of the client's namespaces when its caches hold
+/// only those (`dynrec run --namespace`). Reads are asked about cluster-wide too for an
+/// impersonated account, to decide whether the shared cache may serve it (see
+/// [`Client::allow_shared_cache`]).
 pub async fn missing(
     client: &Client,
     permissions: &[Permission],
+    namespaced: bool,
 ) -> Result<Vec<Missing>, kube::Error> {
-    let reviews: Api<SelfSubjectAccessReview> = Api::all(client.kube().clone());
+    let own_namespace = client
+        .identity()
+        .filter(|_| namespaced)
+        .map(|identity| identity.namespace.clone());
     let mut refused = Vec::new();
     for permission in permissions {
-        let known = client.resolver().known(&permission.gvk);
-        let resource = permission.resource(known.as_ref().map(|r| r.resource.plural.as_str()));
+        let resolved = client.resolver().resolve(&permission.gvk).await.ok();
+        let resource = permission.resource(resolved.as_ref().map(|r| r.resource.plural.as_str()));
+        let namespaces: Vec<Option<String>> = match &resolved {
+            Some(resolved) if resolved.namespaced => {
+                match permission.namespace.clone().or(own_namespace.clone()) {
+                    Some(namespace) => vec![Some(namespace)],
+                    None if !client.namespaces().is_empty() => {
+                        client.namespaces().iter().cloned().map(Some).collect()
+                    }
+                    None => vec![None],
+                }
+            }
+            _ => vec![None],
+        };
         let (plural, subresource) = match resource.split_once('/') {
             Some((plural, sub)) => (plural, Some(sub.to_string())),
             None => (resource.as_str(), None),
         };
-        let namespaced = known.as_ref().is_some_and(|r| r.namespaced);
-        let namespaces: Vec<Option<String>> = match client.namespaces() {
-            scoped if namespaced && !scoped.is_empty() => {
-                scoped.iter().cloned().map(Some).collect()
-            }
-            _ => vec![None],
+        let names: Vec<Option<&String>> = match permission.resource_names.is_empty() {
+            true => vec![None],
+            false => permission.resource_names.iter().map(Some).collect(),
         };
-        let checks: Vec<(String, Option<String>)> = permission
-            .verbs
-            .iter()
-            .flat_map(|verb| namespaces.iter().map(|ns| (verb.clone(), ns.clone())))
-            .collect();
-        for (verb, namespace) in checks {
+        let attributes =
+            |verb: &str, namespace: Option<&String>, name: Option<&String>| ResourceAttributes {
+                group: Some(permission.gvk.group.clone()),
+                resource: Some(plural.to_string()),
+                subresource: subresource.clone(),
+                verb: Some(verb.to_owned()),
+                namespace: namespace.cloned(),
+                name: name.cloned(),
+                ..ResourceAttributes::default()
+            };
+        for verb in &permission.verbs {
+            for namespace in &namespaces {
+                for name in &names {
+                    if !allowed(client, attributes(verb, namespace.as_ref(), *name)).await? {
+                        refused.push(Missing {
+                            verb: verb.clone(),
+                            resource: resource.clone(),
+                            name: name.cloned(),
+                            namespace: namespace.clone(),
+                            permission: permission.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        let reads = ["list", "watch"];
+        if client.identity().is_some()
+            && subresource.is_none()
+            && reads
+                .iter()
+                .all(|r| permission.verbs.iter().any(|v| v == r))
+        {
+            let mut cluster_wide = true;
+            for verb in reads {
+                cluster_wide =
+                    cluster_wide && allowed(client, attributes(verb, None, None)).await?;
+            }
+            client.allow_shared_cache(&permission.gvk, cluster_wide);
+        }
+    }
+    Ok(refused)
+}
+
+/// Whether the client's identity may do what `attributes` describe.
+async fn allowed(client: &Client, attributes: ResourceAttributes) -> Result<bool, kube::Error> {
+    let status = match client.identity() {
+        None => {
+            let reviews: Api<SelfSubjectAccessReview> = Api::all(client.kube().clone());
             let review = SelfSubjectAccessReview {
                 spec: SelfSubjectAccessReviewSpec {
-                    resource_attributes: Some(ResourceAttributes {
-                        group: Some(permission.gvk.group.clone()),
-                        resource: Some(plural.to_string()),
-                        subresource: subresource.clone(),
-                        verb: Some(verb.clone()),
-                        namespace: namespace.clone(),
-                        ..ResourceAttributes::default()
-                    }),
+                    resource_attributes: Some(attributes),
                     ..SelfSubjectAccessReviewSpec::default()
                 },
                 ..SelfSubjectAccessReview::default()
             };
-            let answer = reviews.create(&PostParams::default(), &review).await?;
-            if !answer.status.is_some_and(|s| s.allowed) {
-                refused.push(Missing {
-                    verb,
-                    resource: resource.clone(),
-                    namespace,
-                    permission: permission.clone(),
-                });
-            }
+            reviews
+                .create(&PostParams::default(), &review)
+                .await?
+                .status
         }
-    }
-    Ok(refused)
+        Some(identity) => {
+            let reviews: Api<SubjectAccessReview> = Api::all(client.own_kube().clone());
+            let review = SubjectAccessReview {
+                spec: SubjectAccessReviewSpec {
+                    resource_attributes: Some(attributes),
+                    user: Some(identity.username()),
+                    groups: Some(identity.groups()),
+                    ..SubjectAccessReviewSpec::default()
+                },
+                ..SubjectAccessReview::default()
+            };
+            reviews
+                .create(&PostParams::default(), &review)
+                .await?
+                .status
+        }
+    };
+    Ok(status.is_some_and(|s| s.allowed))
 }
 
 /// What the Manager itself needs: its kind resolver reads CRDs (discovery is granted to
@@ -134,27 +204,29 @@ pub(super) async fn check_manager(
     stop: watch::Receiver<bool>,
 ) {
     let needs = manager_permissions(leader_election);
-    if wait_until_allowed(&client, &needs, &readiness, MANAGER_COMPONENT, stop).await {
+    if wait_until_allowed(&client, &needs, false, &readiness, MANAGER_COMPONENT, stop).await {
         readiness.remove(MANAGER_COMPONENT);
     }
 }
 
-/// Waits until the API server allows every permission: each missing one is logged once
-/// and named in `readiness` under `component`; false when `stop` fires first. When the
-/// server cannot be asked, it does not wait.
+/// Waits until the API server allows every permission (asked as [`missing`] does, for a
+/// controller of a `namespaced` kind or not): each missing one is logged once and named in
+/// `readiness` under `component`; false when `stop` fires first. When the server cannot be
+/// asked, it does not wait.
 pub async fn wait_until_allowed(
     client: &Client,
     permissions: &[Permission],
+    namespaced: bool,
     readiness: &Readiness,
     component: &str,
     mut stop: watch::Receiver<bool>,
 ) -> bool {
     let mut logged: Vec<String> = Vec::new();
     loop {
-        let missing = match missing(client, permissions).await {
+        let missing = match missing(client, permissions, namespaced).await {
             Ok(missing) => missing,
             Err(err) => {
-                warn!(%err, component, "cannot check permissions (SelfSubjectAccessReview): not waiting");
+                warn!(%err, component, "cannot check permissions (access review): not waiting");
                 return true;
             }
         };

@@ -13,7 +13,7 @@
 //!     creates: [...]           # objects, compared as the Rust harness compares them
 //!     updates: [...]
 //!     applies: [...]           # applied bodies, exactly
-//!     deletes: [{apiVersion: v1, kind: ConfigMap, namespace: default, name: old}]
+//!     deletes: [{apiVersion: v1, kind: ConfigMap, namespace: default, name: old}]   # or objects
 //!     statusUpdates: [...]     # objects; only their status is compared
 //!     events: [{type: Normal, reason: Created, message: "..."}]
 //!     tracks: [{apiVersion: v1, kind: ConfigMap, namespace: default, name: settings}]
@@ -238,9 +238,8 @@ pub fn suite(
             .iter()
             .enumerate()
             .map(|(i, v)| {
-                let tracked =
-                    object(v).map_err(|e| error(&case.name, format!("expect.tracks[{i}]: {e}")))?;
-                let (gvk, key) = identity(&tracked).map_err(|e| error(&case.name, e))?;
+                let (gvk, key) = reference(v)
+                    .map_err(|e| error(&case.name, format!("expect.tracks[{i}]: {e}")))?;
                 Ok(TrackRequest {
                     tracker: request.clone(),
                     reference: Reference::named(&gvk.group_kind(), &key),
@@ -262,10 +261,22 @@ pub fn suite(
                 })
             })
             .collect::<Result<Vec<_>, CaseError>>()?;
-        let deletes = objects(&case.expect.deletes, "expect.deletes")?
+        let deletes = case
+            .expect
+            .deletes
             .iter()
-            .map(DeleteRef::of)
-            .collect();
+            .enumerate()
+            .map(|(i, v)| {
+                let (gvk, key) = reference(v)
+                    .map_err(|e| error(&case.name, format!("expect.deletes[{i}]: {e}")))?;
+                Ok(DeleteRef {
+                    group: gvk.group,
+                    kind: gvk.kind,
+                    namespace: key.namespace,
+                    name: key.name,
+                })
+            })
+            .collect::<Result<Vec<_>, CaseError>>()?;
         let reactors = case.failures.iter().map(|f| failure(f).into()).collect();
         let now = match &case.now {
             Some(text) => Some(
@@ -319,6 +330,34 @@ pub async fn run_cases(
 
 fn object(value: &Value) -> Result<DynamicObject, String> {
     serde_json::from_value(value.clone()).map_err(|e| format!("not an object: {e}"))
+}
+
+/// The kind and key an expected delete or track names: either the flat form
+/// `{apiVersion, kind, namespace, name}` or an object with `metadata.name` (and namespace).
+fn reference(value: &Value) -> Result<(Gvk, ObjectKey), String> {
+    let flat_name = value.get("name").and_then(Value::as_str);
+    let named = match (flat_name, value.get("metadata")) {
+        (Some(_), Some(_)) => {
+            return Err("give either name (and namespace) or metadata, not both".into());
+        }
+        (Some(name), None) => {
+            let mut metadata = serde_json::json!({ "name": name });
+            if let Some(namespace) = value.get("namespace") {
+                metadata["namespace"] = namespace.clone();
+            }
+            serde_json::json!({
+                "apiVersion": value.get("apiVersion"),
+                "kind": value.get("kind"),
+                "metadata": metadata,
+            })
+        }
+        (None, _) => value.clone(),
+    };
+    let object = object(&named)?;
+    if object.metadata.name.is_none() {
+        return Err("no name: give name (flat) or metadata.name".into());
+    }
+    identity(&object)
 }
 
 fn identity(object: &DynamicObject) -> Result<(Gvk, ObjectKey), String> {

@@ -102,6 +102,24 @@ pub struct ApplyRef {
     pub body: Value,
 }
 
+impl ApplyRef {
+    /// The server-side apply of `desired` (its kind, key and whole body) by
+    /// `field_manager`. `ChildReconciler::new` applies its children with the field manager
+    /// `{Kind}ApplyingObjectManager` (e.g. `ConfigMapApplyingObjectManager`) unless its
+    /// object manager is given another.
+    pub fn of(desired: &DynamicObject, field_manager: impl Into<String>) -> Self {
+        let (gvk, key) = identity(desired);
+        Self {
+            group: gvk.group,
+            kind: gvk.kind,
+            namespace: key.namespace,
+            name: key.name,
+            field_manager: Some(field_manager.into()),
+            body: serde_json::to_value(desired).expect("a DynamicObject is JSON"),
+        }
+    }
+}
+
 /// An event recorded about an object.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Event {

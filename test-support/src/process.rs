@@ -13,7 +13,22 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 /// Kills and reaps a child process when dropped, so a failing test leaves nothing running.
+/// It derefs to the [`Child`], so a guarded process is used as the process itself.
 pub struct ChildGuard(pub Child);
+
+impl std::ops::Deref for ChildGuard {
+    type Target = Child;
+
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ChildGuard {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {

@@ -1,11 +1,14 @@
 //! The `dynrec` binary as processes over loopback: `dynrec apiserver` and `dynrec run`,
-//! with their logs in files, for tests that need real processes (signals, restarts).
+//! with their logs in files, for tests that need real processes (signals, restarts). Each
+//! process is under a [`ChildGuard`]: it is killed when the test ends, passed or failed.
 
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+
+pub use dynrec_test_support::process::ChildGuard;
 use std::time::{Duration, Instant};
 
 /// How long a process may take to start or stop.
@@ -27,16 +30,18 @@ fn log_file(path: &Path) -> std::fs::File {
 
 /// Starts `dynrec apiserver` in `dir` (kubeconfig `dir/kubeconfig`, log `dir/server.log`)
 /// with `extra` arguments; returns it and its URL once it listens.
-pub fn start_apiserver(dir: &Path, listen: &str, extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dynrec"))
-        .args(["apiserver", "--listen", listen, "--kubeconfig-out"])
-        .arg(dir.join("kubeconfig"))
-        .args(extra)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(log_file(&dir.join("server.log")))
-        .spawn()
-        .unwrap();
+pub fn start_apiserver(dir: &Path, listen: &str, extra: &[&str]) -> (ChildGuard, String) {
+    let mut child = ChildGuard(
+        Command::new(env!("CARGO_BIN_EXE_dynrec"))
+            .args(["apiserver", "--listen", listen, "--kubeconfig-out"])
+            .arg(dir.join("kubeconfig"))
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(log_file(&dir.join("server.log")))
+            .spawn()
+            .unwrap(),
+    );
     let stdout = child.stdout.take().unwrap();
     let mut lines = BufReader::new(stdout);
     let mut first = String::new();
@@ -58,7 +63,7 @@ pub fn start_widgets_controller(
     log: &Path,
     rust_log: Option<&str>,
     extra: &[&str],
-) -> Child {
+) -> ChildGuard {
     let mut command = Command::new(env!("CARGO_BIN_EXE_dynrec"));
     command
         .arg("run")
@@ -75,7 +80,7 @@ pub fn start_widgets_controller(
         Some(filter) => command.env("RUST_LOG", filter),
         None => command.env_remove("RUST_LOG"),
     };
-    command.spawn().unwrap()
+    ChildGuard(command.spawn().unwrap())
 }
 
 /// Sends `signal` (`TERM`, `KILL`) and waits for the process to end.
@@ -96,4 +101,14 @@ pub fn stop(child: &mut Child, signal: &str) {
 /// A client of the server at `url` (plain http on loopback).
 pub fn client(url: &str) -> kube::Client {
     kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap()
+}
+
+/// A free loopback port (for a server to listen on, or to restart on where a kubeconfig
+/// points).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }

@@ -10,6 +10,7 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::Value;
 
 use super::hooks::Endpoint;
+use super::trust::BundleVerifier;
 
 /// Posts `review` to the endpoint and returns the review it answers, or why the call
 /// failed, in the words kube-apiserver uses after `failed to call webhook: `.
@@ -82,20 +83,18 @@ async fn post(endpoint: &Endpoint, url: &str, review: &Value) -> Result<Bytes, S
     Ok(body)
 }
 
-/// A client configuration trusting exactly the certificates of `ca_bundle`.
+/// A client configuration trusting exactly the certificates of `ca_bundle`, as Go does.
 fn tls_config(ca_bundle: &[u8]) -> Result<rustls::ClientConfig, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    for certificate in CertificateDer::pem_slice_iter(ca_bundle) {
-        let certificate = certificate.map_err(|err| format!("invalid caBundle: {err}"))?;
-        roots
-            .add(certificate)
-            .map_err(|err| format!("invalid caBundle: {err}"))?;
-    }
+    let bundle = CertificateDer::pem_slice_iter(ca_bundle)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| format!("invalid caBundle: {err}"))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = BundleVerifier::new(bundle, provider.clone())?;
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|err| err.to_string())?
-        .with_root_certificates(roots)
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
     Ok(config)
 }

@@ -17,6 +17,7 @@ mod call;
 mod hooks;
 mod policy;
 mod review;
+mod trust;
 
 use std::sync::Arc;
 

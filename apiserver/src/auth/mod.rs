@@ -2,7 +2,9 @@
 //! [`Authorization::Rbac`] requests are checked against the stored Roles, ClusterRoles and
 //! their bindings as kube-apiserver's RBAC authorizer does, and refused with its 403.
 
+mod escalation;
 mod impersonate;
+mod policy_rule;
 mod rbac;
 mod token_file;
 mod user;
@@ -12,6 +14,7 @@ use serde_json::{Value, json};
 use crate::error::{ApiError, ApiResult};
 use crate::store::State;
 
+pub use escalation::confirm_no_escalation;
 pub use impersonate::impersonate;
 pub use token_file::{TokenFileError, parse_token_file};
 pub use user::User;

@@ -55,11 +55,6 @@ fn grants(state: &State, user: &User, namespace: &str) -> Vec<Grant> {
 fn grant(state: &State, binding: &Value, binding_kind: &str, namespace: &str) -> Grant {
     let role_kind = binding["roleRef"]["kind"].as_str().unwrap_or_default();
     let role_name = binding["roleRef"]["name"].as_str().unwrap_or_default();
-    let role = match role_kind {
-        "ClusterRole" => state.get(&key("clusterroles"), "", role_name),
-        "Role" => state.get(&key("roles"), namespace, role_name),
-        _ => None,
-    };
     let mut source = format!(
         "{binding_kind} \"{}\" of {role_kind} \"{role_name}\"",
         meta::name(binding)
@@ -69,10 +64,29 @@ fn grant(state: &State, binding: &Value, binding_kind: &str, namespace: &str) ->
     }
     Grant {
         source,
-        rules: role
-            .and_then(|r| r["rules"].as_array().cloned())
-            .unwrap_or_default(),
+        rules: role_rules(state, &binding["roleRef"], namespace).unwrap_or_default(),
     }
+}
+
+/// The rules of the Role (in `namespace`) or ClusterRole a `roleRef` names, or `None` when
+/// it does not exist.
+pub fn role_rules(state: &State, role_ref: &Value, namespace: &str) -> Option<Vec<Value>> {
+    let name = role_ref["name"].as_str().unwrap_or_default();
+    let role = match role_ref["kind"].as_str().unwrap_or_default() {
+        "ClusterRole" => state.get(&key("clusterroles"), "", name),
+        "Role" => state.get(&key("roles"), namespace, name),
+        _ => None,
+    }?;
+    Some(role["rules"].as_array().cloned().unwrap_or_default())
+}
+
+/// Every rule granted to `user` in `namespace` ("" for cluster-wide grants only), as
+/// kube's `RulesFor`.
+pub fn rules_for(state: &State, user: &User, namespace: &str) -> Vec<Value> {
+    grants(state, user, namespace)
+        .into_iter()
+        .flat_map(|grant| grant.rules)
+        .collect()
 }
 
 /// Whether one of the binding's subjects is the user or one of its groups.
@@ -163,10 +177,7 @@ fn subject_of(user: &User) -> String {
 pub fn rules_review(state: &State, user: &User, namespace: &str) -> Value {
     let mut resource_rules = Vec::new();
     let mut non_resource_rules = Vec::new();
-    for rule in grants(state, user, namespace)
-        .into_iter()
-        .flat_map(|grant| grant.rules)
-    {
+    for rule in rules_for(state, user, namespace) {
         if rule.get("nonResourceURLs").is_some() {
             non_resource_rules
                 .push(json!({"verbs": rule["verbs"], "nonResourceURLs": rule["nonResourceURLs"]}));

@@ -11,6 +11,7 @@ use super::list;
 use super::negotiate::Representation;
 use super::query::Query;
 use super::respond;
+use crate::auth::User;
 use crate::error::{ApiError, ApiResult};
 use crate::resources::ResourceInfo;
 use crate::store::{FieldValidation, WriteOptions};
@@ -23,6 +24,8 @@ pub(super) struct Call {
     pub(super) representation: Representation,
     pub(super) content_type: Option<String>,
     pub(super) user_agent: Option<String>,
+    /// Under RBAC authorization, who writes (checked for escalation by the store).
+    pub(super) rbac_writer: Option<User>,
 }
 
 impl Call {
@@ -46,6 +49,7 @@ impl Call {
             field_manager: self.query.get("fieldManager").map(str::to_string),
             user_agent: self.user_agent.clone(),
             force: self.query.flag("force")?,
+            rbac_writer: self.rbac_writer.clone(),
         })
     }
 

@@ -25,17 +25,15 @@ pub fn returns_deleted_object(info: &ResourceInfo) -> bool {
 /// kube-apiserver's generic registry sets it ("Yes we set Kind field to resource").
 pub fn success_status(info: &ResourceInfo, object: &Value) -> Value {
     let metadata = &object["metadata"];
+    let name = metadata["name"].as_str().unwrap_or_default();
+    let mut details = crate::error::details(name, &info.group, &info.plural);
+    details["uid"] = metadata["uid"].clone();
     json!({
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
         "status": "Success",
-        "details": {
-            "name": metadata["name"],
-            "group": info.group,
-            "kind": info.plural,
-            "uid": metadata["uid"],
-        },
+        "details": details,
     })
 }
 

@@ -31,6 +31,11 @@ impl Selectors {
             &info.selectable_fields(),
         )
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        let field = if info.custom {
+            field
+        } else {
+            field.for_builtin_kind()
+        };
         Ok(Selectors { label, field })
     }
 

@@ -6,6 +6,7 @@ mod authorize;
 mod body;
 pub(crate) mod builtin;
 mod call;
+mod componentstatus;
 mod deleted;
 mod discovery;
 mod list;

@@ -12,8 +12,8 @@ use super::list::{self, Selectors};
 use super::negotiate::{self, Representation};
 use super::query::Query;
 use super::route::ResourcePath;
-use super::{Shared, admit, deleted, respond, reviews, subresource, table, watch};
-use crate::auth::User;
+use super::{Shared, admit, componentstatus, deleted, respond, reviews, subresource, table, watch};
+use crate::auth::{Authorization, User};
 use crate::error::{ApiError, ApiResult};
 use crate::faults::{RequestFacts, Verdict};
 use crate::meta;
@@ -69,6 +69,7 @@ async fn serve_kind(
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
     };
+    let requester = parts.extensions.get::<User>().cloned();
     let call = Call {
         representation: negotiate::representation(header(header::ACCEPT).as_deref())?,
         content_type: header(header::CONTENT_TYPE),
@@ -76,6 +77,9 @@ async fn serve_kind(
         query: Query::parse(parts.uri.query()),
         namespace: path.namespace.clone(),
         info,
+        rbac_writer: requester
+            .clone()
+            .filter(|_| shared.config.authorization == Authorization::Rbac),
     };
     let limit = shared.config.max_body_bytes;
     let verb = verb_of(&parts.method, path.name.is_some(), &call.query)?;
@@ -95,8 +99,7 @@ async fn serve_kind(
         Verdict::Fail(error) => return Err(error),
     }
     // Admission webhooks see who asks.
-    let user = parts.extensions.get::<User>().cloned();
-    let user = user.unwrap_or_else(User::admin).username;
+    let user = requester.unwrap_or_else(User::admin).username;
     if let (Some("scale"), Some(name)) = (path.subresource.as_deref(), &path.name) {
         return super::scale::serve(shared, &call, parts.method, name, body).await;
     }
@@ -142,6 +145,9 @@ async fn serve_kind(
             &user,
             read_object(&call, body, limit).await?,
         );
+    }
+    if call.info.is_component_statuses() && parts.method == Method::GET {
+        return componentstatus::serve(&call, path.name.as_deref());
     }
     match (parts.method, path.name) {
         (Method::GET, None) if call.query.flag("watch")? => watch::serve(

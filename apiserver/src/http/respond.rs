@@ -5,20 +5,28 @@ use http::{Response, StatusCode, header};
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::json_order;
+use crate::{go_order, json_order};
 
 /// Keys written first, in this order, as Go's struct order puts them in every object.
 const LEADING_KEYS: [&str; 3] = ["kind", "apiVersion", "metadata"];
 
 /// A JSON value written with `kind`, `apiVersion` and `metadata` first in every object,
-/// then the other keys sorted.
+/// then the other keys sorted; objects whose Go struct order the server knows (a `Status`)
+/// in that order.
 pub fn ordered(value: &Value) -> json_order::Ordered<'_> {
-    json_order::Ordered::leading(value, &LEADING_KEYS)
+    json_order::Ordered::leading(value, &LEADING_KEYS).with_shapes(go_order::shape_of)
+}
+
+/// `value` as JSON ending with a newline, as Go's `json.Encoder` writes kube's bodies.
+fn encoded(value: &Value) -> serde_json::Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec(&ordered(value))?;
+    bytes.push(b'\n');
+    Ok(bytes)
 }
 
 /// A JSON response.
 pub fn json(code: u16, body: &Value) -> Response<Body> {
-    match serde_json::to_vec(&ordered(body)) {
+    match encoded(body) {
         Ok(bytes) => with_type(code, "application/json", Body::from(bytes)),
         Err(err) => error(&ApiError::internal(format!(
             "could not encode the response: {err}"
@@ -33,7 +41,7 @@ pub fn text(code: u16, body: &'static str) -> Response<Body> {
 
 /// The `Status` response of an error.
 pub fn error(error: &ApiError) -> Response<Body> {
-    let bytes = serde_json::to_vec(&ordered(&error.to_status())).unwrap_or_default();
+    let bytes = encoded(&error.to_status()).unwrap_or_default();
     with_type(error.code, "application/json", Body::from(bytes))
 }
 

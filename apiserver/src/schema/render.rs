@@ -58,9 +58,7 @@ pub(super) fn not_supported(name: &str, value: &Value, allowed: &[Value]) -> Cau
 
 /// `field: Too long: may not be more than 5 bytes` (`field.TooLong`).
 pub(super) fn too_long(name: &str, max: u64) -> Cause {
-    let unit = if max == 1 { "byte" } else { "bytes" };
-    let message = format!("Too long: may not be more than {max} {unit}");
-    cause("FieldValueTooLong", name, message)
+    Cause::too_long(&field_of(name), usize::try_from(max).unwrap_or(usize::MAX))
 }
 
 /// `field: Too many: 4: must have at most 3 items` (`field.TooMany`).

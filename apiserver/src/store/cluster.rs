@@ -34,8 +34,51 @@ fn url_rule(urls: &[&str]) -> Value {
 const READ: &[&str] = &["get", "list", "watch"];
 const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
 
-/// The default ClusterRoles, as (name, rules).
-fn cluster_roles() -> Vec<(&'static str, Vec<Value>)> {
+/// The label that aggregates a role into `admin`, `edit` or `view`.
+fn aggregate_to(role: &str) -> String {
+    format!("rbac.authorization.k8s.io/aggregate-to-{role}")
+}
+
+/// A bootstrap ClusterRole: its name, the labels it carries beside kube's bootstrap
+/// label, the roles it is aggregated from (by their `aggregate-to-` label) and its rules.
+struct BootstrapRole {
+    name: &'static str,
+    aggregated_into: Option<&'static str>,
+    aggregates: Option<&'static str>,
+    rules: Vec<Value>,
+}
+
+impl BootstrapRole {
+    fn plain(name: &'static str, rules: Vec<Value>) -> Self {
+        BootstrapRole {
+            name,
+            aggregated_into: None,
+            aggregates: None,
+            rules,
+        }
+    }
+
+    /// The ClusterRole object.
+    fn object(&self) -> Value {
+        let mut metadata = bootstrap_metadata(self.name);
+        if let Some(into) = self.aggregated_into {
+            metadata["labels"][aggregate_to(into)] = json!("true");
+        }
+        let mut role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": metadata, "rules": self.rules});
+        if let Some(from) = self.aggregates {
+            role["aggregationRule"] = json!({"clusterRoleSelectors":
+                [{"matchLabels": {aggregate_to(from): "true"}}]});
+        }
+        role
+    }
+}
+
+/// The default ClusterRoles. As in kube, `admin`, `edit` and `view` are aggregated: their
+/// rules come from the roles labelled `rbac.authorization.k8s.io/aggregate-to-{admin,edit,view}`
+/// (`system:aggregate-to-*`, and any a user adds), `view` aggregates into `edit` and `edit`
+/// into `admin`.
+fn cluster_roles() -> Vec<BootstrapRole> {
     let workload_groups = &[
         "",
         "apps",
@@ -44,29 +87,56 @@ fn cluster_roles() -> Vec<(&'static str, Vec<Value>)> {
         "networking.k8s.io",
         "policy",
     ];
-    let view = vec![rule(workload_groups, &["*"], READ)];
-    let edit = vec![
-        rule(workload_groups, &["*"], READ),
-        rule(workload_groups, &["*"], WRITE),
-    ];
-    let mut admin = edit.clone();
-    admin.push(rule(
-        &["rbac.authorization.k8s.io"],
-        &["roles", "rolebindings"],
-        &["*"],
-    ));
+    let aggregated = |name, into, from| BootstrapRole {
+        name,
+        aggregated_into: into,
+        aggregates: Some(from),
+        rules: Vec::new(),
+    };
+    let aggregating = |name, into, rules| BootstrapRole {
+        name,
+        aggregated_into: Some(into),
+        aggregates: None,
+        rules,
+    };
     vec![
-        (
+        BootstrapRole::plain(
             "cluster-admin",
             vec![
                 rule(&["*"], &["*"], &["*"]),
                 json!({"nonResourceURLs": ["*"], "verbs": ["*"]}),
             ],
         ),
-        ("admin", admin),
-        ("edit", edit),
-        ("view", view),
-        (
+        aggregated("admin", None, "admin"),
+        aggregated("edit", Some("admin"), "edit"),
+        aggregated("view", Some("edit"), "view"),
+        aggregating(
+            "system:aggregate-to-admin",
+            "admin",
+            vec![
+                rule(
+                    &["rbac.authorization.k8s.io"],
+                    &["rolebindings", "roles"],
+                    &[READ, WRITE].concat(),
+                ),
+                rule(
+                    &["authorization.k8s.io"],
+                    &["localsubjectaccessreviews"],
+                    &["create"],
+                ),
+            ],
+        ),
+        aggregating(
+            "system:aggregate-to-edit",
+            "edit",
+            vec![rule(workload_groups, &["*"], WRITE)],
+        ),
+        aggregating(
+            "system:aggregate-to-view",
+            "view",
+            vec![rule(workload_groups, &["*"], READ)],
+        ),
+        BootstrapRole::plain(
             "system:discovery",
             vec![url_rule(&[
                 "/api",
@@ -82,7 +152,7 @@ fn cluster_roles() -> Vec<(&'static str, Vec<Value>)> {
                 "/version/",
             ])],
         ),
-        (
+        BootstrapRole::plain(
             "system:basic-user",
             vec![
                 rule(
@@ -97,7 +167,7 @@ fn cluster_roles() -> Vec<(&'static str, Vec<Value>)> {
                 ),
             ],
         ),
-        (
+        BootstrapRole::plain(
             "system:public-info-viewer",
             vec![url_rule(&[
                 "/healthz",
@@ -149,10 +219,13 @@ impl State {
 
     /// Creates whatever of a cluster's standing objects is missing.
     pub(super) fn create_cluster_objects(&mut self) {
-        for (name, rules) in cluster_roles() {
-            let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                "metadata": bootstrap_metadata(name), "rules": rules});
-            self.ensure("rbac.authorization.k8s.io", "clusterroles", "", role);
+        for role in cluster_roles() {
+            self.ensure(
+                "rbac.authorization.k8s.io",
+                "clusterroles",
+                "",
+                role.object(),
+            );
         }
         for (name, role, groups) in CLUSTER_ROLE_BINDINGS {
             let subjects: Vec<Value> = groups

@@ -11,6 +11,9 @@ use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::resources::{ResourceInfo, ResourceKey, crd_resource_key, namespace_resource_key};
 
+/// The namespaces kube's NamespaceLifecycle admission plugin refuses to delete.
+const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
 /// The finalizer that holds an owner until its blocking dependents are gone.
 pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
 
@@ -66,6 +69,13 @@ impl State {
         name: &str,
         options: &DeleteOptions,
     ) -> ApiResult<DeleteOutcome> {
+        if info.key() == namespace_resource_key() && IMMORTAL_NAMESPACES.contains(&name) {
+            return Err(ApiError::forbidden(
+                info,
+                name,
+                "this namespace may not be deleted",
+            ));
+        }
         let old = self
             .get(&info.key(), namespace, name)
             .ok_or_else(|| ApiError::not_found(info, name))?;

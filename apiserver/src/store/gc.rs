@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::aggregation::cluster_roles_key;
 use super::crd::{self, CRD_CLEANUP_FINALIZER};
 use super::delete::{FOREGROUND_FINALIZER, Propagation};
 use super::events::events_v1_key;
@@ -20,6 +21,9 @@ use crate::resources::{ResourceKey, crd_resource_key, namespace_resource_key};
 impl State {
     /// Queues what the removal of `last` (of kind `key`) may set off.
     pub(super) fn after_removal(&mut self, key: &ResourceKey, last: &Arc<Value>) {
+        if *key == cluster_roles_key() {
+            self.aggregate_cluster_roles();
+        }
         let uid = meta::uid(last).to_string();
         if self.objects.has_dependents(&uid) {
             self.gc_queue.push(Work::OwnerGone(uid));

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::aggregation::cluster_roles_key;
 use super::crd::{self, CRD_CLEANUP_FINALIZER};
 use super::events::events_v1_key;
 use super::state::State;
@@ -88,6 +89,9 @@ impl State {
         }
         if info.key() == namespace_resource_key() {
             self.populate_namespace(stored);
+        }
+        if info.key() == cluster_roles_key() {
+            self.aggregate_cluster_roles();
         }
         self.after_load_of_kind(&info.key(), stored);
     }

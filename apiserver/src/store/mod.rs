@@ -6,6 +6,7 @@
 //! `kinds`, `persist`); the files that add its operations (writes, deletion, garbage
 //! collection, the rules of particular kinds) orchestrate those parts.
 
+mod aggregation;
 mod body;
 mod builtin_defaults;
 mod cluster;
@@ -16,6 +17,7 @@ mod events;
 mod eviction;
 mod gc;
 mod gc_queue;
+mod initial_status;
 mod kind_rules;
 mod kinds;
 mod managed;

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::body::{PatchBody, apply_patch, check_body, check_stored_size};
-use super::builtin_defaults;
 use super::delete::lingers;
 use super::schemas::{self, FieldValidation};
 use super::server_fields::{
@@ -14,10 +13,12 @@ use super::server_fields::{
 };
 use super::state::State;
 use super::watch::ChangeKind;
+use super::{builtin_defaults, initial_status};
+use crate::auth::{User, confirm_no_escalation};
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;
 use crate::resources::ResourceInfo;
-use crate::validation;
+use crate::{config_data, meta_validation, validation};
 
 /// Options every write takes.
 #[derive(Clone, Debug, Default)]
@@ -32,6 +33,9 @@ pub struct WriteOptions {
     pub user_agent: Option<String>,
     /// `force`: an apply takes ownership of conflicting fields.
     pub force: bool,
+    /// Under RBAC authorization, who writes: writes of Roles, ClusterRoles and their
+    /// bindings are checked for escalation ([`crate::auth::confirm_no_escalation`]).
+    pub rbac_writer: Option<User>,
 }
 
 /// The result of a patch: the object, and whether the patch created it (apply).
@@ -96,6 +100,7 @@ impl State {
         crate::workloads::validate(info, &object)?;
         let namespace = self.resolve_namespace(info, namespace, &object)?;
         let name = self.choose_name(info, &object)?;
+        self.validate_object(info, &name, &object, None)?;
         self.check_can_create_in(info, &namespace, &name)?;
         if self.get(&info.key(), &namespace, &name).is_some() {
             return Err(ApiError::already_exists(info, &name));
@@ -119,12 +124,16 @@ impl State {
         if info.generation {
             meta::set_meta(&mut object, "generation", Value::from(1));
         }
-        if info.status_subresource {
+        if info.status_subresource && !initial_status::kept_on_create(info) {
             remove_field(&mut object, "status");
         }
         builtin_defaults::apply(info, &mut object);
+        initial_status::apply(info, &mut object);
         self.prepare_create_of_kind(info, &mut object)?;
         self.enforce_schema(info, &mut object, None, options.field_validation)?;
+        if let Some(writer) = &options.rbac_writer {
+            confirm_no_escalation(self, writer, info, None, &object)?;
+        }
         if record {
             object = self.record_managed_fields(info, None, &object, Target::Main, options);
         }
@@ -326,11 +335,15 @@ impl State {
         }
         check_finalizers_while_deleting(info, old, &result)?;
         crate::typecheck::check(info, &result)?;
+        self.validate_object(info, &name, &result, Some(old))?;
         if target == Target::Main {
             crate::workloads::validate(info, &result)?;
         }
         self.prepare_update_of_kind(info, old, &mut result, target)?;
         self.enforce_schema(info, &mut result, Some(old), options.field_validation)?;
+        if let Some(writer) = &options.rbac_writer {
+            confirm_no_escalation(self, writer, info, Some(old.as_ref()), &result)?;
+        }
         if record {
             result = self.record_managed_fields(info, Some(old), &result, target, options);
         }
@@ -404,19 +417,7 @@ impl State {
         } else {
             name.to_string()
         };
-        // RBAC names are path segments (`system:discovery`); APIService names are
-        // version.group, `v1.` for the core group.
-        let path_segment_names = ["rbac.authorization.k8s.io", "apiregistration.k8s.io"];
-        let problems = if !info.custom && path_segment_names.contains(&info.group.as_str()) {
-            validation::path_segment_name(&name)
-        } else if info.key() == crate::resources::namespace_resource_key()
-            || (info.group.is_empty() && info.plural == "services")
-        {
-            validation::dns1123_label(&name)
-        } else {
-            validation::dns1123_subdomain(&name)
-        };
-        if let Some(problem) = problems.first() {
+        if let Some(problem) = name_rules(info)(&name).first() {
             return Err(ApiError::invalid(
                 info,
                 &name,
@@ -428,6 +429,31 @@ impl State {
             ));
         }
         Ok(name)
+    }
+
+    /// kube's validation of metadata (every kind) and of ConfigMap and Secret data: `422`
+    /// with every cause; the warnings (a finalizer without a domain, new in this write)
+    /// are gathered.
+    fn validate_object(
+        &mut self,
+        info: &ResourceInfo,
+        name: &str,
+        object: &Value,
+        old: Option<&Value>,
+    ) -> ApiResult<()> {
+        let mut causes = meta_validation::causes(object, name_rules(info));
+        causes.extend(config_data::causes(info, object));
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(info, name, causes));
+        }
+        let old_warnings = old.map(meta_validation::warnings).unwrap_or_default();
+        let new_warnings = meta_validation::warnings(object);
+        self.warnings.extend(
+            new_warnings
+                .into_iter()
+                .filter(|w| !old_warnings.contains(w)),
+        );
+        Ok(())
     }
 
     fn random_suffix(&mut self) -> String {
@@ -476,6 +502,22 @@ impl State {
             ));
         }
         Ok(())
+    }
+}
+
+/// How a kind's names are checked: RBAC names are path segments (`system:discovery`) and
+/// APIService names version.group (`v1.` for the core group); Namespaces and Services are
+/// DNS labels; the rest DNS subdomains.
+fn name_rules(info: &ResourceInfo) -> fn(&str) -> Vec<String> {
+    let path_segment_names = ["rbac.authorization.k8s.io", "apiregistration.k8s.io"];
+    if !info.custom && path_segment_names.contains(&info.group.as_str()) {
+        validation::path_segment_name
+    } else if info.key() == crate::resources::namespace_resource_key()
+        || (!info.custom && info.group.is_empty() && info.plural == "services")
+    {
+        validation::dns1123_label
+    } else {
+        validation::dns1123_subdomain
     }
 }
 

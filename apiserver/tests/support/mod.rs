@@ -1,6 +1,8 @@
 //! Helpers shared by the API server's integration tests.
 #![allow(dead_code)]
 
+pub mod rbac;
+
 use dynrec_apiserver::ApiServer;
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
