@@ -40,15 +40,6 @@ fn faults() -> serde_json::Value {
     ])
 }
 
-/// A free loopback port, so the server can be restarted where the kubeconfig points.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 struct Cluster {
     dir: tempfile::TempDir,
     listen: String,

@@ -257,14 +257,6 @@ fn curl(url: &str, token: Option<&str>) -> (u16, String) {
     (code.trim().parse().unwrap_or(0), body.to_string())
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[test]
 fn metrics_over_https_need_a_token_the_api_server_authenticates_and_authorizes() {
     if kubectl_on_path().is_none() || Command::new("curl").arg("--version").output().is_err() {
@@ -295,7 +287,7 @@ fn metrics_over_https_need_a_token_the_api_server_authenticates_and_authorizes()
     let allowed = ok(&["create", "token", "prometheus"]);
     let refused = ok(&["create", "token", "nosy"]);
 
-    let (metrics_port, probe_port) = (free_port(), free_port());
+    let (metrics_port, probe_port) = (process_common::free_port(), process_common::free_port());
     let log = std::fs::File::create(dir.path().join("run.log")).unwrap();
     let controller = dynrec()
         .arg("run")
@@ -367,4 +359,68 @@ fn metrics_over_https_need_a_token_the_api_server_authenticates_and_authorizes()
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&probe.stdout), "ok");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_with_namespaces_reconciles_only_objects_in_them() {
+    use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = process_common::start_apiserver(dir.path(), "127.0.0.1:0", &[]);
+    let log = dir.path().join("run.log");
+    let _controller = process_common::start_widgets_controller(
+        dir.path(),
+        &log,
+        None,
+        &["--namespace", "a", "-n", "c"],
+    );
+    let kube = process_common::client(&url);
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(kube.clone());
+    for name in ["a", "b", "c"] {
+        let namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": name}}));
+        namespaces
+            .create(&PostParams::default(), &namespace.unwrap())
+            .await
+            .unwrap();
+    }
+    let widgets = ApiResource {
+        group: "example.com".into(),
+        version: "v1".into(),
+        api_version: "example.com/v1".into(),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    };
+    let configmaps = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+    let create = |namespace: &'static str| {
+        let api: Api<DynamicObject> = Api::namespaced_with(kube.clone(), namespace, &widgets);
+        let widget: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w1"}, "spec": {"greeting": namespace}}))
+        .unwrap();
+        async move { api.create(&PostParams::default(), &widget).await.is_ok() }
+    };
+    let deadline = Instant::now() + DEADLINE;
+    while !create("b").await {
+        assert!(Instant::now() < deadline, "the Widget kind is served");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(create("a").await && create("c").await);
+    for namespace in ["a", "c"] {
+        let api: Api<DynamicObject> = Api::namespaced_with(kube.clone(), namespace, &configmaps);
+        while api.get_opt("w1-config").await.unwrap().is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "the Widget in {namespace} is reconciled\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let in_b: Api<DynamicObject> = Api::namespaced_with(kube.clone(), "b", &configmaps);
+    assert!(
+        in_b.get_opt("w1-config").await.unwrap().is_none(),
+        "the Widget in b, created first, is left alone"
+    );
+    let widget_in_b: Api<DynamicObject> = Api::namespaced_with(kube.clone(), "b", &widgets);
+    let untouched = widget_in_b.get("w1").await.unwrap();
+    assert!(untouched.data.get("status").is_none(), "{untouched:?}");
 }

@@ -64,7 +64,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             loaded.extend(parse_documents(text, source)?);
         }
     }
-    let client = Client::new(cluster.client.clone());
+    let client = Client::in_namespaces(cluster.client.clone(), args.run.namespace.clone());
     let config = Config::new(client.clone(), "dynrec");
     let mut manager = Manager::new(client, manager_options(&args.run, &cluster, "dynrec"));
     let identities = IdentityPolicy {

@@ -21,6 +21,7 @@ use tokio::{
 };
 use tracing::{debug, info, warn};
 
+use super::namespaced_watch::watch_namespaces;
 use super::{ListOptions, Resolved, resolved::Kinds, store::Store, unseen::Unseen};
 use crate::object::{Gvk, ObjectKey};
 
@@ -206,16 +207,23 @@ pub(crate) struct Caches {
 struct CachesInner {
     kube: kube::Client,
     kinds: watch::Receiver<Kinds>,
+    /// The namespaces a namespaced kind's cache holds; every namespace when empty.
+    namespaces: Vec<String>,
     /// Looked up on every read from a cache, hence the fast hasher.
     running: Mutex<HashMap<Gvk, Weak<Guard>, foldhash::fast::RandomState>>,
 }
 
 impl Caches {
-    pub(crate) fn new(kube: kube::Client, kinds: watch::Receiver<Kinds>) -> Self {
+    pub(crate) fn new(
+        kube: kube::Client,
+        kinds: watch::Receiver<Kinds>,
+        namespaces: Vec<String>,
+    ) -> Self {
         Self {
             inner: Arc::new(CachesInner {
                 kube,
                 kinds,
+                namespaces,
                 running: Mutex::default(),
             }),
         }
@@ -266,8 +274,38 @@ impl Caches {
             status: watch::Sender::new(CacheStatus::Starting),
             events: Mutex::new(Some(broadcast::channel(EVENT_BUFFER).0)),
         });
-        let api = Api::all_with(self.inner.kube.clone(), &resolved.resource);
-        let task = tokio::spawn(run(state.clone(), api, self.inner.kinds.clone()));
+        let kube = self.inner.kube.clone();
+        let kinds = self.inner.kinds.clone();
+        let task = match self.inner.namespaces.as_slice() {
+            [namespace] if resolved.namespaced => {
+                let api = Api::namespaced_with(kube, namespace, &resolved.resource);
+                let events = watcher(api, watcher::Config::default()).default_backoff();
+                tokio::spawn(run(state.clone(), events, kinds))
+            }
+            namespaces if resolved.namespaced && !namespaces.is_empty() => {
+                let apis = namespaces
+                    .iter()
+                    .map(|ns| {
+                        let api = Api::namespaced_with(kube.clone(), ns, &resolved.resource);
+                        (ns.clone(), api)
+                    })
+                    .collect();
+                let held = {
+                    let state = Arc::downgrade(&state);
+                    move |ns: &str| match state.upgrade() {
+                        Some(state) => state.store.list(&ListOptions::default().namespace(ns)),
+                        None => Vec::new(),
+                    }
+                };
+                let events = watch_namespaces(apis, held);
+                tokio::spawn(run(state.clone(), events, kinds))
+            }
+            _ => {
+                let api = Api::all_with(kube, &resolved.resource);
+                let events = watcher(api, watcher::Config::default()).default_backoff();
+                tokio::spawn(run(state.clone(), events, kinds))
+            }
+        };
         Guard { state, task }
     }
 }
@@ -279,13 +317,17 @@ fn live(guard: Option<&Weak<Guard>>) -> Option<Arc<Guard>> {
 }
 
 /// Watches one kind into the store until the kind is removed from discovery.
-async fn run(state: Arc<State>, api: Api<DynamicObject>, mut kinds: watch::Receiver<Kinds>) {
+async fn run(
+    state: Arc<State>,
+    events: impl futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>>,
+    mut kinds: watch::Receiver<Kinds>,
+) {
     let gvk = state.resolved.gvk.clone();
     let types = TypeMeta {
         api_version: gvk.api_version(),
         kind: gvk.kind.clone(),
     };
-    let mut events = pin!(watcher(api, watcher::Config::default()).default_backoff());
+    let mut events = pin!(events);
     loop {
         tokio::select! {
             changed = kinds.changed() => {

@@ -32,6 +32,7 @@ struct Inner {
     kube: kube::Client,
     resolver: Resolver,
     caches: Caches,
+    namespaces: Vec<String>,
 }
 
 /// Reads that always go to the API server, bypassing caches.
@@ -43,15 +44,28 @@ pub struct ApiReader {
 impl Client {
     /// A client over a `kube::Client` (real cluster or embedded server).
     pub fn new(kube: kube::Client) -> Self {
-        let (resolver, caches) = Resolver::new(kube.clone());
+        Self::in_namespaces(kube, Vec::new())
+    }
+
+    /// A client whose caches of namespaced kinds hold only `namespaces` (every namespace
+    /// when empty), as controller-runtime's cache with `DefaultNamespaces`: a controller
+    /// over it sees, and reconciles, only objects there. Cluster-scoped kinds are cached whole.
+    pub fn in_namespaces(kube: kube::Client, namespaces: Vec<String>) -> Self {
+        let (resolver, caches) = Resolver::new(kube.clone(), namespaces.clone());
         Self {
             inner: Arc::new(Inner {
                 kube,
                 resolver,
                 caches,
+                namespaces,
             }),
             acting: None,
         }
+    }
+
+    /// The namespaces the caches of namespaced kinds hold; empty for every namespace.
+    pub fn namespaces(&self) -> &[String] {
+        &self.inner.namespaces
     }
 
     /// A client sharing this one's resolver and caches whose requests impersonate

@@ -10,6 +10,7 @@ mod error;
 mod events;
 mod identity;
 mod list;
+mod namespaced_watch;
 mod projection;
 mod resolved;
 mod resolver;

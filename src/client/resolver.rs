@@ -48,12 +48,13 @@ impl Drop for AbortOnDrop {
 }
 
 impl Resolver {
-    /// A resolver and the registry of the caches it stops when kinds go.
-    pub(crate) fn new(kube: kube::Client) -> (Self, Caches) {
+    /// A resolver and the registry of the caches it stops when kinds go, whose caches of
+    /// namespaced kinds hold `namespaces` (every namespace when empty).
+    pub(crate) fn new(kube: kube::Client, namespaces: Vec<String>) -> (Self, Caches) {
         let crd = Resolved::crd();
         let kinds: Kinds = Arc::new([(crd.gvk.clone(), crd)].into_iter().collect());
         let kinds = watch::Sender::new(kinds);
-        let caches = Caches::new(kube.clone(), kinds.subscribe());
+        let caches = Caches::new(kube.clone(), kinds.subscribe(), namespaces);
         let inner = Inner {
             kube,
             kinds,

@@ -59,6 +59,11 @@ pub struct RunArgs {
     /// Which cluster.
     #[cfg_attr(feature = "cli", command(flatten))]
     pub cluster: ClusterArgs,
+    /// Reconcile only objects in this namespace (repeatable; default: every namespace): the
+    /// caches of namespaced kinds watch only these, and the permissions checked at start
+    /// are asked for in each.
+    #[cfg_attr(feature = "cli", arg(long, short = 'n', value_name = "NS"))]
+    pub namespace: Vec<String>,
     /// Concurrent reconciles per controller.
     #[cfg_attr(feature = "cli", arg(long, default_value_t = 2))]
     pub workers: usize,
@@ -110,6 +115,7 @@ impl Default for RunArgs {
     fn default() -> Self {
         Self {
             cluster: ClusterArgs::default(),
+            namespace: Vec::new(),
             workers: 2,
             leader_elect: None,
             leader_election_namespace: None,
@@ -204,7 +210,7 @@ pub async fn run_controllers(
     register: impl FnOnce(&mut Manager, &Config, &kube::Client) -> Result<(), ManagerError>,
 ) -> Result<(), LaunchError> {
     let cluster = connect(&args.cluster).await?;
-    let client = Client::new(cluster.client.clone());
+    let client = Client::in_namespaces(cluster.client.clone(), args.namespace.clone());
     let mut manager = Manager::new(client, manager_options(&args, &cluster, name));
     let config = manager.config(name);
     register(&mut manager, &config, &cluster.client)?;

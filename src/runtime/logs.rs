@@ -37,14 +37,14 @@ pub enum LogFormat {
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct LogArgs {
     /// Log line format: text, or json (one object a line with ts, level, msg and fields).
-    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true, help_heading = "Logging")]
     pub log_format: LogFormat,
     /// Log level: error, warn, info, debug or trace (overrides RUST_LOG, which otherwise
     /// takes tracing's filter syntax, e.g. `info,dynrec::client=debug`).
-    #[arg(long, global = true, value_name = "LEVEL")]
+    #[arg(long, global = true, value_name = "LEVEL", help_heading = "Logging")]
     pub log_level: Option<Level>,
     /// More verbose logs: -v for debug, -vv for trace (overrides RUST_LOG).
-    #[arg(short = 'v', action = clap::ArgAction::Count, global = true)]
+    #[arg(short = 'v', action = clap::ArgAction::Count, global = true, help_heading = "Logging")]
     pub verbose: u8,
 }
 

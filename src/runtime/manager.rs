@@ -517,7 +517,7 @@ impl ControllerRun {
         loop {
             self.readiness
                 .set_not_ready(&name, format!("waiting for the kind {gvk} to exist"));
-            info!(%gvk, "waiting for the kind to exist");
+            info!("waiting for the kind to exist");
             let resolved = tokio::select! {
                 () = wait_stopped(stop.clone()) => return,
                 resolved = self.client.resolver().wait_for(&gvk) => resolved,
@@ -543,14 +543,14 @@ impl ControllerRun {
                 return;
             }
             self.readiness.set_ready(&name);
-            info!(%gvk, "kind resolved: controller started");
+            info!("kind resolved: controller started");
             let ended_by_stop = self.serve(resolved.namespaced, stop.clone()).await;
             self.metrics.remove_queue(&name);
             if ended_by_stop {
                 self.readiness.remove(&name);
                 return;
             }
-            info!(%gvk, "kind removed: controller stopped");
+            info!("kind removed: controller stopped");
         }
     }
 
@@ -674,7 +674,7 @@ impl ControllerRun {
         let cache = match declared.config.client.cache(&gvk).await {
             Ok(cache) => cache,
             Err(err) => {
-                warn!(%gvk, %err, "cannot watch a declared kind; it will not trigger reconciles");
+                warn!(watched = %gvk, %err, "cannot watch a declared kind; it will not trigger reconciles");
                 return;
             }
         };

@@ -57,7 +57,8 @@ impl std::fmt::Display for Missing {
 /// namespace the permission names, if any, else: for the client's own identity
 /// cluster-wide; for an impersonated ServiceAccount, when the reconciled kind is
 /// `namespaced`, namespaced kinds in the account's namespace (where a tenant's Role grants
-/// them), otherwise cluster-wide. Reads are asked about cluster-wide too for an
+/// them), otherwise cluster-wide, or in each of the client's namespaces when its caches hold
+/// only those (`dynrec run --namespace`). Reads are asked about cluster-wide too for an
 /// impersonated account, to decide whether the shared cache may serve it (see
 /// [`Client::allow_shared_cache`]).
 pub async fn missing(
@@ -73,11 +74,17 @@ pub async fn missing(
     for permission in permissions {
         let resolved = client.resolver().resolve(&permission.gvk).await.ok();
         let resource = permission.resource(resolved.as_ref().map(|r| r.resource.plural.as_str()));
-        let namespace = match &resolved {
+        let namespaces: Vec<Option<String>> = match &resolved {
             Some(resolved) if resolved.namespaced => {
-                permission.namespace.clone().or(own_namespace.clone())
+                match permission.namespace.clone().or(own_namespace.clone()) {
+                    Some(namespace) => vec![Some(namespace)],
+                    None if !client.namespaces().is_empty() => {
+                        client.namespaces().iter().cloned().map(Some).collect()
+                    }
+                    None => vec![None],
+                }
             }
-            _ => None,
+            _ => vec![None],
         };
         let (plural, subresource) = match resource.split_once('/') {
             Some((plural, sub)) => (plural, Some(sub.to_string())),
@@ -98,15 +105,17 @@ pub async fn missing(
                 ..ResourceAttributes::default()
             };
         for verb in &permission.verbs {
-            for name in &names {
-                if !allowed(client, attributes(verb, namespace.as_ref(), *name)).await? {
-                    refused.push(Missing {
-                        verb: verb.clone(),
-                        resource: resource.clone(),
-                        name: name.cloned(),
-                        namespace: namespace.clone(),
-                        permission: permission.clone(),
-                    });
+            for namespace in &namespaces {
+                for name in &names {
+                    if !allowed(client, attributes(verb, namespace.as_ref(), *name)).await? {
+                        refused.push(Missing {
+                            verb: verb.clone(),
+                            resource: resource.clone(),
+                            name: name.cloned(),
+                            namespace: namespace.clone(),
+                            permission: permission.clone(),
+                        });
+                    }
                 }
             }
         }

@@ -121,3 +121,13 @@ pub fn kubectl(kubectl: &Path, dir: &Path, args: &[&str], deadline: Duration) ->
         deadline,
     )
 }
+
+/// A free loopback port (for a server to listen on, or to restart on where a kubeconfig
+/// points).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
