@@ -369,3 +369,90 @@ async fn each_tenant_definition_acts_only_as_its_service_account() {
         assert_eq!(answer, "yes");
     }
 }
+
+/// The documents `dynrec rbac ARGS` prints.
+fn printed(args: &[&str]) -> Vec<Value> {
+    let output = Command::new(env!("CARGO_BIN_EXE_dynrec"))
+        .arg("rbac")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).unwrap();
+    text.split("\n---\n")
+        .map(|document| serde_saphyr::from_str(document).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_roles_printed_per_definition_are_all_each_account_needs() {
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/multi-tenancy");
+    let printed = printed(&["-f", examples, "--per-definition"]);
+    let dynrec_role = &printed[0];
+    let impersonate = dynrec_role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|rule| rule["verbs"] == json!(["impersonate"]))
+        .expect("dynrec may impersonate the accounts");
+    assert_eq!(impersonate["resourceNames"], json!(["reconciler"]));
+
+    let cluster = Cluster::start().await;
+    let admin = &cluster.admin;
+    for team in ["team-a", "team-b"] {
+        apply(
+            admin,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": team}}),
+        )
+        .await;
+        apply(
+            admin,
+            json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "reconciler", "namespace": team}}),
+        )
+        .await;
+    }
+    // Everything printed but dynrec's own role (dynrec runs as the administrator here).
+    for object in &printed[1..] {
+        apply(admin, object.clone()).await;
+    }
+    for team in ["team-a", "team-b"] {
+        let file = format!("{examples}/{team}.yaml");
+        let text = std::fs::read_to_string(file).unwrap();
+        apply(admin, serde_saphyr::from_str(&text).unwrap()).await;
+    }
+    for team in ["team-a", "team-b"] {
+        let account = format!("system:serviceaccount:{team}:reconciler");
+        cluster
+            .permissions(&format!("{team}-sites"), "True", &account)
+            .await;
+    }
+    let sites = api(admin, "team-a.example.com/v1", "Site", Some("team-a"));
+    eventually(DEADLINE, "the Site CRD applied as the account", || async {
+        sites.list(&Default::default()).await.ok()
+    })
+    .await;
+    apply(
+        admin,
+        json!({"apiVersion": "team-a.example.com/v1", "kind": "Site",
+        "metadata": {"name": "home", "namespace": "team-a"}, "spec": {"greeting": "hi"}}),
+    )
+    .await;
+    let bindings = api(
+        admin,
+        "rbac.authorization.k8s.io/v1",
+        "RoleBinding",
+        Some("team-a"),
+    );
+    let pages = api(admin, "v1", "ConfigMap", Some("team-a"));
+    eventually(DEADLINE, "the site's page and viewers binding", || async {
+        let page = pages.get("home-page").await.ok()?;
+        bindings.get("home-viewers").await.ok()?;
+        (page.data["data"]["index.html"] == "<h1>hi</h1>").then_some(())
+    })
+    .await;
+}

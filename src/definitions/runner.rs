@@ -379,11 +379,16 @@ impl Definitions {
         Outcome::ok(ReconcileResult::requeue_after(STATUS_REFRESH))
     }
 
+    /// The ServiceAccount the running definition `name` acts as; `None` for dynrec's own
+    /// identity (or when it does not run).
+    pub fn identity(&self, name: &str) -> Option<Identity> {
+        let running = self.running.lock();
+        running.get(name)?.config.client.identity().cloned()
+    }
+
     /// The user a running definition acts as: its ServiceAccount's, or `null` for dynrec's.
     fn acting_as(&self, name: &str) -> Option<String> {
-        let running = self.running.lock();
-        let identity = running.get(name)?.config.client.identity()?;
-        Some(identity.username())
+        self.identity(name).map(|identity| identity.username())
     }
 
     /// The `PermissionsReady` condition of a running definition — reason, message, and
