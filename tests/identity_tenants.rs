@@ -372,18 +372,12 @@ async fn each_tenant_definition_acts_only_as_its_service_account() {
 
 /// The documents `dynrec rbac ARGS` prints.
 fn printed(args: &[&str]) -> Vec<Value> {
-    let output = Command::new(env!("CARGO_BIN_EXE_dynrec"))
-        .arg("rbac")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let text = String::from_utf8(output.stdout).unwrap();
-    text.split("\n---\n")
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dynrec"));
+    command.arg("rbac").args(args);
+    let printed = run(&mut command, Duration::from_secs(60)).expect_ok("dynrec rbac");
+    printed
+        .stdout
+        .split("\n---\n")
         .map(|document| serde_saphyr::from_str(document).unwrap())
         .collect()
 }
