@@ -273,7 +273,7 @@ async fn each_tenant_definition_acts_only_as_its_service_account() {
         .permissions("alpha", "False", "clusterrolebindings")
         .await;
     for rule in [
-        "cannot create clusterrolebindings in API group \"rbac.authorization.k8s.io\"",
+        "cannot create, delete, get, list, patch, update, watch clusterrolebindings in API group \"rbac.authorization.k8s.io\"",
         "cannot bind clusterroles \"cluster-admin\" in API group \"rbac.authorization.k8s.io\"",
     ] {
         assert!(message.contains(rule), "{rule:?} not in {message}");
@@ -318,7 +318,7 @@ async fn each_tenant_definition_acts_only_as_its_service_account() {
     let refused = cluster.permissions("alpha", "False", "tenant-b").await;
     assert!(
         refused
-            .contains("cannot create configmaps in API group \"\" in the namespace \"tenant-b\""),
+            .contains("cannot create, delete, patch, update configmaps in API group \"\" in the namespace \"tenant-b\""),
         "{refused}"
     );
     if let Some(answer) = cluster.can_i(&["create", "configmaps", "-n", "tenant-b"]) {
@@ -348,7 +348,7 @@ async fn each_tenant_definition_acts_only_as_its_service_account() {
         .permissions(
             "alpha",
             "False",
-            "cannot create secrets in API group \"\" in the namespace \"tenant-a\"",
+            "cannot create, delete, get, list, patch, update, watch secrets in API group \"\" in the namespace \"tenant-a\"",
         )
         .await;
     if let Some(answer) = cluster.can_i(&["create", "secrets", "-n", "tenant-a"]) {

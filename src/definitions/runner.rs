@@ -26,7 +26,7 @@ use crate::reconcilers::{
     Config, Context, Draft, Outcome, Permission, ReconcileError, ReconcileResult,
     ResourceReconciler, RootReconciler, SyncReconciler, WithFinalizer,
 };
-use crate::runtime::{ControllerHandle, Manager, ManagerError, missing};
+use crate::runtime::{ControllerHandle, Manager, ManagerError, missing, summarize};
 
 /// The finalizer that keeps an in-cluster definition until its controller has stopped.
 pub const FINALIZER: &str = "dynrec.dev/controller";
@@ -410,7 +410,7 @@ impl Definitions {
                 };
                 let namespaced = client.resolve(&kind).await.is_ok_and(|r| r.namespaced);
                 let refused = match missing(&client, &permissions, namespaced).await {
-                    Ok(refused) => refused.iter().map(ToString::to_string).collect(),
+                    Ok(refused) => summarize(&refused),
                     Err(err) => {
                         return (
                             "CannotCheck",

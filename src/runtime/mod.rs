@@ -20,7 +20,9 @@ pub use launch::{
 pub use leader::{LeaderConfig, LeaderElector, LeaderError};
 pub use manager::{ControllerHandle, Manager, ManagerError, ManagerOptions};
 pub use metrics::{Metrics, ResultLabel};
-pub use preflight::{Missing, RECHECK, manager_permissions, missing, wait_until_allowed};
+pub use preflight::{
+    Missing, RECHECK, manager_permissions, missing, summarize, wait_until_allowed,
+};
 pub use queue::{
     Backoff, DEFAULT_RESYNC, QueueConfig, QueueError, QueueStats, WorkOutcome, WorkQueue,
 };
