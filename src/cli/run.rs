@@ -3,16 +3,19 @@
 //! embedded API server when none is configured (where, without `-f`, it runs the bundled
 //! examples).
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use dynrec::client::Client;
 use dynrec::definitions::{
-    Definitions, IdentityPolicy, Loaded, ServiceAccountRef, parse_documents,
+    Definitions, IMPERSONATION_PATH, IdentityPolicy, Loaded, ServiceAccountRef,
+    impersonation_webhook, impersonation_webhook_configuration, parse_documents,
 };
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{Manager, RunArgs, connect, manager_options, shutdown_signal};
+use dynrec::webhook::{CertSource, WebhookServer};
 
 use super::definitions::load;
 
@@ -47,6 +50,11 @@ pub struct Args {
     /// Refuse definitions that name no ServiceAccount (their status says why).
     #[arg(long)]
     require_service_account: bool,
+    /// Serve, on this address, the admission webhook refusing a definition that names a
+    /// ServiceAccount its author may not impersonate, and register it (a
+    /// ValidatingWebhookConfiguration with the URL and a self-signed certificate).
+    #[arg(long, value_name = "ADDRESS")]
+    impersonation_webhook: Option<SocketAddr>,
 }
 
 /// Runs the definitions until SIGINT or SIGTERM.
@@ -75,6 +83,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .await
         .context("installing the ReconcilerDefinition CRD")?;
     definitions.register(&mut manager)?;
+    if let Some(address) = args.impersonation_webhook {
+        serve_impersonation_webhook(&mut manager, &config, address).await?;
+    }
     for definition in &loaded {
         let started = definitions.start(definition).await;
         let compiled = started.with_context(|| format!("starting {}", name_of(definition)))?;
@@ -86,6 +97,30 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     manager.run(shutdown_signal()).await?;
     cluster.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Serves the impersonation webhook on `address` and registers it with the cluster.
+async fn serve_impersonation_webhook(
+    manager: &mut Manager,
+    config: &Config,
+    address: SocketAddr,
+) -> anyhow::Result<()> {
+    let server = WebhookServer::new(CertSource::SelfSigned(Vec::new()))
+        .webhook(IMPERSONATION_PATH, impersonation_webhook(config))?;
+    let serving = manager.serve_webhooks(server, address).await?;
+    let configuration =
+        impersonation_webhook_configuration(&serving.url(IMPERSONATION_PATH), serving.ca_pem());
+    let configuration = serde_json::from_value(configuration)?;
+    config
+        .client
+        .apply(&configuration, "dynrec", true)
+        .await
+        .context("registering the impersonation webhook")?;
+    println!(
+        "impersonation webhook served at {}",
+        serving.url(IMPERSONATION_PATH)
+    );
+    Ok(())
 }
 
 fn name_of(loaded: &Loaded) -> String {

@@ -96,7 +96,7 @@ async fn serve_kind(
     }
     // Admission webhooks see who asks.
     let user = parts.extensions.get::<User>().cloned();
-    let user = user.unwrap_or_else(User::admin).username;
+    let user = user.unwrap_or_else(User::admin);
     if let (Some("scale"), Some(name)) = (path.subresource.as_deref(), &path.name) {
         return super::scale::serve(shared, &call, parts.method, name, body).await;
     }
