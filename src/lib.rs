@@ -82,4 +82,16 @@ pub mod docs_doctests {
     /// docs/design.md.
     #[doc = include_str!("../docs/design.md")]
     pub struct Design;
+    /// docs/checking.md.
+    #[doc = include_str!("../docs/checking.md")]
+    pub struct Checking;
+    /// docs/operating.md.
+    #[doc = include_str!("../docs/operating.md")]
+    pub struct Operating;
+    /// docs/multi-tenancy.md.
+    #[doc = include_str!("../docs/multi-tenancy.md")]
+    pub struct MultiTenancy;
+    /// docs/reconcilerdefinition-crd.md.
+    #[doc = include_str!("../docs/reconcilerdefinition-crd.md")]
+    pub struct ReconcilerDefinitionCrd;
 }

@@ -13,11 +13,14 @@ use std::time::Duration;
 use client_common::eventually;
 use dynrec::apiserver::{ApiServer, Authorization, Serving, TlsIdentity, kubeconfig};
 use dynrec::client::{Client, Identity};
-use dynrec::definitions::Definitions;
+use dynrec::definitions::{
+    Definitions, IMPERSONATION_PATH, impersonation_webhook, impersonation_webhook_configuration,
+};
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{Manager, ManagerOptions};
+use dynrec::webhook::{CertSource, WebhookServer};
 use dynrec_test_support::process::{kubectl_on_path, run};
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
 
@@ -133,8 +136,16 @@ struct Cluster {
 
 impl Cluster {
     async fn start() -> Self {
+        Self::start_with(false).await
+    }
+
+    /// With `webhook`, dynrec serves and registers the impersonation webhook, and the
+    /// users `alice` and `bob` (tokens `alice-token`, `bob-token`) exist.
+    async fn start_with(webhook: bool) -> Self {
         let server = ApiServer::builder()
             .authorization(Authorization::Rbac)
+            .token_file("alice-token,alice,u1\nbob-token,bob,u2\n")
+            .unwrap()
             .build();
         // kubectl sends a token only over HTTPS.
         let tls = TlsIdentity::self_signed(&["127.0.0.1".to_owned()]).unwrap();
@@ -154,6 +165,21 @@ impl Cluster {
         let definitions = Definitions::new(&manager, &config);
         definitions.install_crd().await.unwrap();
         definitions.register(&mut manager).unwrap();
+        if webhook {
+            let hooks = WebhookServer::new(CertSource::SelfSigned(Vec::new()))
+                .webhook(IMPERSONATION_PATH, impersonation_webhook(&config))
+                .unwrap();
+            let serving = manager
+                .serve_webhooks(hooks, "127.0.0.1:0".parse().unwrap())
+                .await
+                .unwrap();
+            let url = serving.url(IMPERSONATION_PATH);
+            apply(
+                &admin,
+                impersonation_webhook_configuration(&url, serving.ca_pem()),
+            )
+            .await;
+        }
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(manager.run(async move {
             let _ = stopped.await;
@@ -273,7 +299,7 @@ async fn each_tenant_definition_acts_only_as_its_service_account() {
         .permissions("alpha", "False", "clusterrolebindings")
         .await;
     for rule in [
-        "cannot create clusterrolebindings in API group \"rbac.authorization.k8s.io\"",
+        "cannot create, delete, get, list, patch, update, watch clusterrolebindings in API group \"rbac.authorization.k8s.io\"",
         "cannot bind clusterroles \"cluster-admin\" in API group \"rbac.authorization.k8s.io\"",
     ] {
         assert!(message.contains(rule), "{rule:?} not in {message}");
@@ -318,7 +344,7 @@ async fn each_tenant_definition_acts_only_as_its_service_account() {
     let refused = cluster.permissions("alpha", "False", "tenant-b").await;
     assert!(
         refused
-            .contains("cannot create configmaps in API group \"\" in the namespace \"tenant-b\""),
+            .contains("cannot create, delete, patch, update configmaps in API group \"\" in the namespace \"tenant-b\""),
         "{refused}"
     );
     if let Some(answer) = cluster.can_i(&["create", "configmaps", "-n", "tenant-b"]) {
@@ -348,7 +374,7 @@ async fn each_tenant_definition_acts_only_as_its_service_account() {
         .permissions(
             "alpha",
             "False",
-            "cannot create secrets in API group \"\" in the namespace \"tenant-a\"",
+            "cannot create, delete, get, list, patch, update, watch secrets in API group \"\" in the namespace \"tenant-a\"",
         )
         .await;
     if let Some(answer) = cluster.can_i(&["create", "secrets", "-n", "tenant-a"]) {
@@ -368,4 +394,176 @@ async fn each_tenant_definition_acts_only_as_its_service_account() {
     if let Some(answer) = cluster.can_i(&["create", "secrets", "-n", "tenant-a"]) {
         assert_eq!(answer, "yes");
     }
+}
+
+/// The documents `dynrec rbac ARGS` prints.
+fn printed(args: &[&str]) -> Vec<Value> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dynrec"));
+    command.arg("rbac").args(args);
+    let printed = run(&mut command, Duration::from_secs(60)).expect_ok("dynrec rbac");
+    printed
+        .stdout
+        .split("\n---\n")
+        .map(|document| serde_saphyr::from_str(document).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_roles_printed_per_definition_are_all_each_account_needs() {
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/multi-tenancy");
+    let printed = printed(&["-f", examples, "--per-definition"]);
+    let dynrec_role = &printed[0];
+    let impersonate = dynrec_role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|rule| rule["verbs"] == json!(["impersonate"]))
+        .expect("dynrec may impersonate the accounts");
+    assert_eq!(impersonate["resourceNames"], json!(["reconciler"]));
+
+    let cluster = Cluster::start().await;
+    let admin = &cluster.admin;
+    for team in ["team-a", "team-b"] {
+        apply(
+            admin,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": team}}),
+        )
+        .await;
+        apply(
+            admin,
+            json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "reconciler", "namespace": team}}),
+        )
+        .await;
+    }
+    // Everything printed but dynrec's own role (dynrec runs as the administrator here).
+    for object in &printed[1..] {
+        apply(admin, object.clone()).await;
+    }
+    for team in ["team-a", "team-b"] {
+        let file = format!("{examples}/{team}.yaml");
+        let text = std::fs::read_to_string(file).unwrap();
+        apply(admin, serde_saphyr::from_str(&text).unwrap()).await;
+    }
+    for team in ["team-a", "team-b"] {
+        let account = format!("system:serviceaccount:{team}:reconciler");
+        cluster
+            .permissions(&format!("{team}-sites"), "True", &account)
+            .await;
+    }
+    let sites = api(admin, "team-a.example.com/v1", "Site", Some("team-a"));
+    eventually(DEADLINE, "the Site CRD applied as the account", || async {
+        sites.list(&Default::default()).await.ok()
+    })
+    .await;
+    apply(
+        admin,
+        json!({"apiVersion": "team-a.example.com/v1", "kind": "Site",
+        "metadata": {"name": "home", "namespace": "team-a"}, "spec": {"greeting": "hi"}}),
+    )
+    .await;
+    let bindings = api(
+        admin,
+        "rbac.authorization.k8s.io/v1",
+        "RoleBinding",
+        Some("team-a"),
+    );
+    let pages = api(admin, "v1", "ConfigMap", Some("team-a"));
+    eventually(DEADLINE, "the site's page and viewers binding", || async {
+        let page = pages.get("home-page").await.ok()?;
+        bindings.get("home-viewers").await.ok()?;
+        (page.data["data"]["index.html"] == "<h1>hi</h1>").then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_user_who_may_impersonate_an_account_may_name_it_in_a_definition() {
+    let cluster = Cluster::start_with(true).await;
+    let admin = &cluster.admin;
+    apply(admin, crd("Alpha")).await;
+    for object in tenant("tenant-a", "alphas", &[]) {
+        apply(admin, object).await;
+    }
+    // Both may write definitions; only bob may act as tenant A's account.
+    apply(admin, json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "definition-author"},
+        "rules": [{"apiGroups": ["dynrec.dev"], "resources": ["reconcilerdefinitions"], "verbs": ["*"]}]})).await;
+    apply(admin, json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "definition-authors"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "definition-author"},
+        "subjects": [{"kind": "User", "name": "alice"}, {"kind": "User", "name": "bob"}]})).await;
+    apply(admin, json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "act-as-reconciler", "namespace": "tenant-a"},
+        "rules": [{"apiGroups": [""], "resources": ["serviceaccounts"], "resourceNames": ["reconciler"], "verbs": ["impersonate"]}]})).await;
+    apply(admin, json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "bob-acts-as-reconciler", "namespace": "tenant-a"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "act-as-reconciler"},
+        "subjects": [{"kind": "User", "name": "bob"}]})).await;
+    let alice = cluster.server.client_with_token(Some("alice-token"));
+    let bob = cluster.server.client_with_token(Some("bob-token"));
+    let alpha = definition("alpha", "Alpha", "tenant-a", vec![note("note")]);
+    // Creates are POSTs and changes merge patches, as `kubectl create` and `kubectl patch`
+    // send them (the embedded server runs no webhook on a server-side apply that creates).
+    let as_user = |client: &kube::Client, object: &Value| {
+        let definitions = api(client, "dynrec.dev/v1alpha1", "ReconcilerDefinition", None);
+        let name = object["metadata"]["name"].as_str().unwrap().to_owned();
+        let object: DynamicObject = serde_json::from_value(object.clone()).unwrap();
+        async move {
+            let written = match definitions.get_opt(&name).await.unwrap() {
+                None => definitions.create(&PostParams::default(), &object).await,
+                Some(_) => {
+                    let patch = Patch::Merge(json!({"spec": object.data["spec"]}));
+                    definitions
+                        .patch(&name, &PatchParams::default(), &patch)
+                        .await
+                }
+            };
+            written.map(drop).map_err(|err| err.to_string())
+        }
+    };
+
+    let refused = as_user(&alice, &alpha).await.unwrap_err();
+    let expected = "admission webhook \"serviceaccounts.reconcilerdefinitions.dynrec.dev\" denied the request: serviceaccounts \"reconciler\" is forbidden: User \"alice\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"tenant-a\"";
+    assert!(refused.contains(expected), "{refused}");
+    assert!(cluster.definitions.get("alpha").await.is_err());
+    if let Some(kubectl) = kubectl_on_path() {
+        let mut command = Command::new(kubectl);
+        command
+            .env_remove("KUBECONFIG")
+            .arg("--kubeconfig")
+            .arg(cluster.dir.path().join("kubeconfig"))
+            .args([
+                "auth",
+                "can-i",
+                "impersonate",
+                "serviceaccount/reconciler",
+                "-n",
+                "tenant-a",
+                "--as=alice",
+            ]);
+        assert_eq!(
+            run(&mut command, Duration::from_secs(30)).stdout.trim(),
+            "no"
+        );
+    }
+
+    // A definition naming no account is alice's to write; bob may name the account, and
+    // alice may then change the definition as long as she leaves the account alone.
+    let mut own = definition("own", "Beta", "tenant-a", Vec::new());
+    own["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("serviceAccount");
+    as_user(&alice, &own).await.unwrap();
+    as_user(&bob, &alpha).await.unwrap();
+    let edited = definition("alpha", "Alpha", "tenant-a", vec![note("renamed")]);
+    as_user(&alice, &edited).await.unwrap();
+    let mut moved = edited.clone();
+    moved["spec"]["serviceAccount"]["name"] = json!("default");
+    let refused = as_user(&alice, &moved).await.unwrap_err();
+    assert!(
+        refused.contains("serviceaccounts \"default\" is forbidden"),
+        "{refused}"
+    );
 }

@@ -111,3 +111,36 @@ fn a_kind_is_named_by_the_plural_its_crd_serves_it_under() {
     assert!(role.contains("resources: [\"people/status\"]"), "{role}");
     assert!(!role.contains("persons"), "{role}");
 }
+
+#[test]
+fn rbac_children_need_bind_on_the_role_they_bind_or_escalate_on_the_role_they_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("grants.yaml");
+    let binding = |id: &str, role: &str| {
+        format!(
+            "  - child:\n      id: {id}\n      template:\n        apiVersion: rbac.authorization.k8s.io/v1\n        kind: RoleBinding\n        metadata: {{name: \"${{self.metadata.name}}-{id}\"}}\n        roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: \"{role}\"}}\n        subjects: [{{kind: Group, name: viewers, apiGroup: rbac.authorization.k8s.io}}]\n"
+        )
+    };
+    let definition = format!(
+        "apiVersion: dynrec.dev/v1alpha1\nkind: ReconcilerDefinition\nmetadata: {{name: grants}}\nspec:\n  for: {{apiVersion: v1, kind: ConfigMap}}\n  steps:\n{}{}  - child:\n      id: role\n      template:\n        apiVersion: rbac.authorization.k8s.io/v1\n        kind: Role\n        metadata: {{name: reader}}\n        rules: []\n",
+        binding("literal", "view"),
+        binding("chosen", "${self.data.role}"),
+    );
+    std::fs::write(&file, definition).unwrap();
+    let text = printed(&["-f", file.to_str().unwrap()]);
+    for wanted in [
+        "# bind: spec.steps[0].child (the role it binds) in definition/grants\n- apiGroups: [\"rbac.authorization.k8s.io\"]\n  resources: [\"clusterroles\"]\n  resourceNames: [\"view\"]\n  verbs: [\"bind\"]\n",
+        "# bind: spec.steps[1].child (the role it binds has an expression for its name: any role of the kind) in definition/grants\n- apiGroups: [\"rbac.authorization.k8s.io\"]\n  resources: [\"clusterroles\"]\n  verbs: [\"bind\"]\n",
+        "# escalate: spec.steps[2].child (the role it writes) in definition/grants\n- apiGroups: [\"rbac.authorization.k8s.io\"]\n  resources: [\"roles\"]\n  resourceNames: [\"reader\"]\n  verbs: [\"escalate\"]\n",
+    ] {
+        assert!(text.contains(wanted), "missing {wanted:?} in\n{text}");
+    }
+}
+
+#[test]
+fn per_definition_needs_definitions_files() {
+    let output = rbac(&["--per-definition"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--filename"), "{stderr}");
+}

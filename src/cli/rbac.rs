@@ -20,8 +20,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use dynrec::apiserver::ApiServer;
-use dynrec::client::{Client, Resolved};
-use dynrec::definitions::Definitions;
+use dynrec::client::{Client, Identity, Resolved};
+use dynrec::definitions::{Definitions, controller_name};
+use dynrec::object::Gvk;
 use dynrec::rbac::{self, RoleKind, Rule};
 use dynrec::reconcilers::{Config, Permission};
 use dynrec::runtime::{Manager, ManagerOptions, manager_permissions};
@@ -54,6 +55,10 @@ pub struct Args {
     /// The name of the role(s).
     #[arg(long, default_value = "dynrec")]
     name: String,
+    /// Also print, for each definition of `-f` naming a ServiceAccount, a role and binding
+    /// granting that account what the definition needs (left out of dynrec's role).
+    #[arg(long, requires = "files")]
+    per_definition: bool,
 }
 
 /// Prints the role.
@@ -64,34 +69,129 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut manager = Manager::new(client.clone(), ManagerOptions::default());
     // What the Manager itself needs, with leader election on as in a cluster.
     let mut permissions = manager_permissions(true);
+    let mut accounts = BTreeMap::new();
     if args.example.is_empty() {
-        permissions.extend(run_controllers(&args, &mut manager, &config).await?);
+        let run = run_controllers(&args, &mut manager, &config).await?;
+        permissions.extend(run.permissions);
+        accounts = run.accounts;
     }
     for example in &args.example {
         permissions.extend(example_controllers(*example, &mut manager, &config).await?);
     }
-    permissions.extend(manager.handle().permissions());
-    let mut plurals = BTreeMap::new();
-    let mut namespaced = BTreeSet::new();
-    for permission in &permissions {
-        if let Ok(resolved) = client.resolver().resolve(&permission.gvk).await {
-            plurals.insert(permission.gvk.clone(), resolved.resource.plural.clone());
-            if resolved.namespaced {
-                namespaced.insert(permission.gvk.clone());
+    let mut grants = Vec::new();
+    for (controller, needs) in manager.handle().permissions_by_controller() {
+        match accounts.get(&controller).filter(|_| args.per_definition) {
+            Some(grant) => {
+                let needs: Vec<Permission> = needs.into_iter().chain(grant.crd.clone()).collect();
+                grants.push((grant.clone(), needs));
             }
+            None => permissions.extend(needs),
         }
     }
-    let rules = rbac::rules(&permissions, &plurals);
+    let scopes = Scopes::of(
+        &client,
+        permissions.iter().chain(grants.iter().flat_map(|g| &g.1)),
+    )
+    .await;
+    let rules = rbac::rules(&permissions, &scopes.plurals);
     let kind = match &args.namespace {
         Some(namespace) => RoleKind::Namespaced(namespace.clone()),
         None => RoleKind::Cluster,
     };
-    let is_namespaced = |rule: &Rule| namespaced.contains(&rule.gvk);
+    let is_namespaced = |rule: &Rule| scopes.namespaced.contains(&rule.gvk);
     print!(
         "{}",
         rbac::render(&args.name, &rules, &kind, is_namespaced, &header(&args))
     );
+    for (grant, needs) in grants {
+        print!("---\n{}", grant.render(&needs, &scopes));
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The plurals kinds are served under, and which kinds are namespaced.
+struct Scopes {
+    plurals: BTreeMap<Gvk, String>,
+    namespaced: BTreeSet<Gvk>,
+}
+
+impl Scopes {
+    /// Those of the kinds `permissions` name (kinds the server does not know are guessed).
+    async fn of(client: &Client, permissions: impl Iterator<Item = &Permission>) -> Self {
+        let mut scopes = Scopes {
+            plurals: BTreeMap::new(),
+            namespaced: BTreeSet::new(),
+        };
+        for permission in permissions {
+            if let Ok(resolved) = client.resolver().resolve(&permission.gvk).await {
+                scopes
+                    .plurals
+                    .insert(permission.gvk.clone(), resolved.resource.plural.clone());
+                if resolved.namespaced {
+                    scopes.namespaced.insert(permission.gvk.clone());
+                }
+            }
+        }
+        scopes
+    }
+}
+
+/// A definition acting as a ServiceAccount, whose needs `--per-definition` grants that
+/// account.
+#[derive(Clone)]
+struct Grant {
+    definition: String,
+    account: Identity,
+    /// Whether the definition's kind is namespaced (its namespaced needs are then granted
+    /// in the account's namespace, where its preflight checks them).
+    namespaced: bool,
+    /// Applying the CRD the definition defines, which it does as the account.
+    crd: Option<Permission>,
+}
+
+impl Grant {
+    /// Roles and bindings granting the account `needs`: in its namespace (or cluster-wide),
+    /// and in each namespace a child template names.
+    fn render(&self, needs: &[Permission], scopes: &Scopes) -> String {
+        let name = format!("dynrec-{}", self.definition);
+        let account = (self.account.namespace.as_str(), self.account.name.as_str());
+        let is_namespaced = |rule: &Rule| scopes.namespaced.contains(&rule.gvk);
+        let header = |whom: &str| {
+            format!(
+                "What the definition {:?} needs, granted to the ServiceAccount it acts as{whom}.",
+                self.definition
+            )
+        };
+        let (elsewhere, here): (Vec<Permission>, Vec<Permission>) = needs
+            .iter()
+            .cloned()
+            .partition(|p| p.namespace.is_some() && scopes.namespaced.contains(&p.gvk));
+        let own = self.namespaced.then_some(self.account.namespace.as_str());
+        let rules = rbac::rules(&here, &scopes.plurals);
+        let mut out = rbac::render_grant(&name, &rules, own, is_namespaced, account, &header(""));
+        let mut namespaces: BTreeMap<&str, Vec<Permission>> = BTreeMap::new();
+        for permission in &elsewhere {
+            let namespace = permission.namespace.as_deref().unwrap_or_default();
+            namespaces
+                .entry(namespace)
+                .or_default()
+                .push(permission.clone());
+        }
+        for (namespace, needs) in namespaces {
+            let rules = rbac::rules(&needs, &scopes.plurals);
+            let whom = format!(" in the namespace {namespace} its children are written to");
+            out.push_str("---\n");
+            out.push_str(&rbac::render_grant(
+                &name,
+                &rules,
+                Some(namespace),
+                is_namespaced,
+                account,
+                &header(&whom),
+            ));
+        }
+        out
+    }
 }
 
 /// The comment on top: the command that printed it.
@@ -109,35 +209,92 @@ fn header(args: &Args) -> String {
     if args.name != "dynrec" {
         command.push(format!("--name {}", args.name));
     }
+    if args.per_definition {
+        command.push("--per-definition".into());
+    }
     format!(
         "Generated by `{}`: what the controllers need, each verb with the reconcilers needing it.",
         command.join(" ")
     )
 }
 
+/// What `dynrec run` needs besides its controllers, and the definitions acting as
+/// ServiceAccounts, by controller name.
+struct RunNeeds {
+    permissions: Vec<Permission>,
+    accounts: BTreeMap<String, Grant>,
+}
+
 /// Registers `dynrec run`'s controllers (in-cluster definitions, and those of `-f`); returns
-/// what it needs besides them.
+/// what it needs besides them: applying CRDs, and, for each ServiceAccount a definition
+/// names, `impersonate` on it and SubjectAccessReviews (its preflight).
 async fn run_controllers(
     args: &Args,
     manager: &mut Manager,
     config: &Config,
-) -> anyhow::Result<Vec<Permission>> {
+) -> anyhow::Result<RunNeeds> {
     let loaded = load(&args.files)?;
     let definitions = Definitions::new(manager, config);
     definitions.install_crd().await?;
     definitions.register(manager)?;
+    let mut needs = RunNeeds {
+        permissions: vec![Permission::new(
+            &Resolved::crd().gvk,
+            "",
+            &["create", "patch"],
+            "dynrec run (applies the ReconcilerDefinition CRD and the CRDs definitions define)",
+        )],
+        accounts: BTreeMap::new(),
+    };
     for definition in &loaded {
-        definitions
+        let compiled = definitions
             .start(definition)
             .await
             .with_context(|| format!("in {}", definition.source))?;
+        let Some(account) = definitions.identity(&compiled.name) else {
+            continue;
+        };
+        let why = format!("dynrec run (the definition {:?} acts as it)", compiled.name);
+        needs.permissions.push(
+            Permission::new(&service_accounts(), "", &["impersonate"], why.clone())
+                .named([account.name.clone()]),
+        );
+        needs.permissions.push(Permission::new(
+            &subject_access_reviews(),
+            "",
+            &["create"],
+            "dynrec run (the preflight of definitions acting as ServiceAccounts)",
+        ));
+        let namespaced = config
+            .client
+            .resolve(&compiled.for_kind)
+            .await
+            .is_ok_and(|r| r.namespaced);
+        let crd = compiled.crd.as_ref().map(|crd| {
+            let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+            let why = "dynrec run (applies the CRD the definition defines, as its account)";
+            Permission::new(&Resolved::crd().gvk, "", &["create", "patch"], why)
+                .named([name.to_owned()])
+        });
+        let grant = Grant {
+            definition: compiled.name.clone(),
+            account,
+            namespaced,
+            crd,
+        };
+        needs
+            .accounts
+            .insert(controller_name(&compiled.name), grant);
     }
-    Ok(vec![Permission::new(
-        &Resolved::crd().gvk,
-        "",
-        &["create", "patch"],
-        "dynrec run (applies the ReconcilerDefinition CRD and the CRDs definitions define)",
-    )])
+    Ok(needs)
+}
+
+fn service_accounts() -> Gvk {
+    Gvk::new("", "v1", "ServiceAccount")
+}
+
+fn subject_access_reviews() -> Gvk {
+    Gvk::new("authorization.k8s.io", "v1", "SubjectAccessReview")
 }
 
 /// Registers an example's controllers; returns what it needs besides them.

@@ -3,6 +3,7 @@
 //! embedded API server when none is configured (where, without `-f`, it runs the bundled
 //! examples).
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -10,11 +11,12 @@ use std::time::Duration;
 use anyhow::Context;
 use dynrec::client::Client;
 use dynrec::definitions::{
-    CompiledDefinition, Definitions, IdentityPolicy, Loaded, ServiceAccountRef, StartError,
-    parse_documents,
+    CompiledDefinition, Definitions, IMPERSONATION_PATH, IdentityPolicy, Loaded, ServiceAccountRef,
+    StartError, impersonation_webhook, impersonation_webhook_configuration, parse_documents,
 };
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{Manager, RunArgs, connect, manager_options, shutdown_signal};
+use dynrec::webhook::{CertSource, WebhookServer};
 
 use super::definitions::{load, print_warnings};
 
@@ -53,6 +55,11 @@ pub struct Args {
     /// `spec.strict: true` does.
     #[arg(long)]
     strict: bool,
+    /// Serve, on this address, the admission webhook refusing a definition that names a
+    /// ServiceAccount its author may not impersonate, and register it (a
+    /// ValidatingWebhookConfiguration with the URL and a self-signed certificate).
+    #[arg(long, value_name = "ADDRESS")]
+    impersonation_webhook: Option<SocketAddr>,
 }
 
 /// Runs the definitions until SIGINT or SIGTERM.
@@ -83,6 +90,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .await
         .context("installing the ReconcilerDefinition CRD")?;
     definitions.register(&mut manager)?;
+    if let Some(address) = args.impersonation_webhook {
+        serve_impersonation_webhook(&mut manager, &config, address).await?;
+    }
     for definition in &loaded {
         match definitions.start_from_file(definition).await {
             Ok(compiled) => started(&compiled, definition),
@@ -123,6 +133,30 @@ fn started(compiled: &CompiledDefinition, definition: &Loaded) {
         "definition {} reconciles {} ({})",
         compiled.name, compiled.for_kind, definition.source
     );
+}
+
+/// Serves the impersonation webhook on `address` and registers it with the cluster.
+async fn serve_impersonation_webhook(
+    manager: &mut Manager,
+    config: &Config,
+    address: SocketAddr,
+) -> anyhow::Result<()> {
+    let server = WebhookServer::new(CertSource::SelfSigned(Vec::new()))
+        .webhook(IMPERSONATION_PATH, impersonation_webhook(config))?;
+    let serving = manager.serve_webhooks(server, address).await?;
+    let configuration =
+        impersonation_webhook_configuration(&serving.url(IMPERSONATION_PATH), serving.ca_pem());
+    let configuration = serde_json::from_value(configuration)?;
+    config
+        .client
+        .apply(&configuration, "dynrec", true)
+        .await
+        .context("registering the impersonation webhook")?;
+    println!(
+        "impersonation webhook served at {}",
+        serving.url(IMPERSONATION_PATH)
+    );
+    Ok(())
 }
 
 fn name_of(loaded: &Loaded) -> String {

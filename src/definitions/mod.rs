@@ -9,6 +9,7 @@
 //! wrong type, cycles between bindings. Each error names its path in the definition and
 //! the position in the expression.
 
+mod admission;
 mod bindings;
 mod build;
 mod check;
@@ -29,6 +30,10 @@ mod schema;
 mod soundness;
 mod ty;
 
+pub use admission::{
+    IMPERSONATION_PATH, IMPERSONATION_WEBHOOK, impersonation_webhook,
+    impersonation_webhook_configuration,
+};
 pub use build::{
     DEFINITION_LABEL, ITEM_ANNOTATION, Inventory, STEP_LABEL, controller_name, root_reconciler,
 };

@@ -27,7 +27,7 @@ use crate::reconcilers::{
     Config, Context, Draft, Outcome, Permission, ReconcileError, ReconcileResult,
     ResourceReconciler, RootReconciler, SyncReconciler, WithFinalizer,
 };
-use crate::runtime::{ControllerHandle, Manager, ManagerError, missing};
+use crate::runtime::{ControllerHandle, Manager, ManagerError, missing, summarize};
 
 /// The finalizer that keeps an in-cluster definition until its controller has stopped.
 pub const FINALIZER: &str = "dynrec.dev/controller";
@@ -479,11 +479,16 @@ impl Definitions {
         Outcome::ok(ReconcileResult::requeue_after(STATUS_REFRESH))
     }
 
+    /// The ServiceAccount the running definition `name` acts as; `None` for dynrec's own
+    /// identity (or when it does not run).
+    pub fn identity(&self, name: &str) -> Option<Identity> {
+        let running = self.running.lock();
+        running.get(name)?.config.client.identity().cloned()
+    }
+
     /// The user a running definition acts as: its ServiceAccount's, or `null` for dynrec's.
     fn acting_as(&self, name: &str) -> Option<String> {
-        let running = self.running.lock();
-        let identity = running.get(name)?.config.client.identity()?;
-        Some(identity.username())
+        self.identity(name).map(|identity| identity.username())
     }
 
     /// The `PermissionsReady` condition of a running definition — reason, message, and
@@ -505,7 +510,7 @@ impl Definitions {
                 };
                 let namespaced = client.resolve(&kind).await.is_ok_and(|r| r.namespaced);
                 let refused = match missing(&client, &permissions, namespaced).await {
-                    Ok(refused) => refused.iter().map(ToString::to_string).collect(),
+                    Ok(refused) => summarize(&refused),
                     Err(err) => {
                         return (
                             "CannotCheck",

@@ -5,7 +5,7 @@
 
 mod render;
 
-pub use render::{RoleKind, render};
+pub use render::{RoleKind, render, render_grant};
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -42,6 +42,72 @@ pub fn render(
     out
 }
 
+/// The roles and bindings that grant the ServiceAccount `account_namespace/account` the
+/// rules, named `name`: with `namespace`, a Role and RoleBinding there for the namespaced
+/// kinds and a ClusterRole and ClusterRoleBinding for the others; without, a ClusterRole
+/// and ClusterRoleBinding for all. `header` is a comment line on top.
+pub fn render_grant(
+    name: &str,
+    rules: &[Rule],
+    namespace: Option<&str>,
+    namespaced: impl Fn(&Rule) -> bool,
+    (account_namespace, account): (&str, &str),
+    header: &str,
+) -> String {
+    let (local, cluster): (Vec<&Rule>, Vec<&Rule>) = match namespace {
+        Some(_) => rules.iter().partition(|r| namespaced(r)),
+        None => (Vec::new(), rules.iter().collect()),
+    };
+    let mut parts = Vec::new();
+    if let Some(namespace) = namespace.filter(|_| !local.is_empty()) {
+        parts.push(role("Role", name, Some(namespace), local.into_iter()));
+        parts.push(binding(
+            "Role",
+            name,
+            Some(namespace),
+            account_namespace,
+            account,
+        ));
+    }
+    if !cluster.is_empty() {
+        parts.push(role("ClusterRole", name, None, cluster.into_iter()));
+        parts.push(binding(
+            "ClusterRole",
+            name,
+            None,
+            account_namespace,
+            account,
+        ));
+    }
+    format!("# {header}\n{}", parts.join("---\n"))
+}
+
+/// A RoleBinding (in `namespace`) or ClusterRoleBinding of the role `kind`/`name` to a
+/// ServiceAccount.
+fn binding(
+    kind: &str,
+    name: &str,
+    namespace: Option<&str>,
+    account_namespace: &str,
+    account: &str,
+) -> String {
+    let binding_kind = match namespace {
+        Some(_) => "RoleBinding",
+        None => "ClusterRoleBinding",
+    };
+    let mut out = format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: {binding_kind}\nmetadata:\n  name: {name}\n"
+    );
+    if let Some(namespace) = namespace {
+        let _ = writeln!(out, "  namespace: {namespace}");
+    }
+    let _ = write!(
+        out,
+        "roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: {kind}\n  name: {name}\nsubjects:\n- kind: ServiceAccount\n  name: {account}\n  namespace: {account_namespace}\n"
+    );
+    out
+}
+
 fn role<'a>(
     kind: &str,
     name: &str,

@@ -176,10 +176,18 @@ impl ControllerHandle {
 
     /// What the registered controllers need on the API server, each naming its reconciler.
     pub fn permissions(&self) -> Vec<Permission> {
+        self.permissions_by_controller()
+            .into_values()
+            .flatten()
+            .collect()
+    }
+
+    /// What each registered controller needs on the API server, by controller name.
+    pub fn permissions_by_controller(&self) -> BTreeMap<String, Vec<Permission>> {
         let controllers = self.registry.snapshot();
         controllers
-            .values()
-            .flat_map(|c| c.permissions.iter().cloned())
+            .into_iter()
+            .map(|(name, c)| (name, c.permissions.clone()))
             .collect()
     }
 }

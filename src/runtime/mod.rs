@@ -27,7 +27,9 @@ pub use logs::{LogArgs, LogFormat};
 pub use manager::{ControllerHandle, Manager, ManagerError, ManagerOptions};
 pub use metrics::{Metrics, ResultLabel};
 pub use metrics_server::{MetricsServer, MetricsServerError, MetricsServing};
-pub use preflight::{Missing, RECHECK, manager_permissions, missing, wait_until_allowed};
+pub use preflight::{
+    Missing, RECHECK, manager_permissions, missing, summarize, wait_until_allowed,
+};
 pub use queue::{
     Backoff, DEFAULT_RESYNC, QueueConfig, QueueError, QueueObserver, QueueStats, QueueTiming,
     WorkOutcome, WorkQueue,

@@ -5,6 +5,7 @@
 //!
 //! [`Client::acting_as`]: crate::client::Client::acting_as
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s_openapi::api::authorization::v1::{
@@ -51,6 +52,40 @@ impl std::fmt::Display for Missing {
         }
         write!(f, " (needed by {})", self.permission.by)
     }
+}
+
+/// `missing` as lines a person reads: one per resource (and object, and namespace), its
+/// refused verbs sorted, then every reconciler needing them.
+pub fn summarize(missing: &[Missing]) -> Vec<String> {
+    type Key<'a> = (&'a str, &'a str, Option<&'a str>, Option<&'a str>);
+    let mut grouped: BTreeMap<Key<'_>, (BTreeSet<&str>, BTreeSet<&str>)> = BTreeMap::new();
+    for refused in missing {
+        let key = (
+            refused.permission.gvk.group.as_str(),
+            refused.resource.as_str(),
+            refused.name.as_deref(),
+            refused.namespace.as_deref(),
+        );
+        let (verbs, needed_by) = grouped.entry(key).or_default();
+        verbs.insert(&refused.verb);
+        needed_by.insert(&refused.permission.by);
+    }
+    grouped
+        .into_iter()
+        .map(|((group, resource, name, namespace), (verbs, needed_by))| {
+            let verbs: Vec<&str> = verbs.into_iter().collect();
+            let mut line = format!("cannot {} {resource}", verbs.join(", "));
+            if let Some(name) = name {
+                line.push_str(&format!(" {name:?}"));
+            }
+            line.push_str(&format!(" in API group {group:?}"));
+            if let Some(namespace) = namespace {
+                line.push_str(&format!(" in the namespace {namespace:?}"));
+            }
+            let needed_by: Vec<&str> = needed_by.into_iter().collect();
+            line + &format!(" (needed by {})", needed_by.join("; "))
+        })
+        .collect()
 }
 
 /// The verbs of `permissions` the client's identity may not use, each asked about in the

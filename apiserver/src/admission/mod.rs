@@ -25,6 +25,7 @@ use serde_json::Value;
 
 pub(crate) use hooks::Attributes;
 
+use crate::auth::User;
 use crate::error::{ApiError, ApiResult};
 use crate::http::Shared;
 use crate::store::State;
@@ -45,7 +46,7 @@ pub(crate) struct Write<'a> {
     /// The object's name.
     pub(crate) name: &'a str,
     /// The user making the request.
-    pub(crate) user: &'a str,
+    pub(crate) user: &'a User,
     /// Whether the request is a dry run.
     pub(crate) dry_run: bool,
 }

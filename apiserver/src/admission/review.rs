@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use super::hooks::Hook;
 use super::{Write, call, call_failed};
+use crate::auth::User;
 use crate::error::{ApiError, ApiResult};
 
 /// The calls of one admission request, sharing its uid and gathering warnings.
@@ -121,7 +122,7 @@ impl<'a> Calls<'a> {
                 "name": self.write.name,
                 "namespace": (!a.namespace.is_empty()).then_some(a.namespace),
                 "operation": a.operation,
-                "userInfo": {"username": self.write.user},
+                "userInfo": user_info(self.write.user),
                 "object": if a.operation == "DELETE" { None } else { object },
                 "oldObject": old,
                 "dryRun": self.write.dry_run,
@@ -190,4 +191,13 @@ fn denial(name: &str, status: &Value) -> ApiError {
         message,
         details: None,
     }
+}
+
+/// The request's `userInfo`, as kube-apiserver sends it: name, uid and groups.
+fn user_info(user: &User) -> Value {
+    let mut info = json!({"username": user.username, "groups": user.groups});
+    if !user.uid.is_empty() {
+        info["uid"] = json!(user.uid);
+    }
+    info
 }

@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::Shared;
 use super::call::Call;
 use crate::admission::{self, Admitted, Attributes, Proposal, Write};
+use crate::auth::User;
 use crate::error::ApiResult;
 use crate::store::{PatchBody, State, Target, WriteOptions, apply_patch};
 
@@ -14,7 +15,7 @@ fn write<'a>(
     call: &'a Call,
     operation: &'static str,
     name: &'a str,
-    user: &'a str,
+    user: &'a User,
     dry_run: bool,
 ) -> Write<'a> {
     Write {
@@ -37,7 +38,7 @@ fn write<'a>(
 pub(super) async fn create(
     shared: &Shared,
     call: &Call,
-    user: &str,
+    user: &User,
     object: &Value,
 ) -> ApiResult<Admitted> {
     let options = dry_run(call.write_options()?);
@@ -69,7 +70,7 @@ pub(super) async fn create(
 pub(super) async fn update(
     shared: &Shared,
     call: &Call,
-    user: &str,
+    user: &User,
     name: &str,
     change: Change<'_>,
 ) -> ApiResult<Admitted> {
@@ -120,7 +121,7 @@ pub(super) enum Change<'a> {
 pub(super) async fn delete(
     shared: &Shared,
     call: &Call,
-    user: &str,
+    user: &User,
     name: &str,
     dry_run: bool,
 ) -> ApiResult<Admitted> {

@@ -99,7 +99,7 @@ async fn serve_kind(
         Verdict::Fail(error) => return Err(error),
     }
     // Admission webhooks see who asks.
-    let user = requester.unwrap_or_else(User::admin).username;
+    let user = requester.unwrap_or_else(User::admin);
     if let (Some("scale"), Some(name)) = (path.subresource.as_deref(), &path.name) {
         return super::scale::serve(shared, &call, parts.method, name, body).await;
     }
