@@ -9,19 +9,7 @@ use support::*;
 
 /// Sends a request; returns the status code and the body as text.
 async fn text_of(client: &kube::Client, method: &str, uri: &str, body: &str) -> (u16, String) {
-    let request = http::Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("content-type", "application/json")
-        .body(kube::client::Body::from(body.as_bytes().to_vec()))
-        .expect("a valid request");
-    let response = client.send(request).await.expect("the server answers");
-    let code = response.status().as_u16();
-    let bytes = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .expect("a body")
-        .to_bytes();
-    (code, String::from_utf8_lossy(&bytes).into_owned())
+    raw_text(client, method, uri, "application/json", body).await
 }
 
 #[tokio::test]

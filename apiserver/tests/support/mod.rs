@@ -182,6 +182,19 @@ pub async fn raw(
     content_type: &str,
     body: &str,
 ) -> (u16, Value) {
+    let (code, text) = raw_text(client, method, uri, content_type, body).await;
+    let value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    (code, value)
+}
+
+/// Sends a raw request and returns (status code, the body's bytes as text).
+pub async fn raw_text(
+    client: &kube::Client,
+    method: &str,
+    uri: &str,
+    content_type: &str,
+    body: &str,
+) -> (u16, String) {
     let request = http::Request::builder()
         .method(method)
         .uri(uri)
@@ -194,8 +207,7 @@ pub async fn raw(
         .await
         .expect("a body")
         .to_bytes();
-    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    (code, value)
+    (code, String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// GETs a path; returns (status code, parsed JSON body).
