@@ -60,7 +60,7 @@ pub use child::{
 };
 pub use child_set::ChildSetReconciler;
 pub use child_set_result::{ChildSetPartialResult, ChildSetResult};
-pub use config::Config;
+pub use config::{Config, DEFAULT_RESYNC};
 pub use context::Context;
 pub use draft::Draft;
 pub use error::{Markers, ReconcileError};

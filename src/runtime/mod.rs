@@ -15,6 +15,9 @@ mod queue;
 mod rest_metrics;
 mod unseen_writes;
 
+/// The default resync period, defined beside the reconcilers' `Config` (whose tracker lease
+/// follows it).
+pub use crate::reconcilers::DEFAULT_RESYNC;
 pub use cluster::{
     CLUSTER_TARGET, Cluster, ClusterArgs, EMBEDDED_KUBECONFIG, LaunchError, absolute, connect,
     connect_in_process,
@@ -31,6 +34,6 @@ pub use preflight::{
     Missing, RECHECK, manager_permissions, missing, summarize, wait_until_allowed,
 };
 pub use queue::{
-    Backoff, DEFAULT_RESYNC, QueueConfig, QueueError, QueueObserver, QueueStats, QueueTiming,
-    WorkOutcome, WorkQueue,
+    Backoff, QueueConfig, QueueError, QueueObserver, QueueStats, QueueTiming, WorkOutcome,
+    WorkQueue,
 };
