@@ -443,6 +443,9 @@ impl State {
     ) -> ApiResult<()> {
         let mut causes = meta_validation::causes(object, name_rules(info));
         causes.extend(config_data::causes(info, object));
+        if let Some(old) = old {
+            causes.extend(crate::binding_update::causes(info, object, old));
+        }
         if !causes.is_empty() {
             return Err(ApiError::invalid(info, name, causes));
         }
