@@ -158,6 +158,28 @@ async fn componentstatuses_report_the_store_healthy_and_the_absent_controllers_n
     let (_, etcd) = get_json(&client, "/api/v1/componentstatuses/etcd-0").await;
     assert_eq!(etcd["conditions"][0]["status"], "True");
     assert_eq!(etcd["conditions"][0]["message"], "ok");
+    // `kubectl get cs` prints kube's columns.
+    let table = get_table(&client, "/api/v1/componentstatuses").await;
+    assert_eq!(column_names(&table), ["Name", "Status", "Message", "Error"]);
+    let mut rows: Vec<serde_json::Value> = table["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["cells"].clone())
+        .collect();
+    rows.sort_by_key(|cells| cells[0].as_str().unwrap().to_string());
+    assert_eq!(
+        rows[0],
+        json!([
+            "controller-manager",
+            "Unhealthy",
+            "Get \"https://127.0.0.1:10257/healthz\": dial tcp 127.0.0.1:10257: connect: connection refused",
+            ""
+        ])
+    );
+    assert_eq!(rows[1], json!(["etcd-0", "Healthy", "ok", ""]));
+    let one = get_table(&client, "/api/v1/componentstatuses/scheduler").await;
+    assert_eq!(one["rows"][0]["cells"][1], "Unhealthy");
 }
 
 #[tokio::test]
