@@ -35,6 +35,7 @@ mod go_order;
 mod http;
 mod json_order;
 mod k8s_cel;
+mod kind_schemas;
 mod meta;
 mod meta_validation;
 mod resources;

@@ -14,7 +14,6 @@ use super::server_fields::{
 use super::state::State;
 use super::watch::ChangeKind;
 use super::{builtin_defaults, initial_status};
-use crate::auth::{User, confirm_no_escalation};
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;
 use crate::resources::ResourceInfo;
@@ -33,9 +32,23 @@ pub struct WriteOptions {
     pub user_agent: Option<String>,
     /// `force`: an apply takes ownership of conflicting fields.
     pub force: bool,
-    /// Under RBAC authorization, who writes: writes of Roles, ClusterRoles and their
-    /// bindings are checked for escalation ([`crate::auth::confirm_no_escalation`]).
-    pub rbac_writer: Option<User>,
+    /// Under RBAC authorization, the check of this writer's writes of Roles, ClusterRoles
+    /// and their bindings for escalation (the front end makes it from `auth`), run on the
+    /// object as it would be stored.
+    pub escalation_check: Option<EscalationCheck>,
+}
+
+/// A check a write must pass, given the store, the kind, the old object (on update) and the
+/// object as it would be stored; the store runs it inside the write's transaction.
+#[derive(Clone)]
+pub struct EscalationCheck(
+    pub Arc<dyn Fn(&State, &ResourceInfo, Option<&Value>, &Value) -> ApiResult<()> + Send + Sync>,
+);
+
+impl std::fmt::Debug for EscalationCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EscalationCheck")
+    }
 }
 
 /// The result of a patch: the object, and whether the patch created it (apply).
@@ -131,8 +144,8 @@ impl State {
         initial_status::apply(info, &mut object);
         self.prepare_create_of_kind(info, &mut object)?;
         self.enforce_schema(info, &mut object, None, options.field_validation)?;
-        if let Some(writer) = &options.rbac_writer {
-            confirm_no_escalation(self, writer, info, None, &object)?;
+        if let Some(check) = &options.escalation_check {
+            (check.0)(self, info, None, &object)?;
         }
         if record {
             object = self.record_managed_fields(info, None, &object, Target::Main, options);
@@ -341,8 +354,8 @@ impl State {
         }
         self.prepare_update_of_kind(info, old, &mut result, target)?;
         self.enforce_schema(info, &mut result, Some(old), options.field_validation)?;
-        if let Some(writer) = &options.rbac_writer {
-            confirm_no_escalation(self, writer, info, Some(old.as_ref()), &result)?;
+        if let Some(check) = &options.escalation_check {
+            (check.0)(self, info, Some(old.as_ref()), &result)?;
         }
         if record {
             result = self.record_managed_fields(info, Some(old), &result, target, options);
