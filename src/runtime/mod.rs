@@ -12,6 +12,7 @@ mod metrics;
 mod metrics_server;
 mod preflight;
 mod queue;
+mod rbac_changes;
 mod rest_metrics;
 mod unseen_writes;
 
@@ -31,8 +32,9 @@ pub use manager::{ControllerHandle, Manager, ManagerError, ManagerOptions};
 pub use metrics::{Metrics, ResultLabel};
 pub use metrics_server::{MetricsServer, MetricsServerError, MetricsServing};
 pub use preflight::{
-    Missing, RECHECK, manager_permissions, missing, summarize, wait_until_allowed,
+    Missing, Waiting, absent_account, manager_permissions, missing, summarize, wait_until_allowed,
 };
+pub use rbac_changes::{DEBOUNCE, FALLBACK_RECHECK, RECHECK, RbacChanges};
 pub use queue::{
     Backoff, QueueConfig, QueueError, QueueObserver, QueueStats, QueueTiming, WorkOutcome,
     WorkQueue,
