@@ -28,6 +28,7 @@ mod apply;
 mod auth;
 mod catalog;
 mod config_data;
+mod core_validation;
 mod error;
 mod faults;
 mod go_order;
@@ -45,6 +46,7 @@ mod store;
 mod tls;
 mod typecheck;
 mod validation;
+mod workload_updates;
 mod workloads;
 
 pub use auth::{Authorization, TokenFileError};
