@@ -29,6 +29,7 @@ mod auth;
 mod binding_update;
 mod catalog;
 mod config_data;
+mod core_validation;
 mod error;
 mod faults;
 mod go_order;
@@ -47,6 +48,7 @@ mod store;
 mod tls;
 mod typecheck;
 mod validation;
+mod workload_updates;
 mod workloads;
 
 pub use auth::{Authorization, TokenFileError};

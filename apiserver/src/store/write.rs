@@ -351,6 +351,7 @@ impl State {
         self.validate_object(info, &name, &result, Some(old))?;
         if target == Target::Main {
             crate::workloads::validate(info, &result)?;
+            crate::workload_updates::validate(info, &result, old)?;
         }
         self.prepare_update_of_kind(info, old, &mut result, target)?;
         self.enforce_schema(info, &mut result, Some(old), options.field_validation)?;
@@ -444,7 +445,8 @@ impl State {
         Ok(name)
     }
 
-    /// kube's validation of metadata (every kind) and of ConfigMap and Secret data: `422`
+    /// kube's validation of metadata (every kind), of ConfigMap and Secret data and of the
+    /// core kinds' own rules (Secret types, immutable data, Services): `422`
     /// with every cause; the warnings (a finalizer without a domain, new in this write)
     /// are gathered.
     fn validate_object(
@@ -456,6 +458,7 @@ impl State {
     ) -> ApiResult<()> {
         let mut causes = meta_validation::causes(object, name_rules(info));
         causes.extend(config_data::causes(info, object));
+        causes.extend(crate::core_validation::causes(info, object, old));
         if let Some(old) = old {
             causes.extend(crate::binding_update::causes(info, object, old));
         }
@@ -528,9 +531,9 @@ fn name_rules(info: &ResourceInfo) -> fn(&str) -> Vec<String> {
     let path_segment_names = ["rbac.authorization.k8s.io", "apiregistration.k8s.io"];
     if !info.custom && path_segment_names.contains(&info.group.as_str()) {
         validation::path_segment_name
-    } else if info.key() == crate::resources::namespace_resource_key()
-        || (!info.custom && info.group.is_empty() && info.plural == "services")
-    {
+    } else if !info.custom && info.group.is_empty() && info.plural == "services" {
+        validation::dns1035_label
+    } else if info.key() == crate::resources::namespace_resource_key() {
         validation::dns1123_label
     } else {
         validation::dns1123_subdomain
