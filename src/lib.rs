@@ -34,6 +34,7 @@
 pub mod client;
 pub mod definitions;
 pub mod ducks;
+pub mod kro;
 pub mod object;
 pub mod rbac;
 pub mod reconcilers;
