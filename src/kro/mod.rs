@@ -5,6 +5,7 @@
 //! its instances get KRO's finalizer, labels and `status.state`.
 
 mod controller;
+mod convert;
 mod expressions;
 mod instance;
 mod model;
@@ -12,6 +13,7 @@ mod simpleschema;
 mod translate;
 
 pub use controller::{ResourceGraphDefinitions, rgd_crd, rgd_gvk};
+pub use convert::convert;
 pub use instance::{ChildGroup, KroInstance};
 pub use model::{
     ExternalRef, ExternalRefMetadata, GROUP, GraphSpec, InstanceSchema, KIND, LabelSelector,
