@@ -195,14 +195,14 @@ impl Definitions {
             .await;
         let mut definition = loaded.definition.clone();
         definition.spec.strict |= self.strict;
-        compile(&definition, &schemas).map_err(|DefinitionErrors(errors)| {
-            DefinitionErrors(
-                errors
-                    .into_iter()
-                    .map(|e| e.in_source(&loaded.source))
-                    .collect(),
-            )
-        })
+        let mut compiled = compile(&definition, &schemas).map_err(|DefinitionErrors(errors)| {
+            DefinitionErrors(errors.into_iter().map(|e| loaded.locate(e)).collect())
+        })?;
+        compiled.warnings = std::mem::take(&mut compiled.warnings)
+            .into_iter()
+            .map(|w| crate::kro::locate(w, &loaded.origins))
+            .collect();
+        Ok(compiled)
     }
 
     /// Compiles `loaded`, installs its parent CRD if it defines one, and starts (or swaps in)
@@ -415,9 +415,8 @@ impl Definitions {
             }
             Some((running, compiled, None)) if running == generation => Some(compiled),
             previous => {
-                let loaded = parse_value(cluster_json(object)).map(|definition| Loaded {
-                    source: format!("ReconcilerDefinition {name}"),
-                    definition,
+                let loaded = parse_value(cluster_json(object)).map(|definition| {
+                    Loaded::new(format!("ReconcilerDefinition {name}"), definition)
                 });
                 let started = match loaded {
                     Ok(loaded) => self.start(&loaded).await.map_err(|e| refusal(&e)),
