@@ -11,6 +11,7 @@
 //! takes the next one; and the tracker can only confirm expected tracks, not list
 //! unexpected ones.
 
+pub mod assertion_tree;
 mod case;
 mod config;
 mod definition_cases;
