@@ -103,7 +103,7 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Failure::Serialize(e) => write!(f, "the resource cannot be serialized: {e}"),
-            Failure::Execute(e) => write!(f, "{e}"),
+            Failure::Execute(e) => write!(f, "{}", super::cel_errors::describe(e)),
             Failure::NotBool(v) => write!(f, "the result is of type {}, not bool", v.type_of()),
         }
     }

@@ -13,6 +13,7 @@ mod applying_object_manager;
 mod cast;
 pub(crate) mod cel;
 mod cel_direct;
+pub(crate) mod cel_errors;
 mod cel_random;
 pub(crate) mod cel_reads;
 mod cel_view;

@@ -25,6 +25,7 @@ use super::{
 use crate::client::unseen::record_writes;
 use crate::client::{CacheEvent, Client};
 use crate::object::{Gvk, ObjectKey};
+use crate::reconcilers::failure::{self, FailingRequests};
 use crate::reconcilers::{
     self, Config, Permission, RootReconciler, ScopedWatch, ValidationError, Watch,
 };
@@ -640,7 +641,9 @@ impl ControllerRun {
         let name = self.controller.name.clone();
         let forget_gone = Arc::new(forget_gone);
         let unseen_writes = Arc::new(UnseenWrites::default());
+        let failing = Arc::new(FailingRequests::default());
         let runner = queue.run(workers, move |key: ObjectKey| {
+            let failing = failing.clone();
             let reconciler = reconciler.clone();
             let metrics = metrics.clone();
             let name = name.clone();
@@ -653,13 +656,17 @@ impl ControllerRun {
                     return WorkOutcome::RequeueAfter(delay);
                 }
                 let started = Instant::now();
-                let (outcome, writes) = record_writes(reconciler.reconcile(&key)).await;
+                let reconcile = async {
+                    let outcome = reconciler.reconcile(&key).await;
+                    if let Some(err) = &outcome.error {
+                        failure::log_failed_reconcile(err);
+                    }
+                    outcome
+                };
+                let (outcome, writes) = record_writes(failing.reconcile(&key, reconcile)).await;
                 unseen_writes.remember(key.clone(), writes);
                 let (queued, label) = queue_outcome(&outcome);
                 metrics.record_reconcile(&name, label, started.elapsed());
-                if let Some(err) = &outcome.error {
-                    crate::reconcilers::failure::log_failed_reconcile(err);
-                }
                 if matches!(queued, WorkOutcome::Success) {
                     forget_gone.forget_if_gone(&key);
                 }

@@ -11,6 +11,7 @@ mod manager;
 mod metrics;
 mod metrics_server;
 mod preflight;
+mod prometheus_text;
 mod queue;
 mod rbac_changes;
 mod rest_metrics;
