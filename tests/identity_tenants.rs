@@ -14,7 +14,8 @@ use client_common::eventually;
 use dynrec::apiserver::{ApiServer, Authorization, Serving, TlsIdentity, kubeconfig};
 use dynrec::client::{Client, Identity};
 use dynrec::definitions::{
-    Definitions, IMPERSONATION_PATH, impersonation_webhook, impersonation_webhook_configuration,
+    Definitions, IMPERSONATION_PATH, WebhookEndpoint, impersonation_webhook,
+    impersonation_webhook_configuration,
 };
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{FALLBACK_RECHECK, Manager, ManagerOptions, RbacChanges};
@@ -174,7 +175,7 @@ impl Cluster {
                 .serve_webhooks(hooks, "127.0.0.1:0".parse().unwrap())
                 .await
                 .unwrap();
-            let url = serving.url(IMPERSONATION_PATH);
+            let url = WebhookEndpoint::Url(serving.url(IMPERSONATION_PATH));
             apply(
                 &admin,
                 impersonation_webhook_configuration(&url, serving.ca_pem()),

@@ -501,7 +501,11 @@ async fn a_binding_s_role_ref_cannot_change_as_kube_refuses_it() {
     let more_subjects = json!({"subjects": [
         {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]});
     let changed = cluster_bindings
-        .patch("readers", &PatchParams::default(), &Patch::Merge(&more_subjects))
+        .patch(
+            "readers",
+            &PatchParams::default(),
+            &Patch::Merge(&more_subjects),
+        )
         .await
         .unwrap();
     assert_eq!(changed.data["subjects"][0]["name"], "bob");
