@@ -18,7 +18,7 @@ use dynrec::definitions::{
     impersonation_webhook_configuration,
 };
 use dynrec::reconcilers::Config;
-use dynrec::runtime::{FALLBACK_RECHECK, Manager, ManagerOptions, RbacChanges};
+use dynrec::runtime::{FALLBACK_RECHECK, Manager, ManagerOptions, Metrics, RbacChanges};
 use dynrec::webhook::{CertSource, WebhookServer};
 use dynrec_test_support::process::{Run, kubectl_on_path, run};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
@@ -133,6 +133,7 @@ struct Cluster {
     definitions: Api<DynamicObject>,
     dir: tempfile::TempDir,
     rbac: RbacChanges,
+    metrics: Metrics,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -183,6 +184,7 @@ impl Cluster {
             .await;
         }
         let rbac = manager.rbac_changes();
+        let metrics = manager.metrics();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(manager.run(async move {
             let _ = stopped.await;
@@ -194,6 +196,7 @@ impl Cluster {
             admin,
             dir,
             rbac,
+            metrics,
             stop: Some(stop),
         }
     }
@@ -294,6 +297,33 @@ async fn each_tenant_definition_acts_only_as_its_service_account() {
     .await;
     let alpha = cluster.definitions.get("alpha").await.unwrap();
     assert_eq!(alpha.data["status"]["serviceAccount"], SA_A);
+
+    // An Alpha in tenant-b, which tenant-a's account may not read: the shared watch wakes
+    // tenant-a's controller, which leaves it alone — no note there, no error retried.
+    let reconciles = |result: &str| {
+        let text = cluster.metrics.render().unwrap();
+        let series = format!(
+            "controller_runtime_reconcile_total{{controller=\"definition/alpha\",result=\"{result}\"}} "
+        );
+        text.lines()
+            .find_map(|line| line.strip_prefix(&series)?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let before = reconciles("success");
+    apply(
+        admin,
+        json!({"apiVersion": "tenants.example.com/v1", "kind": "Alpha",
+        "metadata": {"name": "intruder", "namespace": "tenant-b"}}),
+    )
+    .await;
+    eventually(
+        DEADLINE,
+        "tenant-a's controller to pass the intruder",
+        || async { (reconciles("success") > before).then_some(()) },
+    )
+    .await;
+    assert_eq!(reconciles("error"), 0);
+    assert!(config_maps_b.get("intruder-note").await.is_err());
 
     // A ClusterRoleBinding to cluster-admin: the preflight names both missing rules, kubectl
     // agrees, and the controller does not start (no binding appears).
