@@ -14,12 +14,13 @@ use client_common::eventually;
 use dynrec::apiserver::{ApiServer, Authorization, Serving, TlsIdentity, kubeconfig};
 use dynrec::client::{Client, Identity};
 use dynrec::definitions::{
-    Definitions, IMPERSONATION_PATH, impersonation_webhook, impersonation_webhook_configuration,
+    Definitions, IMPERSONATION_PATH, WebhookEndpoint, impersonation_webhook,
+    impersonation_webhook_configuration,
 };
 use dynrec::reconcilers::Config;
-use dynrec::runtime::{FALLBACK_RECHECK, Manager, ManagerOptions, RbacChanges};
+use dynrec::runtime::{FALLBACK_RECHECK, Manager, ManagerOptions, Metrics, RbacChanges};
 use dynrec::webhook::{CertSource, WebhookServer};
-use dynrec_test_support::process::{kubectl_on_path, run};
+use dynrec_test_support::process::{Run, kubectl_on_path, run};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
@@ -132,6 +133,7 @@ struct Cluster {
     definitions: Api<DynamicObject>,
     dir: tempfile::TempDir,
     rbac: RbacChanges,
+    metrics: Metrics,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -174,7 +176,7 @@ impl Cluster {
                 .serve_webhooks(hooks, "127.0.0.1:0".parse().unwrap())
                 .await
                 .unwrap();
-            let url = serving.url(IMPERSONATION_PATH);
+            let url = WebhookEndpoint::Url(serving.url(IMPERSONATION_PATH));
             apply(
                 &admin,
                 impersonation_webhook_configuration(&url, serving.ca_pem()),
@@ -182,6 +184,7 @@ impl Cluster {
             .await;
         }
         let rbac = manager.rbac_changes();
+        let metrics = manager.metrics();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(manager.run(async move {
             let _ = stopped.await;
@@ -193,6 +196,7 @@ impl Cluster {
             admin,
             dir,
             rbac,
+            metrics,
             stop: Some(stop),
         }
     }
@@ -210,19 +214,26 @@ impl Cluster {
         .await
     }
 
-    /// `kubectl auth can-i ARGS --as=SA_A`'s answer; `None` when kubectl is missing.
-    fn can_i(&self, args: &[&str]) -> Option<String> {
+    /// `kubectl ARGS` as the administrator; `None` when kubectl is missing.
+    fn kubectl(&self, args: &[&str]) -> Option<Run> {
         let kubectl = kubectl_on_path()?;
-        let output = run(
+        Some(run(
             Command::new(kubectl)
                 .env_remove("KUBECONFIG")
                 .arg("--kubeconfig")
                 .arg(self.dir.path().join("kubeconfig"))
-                .args(["auth", "can-i"])
-                .args(args)
-                .arg(format!("--as={SA_A}")),
+                .args(args),
             Duration::from_secs(30),
-        );
+        ))
+    }
+
+    /// `kubectl auth can-i ARGS --as=SA_A`'s answer; `None` when kubectl is missing.
+    fn can_i(&self, args: &[&str]) -> Option<String> {
+        let as_account = format!("--as={SA_A}");
+        let mut command = vec!["auth", "can-i"];
+        command.extend(args);
+        command.push(&as_account);
+        let output = self.kubectl(&command)?;
         let answer = output.stdout.trim().to_owned();
         assert!(answer == "yes" || answer == "no", "{}", output.describe());
         Some(answer)
@@ -286,6 +297,33 @@ async fn each_tenant_definition_acts_only_as_its_service_account() {
     .await;
     let alpha = cluster.definitions.get("alpha").await.unwrap();
     assert_eq!(alpha.data["status"]["serviceAccount"], SA_A);
+
+    // An Alpha in tenant-b, which tenant-a's account may not read: the shared watch wakes
+    // tenant-a's controller, which leaves it alone — no note there, no error retried.
+    let reconciles = |result: &str| {
+        let text = cluster.metrics.render().unwrap();
+        let series = format!(
+            "controller_runtime_reconcile_total{{controller=\"definition/alpha\",result=\"{result}\"}} "
+        );
+        text.lines()
+            .find_map(|line| line.strip_prefix(&series)?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let before = reconciles("success");
+    apply(
+        admin,
+        json!({"apiVersion": "tenants.example.com/v1", "kind": "Alpha",
+        "metadata": {"name": "intruder", "namespace": "tenant-b"}}),
+    )
+    .await;
+    eventually(
+        DEADLINE,
+        "tenant-a's controller to pass the intruder",
+        || async { (reconciles("success") > before).then_some(()) },
+    )
+    .await;
+    assert_eq!(reconciles("error"), 0);
+    assert!(config_maps_b.get("intruder-note").await.is_err());
 
     // A ClusterRoleBinding to cluster-admin: the preflight names both missing rules, kubectl
     // agrees, and the controller does not start (no binding appears).
@@ -479,6 +517,25 @@ async fn a_missing_account_is_named_and_a_grant_starts_the_definition_when_rbac_
     cluster.permissions("alpha", "True", SA_A).await;
 }
 
+/// What `platform` needs to write Roles, ClusterRoles and their bindings with kubectl.
+fn writes_rbac() -> Value {
+    json!([{"apiGroups": ["rbac.authorization.k8s.io"],
+        "resources": ["roles", "clusterroles", "rolebindings", "clusterrolebindings"],
+        "verbs": ["get", "list", "create", "patch", "update"]}])
+}
+
+/// A ClusterRole `name` with `rules` and its ClusterRoleBinding to the user `platform`.
+fn platform_role(name: &str, rules: Value) -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name}, "rules": rules}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "platform"}]}),
+    ]
+}
+
 /// The documents `dynrec rbac ARGS` prints.
 fn printed(args: &[&str]) -> Vec<Value> {
     let mut command = Command::new(env!("CARGO_BIN_EXE_dynrec"));
@@ -519,10 +576,37 @@ async fn the_roles_printed_per_definition_are_all_each_account_needs() {
         )
         .await;
     }
-    // Everything printed but dynrec's own role (dynrec runs as the administrator here).
-    for object in &printed[1..] {
-        apply(admin, object.clone()).await;
+    // Everything printed but dynrec's own role (dynrec runs as the administrator here),
+    // applied with kubectl by `platform`, who may write RBAC objects: refused, as kube
+    // refuses it, until platform holds what the roles grant.
+    let grants: Vec<String> = printed[1..].iter().map(Value::to_string).collect();
+    let file = cluster.dir.path().join("grants.json");
+    std::fs::write(&file, grants.join("\n")).unwrap();
+    let apply_grants = ["apply", "-f", file.to_str().unwrap(), "--as=platform"];
+    for object in platform_role("platform-writes-rbac", writes_rbac()) {
+        apply(admin, object).await;
     }
+    let Some(refused) = cluster.kubectl(&apply_grants) else {
+        return;
+    };
+    assert!(!refused.status.success(), "{}", refused.describe());
+    assert!(
+        refused.stderr.contains(
+            "clusterroles.rbac.authorization.k8s.io \"dynrec-team-a-sites\" is forbidden: user \"platform\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:"
+        ),
+        "{}",
+        refused.describe()
+    );
+    let held: Vec<Value> = printed[1..]
+        .iter()
+        .filter(|object| object["kind"] == "Role" || object["kind"] == "ClusterRole")
+        .flat_map(|role| role["rules"].as_array().unwrap().clone())
+        .collect();
+    for object in platform_role("platform-holds-the-grants", json!(held)) {
+        apply(admin, object).await;
+    }
+    let applied = cluster.kubectl(&apply_grants).unwrap();
+    assert!(applied.status.success(), "{}", applied.describe());
     for team in ["team-a", "team-b"] {
         let file = format!("{examples}/{team}.yaml");
         let text = std::fs::read_to_string(file).unwrap();

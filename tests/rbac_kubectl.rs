@@ -217,11 +217,16 @@ fn kubectl_apply_k_deploy_is_accepted_as_written_with_strict_validation() {
         [
             "Namespace",
             "ServiceAccount",
+            "Role",
             "ClusterRole",
             "ClusterRole",
             "ClusterRole",
+            "ClusterRole",
+            "RoleBinding",
             "ClusterRoleBinding",
             "ClusterRoleBinding",
+            "ClusterRoleBinding",
+            "Service",
             "Service",
             "Deployment",
             "PodDisruptionBudget"
@@ -292,13 +297,18 @@ fn wait_readyz(port: u16, what: &str, check: impl Fn(u16, &str) -> bool) {
     panic!("timed out waiting until {what}; last /readyz: {last:?}");
 }
 
-#[test]
-fn dynrec_run_as_the_deployed_account_waits_for_a_definition_s_permissions_and_names_them() {
-    let Some(cluster) = Cluster::start(&["--authorization", "rbac"]) else {
-        return;
-    };
-    cluster.ok(&["apply", "-k", deploy_dir().to_str().unwrap()]);
-    // The Deployment's account, as its pod would use it.
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `dynrec run ARGS` as the Deployment's ServiceAccount (with a token kubectl creates for
+/// it, as its pod would have one), its log in `run.log`; returns it and its /readyz port.
+fn run_as_deployed_account(cluster: &Cluster, args: &[String]) -> (ChildGuard, u16) {
     let token = cluster.ok(&["create", "token", "dynrec", "-n", "dynrec-system"]);
     let mut config: Value = serde_saphyr::from_str(
         &std::fs::read_to_string(cluster.dir.path().join("kubeconfig")).unwrap(),
@@ -307,27 +317,33 @@ fn dynrec_run_as_the_deployed_account_waits_for_a_definition_s_permissions_and_n
     config["users"][0]["user"]["token"] = Value::from(token.trim());
     let account_config = cluster.dir.path().join("account.kubeconfig");
     std::fs::write(&account_config, config.to_string()).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let log = std::fs::File::create(cluster.dir.path().join("run.log")).unwrap();
     let controller = Command::new(env!("CARGO_BIN_EXE_dynrec"))
         .arg("run")
         .arg("--kubeconfig")
         .arg(&account_config)
-        .args([
-            "--leader-elect",
-            "--leader-election-namespace=dynrec-system",
-        ])
+        .args(args)
         .arg(format!("--health-probe-bind-address=127.0.0.1:{port}"))
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::null())
         .stderr(log)
         .spawn()
         .unwrap();
-    let _guard = ChildGuard(controller);
+    (ChildGuard(controller), port)
+}
+
+#[test]
+fn dynrec_run_as_the_deployed_account_waits_for_a_definition_s_permissions_and_names_them() {
+    let Some(cluster) = Cluster::start(&["--authorization", "rbac"]) else {
+        return;
+    };
+    cluster.ok(&["apply", "-k", deploy_dir().to_str().unwrap()]);
+    let leader_election = [
+        "--leader-elect",
+        "--leader-election-namespace=dynrec-system",
+    ];
+    let (_guard, port) = run_as_deployed_account(&cluster, &leader_election.map(String::from));
     wait_readyz(
         port,
         "dynrec run is ready with the deployed role",
@@ -387,4 +403,136 @@ fn dynrec_run_as_the_deployed_account_waits_for_a_definition_s_permissions_and_n
         "jsonpath={.data.greeting}",
     ]);
     assert_eq!(data, "hi");
+}
+
+/// The Deployment's `dynrec run` arguments, its ports moved to free loopback ones (the
+/// health port is the caller's); returns them and the webhook's port.
+fn deployed_run_args() -> (Vec<String>, u16) {
+    let deployment: Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(deploy_dir().join("deployment.yaml")).unwrap(),
+    )
+    .unwrap();
+    let webhook_port = free_port();
+    let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|arg| arg.as_str().unwrap())
+        .filter(|arg| *arg != "run" && !arg.starts_with("--health-probe-bind-address="))
+        .map(|arg| match arg.split_once('=') {
+            Some(("--metrics-bind-address", _)) => "--metrics-bind-address=0".to_owned(),
+            Some(("--impersonation-webhook", _)) => {
+                format!("--impersonation-webhook=127.0.0.1:{webhook_port}")
+            }
+            _ => arg.to_owned(),
+        })
+        .collect();
+    (args, webhook_port)
+}
+
+#[test]
+fn the_deployed_webhook_refuses_a_definition_naming_an_account_its_author_may_not_impersonate() {
+    let Some(cluster) = Cluster::start(&["--authorization", "rbac"]) else {
+        return;
+    };
+    cluster.ok(&["apply", "-k", deploy_dir().to_str().unwrap()]);
+    let (args, webhook_port) = deployed_run_args();
+    assert!(
+        args.contains(&"--webhook-service=dynrec-system/dynrec-webhook".to_owned()),
+        "{args:?}"
+    );
+    let (_guard, port) = run_as_deployed_account(&cluster, &args);
+    wait_readyz(port, "dynrec run is ready", |code, _| code == 200);
+
+    // Registered behind the Service, trusting the certificate of the Secret.
+    let configuration: Value = serde_json::from_str(&cluster.ok(&[
+        "get",
+        "validatingwebhookconfiguration",
+        "serviceaccounts.reconcilerdefinitions.dynrec.dev",
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    let client = &configuration["webhooks"][0]["clientConfig"];
+    assert_eq!(
+        client["service"],
+        serde_json::json!({"namespace": "dynrec-system", "name": "dynrec-webhook",
+            "path": "/validate-serviceaccount", "port": webhook_port})
+    );
+    let certificate = cluster.ok(&[
+        "get",
+        "secret",
+        "dynrec-webhook-tls",
+        "-n",
+        "dynrec-system",
+        "-o",
+        "jsonpath={.data.tls\\.crt}",
+    ]);
+    assert_eq!(client["caBundle"], certificate.as_str());
+    let service_port = cluster.ok(&[
+        "get",
+        "service",
+        "dynrec-webhook",
+        "-n",
+        "dynrec-system",
+        "-o",
+        "jsonpath={.spec.ports[0].targetPort}",
+    ]);
+    assert_eq!(service_port, "webhook");
+
+    // alice may write definitions, but not act as team-a's account: the webhook says so.
+    cluster.ok(&["create", "namespace", "team-a"]);
+    cluster.ok(&["create", "serviceaccount", "reconciler", "-n", "team-a"]);
+    cluster.ok(&[
+        "create",
+        "clusterrole",
+        "definition-writer",
+        "--verb=create,get,update,patch",
+        "--resource=reconcilerdefinitions.dynrec.dev",
+    ]);
+    cluster.ok(&[
+        "create",
+        "clusterrolebinding",
+        "alice-writes-definitions",
+        "--clusterrole=definition-writer",
+        "--user=alice",
+    ]);
+    let definition = cluster.dir.path().join("team-a.yaml");
+    std::fs::write(
+        &definition,
+        "apiVersion: dynrec.dev/v1alpha1\nkind: ReconcilerDefinition\nmetadata: {name: team-a-notes}\nspec:\n  for: {apiVersion: v1, kind: ConfigMap}\n  serviceAccount: {name: reconciler, namespace: team-a}\n  steps: []\n",
+    )
+    .unwrap();
+    let file = definition.to_str().unwrap();
+    let refused = cluster.kubectl(&["create", "-f", file, "--as=alice"]);
+    assert!(!refused.status.success(), "{}", refused.describe());
+    assert!(
+        refused.stderr.contains(
+            "admission webhook \"serviceaccounts.reconcilerdefinitions.dynrec.dev\" denied the request: serviceaccounts \"reconciler\" is forbidden: User \"alice\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"team-a\""
+        ),
+        "{}",
+        refused.describe()
+    );
+
+    // Allowed to impersonate it by a Role in team-a alone, alice may name it.
+    cluster.ok(&[
+        "create",
+        "role",
+        "impersonate-reconciler",
+        "-n",
+        "team-a",
+        "--verb=impersonate",
+        "--resource=serviceaccounts",
+        "--resource-name=reconciler",
+    ]);
+    cluster.ok(&[
+        "create",
+        "rolebinding",
+        "alice-impersonates-reconciler",
+        "-n",
+        "team-a",
+        "--role=impersonate-reconciler",
+        "--user=alice",
+    ]);
+    cluster.ok(&["create", "-f", file, "--as=alice"]);
 }

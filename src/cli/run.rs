@@ -12,12 +12,13 @@ use anyhow::Context;
 use dynrec::client::Client;
 use dynrec::definitions::{
     CompiledDefinition, Definitions, IMPERSONATION_PATH, IdentityPolicy, Loaded, ServiceAccountRef,
-    StartError, impersonation_webhook, impersonation_webhook_configuration, parse_documents,
+    StartError, WebhookEndpoint, impersonation_webhook, impersonation_webhook_configuration,
+    parse_documents,
 };
 use dynrec::kro::ResourceGraphDefinitions;
 use dynrec::reconcilers::Config;
-use dynrec::runtime::{Manager, RunArgs, connect, manager_options, shutdown_signal};
-use dynrec::webhook::{CertSource, WebhookServer};
+use dynrec::runtime::{BindAddress, Manager, RunArgs, connect, manager_options, shutdown_signal};
+use dynrec::webhook::{CertSource, WebhookServer, service_certificate};
 
 use super::definitions::{load, print_warnings};
 
@@ -56,11 +57,20 @@ pub struct Args {
     /// `spec.strict: true` does.
     #[arg(long)]
     strict: bool,
-    /// Serve, on this address, the admission webhook refusing a definition that names a
-    /// ServiceAccount its author may not impersonate, and register it (a
-    /// ValidatingWebhookConfiguration with the URL and a self-signed certificate).
+    /// Serve, on this address (`:9443` for every interface), the admission webhook refusing
+    /// a definition that names a ServiceAccount its author may not impersonate, and register
+    /// it (a ValidatingWebhookConfiguration with its URL and self-signed certificate).
     #[arg(long, value_name = "ADDRESS")]
-    impersonation_webhook: Option<SocketAddr>,
+    impersonation_webhook: Option<BindAddress>,
+    /// Register the webhook behind this Service (port: the webhook's), with a self-signed
+    /// certificate for `NAME.NAMESPACE.svc` that every replica shares through the Secret
+    /// `NAME-tls` (made by the first to start).
+    #[arg(
+        long,
+        value_name = "NAMESPACE/NAME",
+        requires = "impersonation_webhook"
+    )]
+    webhook_service: Option<String>,
     /// Also act as KRO's controller: run every `kro.run/v1alpha1` ResourceGraphDefinition
     /// in the cluster as a definition and write its status as KRO does (installs KRO's
     /// CRD). Off by default, so dynrec and KRO never fight over the same objects.
@@ -105,8 +115,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         graphs.register(&mut manager)?;
         println!("running the cluster's ResourceGraphDefinitions (--kro)");
     }
-    if let Some(address) = args.impersonation_webhook {
-        serve_impersonation_webhook(&mut manager, &config, address).await?;
+    if let Some(BindAddress(Some(address))) = args.impersonation_webhook {
+        let service = args
+            .webhook_service
+            .as_deref()
+            .map(service_name)
+            .transpose()?;
+        serve_impersonation_webhook(&mut manager, &config, address, service).await?;
     }
     for definition in &loaded {
         match definitions.start_from_file(definition).await {
@@ -150,17 +165,32 @@ fn started(compiled: &CompiledDefinition, definition: &Loaded) {
     );
 }
 
-/// Serves the impersonation webhook on `address` and registers it with the cluster.
+/// Serves the impersonation webhook on `address` and registers it with the cluster: at its
+/// URL, or behind `service` (namespace, name) with the certificate its Secret keeps.
 async fn serve_impersonation_webhook(
     manager: &mut Manager,
     config: &Config,
     address: SocketAddr,
+    service: Option<(String, String)>,
 ) -> anyhow::Result<()> {
-    let server = WebhookServer::new(CertSource::SelfSigned(Vec::new()))
-        .webhook(IMPERSONATION_PATH, impersonation_webhook(config))?;
+    let certs = match &service {
+        Some((namespace, name)) => service_certificate(config.client.own_kube(), namespace, name)
+            .await
+            .context("the impersonation webhook's certificate")?,
+        None => CertSource::SelfSigned(Vec::new()),
+    };
+    let server =
+        WebhookServer::new(certs).webhook(IMPERSONATION_PATH, impersonation_webhook(config))?;
     let serving = manager.serve_webhooks(server, address).await?;
-    let configuration =
-        impersonation_webhook_configuration(&serving.url(IMPERSONATION_PATH), serving.ca_pem());
+    let endpoint = match service {
+        Some((namespace, name)) => WebhookEndpoint::Service {
+            namespace,
+            name,
+            port: serving.local_addr().port(),
+        },
+        None => WebhookEndpoint::Url(serving.url(IMPERSONATION_PATH)),
+    };
+    let configuration = impersonation_webhook_configuration(&endpoint, serving.ca_pem());
     let configuration = serde_json::from_value(configuration)?;
     config
         .client
@@ -172,6 +202,16 @@ async fn serve_impersonation_webhook(
         serving.url(IMPERSONATION_PATH)
     );
     Ok(())
+}
+
+/// `NAMESPACE/NAME` of `--webhook-service`.
+fn service_name(text: &str) -> anyhow::Result<(String, String)> {
+    match text.split_once('/') {
+        Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() => {
+            Ok((namespace.to_owned(), name.to_owned()))
+        }
+        _ => anyhow::bail!("--webhook-service {text:?}: expected NAMESPACE/NAME"),
+    }
 }
 
 fn name_of(loaded: &Loaded) -> String {

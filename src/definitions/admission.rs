@@ -23,10 +23,37 @@ pub const IMPERSONATION_WEBHOOK: &str = "serviceaccounts.reconcilerdefinitions.d
 /// The path the webhook is served on.
 pub const IMPERSONATION_PATH: &str = "/validate-serviceaccount";
 
+/// Where the API server reaches the impersonation webhook.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WebhookEndpoint {
+    /// An `https://` URL (dynrec's address, reachable from the API server).
+    Url(String),
+    /// A Service in front of dynrec's replicas, at [`IMPERSONATION_PATH`].
+    Service {
+        /// The Service's namespace.
+        namespace: String,
+        /// The Service's name.
+        name: String,
+        /// The Service's port.
+        port: u16,
+    },
+}
+
 /// The ValidatingWebhookConfiguration sending creates and updates of definitions to the
-/// webhook at `url`, trusting `ca_pem` (a self-signed certificate's) when given.
-pub fn impersonation_webhook_configuration(url: &str, ca_pem: Option<&str>) -> Value {
-    let mut client = json!({"url": url});
+/// webhook at `endpoint`, trusting `ca_pem` (a self-signed certificate's) when given.
+pub fn impersonation_webhook_configuration(
+    endpoint: &WebhookEndpoint,
+    ca_pem: Option<&str>,
+) -> Value {
+    let mut client = match endpoint {
+        WebhookEndpoint::Url(url) => json!({"url": url}),
+        WebhookEndpoint::Service {
+            namespace,
+            name,
+            port,
+        } => json!({"service": {"namespace": namespace, "name": name,
+            "path": IMPERSONATION_PATH, "port": port}}),
+    };
     if let Some(pem) = ca_pem {
         client["caBundle"] = json!(base64::engine::general_purpose::STANDARD.encode(pem));
     }

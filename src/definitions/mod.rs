@@ -31,7 +31,7 @@ mod soundness;
 mod ty;
 
 pub use admission::{
-    IMPERSONATION_PATH, IMPERSONATION_WEBHOOK, impersonation_webhook,
+    IMPERSONATION_PATH, IMPERSONATION_WEBHOOK, WebhookEndpoint, impersonation_webhook,
     impersonation_webhook_configuration,
 };
 pub use build::{

@@ -588,9 +588,11 @@ impl Definitions {
     /// asked) — from a check made now, unless the last one still holds (see
     /// [`PermissionsCheck::holds`]). A ServiceAccount that does not exist is said first.
     async fn permissions_condition(&self, name: &str) -> (&'static str, String, Option<bool>) {
-        let fresh = self.checks.lock().get(name).and_then(|check| {
-            check.holds(&self.rbac).then(|| check.refused.clone())
-        });
+        let fresh = self
+            .checks
+            .lock()
+            .get(name)
+            .and_then(|check| check.holds(&self.rbac).then(|| check.refused.clone()));
         let refused = match fresh {
             Some(refused) => refused,
             None => {

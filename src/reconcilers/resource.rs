@@ -182,6 +182,12 @@ impl ResourceReconciler {
         let original = match client.get(&self.resource_type, ctx.request()).await {
             Ok(found) => found,
             Err(err) if err.is_not_found() => return Outcome::done(),
+            // Acting as a ServiceAccount, an object it may not read is not its to reconcile
+            // (the shared watch, opened with the manager's identity, saw it change).
+            Err(err) if err.code() == Some(403) && client.identity().is_some() => {
+                debug!(%err, "resource its identity may not read: skipped");
+                return Outcome::done();
+            }
             Err(err) => {
                 debug!(%err, "unable to fetch resource");
                 return Outcome::err(err);

@@ -35,8 +35,8 @@ pub use metrics_server::{MetricsServer, MetricsServerError, MetricsServing};
 pub use preflight::{
     Missing, Waiting, absent_account, manager_permissions, missing, summarize, wait_until_allowed,
 };
-pub use rbac_changes::{DEBOUNCE, FALLBACK_RECHECK, RECHECK, RbacChanges};
 pub use queue::{
     Backoff, QueueConfig, QueueError, QueueObserver, QueueStats, QueueTiming, WorkOutcome,
     WorkQueue,
 };
+pub use rbac_changes::{DEBOUNCE, FALLBACK_RECHECK, RECHECK, RbacChanges};

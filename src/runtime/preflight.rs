@@ -7,18 +7,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec, SubjectAccessReview,
     SubjectAccessReviewSpec,
 };
+use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, PostParams};
 use tokio::sync::watch;
 use tracing::warn;
 
 use super::Readiness;
-use super::rbac_changes::{RECHECK, RbacChanges};
 use super::health::MANAGER_COMPONENT;
+use super::rbac_changes::{RECHECK, RbacChanges};
 use crate::client::{Client, Resolved};
 use crate::object::Gvk;
 use crate::reconcilers::{Permission, READ};

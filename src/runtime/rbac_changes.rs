@@ -11,9 +11,9 @@ use std::time::Duration;
 use futures::{Stream, StreamExt, stream};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::api::Api;
-use kube::runtime::watcher::{self, Event};
 use kube::core::PartialObjectMeta;
 use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
@@ -30,7 +30,12 @@ pub const FALLBACK_RECHECK: Duration = Duration::from_secs(60);
 pub const DEBOUNCE: Duration = Duration::from_millis(500);
 
 /// The four RBAC kinds, in the order of [`State::watched`].
-const KINDS: [&str; 4] = ["roles", "clusterroles", "rolebindings", "clusterrolebindings"];
+const KINDS: [&str; 4] = [
+    "roles",
+    "clusterroles",
+    "rolebindings",
+    "clusterrolebindings",
+];
 
 /// Changes of the RBAC objects, as a counter that grows with each. Cheap to clone.
 #[derive(Clone)]
@@ -126,8 +131,12 @@ impl RbacChanges {
                 Err(err) => {
                     let before = self.state.lock().watched[kind].replace(false);
                     match before {
-                        Some(false) => debug!(%err, kind = KINDS[kind], "cannot watch RBAC objects"),
-                        _ => info!(%err, kind = KINDS[kind], "RBAC objects not watched: missing permissions are asked about every 5 s"),
+                        Some(false) => {
+                            debug!(%err, kind = KINDS[kind], "cannot watch RBAC objects")
+                        }
+                        _ => {
+                            info!(%err, kind = KINDS[kind], "RBAC objects not watched: missing permissions are asked about every 5 s")
+                        }
                     }
                 }
             }
@@ -141,12 +150,7 @@ fn metadata_events<K>(
     index: usize,
 ) -> std::pin::Pin<Box<dyn Stream<Item = (usize, WatchEvent)> + Send>>
 where
-    K: kube::Resource
-        + Clone
-        + DeserializeOwned
-        + Debug
-        + Send
-        + 'static,
+    K: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
     K::DynamicType: Default,
 {
     let api: Api<PartialObjectMeta<K>> = Api::all(kube.clone());

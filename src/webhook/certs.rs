@@ -46,6 +46,15 @@ pub enum CertSource {
         /// The private key, e.g. `tls.key`.
         key: PathBuf,
     },
+    /// A self-signed certificate and its key, as PEM (one kept in a Secret, see
+    /// [`service_certificate`](super::service_certificate)): clients trust the certificate
+    /// itself.
+    SelfSignedPem {
+        /// The certificate.
+        cert: String,
+        /// The private key.
+        key: String,
+    },
 }
 
 impl CertSource {
@@ -76,6 +85,19 @@ impl CertSource {
             CertSource::Files { cert, key } => {
                 let files = Files::load(cert.clone(), key.clone())?;
                 Ok((Arc::new(files), None))
+            }
+            CertSource::SelfSignedPem { cert, key } => {
+                let invalid = |what: &str, err: rustls::pki_types::pem::Error| CertError::File {
+                    path: PathBuf::from(what),
+                    reason: err.to_string(),
+                };
+                let chain = CertificateDer::pem_slice_iter(cert.as_bytes())
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|err| invalid("the certificate", err))?;
+                let private = PrivateKeyDer::from_pem_slice(key.as_bytes())
+                    .map_err(|err| invalid("the private key", err))?;
+                let certified = CertifiedKey::new(chain, any_supported_type(&private)?);
+                Ok((Arc::new(Fixed(Arc::new(certified))), Some(cert.clone())))
             }
         }
     }

@@ -12,6 +12,7 @@ mod adapter;
 mod certs;
 mod request;
 mod server;
+mod service_cert;
 
 pub use adapter::{AdmissionWebhookAdapter, HandleHook};
 pub use certs::{CertError, CertSource};
@@ -20,5 +21,6 @@ pub use request::{
 };
 pub use server::{AdmissionRecorder, WebhookServer, WebhookServerError, WebhookServing};
 pub(crate) use server::{accept, tls_acceptor};
+pub use service_cert::{ServiceCertError, service_cert_secret, service_certificate};
 
 pub use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
