@@ -2,30 +2,12 @@
 //! messages that name what and where, `error:` agrees with the reconcile, passing runs log
 //! no errors, `--update` round-trips, and steps report the step that failed.
 
+mod dynrec_cli_common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/definitions")
-}
-
-/// `dynrec ARGS` with no RUST_LOG, as a user runs it.
-fn dynrec(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dynrec"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("dynrec runs")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+use dynrec_cli_common::{dynrec_as_user as dynrec, examples, text};
 
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()

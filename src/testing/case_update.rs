@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use super::definition_run::Recorded;
+use super::recorded::Recorded;
 
 /// Where an expectation is: a case's own `expect`, or that of one of its steps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

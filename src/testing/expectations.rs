@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 
 use super::definition_cases::{Expect, reference};
-use super::definition_run::Recorded;
 use super::diff::{Compare, normalized};
+use super::recorded::Recorded;
 use super::value_diff::{differences, flow, yaml_list};
 
 /// How two entries of a list differ: one line per differing field.

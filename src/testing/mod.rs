@@ -22,6 +22,7 @@ mod object_manager;
 mod objects;
 mod reactor;
 mod reconciler;
+mod recorded;
 mod recording;
 mod refs;
 mod stub;
@@ -36,13 +37,14 @@ pub use definition_cases::{
     CaseError, DefinitionCase, DefinitionCases, Expect, ExpectedEvent, Failure, RequestKey, Step,
     parse_cases,
 };
-pub use definition_run::{Phase, Recorded, expectations, run_case};
+pub use definition_run::{Phase, expectations, run_case};
 pub use object_manager::{
     OBJECT_MANAGER_ACTUAL, OBJECT_MANAGER_DESIRED, OBJECT_MANAGER_RESULT, ObjectManagerHarness,
 };
 pub use objects::{TestObject, crd};
 pub use reactor::{Action, ApiStatus, InduceFailure, Reactor, induce_failure};
 pub use reconciler::{ReconcilerTestCase, ReconcilerTestSuite, ReconcilerTests, VerifyOutcome};
+pub use recorded::Recorded;
 pub use refs::{
     ApplyRef, DeleteCollectionRef, DeleteRef, Event, MERGE_PATCH, PatchRef, TrackRequest,
 };
