@@ -61,7 +61,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {source}"))?;
         let cases = parse_cases(&text, &source)?;
         let definition = pick(&compiled, &cases, &source)?;
-        let mut updates = Vec::new();
+        let (mut updates, mut updated) = (Vec::new(), Vec::new());
         for (index, case) in cases.cases.iter().enumerate() {
             if case.skip {
                 println!("skip  {source}: {}", case.name);
@@ -81,7 +81,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             } else if args.update {
                 tally.updated += 1;
                 let labels: Vec<&str> = failing.iter().map(|(_, p)| p.label.as_str()).collect();
-                println!("updated {source}: {} ({})", case.name, labels.join(", "));
+                updated.push(format!("updated {source}: {} ({})", case.name, labels.join(", ")));
                 for (phase, failed) in failing {
                     let step = phase.checked_sub(1);
                     updates.push((ExpectAt { case: index, step }, failed.recorded));
@@ -97,6 +97,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let rewritten = rewrite_expectations(&text, &borrowed)
                 .map_err(|e| anyhow::anyhow!("{source}: cannot update: {e}"))?;
             std::fs::write(path, &rewritten).with_context(|| format!("writing {source}"))?;
+            for line in &updated {
+                println!("{line}");
+            }
             println!(
                 "--- {source}\n+++ {source} (updated)\n{}",
                 changed_lines(&text, &rewritten)
