@@ -11,7 +11,7 @@ mod test;
 
 use clap::{Parser, Subcommand};
 use dynrec::runtime::LogArgs;
-use tracing::Level;
+use tracing::level_filters::LevelFilter;
 
 /// dynrec: a dynamic, schema-free reconciler engine for Kubernetes.
 #[derive(Parser, Debug)]
@@ -48,14 +48,15 @@ enum Command {
 /// Parses the command line, runs the command, and reports errors.
 pub fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    // plan and test print their results; their logs are only warnings unless asked for.
+    // plan, ducks and rbac print their results; their logs are only warnings unless asked
+    // for. test prints each case's result: the logs of the reconciles under test (a failing
+    // step logs an ERROR even in a passing case) show only with -v or --log-level.
     let default_level = match cli.command {
-        Command::Plan(_)
-        | Command::Test(_)
-        | Command::Ducks(_)
-        | Command::Rbac(_)
-        | Command::Convert(_) => Level::WARN,
-        _ => Level::INFO,
+        Command::Test(_) => LevelFilter::OFF,
+        Command::Plan(_) | Command::Ducks(_) | Command::Rbac(_) | Command::Convert(_) => {
+            LevelFilter::WARN
+        }
+        _ => LevelFilter::INFO,
     };
     cli.logs.init(default_level);
     let runtime = match tokio::runtime::Runtime::new() {

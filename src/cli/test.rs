@@ -13,7 +13,9 @@ use dynrec::client::Client;
 use dynrec::definitions::{CompiledDefinition, Definitions};
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{CLUSTER_TARGET, Manager, ManagerOptions};
-use dynrec::testing::{DefinitionCases, TestSuite, parse_cases, suite};
+use dynrec::testing::{
+    DefinitionCases, ExpectAt, Phase, Recorded, parse_cases, rewrite_expectations, run_case,
+};
 
 use super::definitions::{load, print_warnings};
 
@@ -31,6 +33,10 @@ pub struct Args {
     /// `spec.strict: true` does.
     #[arg(long)]
     strict: bool,
+    /// Write what each failing reconcile did into its case file as the expected result
+    /// (only the `expect:` blocks change), and print what changed in the file.
+    #[arg(long)]
+    update: bool,
 }
 
 /// Runs every case file.
@@ -49,50 +55,116 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         print_warnings(&checked, &definition.source);
         compiled.push(Arc::new(checked));
     }
-    let (mut passed, mut failed) = (0, 0);
+    let mut tally = Tally::default();
     for path in &case_files {
         let source = path.display().to_string();
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {source}"))?;
         let cases = parse_cases(&text, &source)?;
         let definition = pick(&compiled, &cases, &source)?;
-        for case in &cases.cases {
-            let one = DefinitionCases {
-                definition: cases.definition.clone(),
-                cases: vec![case.clone()],
-            };
-            let TestSuite(built) = suite(&definition, &one, &source)?;
-            let factory = {
-                let definition = definition.clone();
-                let inventory = dynrec::definitions::Inventory::default();
-                move |_case: &_, config: &Config| {
-                    Box::new(dynrec::definitions::root_reconciler(
-                        &definition,
-                        config,
-                        &inventory,
-                    )) as Box<dyn dynrec::reconcilers::RootReconciler>
-                }
-            };
+        let (mut updates, mut updated) = (Vec::new(), Vec::new());
+        for (index, case) in cases.cases.iter().enumerate() {
             if case.skip {
                 println!("skip  {source}: {}", case.name);
                 continue;
             }
-            match TestSuite(built).try_run(factory).await {
-                Ok(()) => {
-                    passed += 1;
-                    println!("ok    {source}: {}", case.name);
+            let phases = run_case(&definition, case)
+                .await
+                .map_err(|e| anyhow::anyhow!("{source}: case {:?}: {e}", case.name))?;
+            let failing: Vec<(usize, Phase)> = phases
+                .into_iter()
+                .enumerate()
+                .filter(|(_, p)| !p.failures.is_empty())
+                .collect();
+            if failing.is_empty() {
+                tally.passed += 1;
+                println!("ok    {source}: {}", case.name);
+            } else if args.update {
+                tally.updated += 1;
+                let labels: Vec<&str> = failing.iter().map(|(_, p)| p.label.as_str()).collect();
+                updated.push(format!("updated {source}: {} ({})", case.name, labels.join(", ")));
+                for (phase, failed) in failing {
+                    let step = phase.checked_sub(1);
+                    updates.push((ExpectAt { case: index, step }, failed.recorded));
                 }
-                Err(failures) => {
-                    failed += 1;
-                    println!("FAIL  {source}: {}\n{failures}\n", case.name);
-                }
+            } else {
+                tally.failed += 1;
+                print_failure(&source, &case.name, &failing);
             }
         }
+        if !updates.is_empty() {
+            let borrowed: Vec<(ExpectAt, &Recorded)> =
+                updates.iter().map(|(at, r)| (*at, r)).collect();
+            let rewritten = rewrite_expectations(&text, &borrowed)
+                .map_err(|e| anyhow::anyhow!("{source}: cannot update: {e}"))?;
+            std::fs::write(path, &rewritten).with_context(|| format!("writing {source}"))?;
+            for line in &updated {
+                println!("{line}");
+            }
+            println!(
+                "--- {source}\n+++ {source} (updated)\n{}",
+                changed_lines(&text, &rewritten)
+            );
+        }
     }
-    println!("{passed} passed, {failed} failed");
-    Ok(match failed {
+    println!("{tally}");
+    Ok(match tally.failed {
         0 => ExitCode::SUCCESS,
         _ => ExitCode::FAILURE,
     })
+}
+
+/// How many cases passed, failed, and had their expectations rewritten.
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+    updated: usize,
+}
+
+impl std::fmt::Display for Tally {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} passed, {} failed", self.passed, self.failed)?;
+        if self.updated > 0 {
+            write!(f, ", {} updated", self.updated)?;
+        }
+        Ok(())
+    }
+}
+
+/// A failing case: each failing reconcile's mismatches, indented under its label.
+fn print_failure(source: &str, name: &str, failing: &[(usize, Phase)]) {
+    println!("FAIL  {source}: {name}");
+    for (_, phase) in failing {
+        println!("  {}:", phase.label);
+        for line in phase.failures.iter().flat_map(|f| f.lines()) {
+            println!("    {line}");
+        }
+    }
+    println!();
+}
+
+/// The changed lines of a line diff with two lines of context, gaps shown as `...`.
+fn changed_lines(before: &str, after: &str) -> String {
+    let diff = dynrec::object::line_diff(before, after);
+    let lines: Vec<&str> = diff.lines().collect();
+    let changed = |line: &&str| !line.starts_with(' ');
+    let near: Vec<bool> = (0..lines.len())
+        .map(|i| {
+            lines[i.saturating_sub(2)..(i + 3).min(lines.len())]
+                .iter()
+                .any(changed)
+        })
+        .collect();
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        if near[i] {
+            out.push_str(line);
+            out.push('\n');
+        } else if i > 0 && near[i - 1] {
+            out.push_str("...\n");
+        }
+    }
+    out
 }
 
 /// The definition a case file is about: the one it names, or the only one loaded.

@@ -12,6 +12,7 @@ use std::io::IsTerminal;
 
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
+use tracing::level_filters::LevelFilter;
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::EnvFilter;
@@ -51,7 +52,7 @@ pub struct LogArgs {
 impl LogArgs {
     /// The filter: `--log-level`/`-v` when given, else `RUST_LOG`, else `default_level`;
     /// the cluster line stays at INFO unless a flag or `RUST_LOG` says otherwise.
-    fn filter(&self, default_level: Level) -> EnvFilter {
+    fn filter(&self, default_level: LevelFilter) -> EnvFilter {
         let flagged = match self.verbose {
             0 => self.log_level,
             1 => Some(Level::DEBUG),
@@ -68,8 +69,10 @@ impl LogArgs {
         })
     }
 
-    /// Sends the process's logs to stderr as these flags ask (a second call does nothing).
-    pub fn init(&self, default_level: Level) {
+    /// Sends the process's logs to stderr as these flags ask (a second call does nothing);
+    /// `default_level` may be `LevelFilter::OFF` (no logs unless asked for).
+    pub fn init(&self, default_level: impl Into<LevelFilter>) {
+        let default_level = default_level.into();
         let lines = Lines {
             format: self.log_format,
             colour: self.log_format == LogFormat::Text && std::io::stderr().is_terminal(),

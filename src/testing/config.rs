@@ -66,6 +66,7 @@ pub struct StartedConfig {
     name: String,
     config: Config,
     recording: Arc<Recording>,
+    editor: Client,
 }
 
 impl ExpectConfig {
@@ -98,6 +99,7 @@ impl ExpectConfig {
         }
         let recording = Recording::new(self.with_reactors.clone());
         let client = Client::new(recording.client(server.router()));
+        let editor = Client::new(server.client());
         let api_client = Client::new(api_server.client());
         let tracker = Tracker::new(TRACK_LEASE);
         for track in &self.given_tracks {
@@ -115,6 +117,7 @@ impl ExpectConfig {
             name: name.to_string(),
             config,
             recording,
+            editor,
         })
     }
 }
@@ -123,6 +126,17 @@ impl StartedConfig {
     /// The config the code under test uses.
     pub fn config(&self) -> Config {
         self.config.clone()
+    }
+
+    /// A client of the same server that is not recorded and meets no reactor: edits
+    /// between reconciles, made as another actor would.
+    pub(super) fn editor(&self) -> &Client {
+        &self.editor
+    }
+
+    /// The recording of the code under test's requests.
+    pub(super) fn recording(&self) -> &Recording {
+        &self.recording
     }
 
     /// Every mismatch between `expect` and what was observed; order and count matter.

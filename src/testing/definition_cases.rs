@@ -1,6 +1,6 @@
-//! Table tests of definitions written in YAML (`dynrec test -f DIR CASES`): given objects,
-//! the reconciled request, induced failures and the expected writes, status, events and
-//! tracks, run on the same harness (and embedded server) as Rust table tests.
+//! The case file format of `dynrec test -f DIR CASES` (docs/test-cases.md): given objects,
+//! the reconciled request, induced failures, the expected writes, status, events and
+//! tracks, and steps that edit the cluster and reconcile again.
 //!
 //! ```yaml
 //! definition: widgets            # optional when the directory holds one definition
@@ -18,23 +18,16 @@
 //!     events: [{type: Normal, reason: Created, message: "..."}]
 //!     tracks: [{apiVersion: v1, kind: ConfigMap, namespace: default, name: settings}]
 //!     error: false
+//!   steps:                     # edits, then one more reconcile each
+//!   - {patch: [...], apply: [...], setStatus: [...], delete: [...], expect: {...}}
 //! ```
 
-use std::sync::Arc;
-
-use jiff::Timestamp;
 use kube::api::DynamicObject;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{
-    ApplyRef, DeleteRef, Event, ExpectConfig, InduceFailure, ReconcilerTestCase,
-    ReconcilerTestSuite, TrackRequest, induce_failure,
-};
-use crate::definitions::{CompiledDefinition, Inventory, root_reconciler};
+use super::{InduceFailure, induce_failure};
 use crate::object::{Gvk, ObjectKey};
-use crate::reconcilers::RootReconciler;
-use crate::tracker::Reference;
 
 /// A file of test cases.
 #[derive(Clone, Debug, Deserialize)]
@@ -72,6 +65,40 @@ pub struct DefinitionCase {
     #[serde(default)]
     pub failures: Vec<Failure>,
     /// What the reconcile should do.
+    #[serde(default)]
+    pub expect: Expect,
+    /// Edits and reconciles after the first, in order.
+    #[serde(default)]
+    pub steps: Vec<Step>,
+}
+
+/// A step of a case: edits made as another actor would (a user, another controller), then
+/// one more reconcile of the same request, and what it should do.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Step {
+    /// Printed with the step's failures.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The reconcile's time (RFC 3339; default: now).
+    #[serde(default)]
+    pub now: Option<String>,
+    /// Objects server-side applied (created or changed) by the field manager `dynrec-test`.
+    #[serde(default)]
+    pub apply: Vec<Value>,
+    /// JSON merge patches, each naming its object by apiVersion, kind and metadata.
+    #[serde(default)]
+    pub patch: Vec<Value>,
+    /// Statuses set (merged into the status subresource) as the object's controller would.
+    #[serde(default)]
+    pub set_status: Vec<Value>,
+    /// Objects deleted (`{apiVersion, kind, namespace, name}` or objects).
+    #[serde(default)]
+    pub delete: Vec<Value>,
+    /// Requests the server fails during this step's reconcile.
+    #[serde(default)]
+    pub failures: Vec<Failure>,
+    /// What this step's reconcile should do.
     #[serde(default)]
     pub expect: Expect,
 }
@@ -134,7 +161,7 @@ pub struct Expect {
 }
 
 /// An expected event.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExpectedEvent {
     /// `Normal` or `Warning`.
@@ -167,174 +194,14 @@ pub fn parse_cases(text: &str, source: &str) -> Result<DefinitionCases, CaseErro
         .map_err(|e| error(format!("{}: {}", e.path(), e.inner())))
 }
 
-/// The harness suite of `cases` for `definition`; an expectation that cannot be built is an
-/// error naming the case and field.
-pub fn suite(
-    definition: &CompiledDefinition,
-    cases: &DefinitionCases,
-    source: &str,
-) -> Result<ReconcilerTestSuite, CaseError> {
-    let error = |case: &str, message: String| CaseError {
-        source_name: source.to_owned(),
-        message: format!("case {case:?}: {message}"),
-    };
-    let mut built = Vec::new();
-    for case in &cases.cases {
-        let objects = |values: &[Value], field: &str| -> Result<Vec<DynamicObject>, CaseError> {
-            values
-                .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    object(v).map_err(|e| error(&case.name, format!("{field}[{i}]: {e}")))
-                })
-                .collect()
-        };
-        let given = objects(&case.given, "given")?;
-        let mut api_resources = objects(&case.api_resources, "apiResources")?;
-        if let Some(crd) = &definition.crd {
-            api_resources.push(object(crd).map_err(|e| error(&case.name, e))?);
-        }
-        let request = match &case.request {
-            Some(key) => ObjectKey {
-                namespace: key.namespace.clone(),
-                name: key.name.clone(),
-            },
-            None => given
-                .iter()
-                .find(|o| Gvk::of(o).is_ok_and(|g| g == definition.for_kind))
-                .and_then(|o| ObjectKey::of(o).ok())
-                .ok_or_else(|| {
-                    error(
-                        &case.name,
-                        format!(
-                            "no request and no given {} to reconcile",
-                            definition.for_kind
-                        ),
-                    )
-                })?,
-        };
-        let parent = given
-            .iter()
-            .find(|o| {
-                Gvk::of(o).is_ok_and(|g| g == definition.for_kind)
-                    && ObjectKey::of(*o).is_ok_and(|k| k == request)
-            })
-            .cloned();
-        let events = case
-            .expect
-            .events
-            .iter()
-            .map(|e| match &parent {
-                Some(parent) => Ok(Event::new(parent, &e.type_, &e.reason, e.message.clone())),
-                None => Err(error(
-                    &case.name,
-                    "events need the reconciled object among given".into(),
-                )),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let tracks = case
-            .expect
-            .tracks
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let (gvk, key) = reference(v)
-                    .map_err(|e| error(&case.name, format!("expect.tracks[{i}]: {e}")))?;
-                Ok(TrackRequest {
-                    tracker: request.clone(),
-                    reference: Reference::named(&gvk.group_kind(), &key),
-                })
-            })
-            .collect::<Result<Vec<_>, CaseError>>()?;
-        let applies = objects(&case.expect.applies, "expect.applies")?
-            .iter()
-            .zip(&case.expect.applies)
-            .map(|(o, body)| {
-                let (gvk, key) = identity(o).map_err(|e| error(&case.name, e))?;
-                Ok(ApplyRef {
-                    group: gvk.group,
-                    kind: gvk.kind,
-                    namespace: key.namespace,
-                    name: key.name,
-                    field_manager: Some(format!("dynrec-{}", definition.name)),
-                    body: body.clone(),
-                })
-            })
-            .collect::<Result<Vec<_>, CaseError>>()?;
-        let deletes = case
-            .expect
-            .deletes
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let (gvk, key) = reference(v)
-                    .map_err(|e| error(&case.name, format!("expect.deletes[{i}]: {e}")))?;
-                Ok(DeleteRef {
-                    group: gvk.group,
-                    kind: gvk.kind,
-                    namespace: key.namespace,
-                    name: key.name,
-                })
-            })
-            .collect::<Result<Vec<_>, CaseError>>()?;
-        let reactors = case.failures.iter().map(|f| failure(f).into()).collect();
-        let now = match &case.now {
-            Some(text) => Some(
-                text.parse::<Timestamp>()
-                    .map_err(|e| error(&case.name, format!("now: {e}")))?,
-            ),
-            None => None,
-        };
-        built.push(ReconcilerTestCase {
-            name: case.name.clone(),
-            skip: case.skip,
-            request,
-            now,
-            config: ExpectConfig {
-                given_api_resources: api_resources,
-                given_objects: given,
-                with_reactors: reactors,
-                expect_creates: objects(&case.expect.creates, "expect.creates")?,
-                expect_updates: objects(&case.expect.updates, "expect.updates")?,
-                expect_applies: applies,
-                expect_deletes: deletes,
-                expect_status_updates: objects(
-                    &case.expect.status_updates,
-                    "expect.statusUpdates",
-                )?,
-                expect_events: events,
-                expect_tracks: tracks,
-                ..Default::default()
-            },
-            should_err: case.expect.error,
-            ..Default::default()
-        });
-    }
-    Ok(super::TestSuite(built))
-}
-
-/// Runs `cases` against `definition`; the failures of every case, diffs included.
-pub async fn run_cases(
-    definition: Arc<CompiledDefinition>,
-    cases: &DefinitionCases,
-    source: &str,
-) -> Result<Result<(), super::Failures>, CaseError> {
-    let suite = suite(&definition, cases, source)?;
-    let inventory = Inventory::default();
-    Ok(suite
-        .try_run(move |_case, config| {
-            Box::new(root_reconciler(&definition, config, &inventory)) as Box<dyn RootReconciler>
-        })
-        .await)
-}
-
-fn object(value: &Value) -> Result<DynamicObject, String> {
+/// A given or expected object.
+pub(super) fn object(value: &Value) -> Result<DynamicObject, String> {
     serde_json::from_value(value.clone()).map_err(|e| format!("not an object: {e}"))
 }
 
 /// The kind and key an expected delete or track names: either the flat form
 /// `{apiVersion, kind, namespace, name}` or an object with `metadata.name` (and namespace).
-fn reference(value: &Value) -> Result<(Gvk, ObjectKey), String> {
+pub(super) fn reference(value: &Value) -> Result<(Gvk, ObjectKey), String> {
     let flat_name = value.get("name").and_then(Value::as_str);
     let named = match (flat_name, value.get("metadata")) {
         (Some(_), Some(_)) => {
@@ -360,19 +227,23 @@ fn reference(value: &Value) -> Result<(Gvk, ObjectKey), String> {
     identity(&object)
 }
 
-fn identity(object: &DynamicObject) -> Result<(Gvk, ObjectKey), String> {
+/// The kind and key of an object.
+pub(super) fn identity(object: &DynamicObject) -> Result<(Gvk, ObjectKey), String> {
     let gvk = Gvk::of(object).map_err(|e| e.to_string())?;
     let key = ObjectKey::of(object).map_err(|e| e.to_string())?;
     Ok((gvk, key))
 }
 
-fn failure(failure: &Failure) -> InduceFailure {
-    let mut induced = induce_failure(&failure.verb, &failure.kind);
-    if let Some(name) = &failure.name {
-        induced = induced.name(name);
+impl Failure {
+    /// The reactor that fails the request.
+    pub(super) fn induced(&self) -> InduceFailure {
+        let mut induced = induce_failure(&self.verb, &self.kind);
+        if let Some(name) = &self.name {
+            induced = induced.name(name);
+        }
+        if let Some(subresource) = &self.subresource {
+            induced = induced.subresource(subresource);
+        }
+        induced
     }
-    if let Some(subresource) = &failure.subresource {
-        induced = induced.subresource(subresource);
-    }
-    induced
 }

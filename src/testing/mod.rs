@@ -13,31 +13,39 @@
 
 pub mod assertion_tree;
 mod case;
+mod case_update;
 mod config;
 mod definition_cases;
+mod definition_run;
 mod diff;
+mod expectations;
 mod object_manager;
 mod objects;
 mod reactor;
 mod reconciler;
+mod recorded;
 mod recording;
 mod refs;
 mod stub;
 mod subreconciler;
+mod value_diff;
 mod webhook;
 
 pub use case::{Callback, Failures, StashedValue, TestCase, TestSuite, TestTable};
+pub use case_update::{ExpectAt, rewrite_expectations};
 pub use config::{ExpectConfig, StartedConfig};
 pub use definition_cases::{
-    CaseError, DefinitionCase, DefinitionCases, Expect, ExpectedEvent, Failure, RequestKey,
-    parse_cases, run_cases, suite,
+    CaseError, DefinitionCase, DefinitionCases, Expect, ExpectedEvent, Failure, RequestKey, Step,
+    parse_cases,
 };
+pub use definition_run::{Phase, expectations, run_case};
 pub use object_manager::{
     OBJECT_MANAGER_ACTUAL, OBJECT_MANAGER_DESIRED, OBJECT_MANAGER_RESULT, ObjectManagerHarness,
 };
 pub use objects::{TestObject, crd};
 pub use reactor::{Action, ApiStatus, InduceFailure, Reactor, induce_failure};
 pub use reconciler::{ReconcilerTestCase, ReconcilerTestSuite, ReconcilerTests, VerifyOutcome};
+pub use recorded::Recorded;
 pub use refs::{
     ApplyRef, DeleteCollectionRef, DeleteRef, Event, MERGE_PATCH, PatchRef, TrackRequest,
 };

@@ -40,7 +40,7 @@ pub(super) struct Observed {
 /// The shared state of one recording client.
 pub(super) struct Recording {
     observed: Mutex<Observed>,
-    reactors: Vec<Reactor>,
+    reactors: Mutex<Vec<Reactor>>,
     generated: AtomicU32,
     kinds: Mutex<HashMap<(String, String, String), String>>,
 }
@@ -67,7 +67,7 @@ impl Recording {
     pub(super) fn new(reactors: Vec<Reactor>) -> Arc<Self> {
         Arc::new(Self {
             observed: Mutex::default(),
-            reactors,
+            reactors: Mutex::new(reactors),
             generated: AtomicU32::new(0),
             kinds: Mutex::default(),
         })
@@ -76,6 +76,16 @@ impl Recording {
     /// What was observed so far.
     pub(super) fn observed(&self) -> Observed {
         self.observed.lock().clone()
+    }
+
+    /// What was observed so far, forgotten here (the next call starts afresh).
+    pub(super) fn take(&self) -> Observed {
+        std::mem::take(&mut *self.observed.lock())
+    }
+
+    /// Replaces the reactors (for the next requests).
+    pub(super) fn set_reactors(&self, reactors: Vec<Reactor>) {
+        *self.reactors.lock() = reactors;
     }
 
     /// A `kube::Client` whose requests pass through this recording to `router`.
@@ -154,7 +164,8 @@ impl Recording {
             body,
         };
         self.record(&action, parts, &query, bytes);
-        if let Some(status) = self.reactors.iter().find_map(|r| r.react(&action)) {
+        let reacted = self.reactors.lock().iter().find_map(|r| r.react(&action));
+        if let Some(status) = reacted {
             return Intercept::Fail(status);
         }
         match (verb, action.body) {

@@ -1,0 +1,216 @@
+//! Compares a case's `expect` with what a reconcile did ([`Recorded`]): each list in order
+//! and whole, each differing field on a line with its path, and each write the case does not
+//! list printed as YAML to paste under its key.
+
+use serde_json::{Value, json};
+
+use super::definition_cases::{Expect, reference};
+use super::diff::{Compare, normalized};
+use super::recorded::Recorded;
+use super::value_diff::{differences, flow, yaml_list};
+
+/// How two entries of a list differ: one line per differing field.
+type Differ<'a> = &'a dyn Fn(&Value, &Value) -> Vec<String>;
+
+/// A list compared: its key, one entry's name, the expected and recorded entries, and how
+/// an entry is compared.
+type Listed<'a> = (&'a str, &'a str, &'a [Value], &'a [Value], Differ<'a>);
+
+/// Every mismatch between `expect` and `recorded`.
+pub(super) fn compare(expect: &Expect, recorded: &Recorded) -> Vec<String> {
+    let mut failures = Vec::new();
+    let objects = |compare: Compare| {
+        move |e: &Value, a: &Value| {
+            let (e, a) = normalized(e, a, compare);
+            differences(&e, &a)
+        }
+    };
+    let exact = |e: &Value, a: &Value| differences(e, a);
+    let references = |e: &Value, a: &Value| match reference(e) {
+        Ok((gvk, key)) => {
+            let flat = |group: &str, kind: &str, ns: Option<&str>, name: &str| json!({"group": group, "kind": kind, "namespace": ns, "name": name});
+            let a_group = a["apiVersion"]
+                .as_str()
+                .and_then(|v| v.rsplit_once('/').map(|(g, _)| g))
+                .unwrap_or_default();
+            differences(
+                &flat(&gvk.group, &gvk.kind, key.namespace.as_deref(), &key.name),
+                &flat(
+                    a_group,
+                    a["kind"].as_str().unwrap_or_default(),
+                    a["namespace"].as_str(),
+                    a["name"].as_str().unwrap_or_default(),
+                ),
+            )
+        }
+        Err(err) => vec![err],
+    };
+    let events: Vec<Value> = expect
+        .events
+        .iter()
+        .map(|e| json!({"type": e.type_, "reason": e.reason, "message": e.message}))
+        .collect();
+    let lists: [Listed; 6] = [
+        (
+            "creates",
+            "create",
+            &expect.creates,
+            &recorded.creates,
+            &objects(Compare::Write),
+        ),
+        (
+            "updates",
+            "update",
+            &expect.updates,
+            &recorded.updates,
+            &objects(Compare::Write),
+        ),
+        (
+            "applies",
+            "apply",
+            &expect.applies,
+            &recorded.applies,
+            &exact,
+        ),
+        (
+            "deletes",
+            "delete",
+            &expect.deletes,
+            &recorded.deletes,
+            &references,
+        ),
+        (
+            "statusUpdates",
+            "status update",
+            &expect.status_updates,
+            &recorded.status_updates,
+            &objects(Compare::Status),
+        ),
+        ("events", "event", &events, &recorded.events, &exact),
+    ];
+    for (key, one, expected, actual, differ) in lists {
+        list(&mut failures, (key, one), expected, actual, differ);
+    }
+    tracks(&mut failures, &expect.tracks, &recorded.tracks);
+    error(&mut failures, expect.error, recorded);
+    failures
+}
+
+/// Compares one list pairwise, in order.
+fn list(
+    failures: &mut Vec<String>,
+    (key, one): (&str, &str),
+    expected: &[Value],
+    actual: &[Value],
+    differ: Differ,
+) {
+    for (i, e) in expected.iter().enumerate() {
+        match actual.get(i) {
+            None => failures.push(format!(
+                "expect.{key}[{i}] ({}): not made; the reconcile made {} {one}(s)",
+                title(e),
+                actual.len()
+            )),
+            Some(a) => {
+                let lines = differ(e, a);
+                if !lines.is_empty() {
+                    failures.push(format!(
+                        "expect.{key}[{i}] ({}) differs:\n{}",
+                        title(e),
+                        indent(&lines)
+                    ));
+                }
+            }
+        }
+    }
+    let extra = actual.get(expected.len()..).unwrap_or_default();
+    if !extra.is_empty() {
+        failures.push(format!(
+            "{} unexpected {one}(s); to expect them, add to expect.{key}:\n{}",
+            extra.len(),
+            yaml_list(extra, 2)
+        ));
+    }
+}
+
+/// Tracks are a set: each expected one must be held, and no other.
+fn tracks(failures: &mut Vec<String>, expected: &[Value], actual: &[Value]) {
+    let mut matched = vec![false; actual.len()];
+    for (i, e) in expected.iter().enumerate() {
+        let found = actual
+            .iter()
+            .position(|a| same_reference(e, a))
+            .inspect(|&j| matched[j] = true);
+        if found.is_none() {
+            failures.push(format!("expect.tracks[{i}] ({}): not tracked", title(e)));
+        }
+    }
+    let extra: Vec<Value> = actual
+        .iter()
+        .zip(&matched)
+        .filter(|(_, m)| !**m)
+        .map(|(a, _)| a.clone())
+        .collect();
+    if !extra.is_empty() {
+        failures.push(format!(
+            "{} unexpected track(s); to expect them, add to expect.tracks:\n{}",
+            extra.len(),
+            yaml_list(&extra, 2)
+        ));
+    }
+}
+
+fn same_reference(expected: &Value, actual: &Value) -> bool {
+    let (Ok(e), Ok(a)) = (reference(expected), reference(actual)) else {
+        return false;
+    };
+    e.0.group_kind() == a.0.group_kind() && e.1 == a.1
+}
+
+/// `error:` is whether the reconcile returned an error; a step's failure that the status
+/// write recorded is not one (reconciler.io's ResourceReconciler: the status change starts
+/// the next reconcile).
+fn error(failures: &mut Vec<String>, expected: bool, recorded: &Recorded) {
+    let warned = recorded.events.iter().any(|e| e["type"] == "Warning");
+    match (
+        expected,
+        &recorded.error_message,
+        recorded.status_updates.first(),
+    ) {
+        (true, None, Some(status)) if warned => failures.push(format!(
+            "expect.error: want an error, got none. The failure was written into the status \
+             (a condition) and a Warning event; after a successful status write the reconcile \
+             returns no error, the status change starts the next one. Expect the condition and \
+             the event instead, or fail the status write too: \
+             failures: [{{verb: update, kind: {}, subresource: status}}]",
+            flow(&status["kind"])
+        )),
+        (true, None, _) => failures.push("expect.error: want an error, got none".into()),
+        (false, Some(message), _) => failures.push(format!(
+            "expect.error: want none, got {message} (expect it with `error: true`)"
+        )),
+        _ => {}
+    }
+}
+
+/// `Kind namespace/name` of an expected or recorded entry, for headings.
+fn title(value: &Value) -> String {
+    let text = |v: &Value| v.as_str().map(str::to_string);
+    let kind = text(&value["kind"]).or_else(|| text(&value["reason"]));
+    let name = text(&value["metadata"]["name"]).or_else(|| text(&value["name"]));
+    let namespace = text(&value["metadata"]["namespace"]).or_else(|| text(&value["namespace"]));
+    match (kind, namespace, name) {
+        (Some(kind), Some(ns), Some(name)) => format!("{kind} {ns}/{name}"),
+        (Some(kind), None, Some(name)) => format!("{kind} {name}"),
+        (Some(kind), _, None) => kind,
+        _ => flow(value),
+    }
+}
+
+fn indent(lines: &[String]) -> String {
+    lines
+        .iter()
+        .map(|l| format!("  {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
