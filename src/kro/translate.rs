@@ -402,13 +402,20 @@ fn with_labels(
         .or_insert_with(|| json!({}))
         .as_object_mut()
         .ok_or_else(|| DefinitionError::new(format!("{at}.metadata"), "expected an object"))?;
-    let own = metadata
-        .entry("labels")
-        .or_insert_with(|| json!({}))
-        .as_object_mut()
-        .ok_or_else(|| {
-            DefinitionError::new(format!("{at}.metadata.labels"), "expected a map of labels")
-        })?;
+    let own = match metadata.entry("labels").or_insert_with(|| json!({})) {
+        Value::Object(own) => own,
+        // Labels computed by one expression (`${schema.spec.labels}`) are written as
+        // computed: a template cannot merge KRO's into them.
+        Value::String(text) if super::expressions::whole_expression(text).is_some() => {
+            return Ok(Value::Object(fields));
+        }
+        _ => {
+            return Err(DefinitionError::new(
+                format!("{at}.metadata.labels"),
+                "expected a map of labels, or one ${...} expression",
+            ));
+        }
+    };
     for (key, value) in labels {
         own.entry(key).or_insert(value);
     }
