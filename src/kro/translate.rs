@@ -206,12 +206,16 @@ fn schema_renames() -> Renames {
     Renames::from([("schema".to_owned(), "self".to_owned())])
 }
 
+/// Paths under a step (after its own path) and the RGD paths (after the resource's) they
+/// stand for.
+type StepOrigins = Vec<(&'static str, String)>;
+
 /// The step of one resource, and its paths (after the step's own) with theirs.
 fn resource_step(
     resource: &Resource,
     instance: &Instance,
     at: &str,
-) -> Result<(Step, Vec<(&'static str, String)>), DefinitionError> {
+) -> Result<(Step, StepOrigins), DefinitionError> {
     let id = resource.id.as_str();
     if RESERVED_IDS.contains(&id) {
         return Err(DefinitionError::new(
@@ -347,7 +351,7 @@ fn external_ref(id: &str, reference: &ExternalRef, renames: &Renames) -> Step {
     })
 }
 
-fn external_origins() -> Vec<(&'static str, String)> {
+fn external_origins() -> StepOrigins {
     vec![
         (".name", ".externalRef.metadata.name".to_owned()),
         (".namespace", ".externalRef.metadata.namespace".to_owned()),
@@ -474,7 +478,7 @@ fn instance_schema(spec: Value, mut status: Value) -> Value {
     if !status.is_object() {
         status = json!({});
     }
-    status.as_object_mut().map(|s| {
+    if let Some(s) = status.as_object_mut() {
         s.entry("state").or_insert(json!({"type": "string"}));
         s.entry("conditions")
             .or_insert(json!({"type": "array", "items": {
@@ -483,7 +487,7 @@ fn instance_schema(spec: Value, mut status: Value) -> Value {
                     "reason": {"type": "string"}, "message": {"type": "string"},
                     "lastTransitionTime": {"type": "string"},
                     "observedGeneration": {"type": "integer"}}}}));
-    });
+    }
     json!({"type": "object", "properties": {
         "apiVersion": {"type": "string"}, "kind": {"type": "string"},
         "metadata": {"type": "object"}, "spec": spec,
