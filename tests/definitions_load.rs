@@ -339,3 +339,15 @@ async fn a_kind_of_a_group_not_served_yet_is_a_warning() {
         ["example.org/v1/Gadget"]
     );
 }
+
+#[tokio::test]
+async fn plain_template_text_reads_no_binding_even_when_it_parses_as_cel() {
+    // `a-b.example.com` parses as CEL (`a - b.example.com`), but a template string without
+    // `${}` is text: the two steps do not read each other.
+    let text = definition(&format!(
+        "{}{}",
+        child("a", "", "{host: a-b.example.com}"),
+        child("b", "", "{host: a-b.example.com}")
+    ));
+    assert_eq!(errors_of(&text).await, "");
+}

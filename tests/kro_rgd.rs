@@ -512,3 +512,104 @@ spec:
     assert!(rgd["status"].get("topologicalOrder").is_none());
     running.stop().await;
 }
+
+#[tokio::test]
+async fn an_empty_graph_is_active_and_kros_random_library_names_children() {
+    let running = Running::start().await;
+    running
+        .apply(
+            r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: noop}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: NoOp
+    spec: {values: object | required=true}
+  resources: []
+"#,
+        )
+        .await
+        .unwrap();
+    running
+        .apply(
+            r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: seeded}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    group: test.kro.run
+    kind: Seeded
+    spec: {}
+  resources:
+  - id: cm
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${random.seededString(10, schema.metadata.name)}"}
+      data: {n: "${string(random.seededInt(0, 100, schema.metadata.name))}"}
+"#,
+        )
+        .await
+        .unwrap();
+    for name in ["noop", "seeded"] {
+        object_where(&running.rgds(), name, "the RGD to be Active", |rgd| {
+            rgd["status"]["state"] == "Active"
+        })
+        .await;
+    }
+    running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: NoOp\nmetadata: {name: n1, namespace: default}\nspec: {values: {any: [1, 2]}}")
+        .await
+        .unwrap();
+    let noops = running.api("kro.run/v1alpha1", "NoOp");
+    let noop = object_where(
+        &noops,
+        "n1",
+        "the empty graph's instance to be ACTIVE",
+        |i| i["status"]["state"] == "ACTIVE",
+    )
+    .await;
+    assert_eq!(noop["spec"]["values"], json!({"any": [1, 2]}));
+    running
+        .apply("apiVersion: test.kro.run/v1alpha1\nkind: Seeded\nmetadata: {name: s1, namespace: default}\nspec: {}")
+        .await
+        .unwrap();
+    let seeded = running.api("test.kro.run/v1alpha1", "Seeded");
+    object_where(&seeded, "s1", "the instance to be ACTIVE", |i| {
+        i["status"]["state"] == "ACTIVE"
+    })
+    .await;
+    let config_maps = running.api("v1", "ConfigMap");
+    let named: Vec<DynamicObject> = config_maps
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|c| {
+            c.metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key("kro.run/owned"))
+        })
+        .collect();
+    assert_eq!(named.len(), 1);
+    let name = named[0].metadata.name.clone().unwrap();
+    assert_eq!(name.len(), 10);
+    assert!(
+        name.bytes()
+            .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase()),
+        "{name}"
+    );
+    let n: i64 = named[0].data["data"]["n"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((0..100).contains(&n));
+    running.stop().await;
+}

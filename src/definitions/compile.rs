@@ -885,17 +885,16 @@ fn reads(step: &Step) -> BTreeSet<String> {
         Step::ChildSet(c) => {
             texts.extend(c.include_when.iter().cloned());
             texts.push(c.for_each.clone());
-            texts.push(c.item_id.clone());
             values.push(&c.template);
+            return names_with(texts, values, [&c.item_id]);
         }
         Step::Sync(s) => values.push(&s.status),
         Step::Ref(r) => {
-            texts.extend(r.name.iter().cloned());
-            texts.extend(r.namespace.iter().cloned());
-            texts.extend(
-                r.selector
-                    .iter()
-                    .flat_map(|s| s.match_labels.values().cloned()),
+            let labels = r.selector.iter().flat_map(|s| s.match_labels.values());
+            return names_with(
+                texts,
+                values,
+                r.name.iter().chain(&r.namespace).chain(labels),
             );
         }
         Step::If(i) => {
@@ -910,16 +909,41 @@ fn reads(step: &Step) -> BTreeSet<String> {
         }
         Step::Finalizer(f) => return f.steps.iter().flat_map(reads).collect(),
     }
+    names_with(texts, values, [])
+}
+
+/// The names read by conditions (`texts`, `${}` optional), template values and template
+/// strings (`${}` required: a plain string reads nothing, even one that would parse as
+/// CEL, like `web-app.example.com`).
+fn names_with<'a>(
+    texts: Vec<String>,
+    values: Vec<&Value>,
+    templates: impl IntoIterator<Item = &'a String>,
+) -> BTreeSet<String> {
     let mut names: BTreeSet<String> = texts.iter().flat_map(|t| names_in_text(t)).collect();
+    names.extend(templates.into_iter().flat_map(|t| names_in_template(t)));
     for value in values {
         collect_value_names(value, &mut names);
     }
     names
 }
 
+/// The free names of the `${}` expressions of a template string.
+fn names_in_template(text: &str) -> Vec<String> {
+    Text::parse(text, "")
+        .map(|parsed| {
+            parsed
+                .expressions()
+                .iter()
+                .flat_map(|e| e.variables())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn collect_value_names(value: &Value, names: &mut BTreeSet<String>) {
     match value {
-        Value::String(s) => names.extend(names_in_text(s)),
+        Value::String(s) => names.extend(names_in_template(s)),
         Value::Array(items) => items.iter().for_each(|v| collect_value_names(v, names)),
         Value::Object(fields) => fields.values().for_each(|v| collect_value_names(v, names)),
         _ => {}

@@ -48,8 +48,11 @@ pub struct ResourceGraphDefinitions {
     definitions: Definitions,
     config: Config,
     /// The generation each running RGD was started at.
-    running: Arc<Mutex<BTreeMap<String, (Option<i64>, Arc<CompiledDefinition>)>>>,
+    running: Arc<Mutex<BTreeMap<String, Started>>>,
 }
+
+/// A running RGD: the generation it was started at, and its compiled definition.
+type Started = (Option<i64>, Arc<CompiledDefinition>);
 
 impl ResourceGraphDefinitions {
     /// RGDs started through `definitions`; `config` is the controller's own.

@@ -14,7 +14,7 @@ use tracing::info;
 
 use super::translate::{FINALIZER, OWNED_LABEL, RGD_NAME_LABEL};
 use crate::client::ListOptions;
-use crate::object::{Gvk, ObjectKey};
+use crate::object::{ConditionError, ConditionSet, Gvk, ObjectKey};
 use crate::reconcilers::{
     Context, Draft, Outcome, ReconcileError, ReconcileResult, Setup, SubReconciler,
     ValidationError, clear_finalizer,
@@ -174,6 +174,11 @@ impl SubReconciler for KroInstance {
             return Outcome::err(error);
         }
         let outcome = self.inner.reconcile(ctx, instance).await;
+        if outcome.is_ok()
+            && let Err(error) = ready_without_resources(ctx, instance)
+        {
+            return Outcome::err(ReconcileError::from_error(error));
+        }
         let generation = instance.metadata.generation;
         let status = &mut instance.to_mut().data["status"];
         if !status.is_object() {
@@ -194,4 +199,20 @@ impl SubReconciler for KroInstance {
         }
         outcome
     }
+}
+
+/// Marks `Ready` on an instance whose graph sets no other condition (no resources): as in
+/// KRO, an empty graph is ready once reconciled.
+fn ready_without_resources(ctx: &Context, instance: &mut Draft) -> Result<(), ConditionError> {
+    let others = instance.data["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] != "Ready");
+    if others {
+        return Ok(());
+    }
+    ConditionSet::living(&[])
+        .manage(instance, ctx.now())
+        .mark_true("Ready", "Ready", "")
 }

@@ -206,12 +206,16 @@ fn schema_renames() -> Renames {
     Renames::from([("schema".to_owned(), "self".to_owned())])
 }
 
+/// Paths under a step (after its own path) and the RGD paths (after the resource's) they
+/// stand for.
+type StepOrigins = Vec<(&'static str, String)>;
+
 /// The step of one resource, and its paths (after the step's own) with theirs.
 fn resource_step(
     resource: &Resource,
     instance: &Instance,
     at: &str,
-) -> Result<(Step, Vec<(&'static str, String)>), DefinitionError> {
+) -> Result<(Step, StepOrigins), DefinitionError> {
     let id = resource.id.as_str();
     if RESERVED_IDS.contains(&id) {
         return Err(DefinitionError::new(
@@ -347,7 +351,7 @@ fn external_ref(id: &str, reference: &ExternalRef, renames: &Renames) -> Step {
     })
 }
 
-fn external_origins() -> Vec<(&'static str, String)> {
+fn external_origins() -> StepOrigins {
     vec![
         (".name", ".externalRef.metadata.name".to_owned()),
         (".namespace", ".externalRef.metadata.namespace".to_owned()),
@@ -402,13 +406,20 @@ fn with_labels(
         .or_insert_with(|| json!({}))
         .as_object_mut()
         .ok_or_else(|| DefinitionError::new(format!("{at}.metadata"), "expected an object"))?;
-    let own = metadata
-        .entry("labels")
-        .or_insert_with(|| json!({}))
-        .as_object_mut()
-        .ok_or_else(|| {
-            DefinitionError::new(format!("{at}.metadata.labels"), "expected a map of labels")
-        })?;
+    let own = match metadata.entry("labels").or_insert_with(|| json!({})) {
+        Value::Object(own) => own,
+        // Labels computed by one expression (`${schema.spec.labels}`) are written as
+        // computed: a template cannot merge KRO's into them.
+        Value::String(text) if super::expressions::whole_expression(text).is_some() => {
+            return Ok(Value::Object(fields));
+        }
+        _ => {
+            return Err(DefinitionError::new(
+                format!("{at}.metadata.labels"),
+                "expected a map of labels, or one ${...} expression",
+            ));
+        }
+    };
     for (key, value) in labels {
         own.entry(key).or_insert(value);
     }
@@ -467,7 +478,7 @@ fn instance_schema(spec: Value, mut status: Value) -> Value {
     if !status.is_object() {
         status = json!({});
     }
-    status.as_object_mut().map(|s| {
+    if let Some(s) = status.as_object_mut() {
         s.entry("state").or_insert(json!({"type": "string"}));
         s.entry("conditions")
             .or_insert(json!({"type": "array", "items": {
@@ -476,7 +487,7 @@ fn instance_schema(spec: Value, mut status: Value) -> Value {
                     "reason": {"type": "string"}, "message": {"type": "string"},
                     "lastTransitionTime": {"type": "string"},
                     "observedGeneration": {"type": "integer"}}}}));
-    });
+    }
     json!({"type": "object", "properties": {
         "apiVersion": {"type": "string"}, "kind": {"type": "string"},
         "metadata": {"type": "object"}, "spec": spec,
