@@ -33,8 +33,9 @@
 
 pub mod client;
 pub mod definitions;
+/// KRO's ResourceGraphDefinitions, a definition format of their own (see [`definitions::kro`]).
+pub use definitions::kro;
 pub mod ducks;
-pub mod kro;
 pub mod object;
 pub mod rbac;
 pub mod reconcilers;

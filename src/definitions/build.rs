@@ -21,7 +21,7 @@ use super::compile::{
 use super::expr::{Bindings, json_type};
 use super::model::ManagerKind;
 use crate::client::ListOptions;
-use crate::kro::{ChildGroup, KroInstance};
+use crate::definitions::kro::{ChildGroup, KroInstance};
 use crate::object::{ConditionSet, Gvk, ObjectKey};
 use crate::reconcilers::{
     ApplyingObjectManager, ChildReconciler, ChildSetReconciler, ChildSetResult, Config, Context,

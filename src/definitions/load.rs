@@ -33,13 +33,13 @@ impl Loaded {
 
     /// An error of this definition at its place in what was written, and its source.
     pub fn locate(&self, error: DefinitionError) -> DefinitionError {
-        crate::kro::locate(error, &self.origins).in_source(&self.source)
+        crate::definitions::kro::locate(error, &self.origins).in_source(&self.source)
     }
 }
 
 /// Whether a document is a KRO ResourceGraphDefinition.
 fn is_rgd(document: &Value) -> bool {
-    document["kind"].as_str() == Some(crate::kro::KIND)
+    document["kind"].as_str() == Some(crate::definitions::kro::KIND)
         && document["apiVersion"]
             .as_str()
             .is_some_and(|v| v.starts_with("kro.run/"))
@@ -50,8 +50,8 @@ pub fn parse_rgd_value(value: Value, source: &str) -> Result<Loaded, DefinitionE
     let in_source = |DefinitionErrors(errors): DefinitionErrors| {
         DefinitionErrors(errors.into_iter().map(|e| e.in_source(source)).collect())
     };
-    let rgd = crate::kro::parse_rgd(value).map_err(|e| in_source(e.into()))?;
-    let translated = crate::kro::translate(&rgd).map_err(in_source)?;
+    let rgd = crate::definitions::kro::parse_rgd(value).map_err(|e| in_source(e.into()))?;
+    let translated = crate::definitions::kro::translate(&rgd).map_err(in_source)?;
     Ok(Loaded {
         source: source.to_owned(),
         definition: translated.definition,

@@ -18,6 +18,7 @@ mod compile;
 mod crd;
 mod error;
 mod expr;
+pub mod kro;
 mod load;
 mod model;
 mod plan;

@@ -203,7 +203,7 @@ impl Definitions {
         })?;
         compiled.warnings = std::mem::take(&mut compiled.warnings)
             .into_iter()
-            .map(|w| crate::kro::locate(w, &loaded.origins))
+            .map(|w| crate::definitions::kro::locate(w, &loaded.origins))
             .collect();
         Ok(compiled)
     }
