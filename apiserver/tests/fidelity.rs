@@ -180,6 +180,15 @@ async fn componentstatuses_report_the_store_healthy_and_the_absent_controllers_n
     assert_eq!(rows[1], json!(["etcd-0", "Healthy", "ok", ""]));
     let one = get_table(&client, "/api/v1/componentstatuses/scheduler").await;
     assert_eq!(one["rows"][0]["cells"][1], "Unhealthy");
+    let request = http::Request::get("/api/v1/componentstatuses")
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let (code, warnings) = send_for_warnings(&client, request).await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        warnings,
+        [r#"299 - "v1 ComponentStatus is deprecated in v1.19+""#]
+    );
 }
 
 #[tokio::test]

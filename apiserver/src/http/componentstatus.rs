@@ -85,8 +85,18 @@ fn columns() -> Vec<table::Column> {
     ])
 }
 
-/// Answers a get (`name`) or a list of componentstatuses in the representation asked for.
+/// The warning kube-apiserver sends with every componentstatuses request (the type is marked
+/// deprecated since 1.19), which kubectl prints.
+const DEPRECATED: &str = "v1 ComponentStatus is deprecated in v1.19+";
+
+/// Answers a get (`name`) or a list of componentstatuses in the representation asked for,
+/// with kube's deprecation warning.
 pub(super) fn serve(call: &Call, name: Option<&str>) -> ApiResult<Response<Body>> {
+    let response = respond_to(call, name)?;
+    Ok(respond::warn(response, &[DEPRECATED.to_string()]))
+}
+
+fn respond_to(call: &Call, name: Option<&str>) -> ApiResult<Response<Body>> {
     let objects = match name {
         Some(name) => vec![get(name)?],
         None => all(),
