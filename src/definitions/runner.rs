@@ -230,7 +230,7 @@ impl Definitions {
         // The parent's CRD is in place while the definition waits for the others.
         if !compiled.not_served.is_empty() {
             return Err(StartError::KindNotServed {
-                origin: loaded.source.clone(),
+                origin: published::source_of(loaded),
                 kinds: compiled.not_served.iter().cloned().collect(),
             });
         }

@@ -203,7 +203,7 @@ fn go_float(value: f64) -> String {
     let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
     let sign = if value < 0.0 { "-" } else { "" };
     // The shortest form decides on %e as if the precision were 6.
-    if exponent < -4 || exponent >= 6 {
+    if !(-4..6).contains(&exponent) {
         let (first, rest) = digits.split_at(1);
         let fraction = match rest.is_empty() {
             true => String::new(),

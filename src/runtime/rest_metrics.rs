@@ -88,3 +88,51 @@ pub(super) fn instrument(client: kube::Client, host: String) -> kube::Client {
     });
     kube::Client::new(service, namespace)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use parking_lot::Mutex;
+
+    use super::*;
+    use crate::client::{Client, Identity};
+
+    /// A `kube::Client` answering every request 200, recording the user each impersonates.
+    fn answering(users: Arc<Mutex<Vec<String>>>) -> kube::Client {
+        let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+            let users = users.clone();
+            async move {
+                let user = request.headers().get("Impersonate-User");
+                users
+                    .lock()
+                    .push(user.and_then(|u| u.to_str().ok()).unwrap_or("").to_owned());
+                let body = kube::client::Body::from(br#"{"major":"1","minor":"32"}"#.to_vec());
+                Ok::<_, std::convert::Infallible>(http::Response::new(body))
+            }
+        });
+        kube::Client::new(service, "default")
+    }
+
+    #[tokio::test]
+    async fn requests_of_impersonating_clients_are_counted_too() {
+        let users = Arc::new(Mutex::new(Vec::new()));
+        let host = "impersonation.test:443";
+        let client = Client::new(instrument(answering(users.clone()), host.to_owned()));
+        let tenant = client.acting_as(Identity::service_account("team-a", "deployer"));
+        client.kube().apiserver_version().await.unwrap();
+        tenant.kube().apiserver_version().await.unwrap();
+        assert_eq!(
+            *users.lock(),
+            ["", "system:serviceaccount:team-a:deployer"],
+            "one request as dynrec, one impersonating"
+        );
+        let text = crate::runtime::Metrics::new().render().unwrap();
+        let counted =
+            format!(r#"rest_client_requests_total{{code="200",host="{host}",method="GET"}} 2"#);
+        assert!(
+            text.lines().any(|line| line == counted),
+            "{counted} in:\n{text}"
+        );
+    }
+}
