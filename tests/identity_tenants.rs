@@ -563,6 +563,15 @@ async fn the_roles_printed_per_definition_are_all_each_account_needs() {
             .iter()
             .any(impersonates)
     );
+    // dynrec itself opens the one watch of each kind the definitions use.
+    for group in ["team-a.example.com", "team-b.example.com"] {
+        let watch =
+            json!({"apiGroups": [group], "resources": ["sites"], "verbs": ["list", "watch"]});
+        assert!(
+            dynrec_role["rules"].as_array().unwrap().contains(&watch),
+            "{dynrec_role}"
+        );
+    }
     for team in ["team-a", "team-b"] {
         let name = format!("dynrec-impersonate-{team}-sites");
         let role = printed

@@ -108,6 +108,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     for (controller, needs) in manager.handle().permissions_by_controller() {
         match accounts.get(&controller).filter(|_| args.per_definition) {
             Some(grant) => {
+                permissions.extend(shared_watches(&needs));
                 let needs: Vec<Permission> = needs.into_iter().chain(grant.crd.clone()).collect();
                 grants.push((grant.clone(), needs));
             }
@@ -137,6 +138,20 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What dynrec's own identity needs of a definition acting as an account: `list` and
+/// `watch` of every kind it watches, cluster-wide — dynrec keeps one watch per kind for
+/// every definition, while each reads and writes as its account.
+fn shared_watches(needs: &[Permission]) -> Vec<Permission> {
+    needs
+        .iter()
+        .filter(|p| p.subresource.is_empty() && p.verbs.iter().any(|v| v == "watch"))
+        .map(|p| {
+            let by = format!("{} (the shared watch, opened as dynrec)", p.by);
+            Permission::new(&p.gvk, "", &["list", "watch"], by)
+        })
+        .collect()
 }
 
 /// The plurals kinds are served under, and which kinds are namespaced.
