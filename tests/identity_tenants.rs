@@ -552,14 +552,47 @@ fn printed(args: &[&str]) -> Vec<Value> {
 async fn the_roles_printed_per_definition_are_all_each_account_needs() {
     let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/multi-tenancy");
     let printed = printed(&["-f", examples, "--per-definition"]);
+    // dynrec may impersonate each account (and see that it exists) by a Role in the
+    // account's namespace, not by its ClusterRole (every `reconciler` everywhere).
+    let impersonates = |rule: &Value| rule["verbs"].to_string().contains("impersonate");
     let dynrec_role = &printed[0];
-    let impersonate = dynrec_role["rules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|rule| rule["verbs"] == json!(["get", "impersonate"]))
-        .expect("dynrec may impersonate the accounts (and see that they exist)");
-    assert_eq!(impersonate["resourceNames"], json!(["reconciler"]));
+    assert!(
+        !dynrec_role["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(impersonates)
+    );
+    // dynrec itself opens the one watch of each kind the definitions use.
+    for group in ["team-a.example.com", "team-b.example.com"] {
+        let watch =
+            json!({"apiGroups": [group], "resources": ["sites"], "verbs": ["list", "watch"]});
+        assert!(
+            dynrec_role["rules"].as_array().unwrap().contains(&watch),
+            "{dynrec_role}"
+        );
+    }
+    for team in ["team-a", "team-b"] {
+        let name = format!("dynrec-impersonate-{team}-sites");
+        let role = printed
+            .iter()
+            .find(|o| o["kind"] == "Role" && o["metadata"]["name"] == name.as_str())
+            .unwrap_or_else(|| panic!("no Role {name}"));
+        assert_eq!(role["metadata"]["namespace"], team);
+        assert_eq!(
+            role["rules"],
+            json!([{"apiGroups": [""], "resources": ["serviceaccounts"],
+                "resourceNames": ["reconciler"], "verbs": ["get", "impersonate"]}])
+        );
+        let binding = printed
+            .iter()
+            .find(|o| o["kind"] == "RoleBinding" && o["metadata"]["name"] == name.as_str())
+            .unwrap();
+        assert_eq!(
+            binding["subjects"],
+            json!([{"kind": "ServiceAccount", "name": "dynrec", "namespace": "dynrec-system"}])
+        );
+    }
 
     let cluster = Cluster::start().await;
     let admin = &cluster.admin;
