@@ -1,6 +1,7 @@
 //! Command-line interface of the `dynrec` binary.
 
 mod apiserver;
+mod convert;
 mod definitions;
 mod ducks;
 mod plan;
@@ -39,17 +40,22 @@ enum Command {
     /// Print the least-privilege ClusterRole (or Role) the controllers need, each rule
     /// naming the reconcilers that need it.
     Rbac(rbac::Args),
+    /// Print the ReconcilerDefinition another format's controller runs as (`convert kro
+    /// FILE...` for KRO ResourceGraphDefinitions), with comments where semantics differ.
+    Convert(convert::Args),
 }
 
 /// Parses the command line, runs the command, and reports errors.
 pub fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    // plan, ducks and rbac print their results; their logs are only warnings unless asked
+    // plan, ducks, rbac and convert print their results; their logs are only warnings unless asked
     // for. test prints each case's result: the logs of the reconciles under test (a failing
     // step logs an ERROR even in a passing case) show only with -v or --log-level.
     let default_level = match cli.command {
         Command::Test(_) => LevelFilter::OFF,
-        Command::Plan(_) | Command::Ducks(_) | Command::Rbac(_) => LevelFilter::WARN,
+        Command::Plan(_) | Command::Ducks(_) | Command::Rbac(_) | Command::Convert(_) => {
+            LevelFilter::WARN
+        }
         _ => LevelFilter::INFO,
     };
     cli.logs.init(default_level);
@@ -70,6 +76,7 @@ pub fn main() -> std::process::ExitCode {
             Command::Test(args) => test::run(args).await,
             Command::Ducks(args) => ducks::run(args).await,
             Command::Rbac(args) => rbac::run(args).await,
+            Command::Convert(args) => convert::run(args),
         }
     });
     match result {

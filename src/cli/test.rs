@@ -81,7 +81,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             } else if args.update {
                 tally.updated += 1;
                 let labels: Vec<&str> = failing.iter().map(|(_, p)| p.label.as_str()).collect();
-                updated.push(format!("updated {source}: {} ({})", case.name, labels.join(", ")));
+                updated.push(format!(
+                    "updated {source}: {} ({})",
+                    case.name,
+                    labels.join(", ")
+                ));
                 for (phase, failed) in failing {
                     let step = phase.checked_sub(1);
                     updates.push((ExpectAt { case: index, step }, failed.recorded));

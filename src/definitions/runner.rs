@@ -27,7 +27,10 @@ use crate::reconcilers::{
     Config, Context, Draft, Outcome, Permission, ReconcileError, ReconcileResult,
     ResourceReconciler, RootReconciler, SyncReconciler, WithFinalizer,
 };
-use crate::runtime::{ControllerHandle, Manager, ManagerError, missing, summarize};
+use crate::runtime::{
+    ControllerHandle, FALLBACK_RECHECK, Manager, ManagerError, RbacChanges, absent_account,
+    missing, summarize,
+};
 
 /// The finalizer that keeps an in-cluster definition until its controller has stopped.
 pub const FINALIZER: &str = "dynrec.dev/controller";
@@ -36,9 +39,6 @@ const FIELD_MANAGER: &str = "dynrec";
 /// How often an in-cluster definition's instance count is refreshed (status is written only
 /// when it changed).
 const STATUS_REFRESH: Duration = Duration::from_secs(5);
-/// How often the permissions of a definition that had them all are checked again (one
-/// missing any is checked at every status refresh).
-const PERMISSIONS_RECHECK: Duration = Duration::from_secs(60);
 /// The conditions of an in-cluster definition (`Ready` follows them).
 const DEFINITION_CONDITIONS: [&str; 2] = ["Compiled", "PermissionsReady"];
 
@@ -57,8 +57,28 @@ struct Running {
     permissions: Vec<Permission>,
 }
 
-/// The last check of a definition's permissions: when, and the refused verbs.
-type PermissionsCheck = (Instant, Vec<String>);
+/// The last check of a definition's permissions.
+#[derive(Clone)]
+struct PermissionsCheck {
+    /// When it was made.
+    at: Instant,
+    /// The count of RBAC changes then (see [`RbacChanges::count`]).
+    rbac_count: u64,
+    /// The refused verbs, a line each.
+    refused: Vec<String>,
+}
+
+impl PermissionsCheck {
+    /// Whether its answer still holds: no RBAC change since, and asked less than the
+    /// fallback poll ago (for a missing permission, less than [`RbacChanges::recheck_after`]).
+    fn holds(&self, rbac: &RbacChanges) -> bool {
+        let poll = match self.refused.is_empty() {
+            true => FALLBACK_RECHECK,
+            false => rbac.recheck_after(),
+        };
+        self.rbac_count == rbac.count() && self.at.elapsed() < poll
+    }
+}
 
 /// Who definitions act as when they name no ServiceAccount (the lockdown switches of
 /// `dynrec run`).
@@ -79,6 +99,8 @@ pub struct Definitions {
     inventories: Arc<Mutex<BTreeMap<String, Inventory>>>,
     identities: IdentityPolicy,
     checks: Arc<Mutex<BTreeMap<String, PermissionsCheck>>>,
+    /// The RBAC changes that make the checks stale.
+    rbac: RbacChanges,
     /// Whether every definition is compiled as with `spec.strict: true`.
     strict: bool,
 }
@@ -129,6 +151,7 @@ impl Definitions {
             strict: false,
             identities: IdentityPolicy::default(),
             checks: Arc::default(),
+            rbac: manager.rbac_changes(),
         }
     }
 
@@ -172,14 +195,14 @@ impl Definitions {
             .await;
         let mut definition = loaded.definition.clone();
         definition.spec.strict |= self.strict;
-        compile(&definition, &schemas).map_err(|DefinitionErrors(errors)| {
-            DefinitionErrors(
-                errors
-                    .into_iter()
-                    .map(|e| e.in_source(&loaded.source))
-                    .collect(),
-            )
-        })
+        let mut compiled = compile(&definition, &schemas).map_err(|DefinitionErrors(errors)| {
+            DefinitionErrors(errors.into_iter().map(|e| loaded.locate(e)).collect())
+        })?;
+        compiled.warnings = std::mem::take(&mut compiled.warnings)
+            .into_iter()
+            .map(|w| crate::kro::locate(w, &loaded.origins))
+            .collect();
+        Ok(compiled)
     }
 
     /// Compiles `loaded`, installs its parent CRD if it defines one, and starts (or swaps in)
@@ -392,9 +415,8 @@ impl Definitions {
             }
             Some((running, compiled, None)) if running == generation => Some(compiled),
             previous => {
-                let loaded = parse_value(cluster_json(object)).map(|definition| Loaded {
-                    source: format!("ReconcilerDefinition {name}"),
-                    definition,
+                let loaded = parse_value(cluster_json(object)).map(|definition| {
+                    Loaded::new(format!("ReconcilerDefinition {name}"), definition)
                 });
                 let started = match loaded {
                     Ok(loaded) => self.start(&loaded).await.map_err(|e| refusal(&e)),
@@ -493,12 +515,14 @@ impl Definitions {
 
     /// The `PermissionsReady` condition of a running definition — reason, message, and
     /// whether every permission its steps need is granted (`None` when it cannot be
-    /// asked) — from a check made now, unless the last one granted everything less than
-    /// [`PERMISSIONS_RECHECK`] ago.
+    /// asked) — from a check made now, unless the last one still holds (see
+    /// [`PermissionsCheck::holds`]). A ServiceAccount that does not exist is said first.
     async fn permissions_condition(&self, name: &str) -> (&'static str, String, Option<bool>) {
-        let fresh = self.checks.lock().get(name).and_then(|(at, refused)| {
-            (refused.is_empty() && at.elapsed() < PERMISSIONS_RECHECK).then(|| refused.clone())
-        });
+        let fresh = self
+            .checks
+            .lock()
+            .get(name)
+            .and_then(|check| check.holds(&self.rbac).then(|| check.refused.clone()));
         let refused = match fresh {
             Some(refused) => refused,
             None => {
@@ -508,6 +532,15 @@ impl Definitions {
                 }) else {
                     return ("NotRunning", String::new(), None);
                 };
+                if let Some(absent) = absent_account(&client).await {
+                    self.checks.lock().remove(name);
+                    return (
+                        "ServiceAccountNotFound",
+                        format!("{absent}; the controller starts once it is created"),
+                        Some(false),
+                    );
+                }
+                let rbac_count = self.rbac.count();
                 let namespaced = client.resolve(&kind).await.is_ok_and(|r| r.namespaced);
                 let refused = match missing(&client, &permissions, namespaced).await {
                     Ok(refused) => summarize(&refused),
@@ -519,9 +552,13 @@ impl Definitions {
                         );
                     }
                 };
-                let checked = (Instant::now(), refused);
-                self.checks.lock().insert(name.to_owned(), checked.clone());
-                checked.1
+                let check = PermissionsCheck {
+                    at: Instant::now(),
+                    rbac_count,
+                    refused,
+                };
+                self.checks.lock().insert(name.to_owned(), check.clone());
+                check.refused
             }
         };
         let who = self

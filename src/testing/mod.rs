@@ -11,6 +11,7 @@
 //! takes the next one; and the tracker can only confirm expected tracks, not list
 //! unexpected ones.
 
+pub mod assertion_tree;
 mod case;
 mod case_update;
 mod config;
@@ -34,8 +35,7 @@ pub use case::{Callback, Failures, StashedValue, TestCase, TestSuite, TestTable}
 pub use case_update::{ExpectAt, rewrite_expectations};
 pub use config::{ExpectConfig, StartedConfig};
 pub use definition_cases::{
-    CaseError, DefinitionCase, DefinitionCases, Expect, ExpectedEvent, Failure, RequestKey, Step,
-    parse_cases,
+    CaseError, DefinitionCase, DefinitionCases, Expect, Failure, RequestKey, Step, parse_cases,
 };
 pub use definition_run::{Phase, expectations, run_case};
 pub use object_manager::{
