@@ -69,7 +69,7 @@ fn missing_extra_and_wrong_writes_each_say_what_and_where_in_yaml() {
         "cases.yaml",
         &[
             ("missing", &missing),
-            ("extra", "  expect: {}\n"),
+            ("extra", "  expect: {exact: true}\n"),
             ("wrong", &wrong),
         ],
     );
@@ -104,6 +104,37 @@ fn missing_extra_and_wrong_writes_each_say_what_and_where_in_yaml() {
         );
     }
     assert!(stdout.ends_with("0 passed, 3 failed\n"), "{}", text(&out));
+}
+
+#[test]
+fn an_expectation_is_a_subset_of_the_write_unless_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let subset = "  expect:\n    creates:\n    - {apiVersion: v1, kind: ConfigMap, data: {greeting: hi, (to_number(size) >= `1`): true}}\n";
+    let wrong = "  expect:\n    creates:\n    - {apiVersion: v1, kind: ConfigMap, data: {greeting: hello}}\n";
+    let exact = "  expect:\n    exact: true\n    creates:\n    - {apiVersion: v1, kind: ConfigMap, data: {greeting: hi, size: \"1\"}}\n";
+    let path = write_cases(
+        dir.path(),
+        "cases.yaml",
+        &[("subset", subset), ("wrong", wrong), ("exact", exact)],
+    );
+    let out = test_widgets(&path, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stdout = stdout(&out);
+    assert!(stdout.contains("ok    "), "{}", text(&out));
+    assert!(
+        stdout.contains("FAIL  ") && stdout.contains(": wrong\n  reconcile:\n    expect.creates[0] (ConfigMap) differs:\n      data.greeting: want hello, got hi\n"),
+        "{}",
+        text(&out)
+    );
+    // Exact: the metadata the expectation leaves out differs, and the unlisted events and
+    // status update are unexpected.
+    assert!(stdout.contains(": exact\n  reconcile:\n    expect.creates[0] (ConfigMap) differs:\n      metadata: not expected"), "{}", text(&out));
+    assert!(
+        stdout.contains("1 unexpected status update(s)"),
+        "{}",
+        text(&out)
+    );
+    assert!(stdout.ends_with("1 passed, 2 failed\n"), "{}", text(&out));
 }
 
 #[test]

@@ -48,7 +48,7 @@ enum Command {
 /// Parses the command line, runs the command, and reports errors.
 pub fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    // plan, ducks and rbac print their results; their logs are only warnings unless asked
+    // plan, ducks, rbac and convert print their results; their logs are only warnings unless asked
     // for. test prints each case's result: the logs of the reconciles under test (a failing
     // step logs an ERROR even in a passing case) show only with -v or --log-level.
     let default_level = match cli.command {

@@ -170,12 +170,16 @@ fn expect_block(
     recorded: &Recorded,
 ) -> Vec<String> {
     let pad = " ".repeat(indent);
-    let comments = old_comments(lines, item, indent);
+    let comments = old_comments(lines, item.clone(), indent);
     let yaml = serde_saphyr::to_string(recorded).unwrap_or_default();
     if yaml.trim().is_empty() || yaml.trim() == "{}" {
-        return vec![format!("{pad}expect: {{}}")];
+        return match exact_line(lines, item, indent) {
+            Some(exact) => vec![format!("{pad}expect:"), exact],
+            None => vec![format!("{pad}expect: {{}}")],
+        };
     }
     let mut block = vec![format!("{pad}expect:")];
+    block.extend(exact_line(lines, item, indent));
     for line in yaml.lines() {
         let top_key = !line.starts_with([' ', '-']) && line.contains(':');
         if top_key {
@@ -187,6 +191,13 @@ fn expect_block(
         block.push(format!("{pad}  {line}"));
     }
     block
+}
+
+/// The old `expect:` block's `exact:` line, kept: it says how the block is compared.
+fn exact_line(lines: &[String], item: Range<usize>, indent: usize) -> Option<String> {
+    let start = key_line(lines, item, indent, "expect")?;
+    let end = block_end(lines, start, indent);
+    key_line(lines, start + 1..end, indent + 2, "exact").map(|i| lines[i].clone())
 }
 
 /// The comment lines directly above each key of the old `expect:` block, by key.
@@ -224,6 +235,7 @@ cases:
 - name: one   # first
   given: [{kind: Widget}]
   expect:
+    exact: true
     # the ConfigMap
     creates:
     - {kind: ConfigMap, data: {a: b}}
@@ -283,6 +295,7 @@ cases:
 - name: one   # first
   given: [{kind: Widget}]
   expect:
+    exact: true
     # the ConfigMap
     creates:
     - kind: ConfigMap

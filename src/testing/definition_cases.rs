@@ -130,47 +130,39 @@ pub struct Failure {
     pub subresource: Option<String>,
 }
 
-/// What a case expects.
+/// What a case expects. A list left out is not checked, unless `exact` is set (then it
+/// means none); a list given is compared whole and in order.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Expect {
+    /// Each entry compared whole (as the Rust harness compares), every list left out
+    /// meaning none; otherwise each entry is an assertion tree (a subset of the write).
+    #[serde(default)]
+    pub exact: bool,
     /// Created objects, in order.
     #[serde(default)]
-    pub creates: Vec<Value>,
+    pub creates: Option<Vec<Value>>,
     /// Updated objects, in order.
     #[serde(default)]
-    pub updates: Vec<Value>,
+    pub updates: Option<Vec<Value>>,
     /// Applied bodies, in order.
     #[serde(default)]
-    pub applies: Vec<Value>,
+    pub applies: Option<Vec<Value>>,
     /// Deleted objects (`apiVersion`, `kind`, `namespace`, `name`), in order.
     #[serde(default)]
-    pub deletes: Vec<Value>,
+    pub deletes: Option<Vec<Value>>,
     /// Status updates (only status is compared), in order.
     #[serde(default)]
-    pub status_updates: Vec<Value>,
-    /// Events about the reconciled object, in order.
+    pub status_updates: Option<Vec<Value>>,
+    /// Events, in order.
     #[serde(default)]
-    pub events: Vec<ExpectedEvent>,
+    pub events: Option<Vec<Value>>,
     /// Objects the reconciled object tracks.
     #[serde(default)]
-    pub tracks: Vec<Value>,
+    pub tracks: Option<Vec<Value>>,
     /// Whether the reconcile fails.
     #[serde(default)]
     pub error: bool,
-}
-
-/// An expected event.
-#[derive(Clone, Debug, Deserialize, serde::Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ExpectedEvent {
-    /// `Normal` or `Warning`.
-    #[serde(rename = "type")]
-    pub type_: String,
-    /// The reason.
-    pub reason: String,
-    /// The message.
-    pub message: String,
 }
 
 /// A case file that cannot be used.

@@ -95,17 +95,17 @@ fn check_references(case: &DefinitionCase) -> Result<(), String> {
             n => format!("steps[{}].", n - 1),
         };
         [
-            (format!("{at}expect.deletes"), &expect.deletes),
-            (format!("{at}expect.tracks"), &expect.tracks),
+            (format!("{at}expect.deletes"), expect.deletes.as_deref()),
+            (format!("{at}expect.tracks"), expect.tracks.as_deref()),
         ]
     });
     let edits = case
         .steps
         .iter()
         .enumerate()
-        .map(|(i, step)| (format!("steps[{i}].delete"), &step.delete));
+        .map(|(i, step)| (format!("steps[{i}].delete"), Some(step.delete.as_slice())));
     for (field, values) in lists.chain(edits) {
-        for (i, value) in values.iter().enumerate() {
+        for (i, value) in values.unwrap_or_default().iter().enumerate() {
             reference(value).map_err(|e| format!("{field}[{i}]: {e}"))?;
         }
     }

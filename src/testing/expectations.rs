@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use super::assertion_tree::{Bindings, matches};
 use super::definition_cases::{Expect, reference};
 use super::diff::{Compare, normalized};
 use super::recorded::Recorded;
@@ -14,42 +15,31 @@ type Differ<'a> = &'a dyn Fn(&Value, &Value) -> Vec<String>;
 
 /// A list compared: its key, one entry's name, the expected and recorded entries, and how
 /// an entry is compared.
-type Listed<'a> = (&'a str, &'a str, &'a [Value], &'a [Value], Differ<'a>);
+type Listed<'a> = (
+    &'a str,
+    &'a str,
+    &'a Option<Vec<Value>>,
+    &'a [Value],
+    Differ<'a>,
+);
 
 /// Every mismatch between `expect` and `recorded`.
 pub(super) fn compare(expect: &Expect, recorded: &Recorded) -> Vec<String> {
     let mut failures = Vec::new();
+    let exact = expect.exact;
     let objects = |compare: Compare| {
-        move |e: &Value, a: &Value| {
-            let (e, a) = normalized(e, a, compare);
-            differences(&e, &a)
+        move |e: &Value, a: &Value| match exact {
+            true => {
+                let (e, a) = normalized(e, a, compare);
+                differences(&e, &a)
+            }
+            false => subset(e, a),
         }
     };
-    let exact = |e: &Value, a: &Value| differences(e, a);
-    let references = |e: &Value, a: &Value| match reference(e) {
-        Ok((gvk, key)) => {
-            let flat = |group: &str, kind: &str, ns: Option<&str>, name: &str| json!({"group": group, "kind": kind, "namespace": ns, "name": name});
-            let a_group = a["apiVersion"]
-                .as_str()
-                .and_then(|v| v.rsplit_once('/').map(|(g, _)| g))
-                .unwrap_or_default();
-            differences(
-                &flat(&gvk.group, &gvk.kind, key.namespace.as_deref(), &key.name),
-                &flat(
-                    a_group,
-                    a["kind"].as_str().unwrap_or_default(),
-                    a["namespace"].as_str(),
-                    a["name"].as_str().unwrap_or_default(),
-                ),
-            )
-        }
-        Err(err) => vec![err],
+    let whole = |e: &Value, a: &Value| match exact {
+        true => differences(e, a),
+        false => subset(e, a),
     };
-    let events: Vec<Value> = expect
-        .events
-        .iter()
-        .map(|e| json!({"type": e.type_, "reason": e.reason, "message": e.message}))
-        .collect();
     let lists: [Listed; 6] = [
         (
             "creates",
@@ -70,14 +60,14 @@ pub(super) fn compare(expect: &Expect, recorded: &Recorded) -> Vec<String> {
             "apply",
             &expect.applies,
             &recorded.applies,
-            &exact,
+            &whole,
         ),
         (
             "deletes",
             "delete",
             &expect.deletes,
             &recorded.deletes,
-            &references,
+            &same_object,
         ),
         (
             "statusUpdates",
@@ -86,14 +76,53 @@ pub(super) fn compare(expect: &Expect, recorded: &Recorded) -> Vec<String> {
             &recorded.status_updates,
             &objects(Compare::Status),
         ),
-        ("events", "event", &events, &recorded.events, &exact),
+        ("events", "event", &expect.events, &recorded.events, &whole),
     ];
     for (key, one, expected, actual, differ) in lists {
-        list(&mut failures, (key, one), expected, actual, differ);
+        match (expected, exact) {
+            (Some(expected), _) => list(&mut failures, (key, one), expected, actual, differ),
+            (None, true) => list(&mut failures, (key, one), &[], actual, differ),
+            (None, false) => {}
+        }
     }
-    tracks(&mut failures, &expect.tracks, &recorded.tracks);
+    match (&expect.tracks, exact) {
+        (Some(expected), _) => tracks(&mut failures, expected, &recorded.tracks),
+        (None, true) => tracks(&mut failures, &[], &recorded.tracks),
+        (None, false) => {}
+    }
     error(&mut failures, expect.error, recorded);
     failures
+}
+
+/// The mismatches of `actual` with the assertion tree `expected`, one line each.
+fn subset(expected: &Value, actual: &Value) -> Vec<String> {
+    match matches(expected, actual, &Bindings::new()) {
+        Ok(()) => Vec::new(),
+        Err(mismatches) => mismatches.0.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// How an expected delete (either form) differs from a recorded one.
+fn same_object(expected: &Value, actual: &Value) -> Vec<String> {
+    match reference(expected) {
+        Ok((gvk, key)) => {
+            let flat = |group: &str, kind: &str, ns: Option<&str>, name: &str| json!({"group": group, "kind": kind, "namespace": ns, "name": name});
+            let a_group = actual["apiVersion"]
+                .as_str()
+                .and_then(|v| v.rsplit_once('/').map(|(g, _)| g))
+                .unwrap_or_default();
+            differences(
+                &flat(&gvk.group, &gvk.kind, key.namespace.as_deref(), &key.name),
+                &flat(
+                    a_group,
+                    actual["kind"].as_str().unwrap_or_default(),
+                    actual["namespace"].as_str(),
+                    actual["name"].as_str().unwrap_or_default(),
+                ),
+            )
+        }
+        Err(err) => vec![err],
+    }
 }
 
 /// Compares one list pairwise, in order.

@@ -35,8 +35,7 @@ pub use case::{Callback, Failures, StashedValue, TestCase, TestSuite, TestTable}
 pub use case_update::{ExpectAt, rewrite_expectations};
 pub use config::{ExpectConfig, StartedConfig};
 pub use definition_cases::{
-    CaseError, DefinitionCase, DefinitionCases, Expect, ExpectedEvent, Failure, RequestKey, Step,
-    parse_cases,
+    CaseError, DefinitionCase, DefinitionCases, Expect, Failure, RequestKey, Step, parse_cases,
 };
 pub use definition_run::{Phase, expectations, run_case};
 pub use object_manager::{
