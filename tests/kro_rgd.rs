@@ -153,6 +153,7 @@ spec:
       tags: "[]string | minItems=1"
     status:
       configName: ${config.metadata.name}
+      available: ${deployment.status.availableReplicas}
   resources:
   - id: deployment
     template:
@@ -262,6 +263,17 @@ async fn an_rgd_in_the_cluster_runs_with_kros_status_crd_labels_and_reverse_dele
             .contains(&json!("kro.run/finalizer"))
     );
     assert_eq!(instance["status"]["configName"], "shop-config");
+    // No kubelet fills in the deployment's status: as in KRO, that field is left out and
+    // the instance is ACTIVE all the same.
+    assert!(instance["status"].get("available").is_none());
+    let synced = condition(&instance, "StatusSynced").unwrap();
+    assert!(
+        synced["message"]
+            .as_str()
+            .unwrap()
+            .contains("not computed yet: spec.steps[2].sync.status.available"),
+        "{synced}"
+    );
     assert_eq!(
         condition(&instance, "Ready").unwrap()["observedGeneration"],
         1

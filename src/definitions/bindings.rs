@@ -21,6 +21,9 @@ pub struct Shared {
     pub conditions: ConditionSet,
     /// Whether conditions are written at all (not on a kind another controller owns).
     pub owns_status: bool,
+    /// Whether a status field that cannot be computed yet is left out, as KRO does,
+    /// instead of failing its `sync` step (a definition read from an RGD).
+    pub partial_status: bool,
 }
 
 /// Binds `value` as `id` for the later steps of this request.

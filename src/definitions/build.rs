@@ -58,6 +58,7 @@ pub fn root_reconciler(
         definition: definition.name.clone(),
         conditions: conditions.clone(),
         owns_status: definition.owns_status,
+        partial_status: definition.kro.is_some(),
     });
     let current: Vec<(String, Gvk)> = definition.child_steps();
     inventory
@@ -647,10 +648,25 @@ fn sync_reconciler(plan: Arc<SyncPlan>, shared: Arc<Shared>) -> SyncReconciler {
     let name = plan.path.clone();
     SyncReconciler::new(move |ctx: &Context, parent: &mut Draft| {
         bindings(ctx, parent).and_then(|b| {
-            let status = plan
-                .status
-                .evaluate(&b, ctx.now())
-                .map_err(ReconcileError::from_error)?;
+            let (status, missing) = match shared.partial_status {
+                false => (plan.status.evaluate(&b, ctx.now()), Vec::new()),
+                true => match plan.status.evaluate_available(&b, ctx.now()) {
+                    (Some(status), missing) => (Ok(status), missing),
+                    (None, missing) => (Ok(json!({})), missing),
+                },
+            };
+            let status = status.map_err(ReconcileError::from_error)?;
+            let message = match missing.is_empty() {
+                true => String::new(),
+                false => format!(
+                    "not computed yet: {}",
+                    missing
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            };
             if !parent.data.is_object() {
                 return Err(ReconcileError::msg("the parent is not an object"));
             }
@@ -660,7 +676,7 @@ fn sync_reconciler(plan: Arc<SyncPlan>, shared: Arc<Shared>) -> SyncReconciler {
             {
                 merge_into(fields.entry("status").or_insert(json!({})), status);
             }
-            shared.mark_true(ctx, parent, &plan.condition, "Synced", "");
+            shared.mark_true(ctx, parent, &plan.condition, "Synced", &message);
             Ok(())
         })
     })

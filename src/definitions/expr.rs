@@ -437,6 +437,33 @@ impl Template {
             Template::Plain(v) => v.clone(),
         })
     }
+
+    /// The value over `bindings`, leaving out each field of a map that cannot be computed
+    /// yet (KRO's status fields), with why.
+    pub fn evaluate_available(
+        &self,
+        bindings: &Bindings,
+        now: Timestamp,
+    ) -> (Option<Value>, Vec<EvalError>) {
+        match self {
+            Template::Map(fields) => {
+                let mut map = Map::new();
+                let mut missing = Vec::new();
+                for (key, template) in fields {
+                    let (value, errors) = template.evaluate_available(bindings, now);
+                    missing.extend(errors);
+                    if let Some(value) = value {
+                        map.insert(key.clone(), value);
+                    }
+                }
+                (Some(Value::Object(map)), missing)
+            }
+            other => match other.evaluate(bindings, now) {
+                Ok(value) => (Some(value), Vec::new()),
+                Err(error) => (None, vec![error]),
+            },
+        }
+    }
 }
 
 /// `path.field`, or `path["odd.field"]` for a key that is not a plain name.

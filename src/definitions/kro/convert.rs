@@ -66,7 +66,7 @@ fn header(rgd: &ResourceGraphDefinition, source: &str) -> String {
         .as_object()
         .is_some_and(|s| !s.is_empty())
     {
-        notes.push("schema.status is a sync step (condition StatusSynced): a field that cannot be computed yet makes Ready False, where KRO leaves the field unset".to_owned());
+        notes.push("schema.status is a sync step (condition StatusSynced); with spec.kro a field that cannot be computed yet is left out as in KRO, without it the step fails until it can be".to_owned());
     }
     let mut text = format!(
         "# ResourceGraphDefinition {:?} ({source}), converted by `dynrec convert kro`.\n# Where the semantics differ from KRO's:\n",
