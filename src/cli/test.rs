@@ -12,7 +12,7 @@ use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
 use dynrec::definitions::{CompiledDefinition, Definitions};
 use dynrec::reconcilers::Config;
-use dynrec::runtime::{CLUSTER_TARGET, Manager, ManagerOptions};
+use dynrec::runtime::{CLUSTER_TARGET, ClusterArgs, Manager, ManagerOptions};
 use dynrec::testing::{DefinitionCases, TestSuite, parse_cases, suite};
 
 use super::definitions::{load, print_warnings};
@@ -21,7 +21,7 @@ use super::definitions::{load, print_warnings};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Definition files or directories (YAML or JSON); may be repeated.
-    #[arg(short = 'f', long = "filename", required = true)]
+    #[arg(short = 'f', long = "filename", required_unless_present = "chainsaw")]
     files: Vec<PathBuf>,
     /// Case files, or directories whose .yaml, .yml and .json files (recursively) are
     /// case files.
@@ -31,10 +31,21 @@ pub struct Args {
     /// `spec.strict: true` does.
     #[arg(long)]
     strict: bool,
+    /// The CASES are chainsaw test directories (a `chainsaw-test.yaml` each, or directories
+    /// holding such): run them with dynrec running the definitions they apply (and -f's).
+    #[arg(long)]
+    chainsaw: bool,
+    /// With --chainsaw, the cluster: a new embedded API server in-process unless
+    /// --kubeconfig or --context names one.
+    #[command(flatten)]
+    cluster: ClusterArgs,
 }
 
 /// Runs every case file.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.chainsaw {
+        return super::chainsaw::run(&args.cases, &args.files, &args.cluster).await;
+    }
     let loaded = load(&args.files)?;
     let case_files = case_files(&args.cases)?;
     tracing::info!(target: CLUSTER_TARGET, "cluster: embedded API server (in-process, one per case)");

@@ -13,6 +13,7 @@
 
 pub mod assertion_tree;
 mod case;
+pub mod chainsaw;
 mod config;
 mod definition_cases;
 mod diff;
