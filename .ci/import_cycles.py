@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Reports import cycles between the files of Rust crates.
+"""Reports import cycles between the files of Rust crates, and between their modules.
 
-Usage: import_cycles.py SRC_DIR...
+Usage: import_cycles.py SRC_DIR... [--modules SRC_DIR...]
 
 Each SRC_DIR holds a crate root (`lib.rs` and/or `main.rs`); the files reached through
 `mod x;` declarations are its modules. File A depends on file B when A names an item
@@ -12,6 +12,10 @@ them. Names are resolved through re-exports to the file that defines them, so
 `use super::Outcome` depends on the file defining `Outcome`, not on the `mod.rs` that
 re-exports it. Exits 1 when some files import each other, directly or in a longer loop,
 and prints each loop.
+
+After `--modules`, a crate's files are also grouped by top-level module (`store/write.rs`
+belongs to `store`, `typecheck.rs` to `typecheck`; the crate root is left out), and a loop
+between modules fails as well, each edge shown with a file dependency that makes it.
 """
 
 import os
@@ -288,12 +292,45 @@ def cycles(graph):
     return result
 
 
-def main(dirs):
-    if not dirs:
+def module_of(src, file):
+    """The top-level module a file belongs to, or None for the crate root."""
+    parts = os.path.relpath(file, src).split(os.sep)
+    if len(parts) > 1:
+        return parts[0]
+    name = parts[0][: -len(".rs")]
+    return None if name in ("lib", "main") else name
+
+
+def module_cycles(src, graph):
+    """Loops between top-level modules, each edge with one file dependency behind it."""
+    modules, because = {}, {}
+    for file, deps in graph.items():
+        a = module_of(src, file)
+        for dep in deps:
+            b = module_of(src, dep)
+            if a and b and a != b:
+                modules.setdefault(a, set()).add(b)
+                because.setdefault((a, b), (file, dep))
+    found = []
+    for component in cycles(modules):
+        edges = [
+            (a, b, because[(a, b)])
+            for a in component
+            for b in sorted(modules[a])
+            if b in component
+        ]
+        found.append(edges)
+    return found
+
+
+def main(args):
+    if not args:
         print(__doc__.strip(), file=sys.stderr)
         return 2
+    split = args.index("--modules") if "--modules" in args else len(args)
+    files_only, with_modules = args[:split], args[split + 1 :]
     found = 0
-    for src in dirs:
+    for src in files_only + with_modules:
         modules = load(src)
         graph = {m.file: dependencies(modules, m) for m in modules.values()}
         for component in cycles(graph):
@@ -302,6 +339,12 @@ def main(dirs):
             for file in component:
                 inside = sorted(d for d in graph[file] if d in component)
                 print(f"  {file} -> {', '.join(inside)}")
+        if src in with_modules:
+            for edges in module_cycles(src, graph):
+                found += 1
+                print(f"module cycle in {src}:")
+                for a, b, (file, dep) in edges:
+                    print(f"  {a} -> {b} ({file} uses {dep})")
         print(f"{src}: {len(modules)} files, {sum(map(len, graph.values()))} file dependencies")
     print(f"{found} import cycle(s)")
     return 1 if found else 0

@@ -34,6 +34,7 @@
 pub mod client;
 pub mod definitions;
 pub mod ducks;
+pub mod kro;
 pub mod object;
 pub mod rbac;
 pub mod reconcilers;
@@ -94,4 +95,7 @@ pub mod docs_doctests {
     /// docs/reconcilerdefinition-crd.md.
     #[doc = include_str!("../docs/reconcilerdefinition-crd.md")]
     pub struct ReconcilerDefinitionCrd;
+    /// docs/coming-from-kro.md.
+    #[doc = include_str!("../docs/coming-from-kro.md")]
+    pub struct ComingFromKro;
 }

@@ -155,3 +155,127 @@ async fn json_logs_are_one_object_a_line_with_each_field_once() {
         .collect();
     assert!(bodies.is_empty(), "no object bodies at INFO: {bodies:?}");
 }
+
+/// Dividers: a ConfigMap holding `100 / spec.divisor`, which fails for a divisor of 0.
+const DIVIDERS: &str = r#"
+apiVersion: dynrec.dev/v1alpha1
+kind: ReconcilerDefinition
+metadata: {name: dividers}
+spec:
+  for: {apiVersion: example.com/v1, kind: Divider}
+  schema:
+    openAPIV3Schema:
+      type: object
+      required: [spec]
+      properties:
+        spec:
+          type: object
+          required: [divisor]
+          properties: {divisor: {type: integer}}
+        status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+  steps:
+  - child:
+      id: quotient
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: "${self.metadata.name}-quotient"}
+        data: {quotient: "${string(100 / self.spec.divisor)}"}
+"#;
+
+/// Waits (bounded) until the file at `path` satisfies `done`; returns its text.
+async fn wait_for_log(path: &std::path::Path, what: &str, done: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let log = std::fs::read_to_string(path).unwrap_or_default();
+        if done(&log) {
+            return log;
+        }
+        assert!(Instant::now() < deadline, "{what}:\n{log}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_that_repeats_is_one_error_line_in_cel_words_until_it_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let dividers = dir.path().join("dividers.yaml");
+    std::fs::write(&dividers, DIVIDERS).unwrap();
+    let (mut server, url) = start_apiserver(dir.path(), "127.0.0.1:0", &[]);
+    let log_path = dir.path().join("run.log");
+    let filter = Some("info,dynrec::reconcilers::failure=debug");
+    let extra = ["-f", dividers.to_str().unwrap()];
+    let mut run = start_widgets_controller(dir.path(), &log_path, filter, &extra);
+
+    let kube = client(&url);
+    let gvk = kube::api::GroupVersionKind::gvk("example.com", "v1", "Divider");
+    let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, "dividers");
+    let dividers_api: kube::Api<DynamicObject> =
+        kube::Api::namespaced_with(kube.clone(), "default", &resource);
+    let divider: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1",
+        "kind": "Divider", "metadata": {"name": "d1"}, "spec": {"divisor": 0}}))
+    .unwrap();
+    let deadline = Instant::now() + DEADLINE;
+    while dividers_api
+        .create(&PostParams::default(), &divider)
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "the Divider kind is served");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // The status write that records the failure, and the backoff's retries, fail again alike.
+    let failed_again = "reconcile failed again with the same error";
+    let log = wait_for_log(&log_path, "the failure is retried", |log| {
+        log.matches(failed_again).count() >= 3
+    })
+    .await;
+    let errors: Vec<&str> = log.lines().filter(|l| l.contains(" ERROR ")).collect();
+    assert_eq!(
+        errors.len(),
+        1,
+        "one error line for a repeated failure:\n{log}"
+    );
+    assert!(
+        errors[0].contains("object=default/d1")
+            && errors[0].contains("division by zero: 100 / 0")
+            && !errors[0].contains("Int("),
+        "the error in CEL's words: {}",
+        errors[0]
+    );
+    let stored = dividers_api.get("d1").await.unwrap();
+    let message = stored.data["status"]["conditions"][0]["message"].to_string();
+    assert!(
+        message.contains("division by zero: 100 / 0"),
+        "the condition says so too: {message}"
+    );
+
+    // Fixed, it says once that it recovered; failing anew is a new error line.
+    let patch = |divisor: i64| {
+        let api = dividers_api.clone();
+        async move {
+            api.patch(
+                "d1",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(json!({"spec": {"divisor": divisor}})),
+            )
+            .await
+            .unwrap()
+        }
+    };
+    patch(4).await;
+    let recovered = "reconcile succeeded after failing";
+    wait_for_log(&log_path, "the recovery is logged", |log| {
+        log.contains(recovered)
+    })
+    .await;
+    patch(0).await;
+    let log = wait_for_log(&log_path, "the new failure is logged", |log| {
+        log.matches(" ERROR ").count() == 2
+    })
+    .await;
+    assert_eq!(log.matches(recovered).count(), 1, "{log}");
+    stop(&mut run, "TERM");
+    stop(&mut server, "TERM");
+}

@@ -329,17 +329,17 @@ fn metrics_over_https_need_a_token_the_api_server_authenticates_and_authorizes()
         std::thread::sleep(Duration::from_millis(200));
     };
     for series in [
-        r#"controller_runtime_reconcile_time_seconds_bucket{le="0.005",controller="definition/widgets"}"#,
+        r#"controller_runtime_reconcile_time_seconds_bucket{controller="definition/widgets",le="0.005"}"#,
         r#"controller_runtime_max_concurrent_reconciles{controller="definition/widgets"} 2"#,
         r#"controller_runtime_active_workers{controller="definition/widgets"}"#,
-        r#"workqueue_depth{name="definition/widgets",controller="definition/widgets"}"#,
-        r#"workqueue_adds_total{name="definition/widgets",controller="definition/widgets"}"#,
-        r#"workqueue_queue_duration_seconds_count{name="definition/widgets",controller="definition/widgets"}"#,
-        r#"workqueue_work_duration_seconds_count{name="definition/widgets",controller="definition/widgets"}"#,
-        r#"workqueue_unfinished_work_seconds{name="definition/widgets",controller="definition/widgets"}"#,
-        r#"workqueue_longest_running_processor_seconds{name="definition/widgets",controller="definition/widgets"}"#,
-        r#"rest_client_requests_total{code="200",method="GET",host="127.0.0.1:"#,
-        r#"rest_client_request_duration_seconds_count{verb="GET",host="127.0.0.1:"#,
+        r#"workqueue_depth{controller="definition/widgets",name="definition/widgets",priority=""}"#,
+        r#"workqueue_adds_total{controller="definition/widgets",name="definition/widgets"}"#,
+        r#"workqueue_queue_duration_seconds_count{controller="definition/widgets",name="definition/widgets"}"#,
+        r#"workqueue_work_duration_seconds_count{controller="definition/widgets",name="definition/widgets"}"#,
+        r#"workqueue_unfinished_work_seconds{controller="definition/widgets",name="definition/widgets"}"#,
+        r#"workqueue_longest_running_processor_seconds{controller="definition/widgets",name="definition/widgets"}"#,
+        r#"rest_client_requests_total{code="200",host="127.0.0.1:"#,
+        r#"rest_client_request_duration_seconds_count{host="127.0.0.1:"#,
     ] {
         assert!(body.contains(series), "/metrics has {series}:\n{body}");
     }

@@ -28,14 +28,26 @@ struct Cluster {
 impl Cluster {
     /// Starts both processes; `None` when kubectl is missing and the test is skipped.
     fn start() -> Option<Cluster> {
+        Self::start_with(&[])
+    }
+
+    /// The same, `dynrec run` also loading the definition files `(name, text)`.
+    fn start_with(files: &[(&str, &str)]) -> Option<Cluster> {
         let kubectl = kubectl_on_path()?;
         let dir = tempfile::tempdir().unwrap();
+        let mut extra = Vec::new();
+        for (name, text) in files {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            extra.extend(["-f".to_owned(), path.to_string_lossy().into_owned()]);
+        }
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
         let (server, _) = process_common::start_apiserver(dir.path(), "127.0.0.1:0", &[]);
         let run = process_common::start_widgets_controller(
             dir.path(),
             &dir.path().join("run.log"),
             Some("info"),
-            &[],
+            &extra,
         );
         let cluster = Cluster {
             _run: run,
@@ -195,4 +207,101 @@ fn a_file_loaded_definition_is_listed_with_its_instances_and_keeps_its_file_s_sp
         ]);
         events.stdout.contains(&source) && events.stdout.contains("edit the file")
     });
+}
+
+/// Gadgets, each with a Database child: a kind whose CRD is not installed yet.
+const GADGETS: &str = r#"
+apiVersion: dynrec.dev/v1alpha1
+kind: ReconcilerDefinition
+metadata: {name: gadgets}
+spec:
+  for: {apiVersion: example.com/v1, kind: Gadget}
+  schema:
+    openAPIV3Schema:
+      type: object
+      properties:
+        spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+        status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+  steps:
+  - child:
+      id: database
+      template:
+        apiVersion: db.example.org/v1
+        kind: Database
+        metadata: {name: "${self.metadata.name}"}
+        spec: {size: 1}
+"#;
+
+const DATABASE_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: databases.db.example.org}
+spec:
+  group: db.example.org
+  scope: Namespaced
+  names: {plural: databases, singular: database, kind: Database, listKind: DatabaseList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"#;
+
+#[test]
+fn a_file_definition_waiting_for_a_kind_is_listed_at_once_and_ready_when_the_crd_comes() {
+    let Some(cluster) = Cluster::start_with(&[("gadgets.yaml", GADGETS)]) else {
+        return;
+    };
+    let ready = |field: &str| {
+        let path = format!(r#"jsonpath={{.status.conditions[?(@.type=="Ready")].{field}}}"#);
+        cluster
+            .kubectl(&["get", "rd", "gadgets", "-o", &path])
+            .stdout
+    };
+    cluster.eventually(
+        "the waiting definition is listed, Ready=False KindNotServed",
+        || ready("reason") == "KindNotServed",
+    );
+    let message = ready("message");
+    assert!(
+        message.contains("db.example.org/v1/Database") && message.contains("gadgets.yaml"),
+        "the message names the kind and the file: {message}"
+    );
+    let row = cluster.ok(&["get", "rd", "gadgets", "--no-headers"]);
+    let columns: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        columns.get(1..3),
+        Some(&["example.com/v1/Gadget", "False"][..]),
+        "{row}"
+    );
+
+    let crd = cluster.write("database-crd.yaml", DATABASE_CRD);
+    cluster.ok(&["apply", "-f", &crd]);
+    cluster.eventually("Ready once the cluster serves the kind", || {
+        ready("status") == "True"
+    });
+    let gadget = cluster.write(
+        "g1.yaml",
+        "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g1, namespace: default}\nspec: {}\n",
+    );
+    cluster.ok(&["apply", "-f", &gadget]);
+    cluster.eventually(
+        "the file's definition reconciles: the Database is made",
+        || cluster.kubectl(&["get", "databases", "g1"]).succeeded(),
+    );
+    let source = cluster.ok(&[
+        "get",
+        "rd",
+        "gadgets",
+        "-o",
+        r#"jsonpath={.metadata.annotations.dynrec\.dev/source}"#,
+    ]);
+    assert!(
+        source.contains("gadgets.yaml"),
+        "still the file's: {source}"
+    );
 }

@@ -17,7 +17,7 @@ use dynrec::definitions::{
     Definitions, IMPERSONATION_PATH, impersonation_webhook, impersonation_webhook_configuration,
 };
 use dynrec::reconcilers::Config;
-use dynrec::runtime::{Manager, ManagerOptions};
+use dynrec::runtime::{FALLBACK_RECHECK, Manager, ManagerOptions, RbacChanges};
 use dynrec::webhook::{CertSource, WebhookServer};
 use dynrec_test_support::process::{kubectl_on_path, run};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
@@ -131,6 +131,7 @@ struct Cluster {
     admin: kube::Client,
     definitions: Api<DynamicObject>,
     dir: tempfile::TempDir,
+    rbac: RbacChanges,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -180,6 +181,7 @@ impl Cluster {
             )
             .await;
         }
+        let rbac = manager.rbac_changes();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(manager.run(async move {
             let _ = stopped.await;
@@ -190,6 +192,7 @@ impl Cluster {
             serving,
             admin,
             dir,
+            rbac,
             stop: Some(stop),
         }
     }
@@ -396,6 +399,86 @@ async fn each_tenant_definition_acts_only_as_its_service_account() {
     }
 }
 
+/// Well under the fallback poll of a missing permission (every minute while RBAC is
+/// watched): only the watch of RBAC objects can start a definition this soon after a grant.
+const PROMPTLY: Duration = Duration::from_secs(20);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_account_is_named_and_a_grant_starts_the_definition_when_rbac_changes() {
+    let cluster = Cluster::start().await;
+    let admin = &cluster.admin;
+    apply(admin, crd("Alpha")).await;
+    // The tenant's namespace and Role are there, its ServiceAccount not yet.
+    for object in tenant("tenant-a", "alphas", &[]) {
+        if object["kind"] != "ServiceAccount" {
+            apply(admin, object).await;
+        }
+    }
+    apply(
+        admin,
+        definition("alpha", "Alpha", "tenant-a", vec![note("note")]),
+    )
+    .await;
+    apply(
+        admin,
+        json!({"apiVersion": "tenants.example.com/v1", "kind": "Alpha",
+        "metadata": {"name": "a1", "namespace": "tenant-a"}}),
+    )
+    .await;
+    let message = cluster
+        .permissions("alpha", "False", "tenant-a/reconciler")
+        .await;
+    assert_eq!(
+        message,
+        "the ServiceAccount tenant-a/reconciler does not exist; the controller starts once it is created"
+    );
+    let alpha = cluster.definitions.get("alpha").await.unwrap();
+    let ready = condition(&alpha, "PermissionsReady").unwrap();
+    assert_eq!(ready["reason"], "ServiceAccountNotFound");
+    let config_maps = api(admin, "v1", "ConfigMap", Some("tenant-a"));
+    assert!(config_maps.get("a1-note").await.is_err(), "it ran");
+
+    // Created, the account's Role applies: the definition starts.
+    apply(
+        admin,
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "reconciler", "namespace": "tenant-a"}}),
+    )
+    .await;
+    cluster.permissions("alpha", "True", SA_A).await;
+    eventually(DEADLINE, "the note once the account exists", || async {
+        config_maps.get("a1-note").await.ok()
+    })
+    .await;
+
+    // A Secret child its Role does not grant: granted, the definition starts at the change
+    // of the Role, long before the fallback poll.
+    eventually(DEADLINE, "RBAC objects watched", || async {
+        cluster.rbac.watched().then_some(())
+    })
+    .await;
+    let secret = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "${self.metadata.name}-secret"}, "stringData": {"k": "v"}});
+    apply(
+        admin,
+        definition("alpha", "Alpha", "tenant-a", vec![note("note"), secret]),
+    )
+    .await;
+    cluster.permissions("alpha", "False", "secrets").await;
+    assert!(PROMPTLY < FALLBACK_RECHECK / 2);
+    apply(
+        admin,
+        role("tenant-a", "alphas", &["configmaps", "secrets"]),
+    )
+    .await;
+    let secrets = api(admin, "v1", "Secret", Some("tenant-a"));
+    eventually(PROMPTLY, "the secret soon after the grant", || async {
+        secrets.get("a1-secret").await.ok()
+    })
+    .await;
+    cluster.permissions("alpha", "True", SA_A).await;
+}
+
 /// The documents `dynrec rbac ARGS` prints.
 fn printed(args: &[&str]) -> Vec<Value> {
     let mut command = Command::new(env!("CARGO_BIN_EXE_dynrec"));
@@ -417,8 +500,8 @@ async fn the_roles_printed_per_definition_are_all_each_account_needs() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|rule| rule["verbs"] == json!(["impersonate"]))
-        .expect("dynrec may impersonate the accounts");
+        .find(|rule| rule["verbs"] == json!(["get", "impersonate"]))
+        .expect("dynrec may impersonate the accounts (and see that they exist)");
     assert_eq!(impersonate["resourceNames"], json!(["reconciler"]));
 
     let cluster = Cluster::start().await;

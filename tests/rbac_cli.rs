@@ -130,7 +130,8 @@ fn rbac_children_need_bind_on_the_role_they_bind_or_escalate_on_the_role_they_wr
     let text = printed(&["-f", file.to_str().unwrap()]);
     for wanted in [
         "# bind: spec.steps[0].child (the role it binds) in definition/grants\n- apiGroups: [\"rbac.authorization.k8s.io\"]\n  resources: [\"clusterroles\"]\n  resourceNames: [\"view\"]\n  verbs: [\"bind\"]\n",
-        "# bind: spec.steps[1].child (the role it binds has an expression for its name: any role of the kind) in definition/grants\n- apiGroups: [\"rbac.authorization.k8s.io\"]\n  resources: [\"clusterroles\"]\n  verbs: [\"bind\"]\n",
+        // dynrec run lists and watches RBAC objects (its preflight asks again at a change).
+        "# bind: spec.steps[1].child (the role it binds has an expression for its name: any role of the kind) in definition/grants\n- apiGroups: [\"rbac.authorization.k8s.io\"]\n  resources: [\"clusterroles\"]\n  verbs: [\"bind\", \"list\", \"watch\"]\n",
         "# escalate: spec.steps[2].child (the role it writes) in definition/grants\n- apiGroups: [\"rbac.authorization.k8s.io\"]\n  resources: [\"roles\"]\n  resourceNames: [\"reader\"]\n  verbs: [\"escalate\"]\n",
     ] {
         assert!(text.contains(wanted), "missing {wanted:?} in\n{text}");

@@ -167,9 +167,7 @@ async fn metrics_expose_controller_runtime_s_series_and_dynrec_s_caches() {
     let reply = get(address, "/metrics").await;
     assert_eq!(reply.status, 200);
     assert!(
-        reply
-            .content_type
-            .starts_with("application/openmetrics-text"),
+        reply.content_type.starts_with("text/plain; version=0.0.4"),
         "{}",
         reply.content_type
     );
@@ -179,25 +177,34 @@ async fn metrics_expose_controller_runtime_s_series_and_dynrec_s_caches() {
         r#"controller_runtime_reconcile_total{controller="widgets",result="requeue_after"} 1"#,
         r#"controller_runtime_reconcile_errors_total{controller="widgets"} 1"#,
         r#"controller_runtime_reconcile_time_seconds_count{controller="widgets"} 3"#,
-        r#"controller_runtime_reconcile_time_seconds_bucket{le="0.005",controller="widgets"} 2"#,
-        r#"controller_runtime_reconcile_time_seconds_bucket{le="60.0",controller="widgets"} 3"#,
+        r#"controller_runtime_reconcile_time_seconds_bucket{controller="widgets",le="0.005"} 2"#,
+        r#"controller_runtime_reconcile_time_seconds_bucket{controller="widgets",le="60"} 3"#,
         r#"controller_runtime_max_concurrent_reconciles{controller="widgets"} 4"#,
         r#"controller_runtime_active_workers{controller="widgets"} 0"#,
-        r#"workqueue_depth{name="widgets",controller="widgets"} 2"#,
-        r#"workqueue_adds_total{name="widgets",controller="widgets"} 3"#,
-        r#"workqueue_retries_total{name="widgets",controller="widgets"} 0"#,
-        r#"workqueue_depth{name="gadgets",controller="gadgets"} 0"#,
-        r#"workqueue_unfinished_work_seconds{name="widgets",controller="widgets"} 0.0"#,
-        r#"workqueue_longest_running_processor_seconds{name="widgets",controller="widgets"} 0.0"#,
-        r#"workqueue_queue_duration_seconds_bucket{le="0.001",name="widgets",controller="widgets"} 0"#,
-        r#"workqueue_queue_duration_seconds_bucket{le="0.01",name="widgets",controller="widgets"} 1"#,
-        r#"workqueue_work_duration_seconds_bucket{le="0.01",name="widgets",controller="widgets"} 0"#,
-        r#"workqueue_work_duration_seconds_bucket{le="0.1",name="widgets",controller="widgets"} 1"#,
+        r#"workqueue_depth{controller="widgets",name="widgets",priority=""} 2"#,
+        r#"workqueue_adds_total{controller="widgets",name="widgets"} 3"#,
+        r#"workqueue_retries_total{controller="widgets",name="widgets"} 0"#,
+        r#"workqueue_depth{controller="gadgets",name="gadgets",priority=""} 0"#,
+        r#"workqueue_unfinished_work_seconds{controller="widgets",name="widgets"} 0"#,
+        r#"workqueue_longest_running_processor_seconds{controller="widgets",name="widgets"} 0"#,
+        r#"workqueue_queue_duration_seconds_bucket{controller="widgets",name="widgets",le="0.001"} 0"#,
+        r#"workqueue_queue_duration_seconds_bucket{controller="widgets",name="widgets",le="0.01"} 1"#,
+        r#"workqueue_work_duration_seconds_bucket{controller="widgets",name="widgets",le="0.01"} 0"#,
+        r#"workqueue_work_duration_seconds_bucket{controller="widgets",name="widgets",le="0.1"} 1"#,
         // The two created, and the kube-root-ca.crt of each of the four namespaces.
         r#"dynrec_cached_objects{gvk="v1/ConfigMap"} 6"#,
         r#"dynrec_open_watches{gvk="v1/ConfigMap"} 1"#,
         r#"leader_election_master_status{name="dynrec-leader"} 1"#,
-        "# EOF",
+        // As client_golang writes them: counters named with _total, Go's numbers.
+        "# HELP controller_runtime_reconcile_total Total number of reconciliations per controller",
+        "# TYPE controller_runtime_reconcile_total counter",
+        "# TYPE workqueue_queue_duration_seconds histogram",
+        r#"workqueue_queue_duration_seconds_bucket{controller="widgets",name="widgets",le="1e-08"} 0"#,
+        r#"workqueue_queue_duration_seconds_bucket{controller="widgets",name="widgets",le="1000"} 1"#,
+        r#"workqueue_queue_duration_seconds_bucket{controller="widgets",name="widgets",le="+Inf"} 1"#,
+        // Every result starts at zero once the controller's queue is registered.
+        r#"controller_runtime_reconcile_total{controller="gadgets",result="requeue"} 0"#,
+        r#"controller_runtime_reconcile_errors_total{controller="gadgets"} 0"#,
     ];
     let lines: Vec<&str> = reply.body.lines().collect();
     for series in expected {
@@ -207,6 +214,12 @@ async fn metrics_expose_controller_runtime_s_series_and_dynrec_s_caches() {
             reply.body
         );
     }
+
+    assert!(
+        !reply.body.contains("# EOF") && !reply.body.contains("60.0\""),
+        "the text format, not OpenMetrics:\n{}",
+        reply.body
+    );
 
     metrics.remove_queue("gadgets");
     metrics.set_leader("dynrec-leader", false);

@@ -293,7 +293,7 @@ async fn the_widgets_controller_converges_on_a_child_the_webhook_mutates() {
     let rendered = metrics.render().unwrap();
     assert!(
         rendered.contains(
-            "dynrec_admission_requests_total{webhook=\"widget-defaults\",allowed=\"true\"}"
+            "dynrec_admission_requests_total{allowed=\"true\",webhook=\"widget-defaults\"}"
         ),
         "admission requests are counted by webhook:\n{rendered}"
     );

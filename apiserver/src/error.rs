@@ -41,6 +41,39 @@ impl Cause {
         }
     }
 
+    /// `field: Invalid value: <value as Go prints it>: detail`, for values kube prints with
+    /// Go's `%#v` (`[]string{"10.96.0.9"}`, a struct).
+    pub fn invalid_go(field: &str, go_value: &str, detail: &str) -> Self {
+        Cause {
+            reason: "FieldValueInvalid",
+            field: field.into(),
+            message: format!("Invalid value: {go_value}: {detail}"),
+        }
+    }
+
+    /// `field: Unsupported value: "x": supported values: "a", "b"` (`field.NotSupported`).
+    pub fn not_supported(field: &str, value: &Value, supported: &[&str]) -> Self {
+        let supported: Vec<String> = supported.iter().map(|v| format!("{v:?}")).collect();
+        Cause {
+            reason: "FieldValueNotSupported",
+            field: field.into(),
+            message: format!(
+                "Unsupported value: {}: supported values: {}",
+                render_value(value),
+                supported.join(", ")
+            ),
+        }
+    }
+
+    /// `field: Duplicate value: "x"` (`field.Duplicate`).
+    pub fn duplicate(field: &str, value: &Value) -> Self {
+        Cause {
+            reason: "FieldValueDuplicate",
+            field: field.into(),
+            message: format!("Duplicate value: {}", render_value(value)),
+        }
+    }
+
     /// `field: Forbidden: detail`.
     pub fn forbidden(field: &str, detail: &str) -> Self {
         Cause {

@@ -12,14 +12,16 @@ use serde_json::Value;
 pub struct Shape {
     /// `(key, shape of its value)` in Go struct order.
     pub fields: &'static [(&'static str, Option<&'static Shape>)],
+    /// The shape of the value of every key not listed: a Go map's values.
+    pub values: Option<&'static Shape>,
 }
 
 impl Shape {
     fn of(&self, key: &str) -> Option<&'static Shape> {
-        self.fields
-            .iter()
-            .find(|(name, _)| *name == key)
-            .and_then(|(_, shape)| *shape)
+        match self.fields.iter().find(|(name, _)| *name == key) {
+            Some((_, shape)) => *shape,
+            None => self.values,
+        }
     }
 }
 

@@ -26,14 +26,17 @@
 mod admission;
 mod apply;
 mod auth;
+mod binding_update;
 mod catalog;
 mod config_data;
+mod core_validation;
 mod error;
 mod faults;
 mod go_order;
 mod http;
 mod json_order;
 mod k8s_cel;
+mod kind_schemas;
 mod meta;
 mod meta_validation;
 mod resources;
@@ -45,6 +48,7 @@ mod store;
 mod tls;
 mod typecheck;
 mod validation;
+mod workload_updates;
 mod workloads;
 
 pub use auth::{Authorization, TokenFileError};

@@ -16,7 +16,7 @@ use crate::auth::{Authorization, TokenFileError, parse_token_file};
 use crate::faults::{Fault, Faults};
 use crate::http::{FrontConfig, Shared, router};
 use crate::resources::ResourceKey;
-use crate::store::{State, StorageError, StoreConfig};
+use crate::store::{State, StorageError, Store, StoreConfig};
 use crate::tls::TlsIdentity;
 
 /// An in-memory Kubernetes API server. Cheap to clone: clones share one store.
@@ -99,7 +99,7 @@ impl ApiServerBuilder {
         }
         ApiServer {
             shared: Arc::new(Shared {
-                state: RwLock::new(state),
+                state: Store::new(state),
                 config: self.front,
                 address: RwLock::new("127.0.0.1".into()),
                 requests: Default::default(),
@@ -202,7 +202,7 @@ impl ApiServer {
                 .rsplit_once('/')
                 .unwrap_or(("", api_version.as_str()));
             let kind = object["kind"].as_str().unwrap_or_default().to_string();
-            self.shared.write(|state| {
+            self.shared.state.transact(|state| {
                 let info = state
                     .registry()
                     .in_group_version(group, version)

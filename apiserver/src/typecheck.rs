@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::{ApiError, ApiResult};
-use crate::http::builtin::kind_schemas;
+use crate::kind_schemas::kind_schemas;
 use crate::resources::ResourceInfo;
 
 /// Refuses (400) a body of a built-in kind whose fields do not fit the kind's Go type.

@@ -16,6 +16,8 @@ pub const LABEL_VALUE_MAX_LENGTH: usize = 63;
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_LABEL_ERR_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
+const DNS1035_LABEL_ERR_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
 const DNS1123_SUBDOMAIN_FMT: &str =
     "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_SUBDOMAIN_ERR_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
@@ -40,9 +42,6 @@ pub fn dns1123_subdomain(value: &str) -> Vec<String> {
     errs
 }
 
-/// Problems with a DNS-1123 label (e.g. namespace names); empty = valid.
-///
-/// Like Kubernetes, a value that is a valid subdomain but not a valid label
 /// Problems with a name that only has to be a safe path segment (`path.ValidatePathSegmentName`),
 /// as RBAC names like `system:discovery` are.
 pub fn path_segment_name(value: &str) -> Vec<String> {
@@ -56,6 +55,9 @@ pub fn path_segment_name(value: &str) -> Vec<String> {
         .collect()
 }
 
+/// Problems with a DNS-1123 label (e.g. namespace names); empty = valid.
+///
+/// Like Kubernetes, a value that is a valid subdomain but not a valid label
 /// gets the short message `must not contain dots`.
 pub fn dns1123_label(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
@@ -72,6 +74,55 @@ pub fn dns1123_label(value: &str) -> Vec<String> {
                 &["my-name", "123-abc"],
             ));
         }
+    }
+    errs
+}
+
+/// Problems with a DNS-1035 label (Service names: a letter first); empty = valid.
+pub fn dns1035_label(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_LABEL_MAX_LENGTH {
+        errs.push(max_len_error(DNS1123_LABEL_MAX_LENGTH));
+    }
+    if !is_dns1123_label(value) || !value.starts_with(|c: char| c.is_ascii_lowercase()) {
+        errs.push(regex_error(
+            DNS1035_LABEL_ERR_MSG,
+            DNS1035_LABEL_FMT,
+            &["my-name", "abc-123"],
+        ));
+    }
+    errs
+}
+
+/// Problems with a port number (`IsValidPortNum`); empty = valid.
+pub fn port_number(port: i64) -> Vec<String> {
+    if (1..=65535).contains(&port) {
+        return Vec::new();
+    }
+    vec!["must be between 1 and 65535, inclusive".into()]
+}
+
+/// Problems with an IANA port name (`IsValidPortName`), as a target port may be; empty = valid.
+pub fn port_name(port: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if port.len() > 15 {
+        errs.push(max_len_error(15));
+    }
+    if port.is_empty()
+        || !port
+            .bytes()
+            .all(|b| b == b'-' || b.is_ascii_lowercase() || b.is_ascii_digit())
+    {
+        errs.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".into());
+    }
+    if !port.bytes().any(|b| b.is_ascii_lowercase()) {
+        errs.push("must contain at least one letter (a-z)".into());
+    }
+    if port.contains("--") {
+        errs.push("must not contain consecutive hyphens".into());
+    }
+    if port.starts_with('-') || port.ends_with('-') {
+        errs.push("must not begin or end with a hyphen".into());
     }
     errs
 }

@@ -1,6 +1,7 @@
 //! The validations of built-in workloads that controllers trip over most, in
 //! kube-apiserver's words: a workload's `spec.selector` must select its pod template's
-//! labels, and containers must have unique names and an image.
+//! labels, containers must have unique names and an image, and the pod template's
+//! `restartPolicy` must be one the kind allows (updates: [`crate::workload_updates`]).
 
 use std::collections::HashSet;
 
@@ -12,22 +13,25 @@ use crate::resources::ResourceInfo;
 use crate::selector::LabelSelector;
 use crate::selector::format_label_selector;
 
-/// Where a kind keeps its pod spec, and whether it has a selector to check.
-fn pod_spec_path(info: &ResourceInfo) -> Option<(&'static str, bool)> {
+/// Where a kind keeps its pod spec, whether it has a selector to check, and the restart
+/// policies its pods may have (kube lists them in this order).
+fn pod_spec_path(info: &ResourceInfo) -> Option<(&'static str, bool, &'static [&'static str])> {
+    const CONTROLLED: &[&str] = &["Always"];
+    const RUN_ONCE: &[&str] = &["OnFailure", "Never"];
     match (info.group.as_str(), info.kind.as_str()) {
         ("apps", "Deployment" | "StatefulSet" | "ReplicaSet" | "DaemonSet") => {
-            Some(("spec.template.spec", true))
+            Some(("spec.template.spec", true, CONTROLLED))
         }
-        ("batch", "Job") => Some(("spec.template.spec", false)),
-        ("batch", "CronJob") => Some(("spec.jobTemplate.spec.template.spec", false)),
-        ("", "Pod") => Some(("spec", false)),
+        ("batch", "Job") => Some(("spec.template.spec", false, RUN_ONCE)),
+        ("batch", "CronJob") => Some(("spec.jobTemplate.spec.template.spec", false, RUN_ONCE)),
+        ("", "Pod") => Some(("spec", false, &["Always", "OnFailure", "Never"])),
         _ => None,
     }
 }
 
 /// Refuses (422) a workload whose selector or containers kube-apiserver would refuse.
 pub fn validate(info: &ResourceInfo, object: &Value) -> ApiResult<()> {
-    let Some((pod_spec, has_selector)) = pod_spec_path(info) else {
+    let Some((pod_spec, has_selector, restart_policies)) = pod_spec_path(info) else {
         return Ok(());
     };
     let mut causes = Vec::new();
@@ -36,6 +40,15 @@ pub fn validate(info: &ResourceInfo, object: &Value) -> ApiResult<()> {
     }
     let spec = at_path(object, pod_spec).unwrap_or(&Value::Null);
     check_containers(spec, pod_spec, &mut causes);
+    // kube defaults an absent restartPolicy to Always before validating.
+    let restart_policy = spec["restartPolicy"].as_str().unwrap_or("Always");
+    if !restart_policies.contains(&restart_policy) {
+        causes.push(Cause::not_supported(
+            &format!("{pod_spec}.restartPolicy"),
+            &Value::from(restart_policy),
+            restart_policies,
+        ));
+    }
     if causes.is_empty() {
         return Ok(());
     }
@@ -83,7 +96,7 @@ fn selects(selector: &Value, labels: &Value) -> bool {
 }
 
 /// Labels as Go's `%#v` prints a `map[string]string`.
-fn go_string_map(labels: &Value) -> String {
+pub(crate) fn go_string_map(labels: &Value) -> String {
     let Some(map) = labels.as_object() else {
         return "map[string]string(nil)".into();
     };
@@ -111,11 +124,9 @@ fn check_containers(pod_spec: &Value, path: &str, causes: &mut Vec<Cause>) {
         let at = format!("{path}.containers[{i}]");
         match container["name"].as_str().unwrap_or_default() {
             "" => causes.push(Cause::required(&format!("{at}.name"), "")),
-            name if !names.insert(name) => causes.push(Cause {
-                reason: "FieldValueDuplicate",
-                field: format!("{at}.name"),
-                message: format!("Duplicate value: {name:?}"),
-            }),
+            name if !names.insert(name) => {
+                causes.push(Cause::duplicate(&format!("{at}.name"), &Value::from(name)))
+            }
             _ => {}
         }
         if container["image"].as_str().unwrap_or_default().is_empty() {

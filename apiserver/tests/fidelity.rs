@@ -158,6 +158,28 @@ async fn componentstatuses_report_the_store_healthy_and_the_absent_controllers_n
     let (_, etcd) = get_json(&client, "/api/v1/componentstatuses/etcd-0").await;
     assert_eq!(etcd["conditions"][0]["status"], "True");
     assert_eq!(etcd["conditions"][0]["message"], "ok");
+    // `kubectl get cs` prints kube's columns.
+    let table = get_table(&client, "/api/v1/componentstatuses").await;
+    assert_eq!(column_names(&table), ["Name", "Status", "Message", "Error"]);
+    let mut rows: Vec<serde_json::Value> = table["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["cells"].clone())
+        .collect();
+    rows.sort_by_key(|cells| cells[0].as_str().unwrap().to_string());
+    assert_eq!(
+        rows[0],
+        json!([
+            "controller-manager",
+            "Unhealthy",
+            "Get \"https://127.0.0.1:10257/healthz\": dial tcp 127.0.0.1:10257: connect: connection refused",
+            ""
+        ])
+    );
+    assert_eq!(rows[1], json!(["etcd-0", "Healthy", "ok", ""]));
+    let one = get_table(&client, "/api/v1/componentstatuses/scheduler").await;
+    assert_eq!(one["rows"][0]["cells"][1], "Unhealthy");
 }
 
 #[tokio::test]
@@ -261,4 +283,205 @@ async fn the_most_read_kinds_are_written_in_go_struct_order() {
         .map(|key| rest.find(key).unwrap_or_else(|| panic!("{key} in {rest}")))
         .collect();
     assert!(positions.is_sorted(), "{order:?} in Go's order: {rest}");
+}
+
+/// The keys of the object at `path` (object keys, or list indices as numbers) of a body
+/// read with its key order kept.
+fn keys_at<'a>(body: &'a serde_json::Value, path: &[&str]) -> Vec<&'a str> {
+    let value = path
+        .iter()
+        .fold(body, |value, step| match step.parse::<usize>() {
+            Ok(index) => &value[index],
+            Err(_) => &value[*step],
+        });
+    let object = value
+        .as_object()
+        .unwrap_or_else(|| panic!("{path:?} in {body}"));
+    object.keys().map(String::as_str).collect()
+}
+
+/// The Go struct order of the structs the test below reads, copied from k8s.io/api v0.32.9
+/// (`batch/v1`, `apps/v1`, `networking/v1`, `rbac/v1` types.go).
+const GO_ORDER: &[(&str, &[&str], &[&str])] = &[
+    (
+        "Job",
+        &[],
+        &["kind", "apiVersion", "metadata", "spec", "status"],
+    ),
+    (
+        "Job",
+        &["spec"],
+        &[
+            "parallelism",
+            "completions",
+            "activeDeadlineSeconds",
+            "podFailurePolicy",
+            "successPolicy",
+            "backoffLimit",
+            "backoffLimitPerIndex",
+            "maxFailedIndexes",
+            "selector",
+            "manualSelector",
+            "template",
+            "ttlSecondsAfterFinished",
+            "completionMode",
+            "suspend",
+            "podReplacementPolicy",
+            "managedBy",
+        ],
+    ),
+    (
+        "CronJob",
+        &["spec"],
+        &[
+            "schedule",
+            "timeZone",
+            "startingDeadlineSeconds",
+            "concurrencyPolicy",
+            "suspend",
+            "jobTemplate",
+            "successfulJobsHistoryLimit",
+            "failedJobsHistoryLimit",
+        ],
+    ),
+    ("CronJob", &["spec", "jobTemplate"], &["metadata", "spec"]),
+    (
+        "StatefulSet",
+        &["spec"],
+        &[
+            "replicas",
+            "selector",
+            "template",
+            "volumeClaimTemplates",
+            "serviceName",
+            "podManagementPolicy",
+            "updateStrategy",
+            "revisionHistoryLimit",
+            "minReadySeconds",
+            "persistentVolumeClaimRetentionPolicy",
+            "ordinals",
+        ],
+    ),
+    (
+        "StatefulSet",
+        &["spec", "template", "spec", "containers", "0"],
+        &[
+            "name",
+            "image",
+            "command",
+            "args",
+            "workingDir",
+            "ports",
+            "envFrom",
+            "env",
+            "resources",
+            "resizePolicy",
+            "restartPolicy",
+            "volumeMounts",
+            "volumeDevices",
+            "livenessProbe",
+            "readinessProbe",
+            "startupProbe",
+            "lifecycle",
+            "terminationMessagePath",
+            "terminationMessagePolicy",
+            "imagePullPolicy",
+            "securityContext",
+            "stdin",
+            "stdinOnce",
+            "tty",
+        ],
+    ),
+    (
+        "Ingress",
+        &["spec"],
+        &["ingressClassName", "defaultBackend", "tls", "rules"],
+    ),
+    (
+        "Ingress",
+        &["spec", "rules", "0", "http", "paths", "0"],
+        &["path", "pathType", "backend"],
+    ),
+    ("Role", &[], &["kind", "apiVersion", "metadata", "rules"]),
+    (
+        "Role",
+        &["rules", "0"],
+        &[
+            "verbs",
+            "apiGroups",
+            "resources",
+            "resourceNames",
+            "nonResourceURLs",
+        ],
+    ),
+];
+
+#[tokio::test]
+async fn every_built_in_kind_is_written_in_go_struct_order() {
+    let (_server, client) = server();
+    let template = json!({"spec": {"containers": [{"tty": false, "image": "nginx",
+        "imagePullPolicy": "Always", "env": [{"value": "1", "name": "A"}], "name": "web",
+        "args": ["x"]}]}, "metadata": {"labels": {"app": "web"}}});
+    let selector = json!({"matchLabels": {"app": "web"}});
+    let objects = [
+        (
+            "/apis/batch/v1/namespaces/default/jobs",
+            json!({"status": {}, "spec": {
+            "suspend": true, "template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"image": "busybox", "name": "job"}]}}, "backoffLimit": 2,
+            "parallelism": 1}, "metadata": {"name": "job"}, "kind": "Job",
+            "apiVersion": "batch/v1"}),
+        ),
+        (
+            "/apis/batch/v1/namespaces/default/cronjobs",
+            json!({"apiVersion": "batch/v1",
+            "kind": "CronJob", "metadata": {"name": "cron"}, "spec": {"jobTemplate": {"spec": {
+            "template": {"spec": {"restartPolicy": "OnFailure", "containers": [{"image": "busybox",
+            "name": "job"}]}}}, "metadata": {"labels": {"tier": "batch"}}}, "suspend": false, "schedule": "*/5 * * * *"}}),
+        ),
+        (
+            "/apis/apps/v1/namespaces/default/statefulsets",
+            json!({"spec": {"template": template,
+            "serviceName": "web", "selector": selector, "replicas": 2}, "metadata": {"name": "web"},
+            "apiVersion": "apps/v1", "kind": "StatefulSet"}),
+        ),
+        (
+            "/apis/networking.k8s.io/v1/namespaces/default/ingresses",
+            json!({"kind": "Ingress",
+            "apiVersion": "networking.k8s.io/v1", "metadata": {"name": "web"}, "spec": {"rules": [
+            {"http": {"paths": [{"backend": {"service": {"port": {"number": 80}, "name": "web"}},
+            "pathType": "Prefix", "path": "/"}]}, "host": "example.com"}],
+            "ingressClassName": "nginx"}}),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+            json!({"rules": [
+            {"resources": ["pods"], "verbs": ["get"], "apiGroups": [""]}],
+            "metadata": {"name": "reader"}, "kind": "Role",
+            "apiVersion": "rbac.authorization.k8s.io/v1"}),
+        ),
+    ];
+    let mut read = std::collections::HashMap::new();
+    for (uri, object) in objects {
+        let (code, text) = text_of(&client, "POST", uri, &object.to_string()).await;
+        assert_eq!(code, 201, "{text}");
+        let name = object["metadata"]["name"].as_str().unwrap();
+        let (code, text) = text_of(&client, "GET", &format!("{uri}/{name}"), "").await;
+        assert_eq!(code, 200, "{text}");
+        let body: serde_json::Value = serde_json::from_str(&text).unwrap();
+        read.insert(object["kind"].as_str().unwrap().to_string(), body);
+    }
+    for (kind, path, go_order) in GO_ORDER {
+        let written = keys_at(&read[*kind], path);
+        let expected: Vec<&str> = go_order
+            .iter()
+            .copied()
+            .filter(|key| written.contains(key))
+            .collect();
+        assert_eq!(written, expected, "{kind} at {path:?}");
+        assert!(
+            written.len() > 1,
+            "{kind} at {path:?} has too few keys to show an order"
+        );
+    }
 }

@@ -461,3 +461,52 @@ async fn the_administrator_is_never_checked() {
     anything["aggregationRule"] = json!({"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]});
     create(&roles, &typed(anything)).await;
 }
+
+#[tokio::test]
+async fn a_binding_s_role_ref_cannot_change_as_kube_refuses_it() {
+    let server = rbac_server();
+    let admin = server.client();
+    create_namespace(&admin, "t").await;
+    let bindings = rbac_api(&admin, "RoleBinding", Some("t"));
+    let viewers = binding("RoleBinding", "viewers", Some("t"), "ClusterRole", "view");
+    create(&bindings, &typed(viewers)).await;
+    let to_edit = json!({"roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole", "name": "edit"}});
+    let refused = bindings
+        .patch("viewers", &PatchParams::default(), &Patch::Merge(&to_edit))
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = refused else {
+        panic!("{refused}")
+    };
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        status.message,
+        "RoleBinding.rbac.authorization.k8s.io \"viewers\" is invalid: roleRef: Invalid value: \
+         rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"ClusterRole\", Name:\"edit\"}: \
+         cannot change roleRef"
+    );
+    // The same on a ClusterRoleBinding; its subjects may still change.
+    let cluster_bindings = rbac_api(&admin, "ClusterRoleBinding", None);
+    let readers = binding("ClusterRoleBinding", "readers", None, "ClusterRole", "view");
+    create(&cluster_bindings, &typed(readers)).await;
+    let refused = cluster_bindings
+        .patch("readers", &PatchParams::default(), &Patch::Merge(&to_edit))
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("cannot change roleRef"),
+        "{refused}"
+    );
+    let more_subjects = json!({"subjects": [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]});
+    let changed = cluster_bindings
+        .patch(
+            "readers",
+            &PatchParams::default(),
+            &Patch::Merge(&more_subjects),
+        )
+        .await
+        .unwrap();
+    assert_eq!(changed.data["subjects"][0]["name"], "bob");
+}

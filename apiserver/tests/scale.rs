@@ -235,23 +235,7 @@ async fn a_scale_as_a_table_has_kubes_desired_and_available_columns() {
     )
     .await;
     assert_eq!(code, 201);
-    let request = http::Request::builder()
-        .uri(DEPLOYMENT_SCALE)
-        .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
-        .body(kube::client::Body::empty())
-        .unwrap();
-    let response = client.send(request).await.unwrap();
-    let bytes = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .unwrap()
-        .to_bytes();
-    let table: Value = serde_json::from_slice(&bytes).unwrap();
-    let names: Vec<&str> = table["columnDefinitions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c["name"].as_str())
-        .collect();
-    assert_eq!(names, ["Name", "Desired", "Available"]);
+    let table = get_table(&client, DEPLOYMENT_SCALE).await;
+    assert_eq!(column_names(&table), ["Name", "Desired", "Available"]);
     assert_eq!(table["rows"][0]["cells"], json!(["web", 1, 0]));
 }

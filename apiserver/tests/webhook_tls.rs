@@ -19,9 +19,22 @@ use support::*;
 
 /// `openssl req -x509` with a P-256 key, for `subject_alt_name`; returns (cert, key) PEM.
 fn openssl_self_signed(dir: &Path, stem: &str, subject_alt_name: &str) -> (String, String) {
+    openssl_req_x509(dir, stem, subject_alt_name, None)
+}
+
+/// `openssl req -x509` with a P-256 key for `subject_alt_name`, signed by the certificate
+/// and key `issuer` names (`-CA`, `-CAkey`, files made by an earlier call) or self-signed;
+/// returns (cert, key) PEM. Either way it is a `CA:TRUE` certificate, as openssl makes it.
+fn openssl_req_x509(
+    dir: &Path,
+    stem: &str,
+    subject_alt_name: &str,
+    issuer: Option<&str>,
+) -> (String, String) {
     let cert = dir.join(format!("{stem}.crt"));
     let key = dir.join(format!("{stem}.key"));
-    let output = Command::new("openssl")
+    let mut command = Command::new("openssl");
+    command
         .args([
             "req",
             "-x509",
@@ -30,12 +43,20 @@ fn openssl_self_signed(dir: &Path, stem: &str, subject_alt_name: &str) -> (Strin
             "-pkeyopt",
             "ec_paramgen_curve:prime256v1",
         ])
-        .args(["-nodes", "-days", "1", "-subj", "/CN=webhook"])
+        .args(["-nodes", "-days", "1", "-subj", &format!("/CN={stem}")])
         .args(["-addext", &format!("subjectAltName={subject_alt_name}")])
         .arg("-keyout")
         .arg(&key)
         .arg("-out")
-        .arg(&cert)
+        .arg(&cert);
+    if let Some(issuer) = issuer {
+        command
+            .arg("-CA")
+            .arg(dir.join(format!("{issuer}.crt")))
+            .arg("-CAkey")
+            .arg(dir.join(format!("{issuer}.key")));
+    }
+    let output = command
         .output()
         .expect("the openssl command line runs (it is needed for this test)");
     assert!(output.status.success(), "openssl: {output:?}");
@@ -46,10 +67,14 @@ fn openssl_self_signed(dir: &Path, stem: &str, subject_alt_name: &str) -> (Strin
         .stdin(std::fs::File::open(dir.join(format!("{stem}.crt"))).unwrap())
         .output()
         .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
     assert!(
-        String::from_utf8_lossy(&text.stdout).contains("CA:TRUE"),
+        text.contains("CA:TRUE"),
         "openssl req -x509 makes a CA certificate, as the issue describes"
     );
+    if let Some(issuer) = issuer {
+        assert!(text.contains(&format!("Issuer: CN = {issuer}")), "{text}");
+    }
     (cert, key)
 }
 
@@ -159,4 +184,39 @@ async fn a_self_signed_certificate_for_another_name_or_not_in_the_bundle_is_refu
         message.contains("tls: failed to verify certificate"),
         "{message}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ca_certificate_issued_by_a_bundle_certificate_is_trusted_as_go_trusts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, _) = openssl_self_signed(dir.path(), "tutorial-ca", "DNS:tutorial-ca");
+    let (cert, key) = openssl_req_x509(dir.path(), "issued", "IP:127.0.0.1", Some("tutorial-ca"));
+    let url = deny_all_webhook(&cert, &key).await;
+    let (_server, client) = server();
+    let message = refusal_through(&client, "issued", &url, &ca).await;
+    assert_eq!(
+        message,
+        "admission webhook \"issued.example.com\" denied the request: denied by the openssl webhook"
+    );
+
+    // Signed by a CA the bundle does not hold: refused, whatever else the bundle holds.
+    let (_, _) = openssl_self_signed(dir.path(), "stranger-ca", "DNS:stranger-ca");
+    let (cert, key) = openssl_req_x509(dir.path(), "stranger", "IP:127.0.0.1", Some("stranger-ca"));
+    let url = deny_all_webhook(&cert, &key).await;
+    let message = refusal_through(&client, "stranger", &url, &ca).await;
+    assert!(
+        message.contains("tls: failed to verify certificate"),
+        "{message}"
+    );
+
+    // Issued by the bundle's CA for another name: refused.
+    let (cert, key) = openssl_req_x509(
+        dir.path(),
+        "misnamed",
+        "DNS:elsewhere.example.com",
+        Some("tutorial-ca"),
+    );
+    let url = deny_all_webhook(&cert, &key).await;
+    let message = refusal_through(&client, "misnamed", &url, &ca).await;
+    assert!(message.contains("NotValidForName"), "{message}");
 }

@@ -1,8 +1,8 @@
 //! `dynrec test --chainsaw DIR...`: runs chainsaw `Test`s (each directory's
 //! `chainsaw-test.yaml`, or those of the directories under it) on the embedded API server
 //! in-process, or on the cluster of `--kubeconfig`, with dynrec running, in-process, the
-//! ReconcilerDefinitions the tests apply (and those of `-f`). Exit code 0 when every test
-//! passes, 1 otherwise.
+//! ReconcilerDefinitions the tests apply (and those of `-f`) and, with `--kro`, their KRO
+//! ResourceGraphDefinitions. Exit code 0 when every test passes, 1 otherwise.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use dynrec::client::Client;
 use dynrec::definitions::Definitions;
+use dynrec::kro::ResourceGraphDefinitions;
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{ClusterArgs, Manager, ManagerOptions, connect_in_process};
 use dynrec::testing::chainsaw::{Test, load_test, run_test};
@@ -19,11 +20,12 @@ use super::definitions::{load, print_warnings};
 /// How long the controllers get to stop once the tests are done.
 const STOP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Runs every chainsaw test under `dirs`.
+/// Runs every chainsaw test under `dirs`; with `kro`, dynrec is also KRO's controller.
 pub async fn run(
     dirs: &[PathBuf],
     files: &[PathBuf],
     cluster: &ClusterArgs,
+    kro: bool,
 ) -> anyhow::Result<ExitCode> {
     let loaded = load(files)?;
     let mut tests = Vec::new();
@@ -51,6 +53,14 @@ pub async fn run(
         .await
         .context("installing the ReconcilerDefinition CRD")?;
     definitions.register(&mut manager)?;
+    if kro {
+        let graphs = ResourceGraphDefinitions::new(&definitions, &config);
+        graphs
+            .install_crd()
+            .await
+            .context("installing the ResourceGraphDefinition CRD")?;
+        graphs.register(&mut manager)?;
+    }
     for definition in &loaded {
         let compiled = definitions
             .start_from_file(definition)

@@ -2,6 +2,7 @@
 
 mod apiserver;
 mod chainsaw;
+mod convert;
 mod definitions;
 mod ducks;
 mod plan;
@@ -40,6 +41,9 @@ enum Command {
     /// Print the least-privilege ClusterRole (or Role) the controllers need, each rule
     /// naming the reconcilers that need it.
     Rbac(rbac::Args),
+    /// Print the ReconcilerDefinition another format's controller runs as (`convert kro
+    /// FILE...` for KRO ResourceGraphDefinitions), with comments where semantics differ.
+    Convert(convert::Args),
 }
 
 /// Parses the command line, runs the command, and reports errors.
@@ -47,7 +51,11 @@ pub fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // plan and test print their results; their logs are only warnings unless asked for.
     let default_level = match cli.command {
-        Command::Plan(_) | Command::Test(_) | Command::Ducks(_) | Command::Rbac(_) => Level::WARN,
+        Command::Plan(_)
+        | Command::Test(_)
+        | Command::Ducks(_)
+        | Command::Rbac(_)
+        | Command::Convert(_) => Level::WARN,
         _ => Level::INFO,
     };
     cli.logs.init(default_level);
@@ -68,6 +76,7 @@ pub fn main() -> std::process::ExitCode {
             Command::Test(args) => test::run(args).await,
             Command::Ducks(args) => ducks::run(args).await,
             Command::Rbac(args) => rbac::run(args).await,
+            Command::Convert(args) => convert::run(args),
         }
     });
     match result {

@@ -246,6 +246,14 @@ async fn run_controllers(
         )],
         accounts: BTreeMap::new(),
     };
+    for kind in ["Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"] {
+        needs.permissions.push(Permission::new(
+            &Gvk::new("rbac.authorization.k8s.io", "v1", kind),
+            "",
+            &["list", "watch"],
+            "dynrec run (the preflight asks again when RBAC changes; without it, every 5 s)",
+        ));
+    }
     for definition in &loaded {
         let compiled = definitions
             .start(definition)
@@ -258,6 +266,13 @@ async fn run_controllers(
         needs.permissions.push(
             Permission::new(&service_accounts(), "", &["impersonate"], why.clone())
                 .named([account.name.clone()]),
+        );
+        let why = format!(
+            "dynrec run (whether the ServiceAccount of the definition {:?} exists)",
+            compiled.name
+        );
+        needs.permissions.push(
+            Permission::new(&service_accounts(), "", &["get"], why).named([account.name.clone()]),
         );
         needs.permissions.push(Permission::new(
             &subject_access_reviews(),

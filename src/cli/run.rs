@@ -14,6 +14,7 @@ use dynrec::definitions::{
     CompiledDefinition, Definitions, IMPERSONATION_PATH, IdentityPolicy, Loaded, ServiceAccountRef,
     StartError, impersonation_webhook, impersonation_webhook_configuration, parse_documents,
 };
+use dynrec::kro::ResourceGraphDefinitions;
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{Manager, RunArgs, connect, manager_options, shutdown_signal};
 use dynrec::webhook::{CertSource, WebhookServer};
@@ -60,13 +61,18 @@ pub struct Args {
     /// ValidatingWebhookConfiguration with the URL and a self-signed certificate).
     #[arg(long, value_name = "ADDRESS")]
     impersonation_webhook: Option<SocketAddr>,
+    /// Also act as KRO's controller: run every `kro.run/v1alpha1` ResourceGraphDefinition
+    /// in the cluster as a definition and write its status as KRO does (installs KRO's
+    /// CRD). Off by default, so dynrec and KRO never fight over the same objects.
+    #[arg(long)]
+    kro: bool,
 }
 
 /// Runs the definitions until SIGINT or SIGTERM.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut loaded = load(&args.files)?;
     let cluster = connect(&args.run.cluster).await?;
-    if args.files.is_empty() && cluster.embedded {
+    if args.files.is_empty() && cluster.embedded && !args.kro {
         for (source, text) in BUNDLED {
             loaded.extend(parse_documents(text, source)?);
         }
@@ -90,6 +96,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .await
         .context("installing the ReconcilerDefinition CRD")?;
     definitions.register(&mut manager)?;
+    if args.kro {
+        let graphs = ResourceGraphDefinitions::new(&definitions, &config);
+        graphs
+            .install_crd()
+            .await
+            .context("installing the ResourceGraphDefinition CRD")?;
+        graphs.register(&mut manager)?;
+        println!("running the cluster's ResourceGraphDefinitions (--kro)");
+    }
     if let Some(address) = args.impersonation_webhook {
         serve_impersonation_webhook(&mut manager, &config, address).await?;
     }

@@ -21,7 +21,7 @@ use super::definitions::{load, print_warnings};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Definition files or directories (YAML or JSON); may be repeated.
-    #[arg(short = 'f', long = "filename", required_unless_present = "chainsaw")]
+    #[arg(short = 'f', long = "filename", required_unless_present_any = ["chainsaw", "kro"])]
     files: Vec<PathBuf>,
     /// Case files, or directories whose .yaml, .yml and .json files (recursively) are
     /// case files.
@@ -35,6 +35,10 @@ pub struct Args {
     /// holding such): run them with dynrec running the definitions they apply (and -f's).
     #[arg(long)]
     chainsaw: bool,
+    /// Run the CASES as chainsaw test directories (as --chainsaw) with dynrec also acting
+    /// as KRO's controller for every ResourceGraphDefinition they apply.
+    #[arg(long)]
+    kro: bool,
     /// With --chainsaw, the cluster: a new embedded API server in-process unless
     /// --kubeconfig or --context names one.
     #[command(flatten)]
@@ -43,8 +47,8 @@ pub struct Args {
 
 /// Runs every case file.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if args.chainsaw {
-        return super::chainsaw::run(&args.cases, &args.files, &args.cluster).await;
+    if args.chainsaw || args.kro {
+        return super::chainsaw::run(&args.cases, &args.files, &args.cluster, args.kro).await;
     }
     let loaded = load(&args.files)?;
     let case_files = case_files(&args.cases)?;

@@ -21,6 +21,7 @@ use super::compile::{
 use super::expr::{Bindings, json_type};
 use super::model::ManagerKind;
 use crate::client::ListOptions;
+use crate::kro::{ChildGroup, KroInstance};
 use crate::object::{ConditionSet, Gvk, ObjectKey};
 use crate::reconcilers::{
     ApplyingObjectManager, ChildReconciler, ChildSetReconciler, ChildSetResult, Config, Context,
@@ -68,11 +69,27 @@ pub fn root_reconciler(
         current: current.into_iter().map(|(id, _)| id).collect(),
         inventory: inventory.clone(),
     }));
-    let root = ResourceReconciler::new(
-        definition.for_kind.clone(),
-        Sequence::new(steps),
-        config.clone(),
-    )
+    let steps = Sequence::new(steps);
+    let root = match &definition.kro {
+        None => ResourceReconciler::new(definition.for_kind.clone(), steps, config.clone()),
+        Some(kro) => {
+            let groups = definition
+                .child_steps()
+                .into_iter()
+                .map(|(id, gvk)| ChildGroup {
+                    labels: [
+                        (DEFINITION_LABEL.to_owned(), definition.name.clone()),
+                        (STEP_LABEL.to_owned(), id.clone()),
+                    ]
+                    .into(),
+                    id,
+                    gvk,
+                })
+                .collect();
+            let instance = KroInstance::new(steps, &kro.resource_graph_definition, groups);
+            ResourceReconciler::new(definition.for_kind.clone(), instance, config.clone())
+        }
+    }
     .named(controller_name(&definition.name));
     // On a kind another controller owns, no conditions and no observedGeneration.
     match definition.owns_status {

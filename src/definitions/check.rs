@@ -450,6 +450,9 @@ impl Checker<'_> {
                 {
                     return optional_constructor(&call.func_name, &args).map_err(fail);
                 }
+                if let Some(library) = call.target.as_deref().and_then(|t| self.library(t)) {
+                    return library_function(library, &call.func_name, &args).map_err(fail);
+                }
                 let target = match &call.target {
                     Some(target) => Some((self.infer(target)?, &**target)),
                     None => None,
@@ -622,6 +625,17 @@ impl Checker<'_> {
         matches!(&target.expr, Expr::Ident(name) if name == "optional" && self.bound(name).is_none())
     }
 
+    /// The library `target` names (`strings` of `strings.quote(x)`), unless a binding has
+    /// its name.
+    fn library(&self, target: &IdedExpr) -> Option<&'static str> {
+        match &target.expr {
+            Expr::Ident(name) if self.bound(name).is_none() => {
+                LIBRARIES.iter().copied().find(|l| l == name)
+            }
+            _ => None,
+        }
+    }
+
     /// The type of `field` selected on a value of type `operand`.
     fn select(&self, operand: &Ty, field: &str) -> Result<Ty, String> {
         match operand {
@@ -788,6 +802,41 @@ fn branches(a: &Ty, b: &Ty) -> Result<Ty, String> {
         }
         _ => Ty::Dyn,
     })
+}
+
+/// The function libraries called by a qualified name: cel's `strings.quote` and KRO's
+/// `random.seededString` and `random.seededInt`.
+const LIBRARIES: [&str; 2] = ["strings", "random"];
+
+/// The type of a library function's result, or why the call is wrong.
+fn library_function(library: &str, function: &str, args: &[Ty]) -> Result<Ty, String> {
+    let (params, result): (&[Ty], Ty) = match (library, function) {
+        ("strings", "quote") => (&[Ty::String], Ty::String),
+        ("random", "seededString") => (&[Ty::Number, Ty::String], Ty::String),
+        ("random", "seededInt") => (&[Ty::Number, Ty::Number, Ty::String], Ty::Number),
+        _ => {
+            return Err(format!(
+                "{library}.{function} is not a function; the libraries have strings.quote(string), random.seededString(int, string) and random.seededInt(int, int, string)"
+            ));
+        }
+    };
+    let fits = args.len() == params.len()
+        && args
+            .iter()
+            .zip(params)
+            .all(|(a, p)| !a.is_known_other_than(p));
+    match fits {
+        true => Ok(result),
+        false => Err(format!(
+            "{library}.{function} takes ({}), not ({})",
+            params
+                .iter()
+                .map(Ty::describe)
+                .collect::<Vec<_>>()
+                .join(", "),
+            args.iter().map(Ty::describe).collect::<Vec<_>>().join(", ")
+        )),
+    }
 }
 
 /// The methods of optional values.

@@ -11,8 +11,8 @@ use super::check::{Findings, Scope, check_condition, check_list, check_template}
 use super::error::{DefinitionError, DefinitionErrors};
 use super::expr::{Expression, Template, Text, condition};
 use super::model::{
-    ChildSetStep, ChildStep, GROUP, KIND, ManagerKind, ReconcilerDefinition, RefStep, Step,
-    SyncStep, VERSION,
+    ChildSetStep, ChildStep, GROUP, KIND, KroConventions, ManagerKind, ReconcilerDefinition,
+    RefStep, Step, SyncStep, VERSION,
 };
 use super::schema::{Lookup, Schema, Schemas};
 use super::ty::Ty;
@@ -195,9 +195,25 @@ pub struct CompiledDefinition {
     /// The kinds it reads or writes whose group/version the cluster does not serve yet: the
     /// definition waits for them (its templates are checked again when they appear).
     pub not_served: BTreeSet<Gvk>,
+    /// KRO's conventions on the instances, for a definition read from an RGD.
+    pub kro: Option<KroConventions>,
 }
 
 impl CompiledDefinition {
+    /// The ids of its top-level child, child-set and ref steps, in the order they run (an
+    /// RGD's `status.topologicalOrder`).
+    pub fn step_order(&self) -> Vec<String> {
+        self.steps
+            .iter()
+            .filter_map(|plan| match plan {
+                Plan::Child(c) => Some(c.id.clone()),
+                Plan::ChildSet(c) => Some(c.child.id.clone()),
+                Plan::Ref(r) => Some(r.id.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The kinds of the children it makes, by step id (every step, nested ones too).
     pub fn child_steps(&self) -> Vec<(String, Gvk)> {
         self.steps.iter().flat_map(Plan::child_steps).collect()
@@ -345,6 +361,7 @@ pub fn compile(
         conditions,
         warnings,
         not_served: compiler.not_served,
+        kro: definition.spec.kro.clone(),
     })
 }
 

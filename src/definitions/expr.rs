@@ -123,7 +123,7 @@ impl Expression {
         let value = self
             .program
             .execute(&ctx)
-            .map_err(|e| self.error(e.to_string()))?;
+            .map_err(|e| self.error(crate::reconcilers::cel_errors::describe(&e)))?;
         to_json(&value).map_err(|message| self.error(message))
     }
 
@@ -176,7 +176,7 @@ fn to_json(value: &CelValue) -> Result<Value, String> {
         CelValue::Bytes(_) => return Err("bytes cannot be written into an object".into()),
         other => {
             return Err(format!(
-                "a {:?} cannot be written into an object",
+                "a {} cannot be written into an object",
                 other.type_of()
             ));
         }

@@ -16,9 +16,51 @@ pub struct Loaded {
     pub source: String,
     /// The definition.
     pub definition: ReconcilerDefinition,
+    /// For a definition read from a KRO ResourceGraphDefinition: the prefixes of its paths
+    /// and the RGD paths they stand for (its errors name the RGD's).
+    pub origins: Vec<(String, String)>,
 }
 
-/// Parses every `ReconcilerDefinition` document of `text` (other kinds are skipped).
+impl Loaded {
+    /// A definition read as written (not translated).
+    pub fn new(source: impl Into<String>, definition: ReconcilerDefinition) -> Self {
+        Self {
+            source: source.into(),
+            definition,
+            origins: Vec::new(),
+        }
+    }
+
+    /// An error of this definition at its place in what was written, and its source.
+    pub fn locate(&self, error: DefinitionError) -> DefinitionError {
+        crate::kro::locate(error, &self.origins).in_source(&self.source)
+    }
+}
+
+/// Whether a document is a KRO ResourceGraphDefinition.
+fn is_rgd(document: &Value) -> bool {
+    document["kind"].as_str() == Some(crate::kro::KIND)
+        && document["apiVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("kro.run/"))
+}
+
+/// A KRO ResourceGraphDefinition (its JSON form), as the definition it runs as.
+pub fn parse_rgd_value(value: Value, source: &str) -> Result<Loaded, DefinitionErrors> {
+    let in_source = |DefinitionErrors(errors): DefinitionErrors| {
+        DefinitionErrors(errors.into_iter().map(|e| e.in_source(source)).collect())
+    };
+    let rgd = crate::kro::parse_rgd(value).map_err(|e| in_source(e.into()))?;
+    let translated = crate::kro::translate(&rgd).map_err(in_source)?;
+    Ok(Loaded {
+        source: source.to_owned(),
+        definition: translated.definition,
+        origins: translated.origins,
+    })
+}
+
+/// Parses every `ReconcilerDefinition` and KRO `ResourceGraphDefinition` document of
+/// `text` (other kinds are skipped).
 pub fn parse_documents(text: &str, source: &str) -> Result<Vec<Loaded>, DefinitionErrors> {
     let documents: Vec<Value> = serde_saphyr::from_multiple(text)
         .map_err(|err| DefinitionError::new("", format!("not YAML: {err}")).in_source(source))?;
@@ -29,15 +71,19 @@ pub fn parse_documents(text: &str, source: &str) -> Result<Vec<Loaded>, Definiti
             continue;
         }
         let where_ = format!("{source} (document {})", index + 1);
+        if is_rgd(&document) {
+            match parse_rgd_value(document, &where_) {
+                Ok(found) => loaded.push(found),
+                Err(DefinitionErrors(found)) => errors.extend(found),
+            }
+            continue;
+        }
         if document["kind"].as_str() != Some(KIND) {
             tracing::debug!(source = %where_, kind = ?document["kind"], "not a ReconcilerDefinition; skipped");
             continue;
         }
         match parse_value(document) {
-            Ok(definition) => loaded.push(Loaded {
-                source: where_,
-                definition,
-            }),
+            Ok(definition) => loaded.push(Loaded::new(where_, definition)),
             Err(err) => errors.push(err.in_source(where_)),
         }
     }

@@ -41,11 +41,11 @@ pub use compile::{CompiledDefinition, Plan, compile, kinds_to_check};
 pub use crd::{PLURAL, definition_crd, definition_gvk, parent_crd};
 pub use error::{DefinitionError, DefinitionErrors};
 pub use expr::{Bindings, EvalError, Expression, Template};
-pub use load::{Loaded, load_dir, load_file, parse_documents, parse_value};
+pub use load::{Loaded, load_dir, load_file, parse_documents, parse_rgd_value, parse_value};
 pub use model::{
-    ChildSetStep, ChildStep, DefinitionSpec, FinalizerStep, GROUP, IfStep, KIND, KindRef,
-    ManagerKind, ParentSchema, ReconcilerDefinition, RefSelector, RefStep, ServiceAccountRef, Step,
-    SyncStep, VERSION,
+    ChildSetStep, ChildStep, DefinitionMeta, DefinitionSpec, FinalizerStep, GROUP, IfStep, KIND,
+    KindRef, KroConventions, ManagerKind, ParentSchema, ReconcilerDefinition, RefSelector, RefStep,
+    ServiceAccountRef, Step, SyncStep, VERSION,
 };
 pub use plan::{InstancePlan, PlannedWrite, plan, render};
 pub use published::SOURCE_ANNOTATION;

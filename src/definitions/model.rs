@@ -74,6 +74,20 @@ pub struct DefinitionSpec {
     /// `--default-service-account` names).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account: Option<ServiceAccountRef>,
+    /// KRO's conventions on instances (set for a definition read from a
+    /// ResourceGraphDefinition): its finalizer and labels, `status.state`, conditions
+    /// carrying `observedGeneration`, and deletion of the children in reverse order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kro: Option<KroConventions>,
+}
+
+/// KRO's conventions on the instances of a definition.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KroConventions {
+    /// The ResourceGraphDefinition's name, on each instance as the label
+    /// `kro.run/resource-graph-definition-name`.
+    pub resource_graph_definition: String,
 }
 
 /// A ServiceAccount, by namespace and name (definitions are cluster-scoped).

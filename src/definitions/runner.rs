@@ -27,7 +27,10 @@ use crate::reconcilers::{
     Config, Context, Draft, Outcome, Permission, ReconcileError, ReconcileResult,
     ResourceReconciler, RootReconciler, SyncReconciler, WithFinalizer,
 };
-use crate::runtime::{ControllerHandle, Manager, ManagerError, missing, summarize};
+use crate::runtime::{
+    ControllerHandle, FALLBACK_RECHECK, Manager, ManagerError, RbacChanges, absent_account,
+    missing, summarize,
+};
 
 /// The finalizer that keeps an in-cluster definition until its controller has stopped.
 pub const FINALIZER: &str = "dynrec.dev/controller";
@@ -36,9 +39,6 @@ const FIELD_MANAGER: &str = "dynrec";
 /// How often an in-cluster definition's instance count is refreshed (status is written only
 /// when it changed).
 const STATUS_REFRESH: Duration = Duration::from_secs(5);
-/// How often the permissions of a definition that had them all are checked again (one
-/// missing any is checked at every status refresh).
-const PERMISSIONS_RECHECK: Duration = Duration::from_secs(60);
 /// The conditions of an in-cluster definition (`Ready` follows them).
 const DEFINITION_CONDITIONS: [&str; 2] = ["Compiled", "PermissionsReady"];
 
@@ -57,8 +57,28 @@ struct Running {
     permissions: Vec<Permission>,
 }
 
-/// The last check of a definition's permissions: when, and the refused verbs.
-type PermissionsCheck = (Instant, Vec<String>);
+/// The last check of a definition's permissions.
+#[derive(Clone)]
+struct PermissionsCheck {
+    /// When it was made.
+    at: Instant,
+    /// The count of RBAC changes then (see [`RbacChanges::count`]).
+    rbac_count: u64,
+    /// The refused verbs, a line each.
+    refused: Vec<String>,
+}
+
+impl PermissionsCheck {
+    /// Whether its answer still holds: no RBAC change since, and asked less than the
+    /// fallback poll ago (for a missing permission, less than [`RbacChanges::recheck_after`]).
+    fn holds(&self, rbac: &RbacChanges) -> bool {
+        let poll = match self.refused.is_empty() {
+            true => FALLBACK_RECHECK,
+            false => rbac.recheck_after(),
+        };
+        self.rbac_count == rbac.count() && self.at.elapsed() < poll
+    }
+}
 
 /// Who definitions act as when they name no ServiceAccount (the lockdown switches of
 /// `dynrec run`).
@@ -79,6 +99,10 @@ pub struct Definitions {
     inventories: Arc<Mutex<BTreeMap<String, Inventory>>>,
     identities: IdentityPolicy,
     checks: Arc<Mutex<BTreeMap<String, PermissionsCheck>>>,
+    /// The RBAC changes that make the checks stale.
+    rbac: RbacChanges,
+    /// Definitions loaded from files that wait for a kind the cluster does not serve yet.
+    waiting_files: Arc<Mutex<BTreeMap<String, Loaded>>>,
     /// Whether every definition is compiled as with `spec.strict: true`.
     strict: bool,
 }
@@ -129,6 +153,8 @@ impl Definitions {
             strict: false,
             identities: IdentityPolicy::default(),
             checks: Arc::default(),
+            rbac: manager.rbac_changes(),
+            waiting_files: Arc::default(),
         }
     }
 
@@ -172,14 +198,14 @@ impl Definitions {
             .await;
         let mut definition = loaded.definition.clone();
         definition.spec.strict |= self.strict;
-        compile(&definition, &schemas).map_err(|DefinitionErrors(errors)| {
-            DefinitionErrors(
-                errors
-                    .into_iter()
-                    .map(|e| e.in_source(&loaded.source))
-                    .collect(),
-            )
-        })
+        let mut compiled = compile(&definition, &schemas).map_err(|DefinitionErrors(errors)| {
+            DefinitionErrors(errors.into_iter().map(|e| loaded.locate(e)).collect())
+        })?;
+        compiled.warnings = std::mem::take(&mut compiled.warnings)
+            .into_iter()
+            .map(|w| crate::kro::locate(w, &loaded.origins))
+            .collect();
+        Ok(compiled)
     }
 
     /// Compiles `loaded`, installs its parent CRD if it defines one, and starts (or swaps in)
@@ -232,22 +258,49 @@ impl Definitions {
         Ok(compiled)
     }
 
-    /// Starts a definition loaded from a file, then shows it in the cluster: applies it as
+    /// Starts a definition loaded from a file, and shows it in the cluster: applies it as
     /// a `ReconcilerDefinition` annotated with its file (see [`SOURCE_ANNOTATION`](super::SOURCE_ANNOTATION)), whose
-    /// status this controller keeps. A cluster object of that name that is not from this
-    /// file is left alone (the definition runs, unseen, and a warning says why).
+    /// status this controller keeps — at once, also while it waits for a kind the cluster
+    /// does not serve yet (its status says which). A cluster object of that name that is not
+    /// from this file is left alone (the definition runs, unseen, and a warning says why).
+    /// Once running from this file, it is not started again.
     pub async fn start_from_file(
         &self,
         loaded: &Loaded,
     ) -> Result<Arc<CompiledDefinition>, StartError> {
-        let compiled = self.start(loaded).await?;
-        if let Some(running) = self.running.lock().get_mut(&compiled.name) {
-            running.file = Some(loaded.clone());
+        let name = &loaded.definition.metadata.name;
+        if let Some(compiled) = self.running_from(loaded) {
+            return Ok(compiled);
         }
-        if let Err(error) = self.publish(loaded).await {
-            warn!(definition = %compiled.name, %error, "the definition runs but is not shown in the cluster");
+        let started = self.start(loaded).await;
+        let newly_shown = match &started {
+            Ok(_) => {
+                if let Some(running) = self.running.lock().get_mut(name) {
+                    running.file = Some(loaded.clone());
+                }
+                self.waiting_files.lock().remove(name);
+                true
+            }
+            Err(StartError::KindNotServed { .. }) => self
+                .waiting_files
+                .lock()
+                .insert(name.clone(), loaded.clone())
+                .is_none(),
+            Err(_) => false,
+        };
+        if newly_shown && let Err(error) = self.publish(loaded).await {
+            warn!(definition = %name, %error, "the definition is not shown in the cluster");
         }
-        Ok(compiled)
+        started
+    }
+
+    /// The compiled definition running from `loaded`'s file, as loaded.
+    fn running_from(&self, loaded: &Loaded) -> Option<Arc<CompiledDefinition>> {
+        let running = self.running.lock();
+        let running = running.get(&loaded.definition.metadata.name)?;
+        let file = running.file.as_ref()?;
+        (file.source == loaded.source && file.definition.spec == loaded.definition.spec)
+            .then(|| running.compiled.clone())
     }
 
     /// Applies a file's definition to the cluster, unless another object has its name.
@@ -376,7 +429,6 @@ impl Definitions {
     /// its status.
     async fn sync(&self, ctx: &Context, object: &mut Draft) -> Outcome {
         let name = object.metadata.name.clone().unwrap_or_default();
-        let generation = object.metadata.generation;
         let conditions = ConditionSet::living(&DEFINITION_CONDITIONS);
         self.seed_inventory(&name, &object.data["status"]["managedKinds"]);
         let current = self
@@ -384,34 +436,27 @@ impl Definitions {
             .lock()
             .get(&name)
             .map(|r| (r.generation, r.compiled.clone(), r.file.clone()));
+        let waiting_file = self.waiting_files.lock().get(&name).cloned();
         let mut last_error = None;
-        let compiled = match current {
-            Some((_, compiled, Some(file))) => {
+        let compiled = match (current, waiting_file) {
+            (Some((_, compiled, Some(file))), _) => {
                 self.keep_as_in_file(ctx, object, &file).await;
                 Some(compiled)
             }
-            Some((running, compiled, None)) if running == generation => Some(compiled),
-            previous => {
-                let loaded = parse_value(cluster_json(object)).map(|definition| Loaded {
-                    source: format!("ReconcilerDefinition {name}"),
-                    definition,
-                });
-                let started = match loaded {
-                    Ok(loaded) => self.start(&loaded).await.map_err(|e| refusal(&e)),
-                    Err(err) => Err(("Invalid", err.to_string())),
-                };
-                match started {
+            // A file's definition waiting for its kinds: the file, not this object, starts.
+            (None, Some(file)) => {
+                self.keep_as_in_file(ctx, object, &file).await;
+                match self.start_from_file(&file).await {
                     Ok(compiled) => Some(compiled),
-                    Err((reason, message)) => {
-                        if reason != "KindNotServed" {
-                            warn!(definition = %name, error = %message, "definition refused");
-                        } else if compiled_reason(object) != Some(reason) {
-                            info!(definition = %name, %message, "definition waits for its kinds");
-                        }
-                        last_error = Some((reason, message));
-                        previous.map(|(_, compiled, _)| compiled)
+                    Err(error) => {
+                        last_error = Some(refusal(&error));
+                        None
                     }
                 }
+            }
+            (current, _) => {
+                self.start_from_cluster(object, current, &mut last_error)
+                    .await
             }
         };
         let mut manager = conditions.manage(object, ctx.now());
@@ -470,13 +515,60 @@ impl Definitions {
             };
             status.insert("serviceAccount".into(), json!(self.acting_as(&name)));
         }
+        let spec_for = &object.data["spec"]["for"];
+        let declared_for = match (spec_for["apiVersion"].as_str(), spec_for["kind"].as_str()) {
+            (Some(api_version), Some(kind)) => Some(format!("{api_version}/{kind}")),
+            _ => None,
+        };
         if let Some(status) = object.data["status"].as_object_mut() {
+            // What it is for, also while it does not run (waiting for a kind, refused).
+            if let (None, Some(declared)) = (&compiled, declared_for) {
+                status.insert("for".into(), json!(declared));
+            }
             match last_error {
                 Some((_, error)) => status.insert("lastError".into(), json!(error)),
                 None => status.remove("lastError"),
             };
         }
         Outcome::ok(ReconcileResult::requeue_after(STATUS_REFRESH))
+    }
+
+    /// Compiles and (re)starts an in-cluster definition whose spec changed (`current`: the
+    /// running one's generation, compiled form and file); on refusal, records why in
+    /// `last_error` and keeps the last good version.
+    async fn start_from_cluster(
+        &self,
+        object: &Draft,
+        current: Option<(Option<i64>, Arc<CompiledDefinition>, Option<Loaded>)>,
+        last_error: &mut Option<(&'static str, String)>,
+    ) -> Option<Arc<CompiledDefinition>> {
+        let name = object.metadata.name.clone().unwrap_or_default();
+        match current {
+            Some((running, compiled, None)) if running == object.metadata.generation => {
+                Some(compiled)
+            }
+            previous => {
+                let loaded = parse_value(cluster_json(object)).map(|definition| {
+                    Loaded::new(format!("ReconcilerDefinition {name}"), definition)
+                });
+                let started = match loaded {
+                    Ok(loaded) => self.start(&loaded).await.map_err(|e| refusal(&e)),
+                    Err(err) => Err(("Invalid", err.to_string())),
+                };
+                match started {
+                    Ok(compiled) => Some(compiled),
+                    Err((reason, message)) => {
+                        if reason != "KindNotServed" {
+                            warn!(definition = %name, error = %message, "definition refused");
+                        } else if compiled_reason(object) != Some(reason) {
+                            info!(definition = %name, %message, "definition waits for its kinds");
+                        }
+                        *last_error = Some((reason, message));
+                        previous.map(|(_, compiled, _)| compiled)
+                    }
+                }
+            }
+        }
     }
 
     /// The ServiceAccount the running definition `name` acts as; `None` for dynrec's own
@@ -493,12 +585,14 @@ impl Definitions {
 
     /// The `PermissionsReady` condition of a running definition — reason, message, and
     /// whether every permission its steps need is granted (`None` when it cannot be
-    /// asked) — from a check made now, unless the last one granted everything less than
-    /// [`PERMISSIONS_RECHECK`] ago.
+    /// asked) — from a check made now, unless the last one still holds (see
+    /// [`PermissionsCheck::holds`]). A ServiceAccount that does not exist is said first.
     async fn permissions_condition(&self, name: &str) -> (&'static str, String, Option<bool>) {
-        let fresh = self.checks.lock().get(name).and_then(|(at, refused)| {
-            (refused.is_empty() && at.elapsed() < PERMISSIONS_RECHECK).then(|| refused.clone())
-        });
+        let fresh = self
+            .checks
+            .lock()
+            .get(name)
+            .and_then(|check| check.holds(&self.rbac).then(|| check.refused.clone()));
         let refused = match fresh {
             Some(refused) => refused,
             None => {
@@ -508,6 +602,15 @@ impl Definitions {
                 }) else {
                     return ("NotRunning", String::new(), None);
                 };
+                if let Some(absent) = absent_account(&client).await {
+                    self.checks.lock().remove(name);
+                    return (
+                        "ServiceAccountNotFound",
+                        format!("{absent}; the controller starts once it is created"),
+                        Some(false),
+                    );
+                }
+                let rbac_count = self.rbac.count();
                 let namespaced = client.resolve(&kind).await.is_ok_and(|r| r.namespaced);
                 let refused = match missing(&client, &permissions, namespaced).await {
                     Ok(refused) => summarize(&refused),
@@ -519,9 +622,13 @@ impl Definitions {
                         );
                     }
                 };
-                let checked = (Instant::now(), refused);
-                self.checks.lock().insert(name.to_owned(), checked.clone());
-                checked.1
+                let check = PermissionsCheck {
+                    at: Instant::now(),
+                    rbac_count,
+                    refused,
+                };
+                self.checks.lock().insert(name.to_owned(), check.clone());
+                check.refused
             }
         };
         let who = self

@@ -3,22 +3,63 @@
 //! kinds and CRDs alike), walked lazily through `$ref`s.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use serde_json::{Value, json};
 
 use crate::object::Gvk;
 
-/// A node of a schema; `$ref`s resolve against the document it came from.
+/// A node of a schema; `$ref`s resolve against the document it came from. Cheap to clone:
+/// it points into shared documents and never copies a node.
 #[derive(Clone, Debug)]
 pub struct Schema {
     components: Arc<Value>,
-    node: Value,
+    node: NodeRef,
     /// Whether this node is an object's root (`apiVersion`, `kind`, `metadata` are implied).
     root: bool,
     /// Whether this node is a stored object's `metadata` (its name, uid, ... are set).
     meta: bool,
 }
+
+/// A node of a shared document: the document and the JSON pointer to the node.
+#[derive(Clone, Debug)]
+struct NodeRef {
+    document: Arc<Value>,
+    pointer: String,
+}
+
+static NULL: Value = Value::Null;
+
+impl NodeRef {
+    fn whole(document: Arc<Value>) -> Self {
+        Self {
+            document,
+            pointer: String::new(),
+        }
+    }
+
+    fn get(&self) -> &Value {
+        self.document.pointer(&self.pointer).unwrap_or(&NULL)
+    }
+
+    /// The node at `keys` under this one.
+    fn under(&self, keys: &[&str]) -> Self {
+        let mut pointer = self.pointer.clone();
+        for key in keys {
+            pointer.push('/');
+            pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+        }
+        Self {
+            document: self.document.clone(),
+            pointer,
+        }
+    }
+}
+
+/// Shared synthesized nodes: a string field, and `ObjectMeta` for CRDs that leave it bare.
+static STRING: LazyLock<NodeRef> =
+    LazyLock::new(|| NodeRef::whole(Arc::new(json!({"type": "string"}))));
+static OBJECT_META: LazyLock<NodeRef> = LazyLock::new(|| NodeRef::whole(Arc::new(object_meta())));
 
 /// What a field lookup found.
 pub enum Field {
@@ -36,7 +77,7 @@ impl Schema {
     pub fn of_crd(open_api_v3_schema: Value) -> Self {
         Self {
             components: Arc::new(Value::Null),
-            node: open_api_v3_schema,
+            node: NodeRef::whole(Arc::new(open_api_v3_schema)),
             root: true,
             meta: false,
         }
@@ -45,7 +86,7 @@ impl Schema {
     /// The kind's schema in an OpenAPI v3 document (found by `x-kubernetes-group-version-kind`).
     pub fn of_openapi(document: &Value, gvk: &Gvk) -> Option<Self> {
         let schemas = document.pointer("/components/schemas")?.as_object()?;
-        let (_, node) = schemas.iter().find(|(_, schema)| {
+        let (name, _) = schemas.iter().find(|(_, schema)| {
             schema["x-kubernetes-group-version-kind"]
                 .as_array()
                 .is_some_and(|kinds| {
@@ -56,15 +97,16 @@ impl Schema {
                     })
                 })
         })?;
+        let components = Arc::new(document["components"]["schemas"].clone());
         Some(Self {
-            components: Arc::new(document["components"]["schemas"].clone()),
-            node: node.clone(),
+            node: NodeRef::whole(components.clone()).under(&[name]),
+            components,
             root: true,
             meta: false,
         })
     }
 
-    fn child(&self, node: Value) -> Self {
+    fn child(&self, node: NodeRef) -> Self {
         Self {
             components: self.components.clone(),
             node,
@@ -73,7 +115,7 @@ impl Schema {
         }
     }
 
-    fn metadata(&self, node: Value) -> Self {
+    fn metadata(&self, node: NodeRef) -> Self {
         Self {
             meta: true,
             ..self.child(node)
@@ -83,7 +125,8 @@ impl Schema {
     /// Whether every object this schema admits has the field (after the API server's
     /// defaulting): required, or defaulted, or set on every stored object.
     pub fn always_has(&self, name: &str) -> bool {
-        let node = self.resolved();
+        let resolved = self.resolved();
+        let node = resolved.get();
         let required = node["required"]
             .as_array()
             .is_some_and(|r| r.iter().any(|f| f == name));
@@ -100,21 +143,19 @@ impl Schema {
     }
 
     /// The node with `$ref` (also inside a single `allOf`) followed.
-    fn resolved(&self) -> Value {
+    fn resolved(&self) -> NodeRef {
         let mut node = self.node.clone();
         for _ in 0..32 {
-            let reference = node["$ref"].as_str().map(str::to_owned).or_else(|| {
-                node["allOf"]
+            let value = node.get();
+            let reference = value["$ref"].as_str().or_else(|| {
+                value["allOf"]
                     .as_array()
                     .filter(|all| all.len() == 1)
-                    .and_then(|all| all[0]["$ref"].as_str().map(str::to_owned))
+                    .and_then(|all| all[0]["$ref"].as_str())
             });
             let Some(reference) = reference else { break };
             let name = reference.rsplit('/').next().unwrap_or_default();
-            match self.components.get(name) {
-                Some(target) => node = target.clone(),
-                None => return Value::Null,
-            }
+            node = NodeRef::whole(self.components.clone()).under(&[name]);
         }
         node
     }
@@ -122,7 +163,8 @@ impl Schema {
     /// The schema's `type` (`object`, `array`, `string`, `integer`, `number`, `boolean`),
     /// or `None` when any type is allowed.
     pub fn type_name(&self) -> Option<String> {
-        let node = self.resolved();
+        let resolved = self.resolved();
+        let node = resolved.get();
         if node["x-kubernetes-int-or-string"] == json!(true) {
             return None;
         }
@@ -134,44 +176,37 @@ impl Schema {
 
     /// Whether any value (or any field) is allowed here.
     pub fn is_open(&self) -> bool {
-        let node = self.resolved();
-        node["x-kubernetes-preserve-unknown-fields"] == json!(true)
-            || node.is_null()
-            || (node["type"].is_null()
-                && node.get("properties").is_none()
-                && node.get("items").is_none()
-                && node.get("additionalProperties").is_none())
+        is_open(self.resolved().get())
     }
 
     /// The schema of a field of this object.
     pub fn field(&self, name: &str) -> Field {
-        let node = self.resolved();
+        let resolved = self.resolved();
+        let node = resolved.get();
         if let Some(property) = node["properties"].get(name) {
             if name == "metadata" && self.root {
                 return Field::Known(match property.get("properties") {
-                    None => self.metadata(object_meta()),
-                    Some(_) => self.metadata(property.clone()),
+                    None => self.metadata(OBJECT_META.clone()),
+                    Some(_) => self.metadata(resolved.under(&["properties", name])),
                 });
             }
-            return Field::Known(self.child(property.clone()));
+            return Field::Known(self.child(resolved.under(&["properties", name])));
         }
         if self.root {
             match name {
-                "apiVersion" | "kind" => {
-                    return Field::Known(self.child(json!({"type": "string"})));
-                }
-                "metadata" => return Field::Known(self.metadata(object_meta())),
+                "apiVersion" | "kind" => return Field::Known(self.child(STRING.clone())),
+                "metadata" => return Field::Known(self.metadata(OBJECT_META.clone())),
                 _ => {}
             }
         }
         match node.get("additionalProperties") {
             Some(Value::Bool(true)) => return Field::Open(None),
             Some(Value::Object(_)) => {
-                return Field::Open(Some(self.child(node["additionalProperties"].clone())));
+                return Field::Open(Some(self.child(resolved.under(&["additionalProperties"]))));
             }
             _ => {}
         }
-        if self.is_open() {
+        if is_open(node) {
             return Field::Open(None);
         }
         let mut known: Vec<String> = node["properties"]
@@ -188,18 +223,29 @@ impl Schema {
 
     /// The schema of this list's items.
     pub fn items(&self) -> Option<Schema> {
-        let node = self.resolved();
-        node.get("items").map(|items| self.child(items.clone()))
+        let resolved = self.resolved();
+        let has_items = resolved.get().get("items").is_some();
+        has_items.then(|| self.child(resolved.under(&["items"])))
     }
 
     /// The values of this map, when it is a map (`additionalProperties`).
     pub fn map_values(&self) -> Option<Schema> {
-        let node = self.resolved();
-        match node.get("additionalProperties") {
-            Some(Value::Object(_)) => Some(self.child(node["additionalProperties"].clone())),
+        let resolved = self.resolved();
+        match resolved.get().get("additionalProperties") {
+            Some(Value::Object(_)) => Some(self.child(resolved.under(&["additionalProperties"]))),
             _ => None,
         }
     }
+}
+
+/// Whether any value (or any field) is allowed at `node`.
+fn is_open(node: &Value) -> bool {
+    node["x-kubernetes-preserve-unknown-fields"] == json!(true)
+        || node.is_null()
+        || (node["type"].is_null()
+            && node.get("properties").is_none()
+            && node.get("items").is_none()
+            && node.get("additionalProperties").is_none())
 }
 
 /// `ObjectMeta`'s fields, for CRD schemas that leave `metadata` as a bare object.

@@ -17,7 +17,9 @@ use super::{DuckMapping, DuckType, KindMatch, mapping_crd, mapping_gvk};
 use crate::client::{Cache, CacheEvent, Client, Error, Resolved};
 use crate::object::Gvk;
 use crate::reconcilers::{Config, Permission, ResourceReconciler};
-use crate::runtime::{ControllerHandle, Manager, Metrics, Readiness, wait_until_allowed};
+use crate::runtime::{
+    ControllerHandle, Manager, Metrics, RbacChanges, Readiness, Waiting, wait_until_allowed,
+};
 
 /// The field manager dynrec installs the `DuckMapping` CRD as.
 const FIELD_MANAGER: &str = "dynrec-ducks";
@@ -52,6 +54,7 @@ pub struct DuckControllers {
     handle: ControllerHandle,
     metrics: Metrics,
     readiness: Readiness,
+    rbac: RbacChanges,
     registrations: Vec<Registration>,
     kinds: watch::Sender<Vec<KindMatch>>,
 }
@@ -72,6 +75,7 @@ impl DuckControllers {
             handle: manager.handle(),
             metrics: manager.metrics(),
             readiness: manager.readiness(),
+            rbac: manager.rbac_changes(),
             registrations: Vec::new(),
             kinds: watch::Sender::new(Vec::new()),
         }
@@ -156,7 +160,12 @@ impl DuckControllers {
         // is missing in /readyz (the task ends with the manager).
         let (_running, stop) = watch::channel(false);
         let needs = Self::follower_permissions();
-        if wait_until_allowed(&self.client, &needs, false, &self.readiness, FOLLOWER, stop).await {
+        let waiting = Waiting {
+            readiness: &self.readiness,
+            component: FOLLOWER,
+            rbac: &self.rbac,
+        };
+        if wait_until_allowed(&self.client, &needs, false, waiting, stop).await {
             self.readiness.remove(FOLLOWER);
         }
         // Without the right to install the CRD, existing mappings apply (once served).

@@ -52,11 +52,12 @@ pub enum CelError {
 }
 
 /// The environment every expression is compiled and run in, built once per process: the
-/// standard library, the strings extension and optional syntax (`self.spec.?size.orValue(1)`).
+/// standard library, the strings extension, KRO's `random` library and optional syntax (`self.spec.?size.orValue(1)`).
 static ENV: LazyLock<Result<Arc<cel::Env>, String>> = LazyLock::new(|| {
     let mut env = cel::Env::stdlib().with_optional_support(true);
     env.add_extension(cel::extensions::strings)
         .map_err(|e| e.to_string())?;
+    super::cel_random::extension(&mut env).map_err(|e| e.to_string())?;
     Ok(Arc::new(env))
 });
 
@@ -102,7 +103,7 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Failure::Serialize(e) => write!(f, "the resource cannot be serialized: {e}"),
-            Failure::Execute(e) => write!(f, "{e}"),
+            Failure::Execute(e) => write!(f, "{}", super::cel_errors::describe(e)),
             Failure::NotBool(v) => write!(f, "the result is of type {}, not bool", v.type_of()),
         }
     }

@@ -4,8 +4,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::{ApiReader, Client, EventRecorder, Identity};
-use crate::runtime::DEFAULT_RESYNC;
 use crate::tracker::Tracker;
+
+/// How often a queue re-adds every key it knows unless configured otherwise (10 hours,
+/// controller-runtime's default sync period). It lives here, not in `runtime`, because a
+/// [`Config`]'s tracker lease follows it; `runtime` re-exports it.
+pub const DEFAULT_RESYNC: Duration = Duration::from_secs(10 * 60 * 60);
 
 /// A client, an uncached reader, an event recorder and a tracker, for one cluster.
 /// Cheap to clone.

@@ -13,6 +13,8 @@ mod applying_object_manager;
 mod cast;
 pub(crate) mod cel;
 mod cel_direct;
+pub(crate) mod cel_errors;
+mod cel_random;
 pub(crate) mod cel_reads;
 mod cel_view;
 mod child;
@@ -60,7 +62,7 @@ pub use child::{
 };
 pub use child_set::ChildSetReconciler;
 pub use child_set_result::{ChildSetPartialResult, ChildSetResult};
-pub use config::Config;
+pub use config::{Config, DEFAULT_RESYNC};
 pub use context::Context;
 pub use draft::Draft;
 pub use error::{Markers, ReconcileError};

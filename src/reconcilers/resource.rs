@@ -400,7 +400,11 @@ fn log_replaced(outcome: &Outcome) {
 /// A quiet error ends as a requeue without error; anything else is kept.
 fn requeue_if_quiet(outcome: Outcome) -> Outcome {
     match &outcome.error {
-        Some(err) if err.is_quiet() => Outcome::ok(ReconcileResult::requeue()),
+        Some(err) if err.is_quiet() => {
+            // Not logged (quiet), but not a success either.
+            super::failure::log_failed_reconcile(err);
+            Outcome::ok(ReconcileResult::requeue())
+        }
         // Not logged here: the manager logs each failed reconcile once.
         _ => outcome,
     }

@@ -20,11 +20,12 @@ use crate::trace::info_span;
 use super::unseen_writes::UnseenWrites;
 use super::{
     DEFAULT_RESYNC, HealthServer, LeaderConfig, LeaderElector, Metrics, MetricsServer,
-    MetricsServing, QueueConfig, Readiness, ResultLabel, WorkOutcome, WorkQueue,
+    MetricsServing, QueueConfig, RbacChanges, Readiness, ResultLabel, WorkOutcome, WorkQueue,
 };
 use crate::client::unseen::record_writes;
 use crate::client::{CacheEvent, Client};
 use crate::object::{Gvk, ObjectKey};
+use crate::reconcilers::failure::{self, FailingRequests};
 use crate::reconcilers::{
     self, Config, Permission, RootReconciler, ScopedWatch, ValidationError, Watch,
 };
@@ -135,6 +136,8 @@ pub struct Manager {
     companions: Mutex<Vec<Companion>>,
     /// Admission webhooks served until the manager stops.
     webhooks: Vec<crate::webhook::WebhookServing>,
+    /// Changes of RBAC objects, which make permission checks ask again.
+    rbac: RbacChanges,
 }
 
 /// Adds, replaces and removes a manager's controllers while it runs (and before). Cheap to
@@ -237,6 +240,7 @@ impl Manager {
             readiness: Readiness::new(),
             companions: Mutex::default(),
             webhooks: Vec::new(),
+            rbac: RbacChanges::default(),
         }
     }
 
@@ -306,6 +310,12 @@ impl Manager {
         self.readiness.clone()
     }
 
+    /// The changes of RBAC objects the manager watches while it runs (its permission
+    /// checks ask again after each).
+    pub fn rbac_changes(&self) -> RbacChanges {
+        self.rbac.clone()
+    }
+
     /// Runs every controller until `shutdown` completes; in-flight reconciles finish within
     /// the queue's shutdown bound, and a held Lease is released.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ManagerError> {
@@ -340,10 +350,19 @@ impl Manager {
                 }
             });
         }
+        let rbac = self.rbac.clone().watch(self.client.kube().clone());
+        let stopped = wait_stopped(stop_rx.clone());
+        background.spawn(async move {
+            tokio::select! {
+                () = rbac => {}
+                () = stopped => {}
+            }
+        });
         background.spawn(super::preflight::check_manager(
             self.client.clone(),
             self.options.leader_election.is_some(),
             self.readiness.clone(),
+            self.rbac.clone(),
             stop_rx.clone(),
         ));
         // Without leader election this replica always leads: the sender lives as long as `run`.
@@ -409,6 +428,7 @@ impl Manager {
                         options: self.options.clone(),
                         metrics: self.metrics.clone(),
                         readiness: self.readiness.clone(),
+                        rbac: self.rbac.clone(),
                     };
                     let (own_tx, own_rx) = watch::channel(false);
                     let stopped =
@@ -516,6 +536,7 @@ struct ControllerRun {
     options: ManagerOptions,
     metrics: Metrics,
     readiness: Readiness,
+    rbac: RbacChanges,
 }
 
 impl ControllerRun {
@@ -543,8 +564,11 @@ impl ControllerRun {
                 &self.controller.reconciler.config().client,
                 &self.controller.permissions,
                 resolved.namespaced,
-                &self.readiness,
-                &name,
+                super::Waiting {
+                    readiness: &self.readiness,
+                    component: &name,
+                    rbac: &self.rbac,
+                },
                 stop.clone(),
             );
             if !permitted.await {
@@ -617,7 +641,9 @@ impl ControllerRun {
         let name = self.controller.name.clone();
         let forget_gone = Arc::new(forget_gone);
         let unseen_writes = Arc::new(UnseenWrites::default());
+        let failing = Arc::new(FailingRequests::default());
         let runner = queue.run(workers, move |key: ObjectKey| {
+            let failing = failing.clone();
             let reconciler = reconciler.clone();
             let metrics = metrics.clone();
             let name = name.clone();
@@ -630,13 +656,17 @@ impl ControllerRun {
                     return WorkOutcome::RequeueAfter(delay);
                 }
                 let started = Instant::now();
-                let (outcome, writes) = record_writes(reconciler.reconcile(&key)).await;
+                let reconcile = async {
+                    let outcome = reconciler.reconcile(&key).await;
+                    if let Some(err) = &outcome.error {
+                        failure::log_failed_reconcile(err);
+                    }
+                    outcome
+                };
+                let (outcome, writes) = record_writes(failing.reconcile(&key, reconcile)).await;
                 unseen_writes.remember(key.clone(), writes);
                 let (queued, label) = queue_outcome(&outcome);
                 metrics.record_reconcile(&name, label, started.elapsed());
-                if let Some(err) = &outcome.error {
-                    crate::reconcilers::failure::log_failed_reconcile(err);
-                }
                 if matches!(queued, WorkOutcome::Success) {
                     forget_gone.forget_if_gone(&key);
                 }

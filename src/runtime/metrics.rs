@@ -39,6 +39,14 @@ pub enum ResultLabel {
 }
 
 impl ResultLabel {
+    /// Every result, in the order controller-runtime starts their counters at zero.
+    pub const ALL: [ResultLabel; 4] = [
+        Self::Error,
+        Self::RequeueAfter,
+        Self::Requeue,
+        Self::Success,
+    ];
+
     /// The label value: `success`, `error`, `requeue` or `requeue_after`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -94,6 +102,14 @@ struct ControllerLabels {
 struct QueueLabels {
     name: String,
     controller: String,
+}
+
+/// A work queue's depth labels: also its priority (none here).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DepthLabels {
+    name: String,
+    controller: String,
+    priority: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -181,7 +197,7 @@ impl Metrics {
         let work_durations: QueueDurationFamily = Family::new_with_constructor(queue_histogram);
         registry.register(
             "workqueue_work_duration_seconds",
-            "How long in seconds processing an item from workqueue takes",
+            "How long in seconds processing an item from workqueue takes.",
             work_durations.clone(),
         );
         let admissions = Family::<AdmissionLabels, Counter>::default();
@@ -200,7 +216,7 @@ impl Metrics {
         let leader = Family::<LeaseLabels, Gauge>::default();
         registry.register(
             "leader_election_master_status",
-            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
             leader.clone(),
         );
         super::rest_metrics::register(&mut registry);
@@ -271,13 +287,25 @@ impl Metrics {
     }
 
     /// Reports `controller`'s queue counters and its `workers`, read at each scrape, until
-    /// removed.
+    /// removed; its reconcile counters start at zero for every result, as
+    /// controller-runtime's do when a controller starts.
     pub fn register_queue(
         &self,
         controller: &str,
         workers: usize,
         stats: impl Fn() -> QueueStats + Send + Sync + 'static,
     ) {
+        for result in ResultLabel::ALL {
+            let labels = ReconcileLabels {
+                controller: controller.to_owned(),
+                result,
+            };
+            let _ = self.inner.reconciles.get_or_create(&labels);
+        }
+        let labels = ControllerLabels {
+            controller: controller.to_owned(),
+        };
+        let _ = self.inner.errors.get_or_create(&labels);
         let entry = QueueEntry {
             workers,
             stats: Box::new(stats),
@@ -310,9 +338,26 @@ impl Metrics {
         self.inner.sources.ducks.lock().remove(controller);
     }
 
-    /// Stops reporting `controller`'s queue.
+    /// Stops reporting `controller` (its queue, reconciles and their times): it is gone.
     pub fn remove_queue(&self, controller: &str) {
         self.inner.sources.queues.lock().remove(controller);
+        for result in ResultLabel::ALL {
+            self.inner.reconciles.remove(&ReconcileLabels {
+                controller: controller.to_owned(),
+                result,
+            });
+        }
+        let labels = ControllerLabels {
+            controller: controller.to_owned(),
+        };
+        self.inner.errors.remove(&labels);
+        self.inner.durations.remove(&labels);
+        let labels = QueueLabels {
+            name: controller.to_owned(),
+            controller: controller.to_owned(),
+        };
+        self.inner.queue_durations.remove(&labels);
+        self.inner.work_durations.remove(&labels);
     }
 
     /// Reports the client's shared caches (cached objects and open watches per GVK) at each scrape.
@@ -331,11 +376,11 @@ impl Metrics {
             .set(i64::from(leading));
     }
 
-    /// Every series in the Prometheus (OpenMetrics) text format.
+    /// Every series in the Prometheus text format (0.0.4), as controller-runtime serves it.
     pub fn render(&self) -> Result<String, fmt::Error> {
-        let mut out = String::new();
-        text::encode(&mut out, &self.inner.registry)?;
-        Ok(out)
+        let mut openmetrics = String::new();
+        text::encode(&mut openmetrics, &self.inner.registry)?;
+        Ok(super::prometheus_text::from_openmetrics(&openmetrics))
     }
 }
 
@@ -416,6 +461,18 @@ impl Collector for Sources {
                 (labels, sample)
             })
             .collect();
+        // controller-runtime's queues have no priorities: its depth says `priority=""`.
+        let by_priority: Vec<(DepthLabels, &QueueSample)> = queues
+            .iter()
+            .map(|(controller, sample)| {
+                let labels = DepthLabels {
+                    name: controller.clone(),
+                    controller: controller.clone(),
+                    priority: String::new(),
+                };
+                (labels, sample)
+            })
+            .collect();
         let gauge = |n: usize| Value::Int(n as u64);
         encode_series(
             &mut encoder,
@@ -436,9 +493,9 @@ impl Collector for Sources {
         encode_series(
             &mut encoder,
             "workqueue_depth",
-            "Current depth of workqueue",
+            "Current depth of workqueue by workqueue and priority",
             MetricType::Gauge,
-            &by_queue,
+            &by_priority,
             |s| gauge(s.stats.depth),
         )?;
         encode_series(
@@ -537,7 +594,10 @@ fn encode_series<L: EncodeLabelSet, V>(
     series: &[(L, V)],
     value: impl Fn(&V) -> Value,
 ) -> Result<(), fmt::Error> {
-    let mut family = encoder.encode_descriptor(name, help, None, metric_type)?;
+    // Ended with a period as the registry ends the help of what it registers (the text
+    // format drops it again: see `prometheus_text`).
+    let help = format!("{help}.");
+    let mut family = encoder.encode_descriptor(name, &help, None, metric_type)?;
     for (labels, v) in series {
         let metric = family.encode_family(labels)?;
         match (metric_type, value(v)) {

@@ -22,9 +22,6 @@ use tracing::{error, info};
 use super::{HealthError, Metrics};
 use crate::webhook::{CertSource, WebhookServerError, accept, tls_acceptor};
 
-/// The OpenMetrics text content type `/metrics` answers with.
-const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
 /// Where and how `/metrics` is served.
 #[derive(Clone, Debug)]
 pub struct MetricsServing {
@@ -126,7 +123,11 @@ async fn serve_metrics(State(scrape): State<Scrape>, headers: HeaderMap) -> Resp
         return refused;
     }
     match scrape.metrics.render() {
-        Ok(body) => ([(header::CONTENT_TYPE, OPENMETRICS)], body).into_response(),
+        Ok(body) => (
+            [(header::CONTENT_TYPE, super::prometheus_text::CONTENT_TYPE)],
+            body,
+        )
+            .into_response(),
         Err(err) => {
             error!(error = %err, "cannot render metrics");
             (StatusCode::INTERNAL_SERVER_ERROR, "cannot render metrics").into_response()

@@ -11,10 +11,15 @@ mod manager;
 mod metrics;
 mod metrics_server;
 mod preflight;
+mod prometheus_text;
 mod queue;
+mod rbac_changes;
 mod rest_metrics;
 mod unseen_writes;
 
+/// The default resync period, defined beside the reconcilers' `Config` (whose tracker lease
+/// follows it).
+pub use crate::reconcilers::DEFAULT_RESYNC;
 pub use cluster::{
     CLUSTER_TARGET, Cluster, ClusterArgs, EMBEDDED_KUBECONFIG, LaunchError, absolute, connect,
     connect_in_process,
@@ -28,9 +33,10 @@ pub use manager::{ControllerHandle, Manager, ManagerError, ManagerOptions};
 pub use metrics::{Metrics, ResultLabel};
 pub use metrics_server::{MetricsServer, MetricsServerError, MetricsServing};
 pub use preflight::{
-    Missing, RECHECK, manager_permissions, missing, summarize, wait_until_allowed,
+    Missing, Waiting, absent_account, manager_permissions, missing, summarize, wait_until_allowed,
 };
 pub use queue::{
-    Backoff, DEFAULT_RESYNC, QueueConfig, QueueError, QueueObserver, QueueStats, QueueTiming,
-    WorkOutcome, WorkQueue,
+    Backoff, QueueConfig, QueueError, QueueObserver, QueueStats, QueueTiming, WorkOutcome,
+    WorkQueue,
 };
+pub use rbac_changes::{DEBOUNCE, FALLBACK_RECHECK, RECHECK, RbacChanges};

@@ -6,24 +6,22 @@
 //! [`Client::acting_as`]: crate::client::Client::acting_as
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
 
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec, SubjectAccessReview,
     SubjectAccessReviewSpec,
 };
+use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, PostParams};
 use tokio::sync::watch;
 use tracing::warn;
 
 use super::Readiness;
 use super::health::MANAGER_COMPONENT;
+use super::rbac_changes::{RECHECK, RbacChanges};
 use crate::client::{Client, Resolved};
 use crate::object::Gvk;
 use crate::reconcilers::{Permission, READ};
-
-/// How long a controller missing a permission waits before it asks again.
-pub const RECHECK: Duration = Duration::from_secs(5);
 
 /// One verb of a permission that the API server refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -236,28 +234,62 @@ pub(super) async fn check_manager(
     client: Client,
     leader_election: bool,
     readiness: Readiness,
+    rbac: RbacChanges,
     stop: watch::Receiver<bool>,
 ) {
     let needs = manager_permissions(leader_election);
-    if wait_until_allowed(&client, &needs, false, &readiness, MANAGER_COMPONENT, stop).await {
+    let waiting = Waiting {
+        readiness: &readiness,
+        component: MANAGER_COMPONENT,
+        rbac: &rbac,
+    };
+    if wait_until_allowed(&client, &needs, false, waiting, stop).await {
         readiness.remove(MANAGER_COMPONENT);
     }
 }
 
+/// Where a wait for permissions is reported, and what wakes it.
+#[derive(Clone, Copy)]
+pub struct Waiting<'a> {
+    /// The readiness registry naming what is missing.
+    pub readiness: &'a Readiness,
+    /// The component it is named under (a controller's name).
+    pub component: &'a str,
+    /// The RBAC changes that make it ask again (see [`RbacChanges::wait`]).
+    pub rbac: &'a RbacChanges,
+}
+
 /// Waits until the API server allows every permission (asked as [`missing`] does, for a
-/// controller of a `namespaced` kind or not): each missing one is logged once and named in
-/// `readiness` under `component`; false when `stop` fires first. When the server cannot be
-/// asked, it does not wait.
+/// controller of a `namespaced` kind or not), asking again when RBAC changes: each missing
+/// one is logged once and named in the readiness registry; false when `stop` fires first.
+/// When the server cannot be asked, it does not wait.
 pub async fn wait_until_allowed(
     client: &Client,
     permissions: &[Permission],
     namespaced: bool,
-    readiness: &Readiness,
-    component: &str,
+    waiting: Waiting<'_>,
     mut stop: watch::Receiver<bool>,
 ) -> bool {
+    let Waiting {
+        readiness,
+        component,
+        rbac,
+    } = waiting;
     let mut logged: Vec<String> = Vec::new();
     loop {
+        if let Some(absent) = absent_account(client).await {
+            if logged != [absent.clone()] {
+                warn!(component, "{absent}: waiting until it is created");
+            }
+            readiness.set_not_ready(component, absent.clone());
+            logged = vec![absent];
+            tokio::select! {
+                _ = stop.wait_for(|s| *s) => return false,
+                () = tokio::time::sleep(RECHECK) => {}
+            }
+            continue;
+        }
+        let since = rbac.count();
         let missing = match missing(client, permissions, namespaced).await {
             Ok(missing) => missing,
             Err(err) => {
@@ -279,7 +311,24 @@ pub async fn wait_until_allowed(
         logged = lines;
         tokio::select! {
             _ = stop.wait_for(|s| *s) => return false,
-            () = tokio::time::sleep(RECHECK) => {}
+            () = rbac.wait(since) => {}
         }
+    }
+}
+
+/// What to say when the ServiceAccount the client acts as does not exist (kube would
+/// impersonate it all the same, and grant it what bindings naming it grant): `None` when
+/// it exists, the client acts as its own identity, or the API server does not say (dynrec
+/// may not `get` the account — then its permissions alone decide).
+pub async fn absent_account(client: &Client) -> Option<String> {
+    let identity = client.identity()?;
+    let accounts: Api<ServiceAccount> =
+        Api::namespaced(client.own_kube().clone(), &identity.namespace);
+    match accounts.get_metadata(&identity.name).await {
+        Err(kube::Error::Api(status)) if status.code == 404 => Some(format!(
+            "the ServiceAccount {}/{} does not exist",
+            identity.namespace, identity.name
+        )),
+        _ => None,
     }
 }

@@ -25,6 +25,8 @@ use tokio::{
 };
 use tracing::{Instrument, Span, debug, error, info, warn};
 
+use crate::reconcilers::DEFAULT_RESYNC;
+
 /// Per-key exponential backoff: `initial`, doubling on each consecutive failure, capped at `max`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Backoff {
@@ -61,10 +63,6 @@ impl Backoff {
             .min(self.max)
     }
 }
-
-/// How often a queue re-adds every key it knows unless configured otherwise (10 hours,
-/// controller-runtime's default sync period).
-pub const DEFAULT_RESYNC: Duration = Duration::from_secs(10 * 60 * 60);
 
 /// How a [`WorkQueue`] schedules retries, resyncs and shutdown.
 #[derive(Clone, Debug)]

@@ -54,7 +54,7 @@ pub(super) fn register(registry: &mut Registry) {
     );
     registry.register(
         "rest_client_request_duration_seconds",
-        "Request latency in seconds. Broken down by verb, and host.",
+        "Request latency in seconds. Broken down by verb and host.",
         REST.latency.clone(),
     );
 }

@@ -27,8 +27,7 @@ pub(crate) use hooks::Attributes;
 
 use crate::auth::User;
 use crate::error::{ApiError, ApiResult};
-use crate::http::Shared;
-use crate::store::State;
+use crate::store::{State, Store};
 
 /// What admission decided about an allowed write.
 #[derive(Debug, Default)]
@@ -69,7 +68,7 @@ pub(crate) struct Proposal<'a> {
 /// `None` the request as sent (the object webhooks see), with `Some` a changed object (to
 /// validate it against the schema). A DELETE (no `dry_write` needed) passes `old` only.
 pub(crate) async fn admit(
-    shared: &Shared,
+    store: &Store,
     write: &Write<'_>,
     old: Option<Arc<Value>>,
     proposal: Option<Proposal<'_>>,
@@ -77,7 +76,7 @@ pub(crate) async fn admit(
     let dry_write = proposal.as_ref().map(|p| p.dry_write);
     let attributes = &write.attributes;
     let (mutating, validating, policies) = {
-        let state = shared.state.read();
+        let state = store.read();
         let covering = |mutating| {
             let all = hooks::hooks(&state, mutating);
             all.into_iter()
@@ -91,7 +90,7 @@ pub(crate) async fn admit(
     }
     // The object webhooks see, and the schema error it has before they run, if any.
     let (candidate, invalid) = match &proposal {
-        Some(proposal) => match shared.write(|state| (proposal.dry_write)(state, None)) {
+        Some(proposal) => match store.transact(|state| (proposal.dry_write)(state, None)) {
             Ok((object, _)) => (Some((*object).clone()), None),
             Err(err) if err.code == 422 && proposal.sent.is_some() => {
                 (proposal.sent.clone(), Some(err))
@@ -101,7 +100,7 @@ pub(crate) async fn admit(
         None => (None, None),
     };
     let selected = |hooks: Vec<hooks::Hook>| {
-        let state = shared.state.read();
+        let state = store.read();
         let objects: Vec<&Value> = candidate.iter().chain(old.as_deref()).collect();
         let selected: Vec<_> = hooks
             .into_iter()
@@ -130,8 +129,8 @@ pub(crate) async fn admit(
     }
     let validated = match (&mutated, dry_write) {
         (Some(mutated), Some(dry_write)) => {
-            let checked = shared
-                .write(|state| dry_write(state, Some(mutated.clone())))?
+            let checked = store
+                .transact(|state| dry_write(state, Some(mutated.clone())))?
                 .0;
             Some((*checked).clone())
         }
@@ -142,7 +141,7 @@ pub(crate) async fn admit(
     }
     let mut warnings = calls.into_warnings();
     let bound = {
-        let state = shared.state.read();
+        let state = store.read();
         let objects: Vec<&Value> = validated.iter().chain(old.as_deref()).collect();
         policy::covering(&state, attributes, &objects)
     };

@@ -62,7 +62,7 @@ pub(super) async fn create(
         dry_write: &dry_write,
         sent: Some(sent),
     };
-    admission::admit(shared, &write, None, Some(proposal)).await
+    admission::admit(&shared.state, &write, None, Some(proposal)).await
 }
 
 /// Admits an update (PUT, or a patch that changes an existing object into `patched`
@@ -106,7 +106,7 @@ pub(super) async fn update(
         dry_write: &dry_write,
         sent,
     };
-    admission::admit(shared, &write, Some(old), Some(proposal)).await
+    admission::admit(&shared.state, &write, Some(old), Some(proposal)).await
 }
 
 /// How an update changes the object.
@@ -131,7 +131,7 @@ pub(super) async fn delete(
         return Ok(Admitted::default());
     };
     let write = write(call, "DELETE", name, user, dry_run);
-    admission::admit(shared, &write, Some(old), None).await
+    admission::admit(&shared.state, &write, Some(old), None).await
 }
 
 /// The options as a dry run.

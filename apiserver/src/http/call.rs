@@ -11,10 +11,10 @@ use super::list;
 use super::negotiate::Representation;
 use super::query::Query;
 use super::respond;
-use crate::auth::User;
+use crate::auth::{User, confirm_no_escalation};
 use crate::error::{ApiError, ApiResult};
 use crate::resources::ResourceInfo;
-use crate::store::{FieldValidation, WriteOptions};
+use crate::store::{EscalationCheck, FieldValidation, WriteOptions};
 
 /// One request on a resource path, decoded.
 pub(super) struct Call {
@@ -49,7 +49,7 @@ impl Call {
             field_manager: self.query.get("fieldManager").map(str::to_string),
             user_agent: self.user_agent.clone(),
             force: self.query.flag("force")?,
-            rbac_writer: self.rbac_writer.clone(),
+            escalation_check: self.rbac_writer.clone().map(escalation_check),
         })
     }
 
@@ -57,4 +57,11 @@ impl Call {
     pub(super) fn respond(&self, code: u16, object: &Value) -> Response<Body> {
         respond::json(code, &list::render(object, &self.info, self.representation))
     }
+}
+
+/// The store's check that `writer` does not escalate through an RBAC write.
+fn escalation_check(writer: User) -> EscalationCheck {
+    EscalationCheck(Arc::new(move |state, info, old, object| {
+        confirm_no_escalation(state, &writer, info, old, object)
+    }))
 }

@@ -58,6 +58,33 @@ fn get(name: &str) -> ApiResult<Value> {
         })
 }
 
+/// The `Healthy` condition's field `field`, or `None` when there is no such condition.
+fn healthy(object: &Value, field: &str) -> Option<String> {
+    let conditions = object["conditions"].as_array()?;
+    let healthy = conditions.iter().find(|c| c["type"] == "Healthy")?;
+    Some(healthy[field].as_str().unwrap_or_default().to_string())
+}
+
+/// kube's printer columns for componentstatuses (`kubectl get cs`): NAME, STATUS (Healthy,
+/// Unhealthy or Unknown), MESSAGE and ERROR of the `Healthy` condition.
+fn columns() -> Vec<table::Column> {
+    table::name_and([
+        table::Column::computed("Status", "Status of the component conditions", |object| {
+            match healthy(object, "status").as_deref() {
+                Some("True") => "Healthy".into(),
+                Some(_) => "Unhealthy".into(),
+                None => "Unknown".into(),
+            }
+        }),
+        table::Column::computed("Message", "Message of the component conditions", |object| {
+            healthy(object, "message").unwrap_or_default()
+        }),
+        table::Column::computed("Error", "Error of the component conditions", |object| {
+            healthy(object, "error").unwrap_or_default()
+        }),
+    ])
+}
+
 /// Answers a get (`name`) or a list of componentstatuses in the representation asked for.
 pub(super) fn serve(call: &Call, name: Option<&str>) -> ApiResult<Response<Body>> {
     let objects = match name {
@@ -66,10 +93,7 @@ pub(super) fn serve(call: &Call, name: Option<&str>) -> ApiResult<Response<Body>
     };
     if call.representation == Representation::Table {
         let rows: Vec<&Value> = objects.iter().collect();
-        return Ok(respond::json(
-            200,
-            &table::table(&table::columns(None), &rows, ""),
-        ));
+        return Ok(respond::json(200, &table::table(&columns(), &rows, "")));
     }
     if name.is_some() {
         return Ok(call.respond(200, &objects[0]));

@@ -36,7 +36,7 @@ use parking_lot::RwLock;
 
 use crate::auth::User;
 use crate::error::{ApiError, ApiResult};
-use crate::store::State;
+use crate::store::Store;
 use route::Route;
 
 pub use discovery::KUBERNETES_MINOR;
@@ -72,7 +72,7 @@ impl Default for FrontConfig {
 /// What every request handler shares: the store and the settings.
 pub struct Shared {
     /// The store, behind one lock.
-    pub state: RwLock<State>,
+    pub state: Store,
     /// Front-end settings.
     pub config: FrontConfig,
     /// The address clients reach the server at, for `/api`.
@@ -86,21 +86,6 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// Runs a write under the store's lock and makes it durable before it is answered;
-    /// returns its value and the warnings it gathered.
-    pub fn write<T>(
-        &self,
-        operation: impl FnOnce(&mut State) -> ApiResult<T>,
-    ) -> ApiResult<(T, Vec<String>)> {
-        let mut state = self.state.write();
-        state.check_writable()?;
-        state.take_warnings();
-        let result = operation(&mut state);
-        state.flush()?;
-        let warnings = state.take_warnings();
-        result.map(|value| (value, warnings))
-    }
-
     /// Counts one request on a kind.
     fn record(&self, verb: &str, group: &str, plural: &str) {
         *self

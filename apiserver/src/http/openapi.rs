@@ -5,8 +5,8 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde_json::{Map, Value, json};
 
-use super::builtin;
 use super::discovery::KUBERNETES_MINOR;
+use crate::kind_schemas;
 use crate::resources::{ResourceInfo, crd_resource_key};
 use crate::store::State;
 
@@ -69,10 +69,10 @@ pub fn group_version(state: &State, group: &str, version: &str) -> Option<Value>
     if infos.is_empty() {
         return None;
     }
-    let mut schemas = builtin::meta_schemas().clone();
+    let mut schemas = kind_schemas::meta_schemas().clone();
     let mut kinds = Vec::new();
     for info in &infos {
-        let name = match builtin::kind_schemas(&info.api_version(), &info.kind) {
+        let name = match kind_schemas::kind_schemas(&info.api_version(), &info.kind) {
             Some(builtin) => {
                 schemas.extend(builtin.components.clone());
                 builtin.name.clone()

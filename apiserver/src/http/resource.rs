@@ -206,7 +206,7 @@ async fn serve_kind(
                 _ => Default::default(),
             };
             let object = admitted.mutated.unwrap_or(object);
-            let (stored, mut warnings) = shared.write(|state| {
+            let (stored, mut warnings) = shared.state.transact(|state| {
                 state.update(&call.info, namespace, &name, object, target, &options)
             })?;
             warnings.extend(admitted.warnings);
@@ -224,7 +224,7 @@ async fn serve_kind(
                 _ => Default::default(),
             };
             let ((object, created), mut warnings) =
-                shared.write(|state| match admitted.mutated {
+                shared.state.transact(|state| match admitted.mutated {
                     Some(object) => state
                         .update(&call.info, namespace, &name, object, target, &options)
                         .map(|object| (object, false)),
@@ -242,8 +242,9 @@ async fn serve_kind(
             let options = delete_options(&call.query, body)?;
             let namespace = call.object_namespace()?;
             admit::delete(shared, &call, &user, &name, options.dry_run).await?;
-            let (outcome, _) =
-                shared.write(|state| state.delete(&call.info, namespace, &name, &options))?;
+            let (outcome, _) = shared
+                .state
+                .transact(|state| state.delete(&call.info, namespace, &name, &options))?;
             let removed = matches!(outcome, DeleteOutcome::Removed(_));
             let code = deleted::code(removed, orphan_dependents);
             if removed && !deleted::returns_deleted_object(&call.info) {
@@ -288,7 +289,8 @@ fn create(
     }
     let options = call.write_options()?;
     let (stored, mut warnings) = shared
-        .write(|state| state.create(&call.info, call.namespace.as_deref(), object, &options))?;
+        .state
+        .transact(|state| state.create(&call.info, call.namespace.as_deref(), object, &options))?;
     warnings.extend(admission_warnings);
     Ok(respond::warn(call.respond(201, &stored), &warnings))
 }
@@ -300,7 +302,7 @@ fn delete_collection(
 ) -> ApiResult<Response<Body>> {
     let options = delete_options(&call.query, body)?;
     let selectors = Selectors::from_query(&call.query, &call.info)?;
-    let ((items, metadata), _) = shared.write(|state| {
+    let ((items, metadata), _) = shared.state.transact(|state| {
         let doomed: Vec<(String, String)> = state
             .objects()
             .list(&call.info.key(), call.namespace.as_deref(), None)

@@ -11,7 +11,7 @@ use crate::{go_order, json_order};
 const LEADING_KEYS: [&str; 3] = ["kind", "apiVersion", "metadata"];
 
 /// A JSON value written with `kind`, `apiVersion` and `metadata` first in every object,
-/// then the other keys sorted; objects whose Go struct order the server knows (a `Status`)
+/// then the other keys sorted; objects whose Go struct order the server knows (built-in kinds)
 /// in that order.
 pub fn ordered(value: &Value) -> json_order::Ordered<'_> {
     json_order::Ordered::leading(value, &LEADING_KEYS).with_shapes(go_order::shape_of)

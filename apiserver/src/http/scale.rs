@@ -58,7 +58,7 @@ pub(super) async fn serve(
         }
     };
     let options = call.write_options()?;
-    let (stored, warnings) = shared.write(|state| {
+    let (stored, warnings) = shared.state.transact(|state| {
         let object = state
             .get(&info.key(), &namespace, name)
             .ok_or_else(|| ApiError::not_found(info, name))?;

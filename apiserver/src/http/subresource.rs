@@ -102,7 +102,9 @@ pub fn serve(
                     .is_some_and(|a| a.iter().any(|v| v == "All")),
                 ..DeleteOptions::default()
             };
-            shared.write(|state| state.evict(info, namespace, name, &options))?;
+            shared
+                .state
+                .transact(|state| state.evict(info, namespace, name, &options))?;
             Ok(respond::json(201, &success()))
         }
         ("serviceaccounts", "token", "POST") => token_request(
@@ -151,7 +153,7 @@ pub fn bind(
             vec![Cause::required("target.name", "")],
         ));
     }
-    shared.write(|state| {
+    shared.state.transact(|state| {
         let pod = state
             .get(&pods.key(), namespace, name)
             .ok_or_else(|| ApiError::not_found(pods, name))?;

@@ -23,6 +23,8 @@ enum Source {
     Name,
     Age,
     Path(Box<JpQuery>),
+    /// Computed from the object, as kube's printer for the kind computes it.
+    Computed(fn(&Value) -> String),
     /// A JSONPath that did not parse: cells are empty, as kube-apiserver leaves them.
     Invalid,
 }
@@ -47,6 +49,19 @@ impl Column {
             description: "CreationTimestamp is a timestamp representing the server time when this object was created.".into(),
             priority: 0,
             source: Source::Age,
+        }
+    }
+
+    /// A `string` column whose cells `cell` computes from each object, as kube's printer
+    /// for a built-in kind computes them.
+    pub fn computed(name: &str, description: &str, cell: fn(&Value) -> String) -> Self {
+        Column {
+            name: name.into(),
+            kind: "string".into(),
+            format: String::new(),
+            description: description.into(),
+            priority: 0,
+            source: Source::Computed(cell),
         }
     }
 
@@ -80,6 +95,7 @@ impl Column {
             Source::Name => return Value::from(meta::name(object)),
             Source::Age => object["metadata"]["creationTimestamp"].clone(),
             Source::Invalid => return Value::Null,
+            Source::Computed(cell) => return Value::from(cell(object)),
             Source::Path(query) => match js_path_process(query, object) {
                 Ok(found) => match found.first().map(|r| r.val) {
                     None | Some(Value::Null) => return Value::Null,
@@ -127,6 +143,13 @@ pub fn columns(printer_columns: Option<&Vec<Value>>) -> Vec<Column> {
         None => columns.push(Column::age_column()),
     }
     columns
+}
+
+/// NAME, then `columns`: the columns of a kind kube prints without an AGE.
+pub fn name_and(columns: impl IntoIterator<Item = Column>) -> Vec<Column> {
+    std::iter::once(Column::name_column())
+        .chain(columns)
+        .collect()
 }
 
 /// A Table of `objects`; each row carries the object's metadata.

@@ -28,6 +28,7 @@ mod server_fields;
 mod services;
 mod startup;
 mod state;
+mod transaction;
 mod watch;
 mod write;
 
@@ -37,5 +38,6 @@ pub use objects::ObjectKey;
 pub use persist::StorageError;
 pub use schemas::FieldValidation;
 pub use state::State;
+pub use transaction::Store;
 pub use watch::{Change, ChangeKind, StoreConfig, Subscription, WatchStart};
-pub use write::{Target, WriteOptions};
+pub use write::{EscalationCheck, Target, WriteOptions};

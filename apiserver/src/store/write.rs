@@ -14,7 +14,6 @@ use super::server_fields::{
 use super::state::State;
 use super::watch::ChangeKind;
 use super::{builtin_defaults, initial_status};
-use crate::auth::{User, confirm_no_escalation};
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;
 use crate::resources::ResourceInfo;
@@ -33,9 +32,23 @@ pub struct WriteOptions {
     pub user_agent: Option<String>,
     /// `force`: an apply takes ownership of conflicting fields.
     pub force: bool,
-    /// Under RBAC authorization, who writes: writes of Roles, ClusterRoles and their
-    /// bindings are checked for escalation ([`crate::auth::confirm_no_escalation`]).
-    pub rbac_writer: Option<User>,
+    /// Under RBAC authorization, the check of this writer's writes of Roles, ClusterRoles
+    /// and their bindings for escalation (the front end makes it from `auth`), run on the
+    /// object as it would be stored.
+    pub escalation_check: Option<EscalationCheck>,
+}
+
+/// A check a write must pass, given the store, the kind, the old object (on update) and the
+/// object as it would be stored; the store runs it inside the write's transaction.
+#[derive(Clone)]
+pub struct EscalationCheck(
+    pub Arc<dyn Fn(&State, &ResourceInfo, Option<&Value>, &Value) -> ApiResult<()> + Send + Sync>,
+);
+
+impl std::fmt::Debug for EscalationCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EscalationCheck")
+    }
 }
 
 /// The result of a patch: the object, and whether the patch created it (apply).
@@ -131,8 +144,8 @@ impl State {
         initial_status::apply(info, &mut object);
         self.prepare_create_of_kind(info, &mut object)?;
         self.enforce_schema(info, &mut object, None, options.field_validation)?;
-        if let Some(writer) = &options.rbac_writer {
-            confirm_no_escalation(self, writer, info, None, &object)?;
+        if let Some(check) = &options.escalation_check {
+            (check.0)(self, info, None, &object)?;
         }
         if record {
             object = self.record_managed_fields(info, None, &object, Target::Main, options);
@@ -338,11 +351,12 @@ impl State {
         self.validate_object(info, &name, &result, Some(old))?;
         if target == Target::Main {
             crate::workloads::validate(info, &result)?;
+            crate::workload_updates::validate(info, &result, old)?;
         }
         self.prepare_update_of_kind(info, old, &mut result, target)?;
         self.enforce_schema(info, &mut result, Some(old), options.field_validation)?;
-        if let Some(writer) = &options.rbac_writer {
-            confirm_no_escalation(self, writer, info, Some(old.as_ref()), &result)?;
+        if let Some(check) = &options.escalation_check {
+            (check.0)(self, info, Some(old.as_ref()), &result)?;
         }
         if record {
             result = self.record_managed_fields(info, Some(old), &result, target, options);
@@ -431,7 +445,8 @@ impl State {
         Ok(name)
     }
 
-    /// kube's validation of metadata (every kind) and of ConfigMap and Secret data: `422`
+    /// kube's validation of metadata (every kind), of ConfigMap and Secret data and of the
+    /// core kinds' own rules (Secret types, immutable data, Services): `422`
     /// with every cause; the warnings (a finalizer without a domain, new in this write)
     /// are gathered.
     fn validate_object(
@@ -443,6 +458,10 @@ impl State {
     ) -> ApiResult<()> {
         let mut causes = meta_validation::causes(object, name_rules(info));
         causes.extend(config_data::causes(info, object));
+        causes.extend(crate::core_validation::causes(info, object, old));
+        if let Some(old) = old {
+            causes.extend(crate::binding_update::causes(info, object, old));
+        }
         if !causes.is_empty() {
             return Err(ApiError::invalid(info, name, causes));
         }
@@ -512,9 +531,9 @@ fn name_rules(info: &ResourceInfo) -> fn(&str) -> Vec<String> {
     let path_segment_names = ["rbac.authorization.k8s.io", "apiregistration.k8s.io"];
     if !info.custom && path_segment_names.contains(&info.group.as_str()) {
         validation::path_segment_name
-    } else if info.key() == crate::resources::namespace_resource_key()
-        || (!info.custom && info.group.is_empty() && info.plural == "services")
-    {
+    } else if !info.custom && info.group.is_empty() && info.plural == "services" {
+        validation::dns1035_label
+    } else if info.key() == crate::resources::namespace_resource_key() {
         validation::dns1123_label
     } else {
         validation::dns1123_subdomain

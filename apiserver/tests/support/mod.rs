@@ -215,6 +215,27 @@ pub async fn get_json(client: &kube::Client, uri: &str) -> (u16, Value) {
     raw(client, "GET", uri, "application/json", "").await
 }
 
+/// GETs a path as a `meta.k8s.io/v1` Table, as kubectl asks; returns the Table.
+pub async fn get_table(client: &kube::Client, uri: &str) -> Value {
+    let request = http::Request::builder()
+        .uri(uri)
+        .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+        .body(kube::client::Body::empty())
+        .expect("a valid request");
+    let response = client.send(request).await.expect("the server answers");
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .expect("a body")
+        .to_bytes();
+    serde_json::from_slice(&bytes).expect("a JSON Table")
+}
+
+/// The names of a Table's columns.
+pub fn column_names(table: &Value) -> Vec<&str> {
+    let columns = table["columnDefinitions"].as_array().expect("columns");
+    columns.iter().filter_map(|c| c["name"].as_str()).collect()
+}
+
 /// POSTs a JSON body; returns (status code, parsed JSON body).
 pub async fn post_json(client: &kube::Client, uri: &str, body: &str) -> (u16, Value) {
     raw(client, "POST", uri, "application/json", body).await

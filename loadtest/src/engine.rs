@@ -1,0 +1,338 @@
+//! One run: for each engine in turn, a fresh API server (or the user's cluster), the
+//! controller as a process, the phases of [`crate::phases`], and the report.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace};
+use kube::CustomResourceExt;
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, PostParams};
+use serde_json::json;
+
+use crate::phases::{self, ChildWatch, StepPlan};
+use crate::process::{Process, Usage, own_usage, quiet};
+use crate::report::{EngineReport, Report, ServerMemory, Stored};
+use crate::server::Server;
+use crate::widgets::{self, Widget};
+
+/// The namespace the instances live in.
+const NAMESPACE: &str = "loadtest";
+
+/// What to run and how hard.
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Instances to create and converge
+    #[arg(long, default_value_t = 1000)]
+    instances: usize,
+    /// Creates a second (0: as fast as the server takes them, 64 in flight)
+    #[arg(long, default_value_t = 0.0)]
+    create_rate: f64,
+    /// The churn steps: changes a second, in order
+    #[arg(long, value_delimiter = ',', default_value = "50,100,200,400")]
+    churn: Vec<f64>,
+    /// How long each churn step changes instances, seconds
+    #[arg(long, default_value_t = 10)]
+    step_seconds: u64,
+    /// The SLO a churn step must keep: p99 of change → child shows it, milliseconds
+    #[arg(long, default_value_t = 1000.0)]
+    slo_ms: f64,
+    /// Concurrent reconciles of each controller
+    #[arg(long, default_value_t = 2)]
+    workers: u16,
+    /// Which controllers, in order: `dynrec` (the widgets definition), `typed` (kube-runtime)
+    #[arg(long, value_delimiter = ',', default_value = "dynrec,typed")]
+    engines: Vec<String>,
+    /// The dynrec binary (default: `dynrec` beside this binary)
+    #[arg(long)]
+    dynrec: Option<PathBuf>,
+    /// The definition dynrec runs
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/definitions/widgets.yaml"))]
+    definition: PathBuf,
+    /// Run against this cluster instead of a `dynrec apiserver` started per engine (its
+    /// memory is then not reported); the run uses, then deletes, the namespace `loadtest`
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Where result.json, churn.svg and the processes' logs go
+    #[arg(long, default_value = "target/loadtest")]
+    out: PathBuf,
+    /// The longest a converge or a catch-up may take, seconds
+    #[arg(long, default_value_t = 900)]
+    limit_seconds: u64,
+}
+
+/// Runs every engine of `args` and writes the report.
+pub async fn run(args: RunArgs) -> Result<()> {
+    let dynrec = match &args.dynrec {
+        Some(path) => path.clone(),
+        None => std::env::current_exe()?.with_file_name("dynrec"),
+    };
+    if !dynrec.exists() {
+        bail!(
+            "no dynrec binary at {} (build it: cargo build --release --bin dynrec, or pass --dynrec)",
+            dynrec.display()
+        );
+    }
+    let date = jiff::Timestamp::now().to_string();
+    let mut engines = Vec::new();
+    for engine in &args.engines {
+        let dir = args.out.join(engine);
+        std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+        eprintln!("{engine}: {} instances …", args.instances);
+        engines.push(measure(&args, engine, &dynrec, &dir).await?);
+    }
+    let report = Report {
+        date,
+        machine: machine(),
+        args: std::env::args().collect(),
+        engines,
+        driver: own_usage()?,
+    };
+    std::fs::write(
+        args.out.join("result.json"),
+        serde_json::to_string_pretty(&report)?,
+    )?;
+    std::fs::write(args.out.join("churn.svg"), report.svg())?;
+    print!("{}", report.summary());
+    println!("written: {}/result.json, churn.svg", args.out.display());
+    Ok(())
+}
+
+/// Every phase against one engine.
+async fn measure(args: &RunArgs, engine: &str, dynrec: &Path, dir: &Path) -> Result<EngineReport> {
+    let mut server = match &args.kubeconfig {
+        Some(kubeconfig) => Server::existing(kubeconfig.clone()),
+        None => Server::start(dynrec, dir)?,
+    };
+    let client = server.client().await?;
+    create_namespace(&client).await?;
+    let kubeconfig = server.kubeconfig.clone();
+    let start_controller = || controller(args, engine, dynrec, &kubeconfig, dir);
+    if engine == "typed" {
+        install_typed_crd(&client).await?;
+    }
+    let mut controller = start_controller()?;
+    wait_for_controller(&client, args.limit()).await?;
+    let server_before = server_usage(&mut server)?;
+
+    let converge = phases::converge(
+        &client,
+        NAMESPACE,
+        args.instances,
+        args.create_rate,
+        args.limit(),
+    )
+    .await?;
+    let controller_after_converge = controller.usage()?;
+    let stored = stored_once_recorded(&client, args.instances + 1).await?;
+    let server_memory = server_usage(&mut server)?
+        .map(|after| ServerMemory::new(server_before.unwrap_or_default(), after, stored));
+
+    let watch = ChildWatch::start(&client, NAMESPACE);
+    let mut churn = Vec::new();
+    for &rate in &args.churn {
+        let plan = StepPlan {
+            rate,
+            length: Duration::from_secs(args.step_seconds),
+            // Ten times the SLO: past that a change counts as unseen (and the step fails).
+            drain: Duration::from_secs_f64(args.slo_ms / 1000.0 * 10.0),
+            slo_ms: args.slo_ms,
+        };
+        let step = phases::churn_step(&client, NAMESPACE, &watch, args.instances, &plan).await?;
+        eprintln!(
+            "{engine}: churn {rate}/s: p99 {:.1} ms{}",
+            step.p99_ms,
+            if step.meets_slo {
+                ""
+            } else {
+                " (misses the SLO)"
+            }
+        );
+        churn.push(step);
+    }
+    let sustained_changes_per_second = churn
+        .iter()
+        .filter(|s| s.meets_slo)
+        .map(|s| s.target_rate)
+        .reduce(f64::max);
+
+    drop(controller);
+    phases::change_all(&client, NAMESPACE, &watch, args.instances).await?;
+    let restarted = Instant::now();
+    let mut controller = start_controller()?;
+    let restart_catch_up_seconds = phases::caught_up(&watch, restarted, args.limit()).await?;
+    let controller_at_end = controller.usage()?;
+    drop(controller);
+    if args.kubeconfig.is_some() {
+        Api::<Namespace>::all(client)
+            .delete(NAMESPACE, &DeleteParams::default())
+            .await?;
+    }
+    Ok(EngineReport {
+        engine: engine.to_string(),
+        converge,
+        controller_after_converge,
+        churn,
+        sustained_changes_per_second,
+        restart_catch_up_seconds,
+        controller_at_end,
+        server: server_memory,
+    })
+}
+
+impl RunArgs {
+    /// The bound of a converge or catch-up.
+    fn limit(&self) -> Duration {
+        Duration::from_secs(self.limit_seconds)
+    }
+}
+
+/// Starts the engine's controller process against `kubeconfig`.
+fn controller(
+    args: &RunArgs,
+    engine: &str,
+    dynrec: &Path,
+    kubeconfig: &Path,
+    dir: &Path,
+) -> Result<Process> {
+    let log = dir.join("controller.log");
+    let workers = args.workers.to_string();
+    match engine {
+        "dynrec" => {
+            let mut command = quiet(dynrec);
+            command
+                .arg("run")
+                .arg("--kubeconfig")
+                .arg(kubeconfig)
+                .arg("-f")
+                .arg(&args.definition)
+                .args(["--leader-elect=false", "--workers", &workers]);
+            Process::spawn("dynrec run", command, &log)
+        }
+        "typed" => {
+            let mut command = quiet(&std::env::current_exe()?);
+            command
+                .arg("typed-controller")
+                .arg("--kubeconfig")
+                .arg(kubeconfig)
+                .args(["--workers", &workers]);
+            Process::spawn("the typed controller", command, &log)
+        }
+        other => bail!("unknown engine {other:?} (dynrec or typed)"),
+    }
+}
+
+/// Creates the run's namespace (it may exist on the embedded server's first start).
+async fn create_namespace(client: &kube::Client) -> Result<()> {
+    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))?;
+    match Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+    {
+        Err(kube::Error::Api(status)) if status.is_already_exists() => Ok(()),
+        created => created.map(drop).context("create the namespace"),
+    }
+}
+
+/// Installs the typed Widget's CRD (dynrec installs its own from the definition).
+async fn install_typed_crd(client: &kube::Client) -> Result<()> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .create(&PostParams::default(), &Widget::crd())
+        .await
+        .context("install the Widget CRD")?;
+    Ok(())
+}
+
+/// Waits until the controller reconciles: a probe widget, created once the kind is served,
+/// is Ready.
+async fn wait_for_controller(client: &kube::Client, limit: Duration) -> Result<()> {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), NAMESPACE, &widgets::api_resource());
+    let deadline = Instant::now() + limit;
+    let mut probe = widgets::instance(0, NAMESPACE);
+    probe.metadata.name = Some("probe".into());
+    loop {
+        if Instant::now() > deadline {
+            bail!("the controller did not make a probe widget Ready within {limit:?}");
+        }
+        match api.get_opt("probe").await {
+            Ok(Some(widget)) if widgets::is_ready(&widget) => return Ok(()),
+            Ok(Some(_)) => {}
+            Ok(None) => drop(api.create(&PostParams::default(), &probe).await),
+            // The kind is not served yet (dynrec installs its CRD when it starts).
+            Err(_) => {}
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The server process's usage, when the driver started it.
+fn server_usage(server: &mut Server) -> Result<Option<Usage>> {
+    server.process.as_mut().map(Process::usage).transpose()
+}
+
+/// What the namespace holds once both engines' Events of the converge are in: each records
+/// `Created` and `StatusUpdated` per widget, just after the write that made it Ready.
+async fn stored_once_recorded(client: &kube::Client, widgets: usize) -> Result<Vec<Stored>> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let stored = stored(client).await?;
+        let events = stored
+            .iter()
+            .find(|s| s.kind == "Event")
+            .map_or(0, |s| s.count);
+        if events >= 2 * widgets || Instant::now() > deadline {
+            return Ok(stored);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// What the namespace holds, by kind: count and JSON bytes.
+async fn stored(client: &kube::Client) -> Result<Vec<Stored>> {
+    let kinds = [
+        ("Widget", widgets::api_resource()),
+        ("ConfigMap", ApiResource::erase::<ConfigMap>(&())),
+        ("Event", ApiResource::erase::<Event>(&())),
+    ];
+    let mut stored = Vec::new();
+    for (kind, resource) in kinds {
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &resource);
+        let (mut count, mut json_bytes) = (0, 0);
+        let mut params = ListParams::default().limit(1000);
+        loop {
+            let page = api.list(&params).await?;
+            count += page.items.len();
+            json_bytes += page
+                .items
+                .iter()
+                .map(|o| serde_json::to_vec(o).map_or(0, |v| v.len()))
+                .sum::<usize>();
+            match page.metadata.continue_ {
+                Some(token) if !token.is_empty() => params = params.continue_token(&token),
+                _ => break,
+            }
+        }
+        stored.push(Stored {
+            kind: kind.to_string(),
+            count,
+            json_bytes,
+        });
+    }
+    Ok(stored)
+}
+
+/// The machine, for the report: CPU count and model.
+fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|m| m.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_default();
+    format!("{cpus} CPUs, {model}")
+}

@@ -1,0 +1,64 @@
+//! `dynrec-loadtest`: measures dynrec as it is deployed — a separate process talking HTTP to
+//! an API server — against a typed kube-runtime controller doing the same writes, in the
+//! same run. See benches/README.md ("Over HTTP") for what it reports and how to read it.
+
+mod engine;
+mod phases;
+mod process;
+mod report;
+mod server;
+mod typed;
+mod widgets;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+/// Load driver for dynrec and a typed baseline, each a process of its own.
+#[derive(Parser)]
+#[command(version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the load against each engine in turn and report
+    Run(engine::RunArgs),
+    /// The typed baseline controller (started by `run`; runs until killed)
+    TypedController {
+        /// The cluster to reconcile Widgets of
+        #[arg(long)]
+        kubeconfig: PathBuf,
+        /// Concurrent reconciles
+        #[arg(long, default_value_t = 2)]
+        workers: u16,
+    },
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let outcome = match Cli::parse().command {
+        Command::Run(args) => engine::run(args).await,
+        Command::TypedController {
+            kubeconfig,
+            workers,
+        } => typed_controller(kubeconfig, workers).await,
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("dynrec-loadtest: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the typed baseline against the cluster of `kubeconfig`.
+async fn typed_controller(kubeconfig: PathBuf, workers: u16) -> Result<()> {
+    let client = server::Server::existing(kubeconfig).client().await?;
+    typed::run(client, workers).await
+}

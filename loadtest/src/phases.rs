@@ -1,0 +1,353 @@
+//! What the driver does to a running controller, and what it records: a converge (create N
+//! instances at a rate, wait until every one is Ready), churn steps (change instances at a
+//! set rate, time each change until the child shows it), and a restart catch-up.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use serde::Serialize;
+use serde_json::json;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::widgets;
+
+/// How many writes the driver has in flight at most.
+const IN_FLIGHT: usize = 64;
+
+/// The converge of N new instances.
+#[derive(Debug, Serialize)]
+pub struct Converge {
+    pub instances: usize,
+    /// From the first create to the last instance seen Ready, seconds.
+    pub seconds: f64,
+    /// Instances converged per second.
+    pub per_second: f64,
+    /// How long the creates alone took, seconds.
+    pub create_seconds: f64,
+}
+
+/// Creates `count` widgets in `namespace`, `rate` a second (0: as fast as the server takes
+/// them), and waits until all are Ready, for at most `limit`.
+pub async fn converge(
+    client: &kube::Client,
+    namespace: &str,
+    count: usize,
+    rate: f64,
+    limit: Duration,
+) -> Result<Converge> {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &widgets::api_resource());
+    let ready = Arc::new(Mutex::new(HashSet::new()));
+    let watching = tokio::spawn(track_ready(api.clone(), ready.clone()));
+    let start = Instant::now();
+    let slots = Arc::new(Semaphore::new(IN_FLIGHT));
+    let mut creates = Vec::with_capacity(count);
+    for i in 0..count {
+        pace(start, i, rate).await;
+        let permit = slots.clone().acquire_owned().await?;
+        let api = api.clone();
+        creates.push(tokio::spawn(async move {
+            let created = api
+                .create(
+                    &PostParams::default(),
+                    &widgets::instance(i, api_namespace(&api)),
+                )
+                .await;
+            drop(permit);
+            created.map(drop)
+        }));
+    }
+    for create in creates {
+        create.await?.context("create a widget")?;
+    }
+    let create_seconds = start.elapsed().as_secs_f64();
+    let deadline = start + limit;
+    while ready.lock().unwrap().len() < count {
+        if Instant::now() > deadline {
+            let done = ready.lock().unwrap().len();
+            watching.abort();
+            bail!("converge: {done} of {count} widgets Ready after {limit:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    watching.abort();
+    Ok(Converge {
+        instances: count,
+        seconds,
+        per_second: count as f64 / seconds,
+        create_seconds,
+    })
+}
+
+/// The namespace an `Api` was made for (the driver makes only namespaced ones).
+fn api_namespace(api: &Api<DynamicObject>) -> &str {
+    api.namespace().unwrap_or("default")
+}
+
+/// Sleeps until the `i`th event of a schedule of `rate` a second from `start` is due.
+async fn pace(start: Instant, i: usize, rate: f64) {
+    if rate > 0.0 {
+        let due = start + Duration::from_secs_f64(i as f64 / rate);
+        tokio::time::sleep_until(due.into()).await;
+    }
+}
+
+/// Keeps `ready` the set of widgets that are Ready for their generation.
+async fn track_ready(api: Api<DynamicObject>, ready: Arc<Mutex<HashSet<String>>>) {
+    let mut events = watcher(api, watcher::Config::default()).boxed();
+    while let Some(event) = events.next().await {
+        let Ok(event) = event else { continue };
+        let (watcher::Event::Apply(widget) | watcher::Event::InitApply(widget)) = event else {
+            continue;
+        };
+        let mut ready = ready.lock().unwrap();
+        if widgets::is_ready(&widget) {
+            ready.insert(widget.name_any());
+        } else {
+            ready.remove(&widget.name_any());
+        }
+    }
+}
+
+/// One churn step: changes at a target rate for a while, each timed until the child shows it.
+#[derive(Debug, Serialize)]
+pub struct Step {
+    /// Changes a second asked for.
+    pub target_rate: f64,
+    /// Changes a second the server accepted.
+    pub achieved_rate: f64,
+    pub changes: usize,
+    /// Change → the child ConfigMap showing it, milliseconds.
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    /// Changes no child showed within the drain limit (counted at the limit above).
+    pub unseen: usize,
+    /// p99 within the SLO, every change seen, and the rate reached (≥ 95%).
+    pub meets_slo: bool,
+}
+
+/// Changes not yet shown by their child, by widget: (greeting written, when).
+type Pending = Arc<Mutex<HashMap<String, VecDeque<(String, Instant)>>>>;
+
+/// The latencies of changes their child has shown, milliseconds.
+type Seen = Arc<Mutex<Vec<f64>>>;
+
+/// Watches the widgets' ConfigMaps and records, for each pending change, when the child
+/// first shows it (or a later change of the same widget).
+pub struct ChildWatch {
+    pending: Pending,
+    seen: Seen,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ChildWatch {
+    /// Starts watching the ConfigMaps of `namespace`.
+    pub fn start(client: &kube::Client, namespace: &str) -> Self {
+        let pending: Pending = Arc::default();
+        let seen: Seen = Arc::default();
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+        let task = tokio::spawn(resolve(api, pending.clone(), seen.clone()));
+        Self {
+            pending,
+            seen,
+            task,
+        }
+    }
+
+    /// Records that `widget`'s greeting was set to `greeting` now.
+    fn expect(&self, widget: String, greeting: String) {
+        let mut pending = self.pending.lock().unwrap();
+        pending
+            .entry(widget)
+            .or_default()
+            .push_back((greeting, Instant::now()));
+    }
+
+    /// Waits until every pending change is seen, for at most `limit`; returns the latencies
+    /// seen since the last call and how many changes stayed unseen (then forgotten).
+    async fn drain(&self, limit: Duration) -> (Vec<f64>, usize) {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline && !self.pending.lock().unwrap().is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let mut pending = self.pending.lock().unwrap();
+        let unseen = pending.values().map(VecDeque::len).sum();
+        pending.clear();
+        (std::mem::take(&mut *self.seen.lock().unwrap()), unseen)
+    }
+}
+
+impl Drop for ChildWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The body of a [`ChildWatch`].
+async fn resolve(api: Api<ConfigMap>, pending: Pending, seen: Seen) {
+    let mut events = watcher(api, watcher::Config::default()).boxed();
+    while let Some(event) = events.next().await {
+        let Ok(watcher::Event::Apply(child) | watcher::Event::InitApply(child)) = event else {
+            continue;
+        };
+        let name = child.name_any();
+        let Some(widget) = widgets::widget_of_child(&name) else {
+            continue;
+        };
+        let Some(greeting) = child.data.as_ref().and_then(|d| d.get("greeting")) else {
+            continue;
+        };
+        let mut pending = pending.lock().unwrap();
+        let Some(queue) = pending.get_mut(widget) else {
+            continue;
+        };
+        // The child shows this change: it and every earlier one of the widget are done.
+        let Some(position) = queue.iter().position(|(g, _)| g == greeting) else {
+            continue;
+        };
+        let now = Instant::now();
+        let mut seen = seen.lock().unwrap();
+        for (_, sent) in queue.drain(..=position) {
+            seen.push((now - sent).as_secs_f64() * 1000.0);
+        }
+        if queue.is_empty() {
+            pending.remove(widget);
+        }
+    }
+}
+
+/// What one churn step does: `rate` changes a second for `length`, then up to `drain` for
+/// their children to show them; `slo_ms` is the p99 a passing step keeps.
+#[derive(Clone, Copy)]
+pub struct StepPlan {
+    pub rate: f64,
+    pub length: Duration,
+    pub drain: Duration,
+    pub slo_ms: f64,
+}
+
+/// Changes the greeting of random widgets among `count` as `plan` says.
+pub async fn churn_step(
+    client: &kube::Client,
+    namespace: &str,
+    watch: &ChildWatch,
+    count: usize,
+    plan: &StepPlan,
+) -> Result<Step> {
+    let StepPlan {
+        rate,
+        length,
+        drain,
+        slo_ms,
+    } = *plan;
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &widgets::api_resource());
+    let total = (rate * length.as_secs_f64()).round() as usize;
+    let start = Instant::now();
+    let slots = Arc::new(Semaphore::new(IN_FLIGHT));
+    let mut changes = Vec::with_capacity(total);
+    for i in 0..total {
+        pace(start, i, rate).await;
+        let widget = widgets::name(rand::random_range(0..count));
+        let greeting = format!("churn {rate} {i}");
+        let permit = slots.clone().acquire_owned().await?;
+        changes.push(set_greeting(&api, watch, widget, greeting, permit));
+    }
+    for change in changes {
+        change.await?.context("change a widget")?;
+    }
+    let achieved_rate = total as f64 / start.elapsed().as_secs_f64();
+    let (mut latencies, unseen) = watch.drain(drain).await;
+    latencies.extend(std::iter::repeat_n(drain.as_secs_f64() * 1000.0, unseen));
+    latencies.sort_by(f64::total_cmp);
+    let p99_ms = percentile(&latencies, 0.99);
+    Ok(Step {
+        target_rate: rate,
+        achieved_rate,
+        changes: total,
+        p50_ms: percentile(&latencies, 0.50),
+        p90_ms: percentile(&latencies, 0.90),
+        p99_ms,
+        max_ms: latencies.last().copied().unwrap_or(0.0),
+        unseen,
+        meets_slo: unseen == 0 && p99_ms <= slo_ms && achieved_rate >= 0.95 * rate,
+    })
+}
+
+/// Sets a widget's greeting in a task holding `permit`, expecting its child to show it.
+fn set_greeting(
+    api: &Api<DynamicObject>,
+    watch: &ChildWatch,
+    widget: String,
+    greeting: String,
+    permit: OwnedSemaphorePermit,
+) -> tokio::task::JoinHandle<kube::Result<()>> {
+    watch.expect(widget.clone(), greeting.clone());
+    let api = api.clone();
+    tokio::spawn(async move {
+        let patch = json!({"spec": {"greeting": greeting}});
+        let patched = api
+            .patch(&widget, &PatchParams::default(), &Patch::Merge(&patch))
+            .await;
+        drop(permit);
+        patched.map(drop)
+    })
+}
+
+/// The `q` quantile of sorted values (nearest rank), 0 for none.
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// Changes every widget among `count` while no controller runs, returning once the server
+/// has them all; `watch` then times how long a newly started controller takes to catch up.
+pub async fn change_all(
+    client: &kube::Client,
+    namespace: &str,
+    watch: &ChildWatch,
+    count: usize,
+) -> Result<()> {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &widgets::api_resource());
+    let slots = Arc::new(Semaphore::new(IN_FLIGHT));
+    let mut changes = Vec::with_capacity(count);
+    for i in 0..count {
+        let permit = slots.clone().acquire_owned().await?;
+        let greeting = format!("restart {i}");
+        changes.push(set_greeting(
+            &api,
+            watch,
+            widgets::name(i),
+            greeting,
+            permit,
+        ));
+    }
+    for change in changes {
+        change.await?.context("change a widget")?;
+    }
+    Ok(())
+}
+
+/// Waits until every change [`change_all`] made shows in its child, for at most `limit`;
+/// returns how long that took from `start` (when the controller was started).
+pub async fn caught_up(watch: &ChildWatch, start: Instant, limit: Duration) -> Result<f64> {
+    let (_, unseen) = watch.drain(limit).await;
+    if unseen > 0 {
+        bail!("restart: {unseen} changes not in their children after {limit:?}");
+    }
+    Ok(start.elapsed().as_secs_f64())
+}

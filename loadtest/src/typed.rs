@@ -1,0 +1,153 @@
+//! The baseline: `examples/definitions/widgets.yaml` written by hand as a kube-runtime
+//! `Controller` over the derived [`Widget`] and k8s_openapi's `ConfigMap`, run as its own
+//! process (`dynrec-loadtest typed-controller`) so it is measured as dynrec is.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+
+use crate::widgets::{Widget, child_name, desired_data};
+
+/// What each reconcile reads and writes with.
+struct Context {
+    client: kube::Client,
+    /// ConfigMaps from a reflector of their own: kube-runtime's `owns` keeps no store.
+    config_maps: Store<ConfigMap>,
+    /// The Events dynrec records too: `Created` for a child, `StatusUpdated`.
+    recorder: Recorder,
+}
+
+/// Runs the controller with `workers` concurrent reconciles until the process is killed.
+pub async fn run(client: kube::Client, workers: u16) -> Result<()> {
+    let (config_maps, writer) = reflector::store();
+    let reflect = watcher(Api::<ConfigMap>::all(client.clone()), Default::default())
+        .default_backoff()
+        .reflect(writer);
+    tokio::spawn(reflect.for_each(|_| async {}));
+    config_maps.wait_until_ready().await?;
+    let reporter = Reporter {
+        controller: "typed-widgets".into(),
+        instance: None,
+    };
+    let context = Arc::new(Context {
+        client: client.clone(),
+        config_maps,
+        recorder: Recorder::new(client.clone(), reporter),
+    });
+    Controller::new(Api::<Widget>::all(client.clone()), Default::default())
+        .owns(Api::<ConfigMap>::all(client), Default::default())
+        .with_config(Config::default().concurrency(workers))
+        .run(
+            reconcile,
+            |_, _, _| Action::requeue(Duration::from_millis(100)),
+            context,
+        )
+        .for_each(|result| async move {
+            if let Err(err) = result {
+                eprintln!("reconcile failed: {err}");
+            }
+        })
+        .await;
+    Ok(())
+}
+
+/// Creates or fixes the widget's ConfigMap, then marks it ready for its generation.
+async fn reconcile(widget: Arc<Widget>, context: Arc<Context>) -> Result<Action, kube::Error> {
+    let namespace = widget.namespace().unwrap_or_default();
+    let name = child_name(&widget.name_any());
+    let data = desired_data(&widget.spec);
+    let config_maps = Api::<ConfigMap>::namespaced(context.client.clone(), &namespace);
+    match context
+        .config_maps
+        .get(&ObjectRef::new(&name).within(&namespace))
+    {
+        None => {
+            let mut child = ConfigMap {
+                data: Some(data),
+                ..Default::default()
+            };
+            child.metadata.name = Some(name.clone());
+            child.metadata.namespace = Some(namespace.clone());
+            child.metadata.labels = Some(BTreeMap::from([(
+                "example.com/widget".to_string(),
+                widget.name_any(),
+            )]));
+            child.metadata.owner_references = widget.controller_owner_ref(&()).map(|r| vec![r]);
+            // A child an earlier reconcile made, not yet in the reflector, is fine.
+            match config_maps.create(&PostParams::default(), &child).await {
+                Err(kube::Error::Api(status)) if status.is_already_exists() => {}
+                created => {
+                    created?;
+                    let note = format!("Created ConfigMap {name:?}");
+                    record(&context, &widget, "Created", note).await?;
+                }
+            }
+        }
+        Some(current) if current.data.as_ref() != Some(&data) => {
+            let mut fixed = (*current).clone();
+            fixed.data = Some(data);
+            config_maps
+                .replace(&name, &PostParams::default(), &fixed)
+                .await?;
+        }
+        Some(_) => {}
+    }
+    let generation = widget.meta().generation;
+    let status = widget.status.clone().unwrap_or_default();
+    let ready = status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    if !ready || status.observed_generation != generation {
+        let condition = |type_: &str| Condition {
+            type_: type_.into(),
+            status: "True".into(),
+            reason: type_.into(),
+            message: String::new(),
+            last_transition_time: Time(jiff::Timestamp::now()),
+            observed_generation: generation,
+        };
+        let name = widget.name_any();
+        let patch = json!({"status": {
+            "observedGeneration": generation,
+            "conditions": [condition("ConfigMapReady"), condition("Ready")],
+        }});
+        Api::<Widget>::namespaced(context.client.clone(), &namespace)
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        record(&context, &widget, "StatusUpdated", "Updated status".into()).await?;
+    }
+    Ok(Action::await_change())
+}
+
+/// Records a Normal Event on the widget, as dynrec does after each write.
+async fn record(
+    context: &Context,
+    widget: &Widget,
+    reason: &str,
+    note: String,
+) -> Result<(), kube::Error> {
+    let event = Event {
+        type_: EventType::Normal,
+        reason: reason.into(),
+        note: Some(note),
+        action: reason.into(),
+        secondary: None,
+    };
+    context
+        .recorder
+        .publish(&event, &widget.object_ref(&()))
+        .await
+}

@@ -1,0 +1,89 @@
+//! The load driver end to end at a small size: both engines as processes against a
+//! `dynrec apiserver` of their own, the report written and complete. Needs the `dynrec`
+//! binary beside the driver (`cargo test --workspace` builds it; alone, run
+//! `cargo build --bin dynrec` first).
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+#[test]
+fn a_small_run_converges_both_engines_and_reports_every_phase() {
+    let driver = Path::new(env!("CARGO_BIN_EXE_dynrec-loadtest"));
+    let dynrec = driver.with_file_name("dynrec");
+    assert!(
+        dynrec.exists(),
+        "no dynrec binary at {}: cargo build --bin dynrec",
+        dynrec.display()
+    );
+    let out = tempfile::tempdir().unwrap();
+    let run = Command::new(driver)
+        .args([
+            "run",
+            "--instances",
+            "20",
+            "--churn",
+            "5",
+            "--step-seconds",
+            "2",
+        ])
+        // A generous SLO: this checks that every change is seen, not how fast.
+        .args(["--slo-ms", "5000", "--limit-seconds", "120"])
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(stdout.contains("dynrec / typed: converge time"), "{stdout}");
+
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("result.json")).unwrap()).unwrap();
+    let engines = report["engines"].as_array().unwrap();
+    let names: Vec<&str> = engines
+        .iter()
+        .map(|e| e["engine"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["dynrec", "typed"]);
+    for engine in engines {
+        let name = &engine["engine"];
+        assert_eq!(engine["converge"]["instances"], 20, "{name}");
+        let step = &engine["churn"][0];
+        assert_eq!(step["changes"], 10, "{name}: 5/s for 2 s");
+        assert_eq!(step["unseen"], 0, "{name}: every change reached its child");
+        assert!(engine["restart_catch_up_seconds"].as_f64().unwrap() > 0.0);
+        assert!(
+            engine["controller_at_end"]["peak_rss_bytes"]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
+        // 20 instances and the probe; the same writes on both sides: a ConfigMap each
+        // (plus the namespace's root CA ConfigMap, if the server makes one) and two Events.
+        let stored = &engine["server"]["stored"];
+        let count = |kind: &str| {
+            stored
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["kind"] == kind)
+                .unwrap()["count"]
+                .as_u64()
+                .unwrap()
+        };
+        assert_eq!(count("Widget"), 21, "{name}");
+        assert!((21..=22).contains(&count("ConfigMap")), "{name}");
+        assert_eq!(count("Event"), 42, "{name}: Created and StatusUpdated each");
+    }
+    let svg = std::fs::read_to_string(out.path().join("churn.svg")).unwrap();
+    assert_eq!(
+        svg.matches("<polyline").count(),
+        4,
+        "p50 and p99 of each engine"
+    );
+}

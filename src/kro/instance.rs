@@ -1,0 +1,197 @@
+//! KRO's conventions on an instance, around the reconcilers of its definition: the
+//! `kro.run/finalizer` and KRO's labels on the instance, `status.state` (`ACTIVE` once
+//! `Ready`, else `IN_PROGRESS`), `observedGeneration` on each condition, and, when the
+//! instance is deleted, its children deleted in reverse dependency order — each step's
+//! children gone before the previous step's are deleted — without evaluating a template.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use kube::api::{DeleteParams, Patch, PatchParams};
+use serde_json::{Value, json};
+use tracing::info;
+
+use super::translate::{FINALIZER, OWNED_LABEL, RGD_NAME_LABEL};
+use crate::client::ListOptions;
+use crate::object::{Gvk, ObjectKey};
+use crate::reconcilers::{
+    Context, Draft, Outcome, ReconcileError, ReconcileResult, Setup, SubReconciler,
+    ValidationError, clear_finalizer,
+};
+
+/// How often a deletion checks whether a step's children are gone.
+const DELETION_POLL: Duration = Duration::from_secs(1);
+
+/// The children of one step: their kind and the labels that tell them apart.
+#[derive(Clone, Debug)]
+pub struct ChildGroup {
+    /// The step's id.
+    pub id: String,
+    /// The children's kind.
+    pub gvk: Gvk,
+    /// Labels every child of the step has.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// A definition's reconcilers with KRO's conventions around them.
+pub struct KroInstance {
+    inner: Box<dyn SubReconciler>,
+    rgd: String,
+    /// The steps' children, in the order the steps run.
+    groups: Vec<ChildGroup>,
+}
+
+impl KroInstance {
+    /// `inner` for the instances of the RGD `rgd`, whose steps make `groups` (in run order).
+    pub fn new(inner: impl SubReconciler + 'static, rgd: &str, groups: Vec<ChildGroup>) -> Self {
+        Self {
+            inner: Box::new(inner),
+            rgd: rgd.to_owned(),
+            groups,
+        }
+    }
+
+    /// Adds the finalizer and the labels KRO puts on an instance, in one patch.
+    async fn claim(&self, ctx: &Context, instance: &mut Draft) -> Result<(), ReconcileError> {
+        let labels = instance.metadata.labels.clone().unwrap_or_default();
+        let finalizers = instance.metadata.finalizers.clone().unwrap_or_default();
+        let wanted = [(OWNED_LABEL, "true"), (RGD_NAME_LABEL, self.rgd.as_str())];
+        let missing_label = wanted
+            .iter()
+            .any(|(k, v)| labels.get(*k).map(String::as_str) != Some(*v));
+        let missing_finalizer = !finalizers.iter().any(|f| f == FINALIZER);
+        if !missing_label && !missing_finalizer {
+            return Ok(());
+        }
+        let mut finalizers = finalizers;
+        if missing_finalizer {
+            finalizers.push(FINALIZER.to_owned());
+        }
+        let labels: BTreeMap<&str, &str> = wanted.into_iter().collect();
+        let patch = Patch::Merge(json!({"metadata": {
+            "labels": labels, "finalizers": finalizers,
+            "resourceVersion": instance.metadata.resource_version}}));
+        let gvk = Gvk::of(instance.get()).map_err(crate::client::Error::from)?;
+        let key = ObjectKey::of(instance.get()).map_err(crate::client::Error::from)?;
+        let patched = ctx
+            .original_config()
+            .client
+            .patch(&gvk, &key, &patch, &PatchParams::default())
+            .await?;
+        instance.metadata.labels = patched.metadata.labels;
+        instance.metadata.finalizers = patched.metadata.finalizers;
+        instance.metadata.resource_version = patched.metadata.resource_version;
+        instance.metadata.generation = patched.metadata.generation;
+        Ok(())
+    }
+
+    /// Deletes the children of the last step that still has some; `true` once none is
+    /// left.
+    async fn delete_in_reverse(
+        &self,
+        ctx: &Context,
+        instance: &Draft,
+    ) -> Result<bool, ReconcileError> {
+        let Some(uid) = instance.metadata.uid.clone() else {
+            return Ok(true);
+        };
+        let client = &ctx.config().client;
+        for group in self.groups.iter().rev() {
+            let options = ListOptions {
+                namespace: instance.metadata.namespace.clone(),
+                controlled_by: Some(uid.clone()),
+                ..Default::default()
+            };
+            let children = match client.list(&group.gvk, &options).await {
+                Ok(children) => children,
+                Err(err) if err.is_not_found() => continue,
+                Err(err) => return Err(err.into()),
+            };
+            let ours: Vec<_> = children
+                .iter()
+                .filter(|child| {
+                    let labels = child.metadata.labels.clone().unwrap_or_default();
+                    group.labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+                })
+                .collect();
+            if ours.is_empty() {
+                continue;
+            }
+            for child in ours {
+                if child.metadata.deletion_timestamp.is_some() {
+                    continue;
+                }
+                let key = ObjectKey::of(child.as_ref()).map_err(crate::client::Error::from)?;
+                info!(gvk = %group.gvk, child = %key, step = %group.id, "deleting a child of a deleted instance (reverse dependency order)");
+                match client
+                    .delete(&group.gvk, &key, &DeleteParams::background())
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(err) if err.is_not_found() => {}
+                    Err(err) => return Err(err.into()),
+                }
+            }
+            return Ok(false);
+        }
+        Ok(true)
+    }
+}
+
+#[async_trait]
+impl SubReconciler for KroInstance {
+    fn name(&self) -> &str {
+        "KRO instance"
+    }
+
+    fn setup(&self, setup: &mut Setup) -> Result<(), ValidationError> {
+        if let Some(resource) = setup.resource_type().cloned() {
+            setup.require(self.name(), &resource, "", &["patch"]);
+        }
+        for group in &self.groups {
+            setup.require(self.name(), &group.gvk, "", &["list", "delete"]);
+        }
+        self.inner.setup(setup)
+    }
+
+    fn validate(&self) -> Result<(), ValidationError> {
+        self.inner.validate()
+    }
+
+    async fn reconcile(&self, ctx: &Context, instance: &mut Draft) -> Outcome {
+        if instance.metadata.deletion_timestamp.is_some() {
+            return match self.delete_in_reverse(ctx, instance).await {
+                Ok(false) => Outcome::ok(ReconcileResult::requeue_after(DELETION_POLL)),
+                Ok(true) => match clear_finalizer(ctx, instance, FINALIZER).await {
+                    Ok(()) => Outcome::done(),
+                    Err(error) => Outcome::err(error),
+                },
+                Err(error) => Outcome::err(error),
+            };
+        }
+        if let Err(error) = self.claim(ctx, instance).await {
+            return Outcome::err(error);
+        }
+        let outcome = self.inner.reconcile(ctx, instance).await;
+        let generation = instance.metadata.generation;
+        let status = &mut instance.to_mut().data["status"];
+        if !status.is_object() {
+            *status = json!({});
+        }
+        let ready = status["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        status["state"] = json!(if ready { "ACTIVE" } else { "IN_PROGRESS" });
+        if let (Some(generation), Some(conditions)) =
+            (generation, status["conditions"].as_array_mut())
+        {
+            for condition in conditions {
+                condition["observedGeneration"] = Value::from(generation);
+            }
+        }
+        outcome
+    }
+}

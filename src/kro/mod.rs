@@ -1,0 +1,25 @@
+//! KRO's ResourceGraphDefinitions (`kro.run/v1alpha1`), run unchanged: an RGD is read as
+//! KRO defines it and compiled onto the same definition model and reconcilers as a
+//! `ReconcilerDefinition` (never a second engine): its SimpleSchema becomes the instance
+//! CRD KRO generates, its resources steps ordered by the expressions' dependencies, and
+//! its instances get KRO's finalizer, labels and `status.state`.
+
+mod controller;
+mod convert;
+mod expressions;
+mod instance;
+mod model;
+mod simpleschema;
+mod translate;
+
+pub use controller::{ResourceGraphDefinitions, rgd_crd, rgd_gvk};
+pub use convert::convert;
+pub use instance::{ChildGroup, KroInstance};
+pub use model::{
+    ExternalRef, ExternalRefMetadata, GROUP, GraphSpec, InstanceSchema, KIND, LabelSelector,
+    Resource, ResourceGraphDefinition, VERSION,
+};
+pub use simpleschema::spec_schema;
+pub use translate::{
+    FINALIZER, OWNED_LABEL, RGD_NAME_LABEL, Translated, locate, parse_rgd, plural, translate,
+};

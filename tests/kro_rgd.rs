@@ -1,0 +1,514 @@
+//! KRO ResourceGraphDefinitions over the embedded API server, as `dynrec run --kro` runs
+//! them: an RGD applied to the cluster becomes a running definition with the instance CRD
+//! KRO generates, and the RGD, its instances and their children carry the status, labels
+//! and finalizers KRO writes.
+
+use std::time::{Duration, Instant};
+
+use dynrec::apiserver::ApiServer;
+use dynrec::client::Client;
+use dynrec::definitions::Definitions;
+use dynrec::kro::ResourceGraphDefinitions;
+use dynrec::reconcilers::Config;
+use dynrec::runtime::{Manager, ManagerOptions};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::core::GroupVersionKind;
+use serde_json::{Value, json};
+
+const DEADLINE: Duration = Duration::from_secs(15);
+
+/// A manager running the RGD controller on a fresh embedded server.
+struct Running {
+    kube: kube::Client,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Running {
+    async fn start() -> Self {
+        let server = ApiServer::new();
+        let kube = server.client();
+        let client = Client::new(kube.clone());
+        let config = Config::new(client.clone(), "test");
+        let mut manager = Manager::new(client, ManagerOptions::default());
+        let definitions = Definitions::new(&manager, &config);
+        definitions.install_crd().await.unwrap();
+        definitions.register(&mut manager).unwrap();
+        let graphs = ResourceGraphDefinitions::new(&definitions, &config);
+        graphs.install_crd().await.unwrap();
+        graphs.register(&mut manager).unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            manager
+                .run(async move {
+                    let _ = stopped.await;
+                })
+                .await
+                .unwrap();
+            drop(server);
+        });
+        Self {
+            kube,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    fn api(&self, api_version: &str, kind: &str) -> Api<DynamicObject> {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let plural = match kind {
+            "ResourceGraphDefinition" => "resourcegraphdefinitions".to_owned(),
+            "CustomResourceDefinition" => "customresourcedefinitions".to_owned(),
+            other => dynrec::kro::plural(other),
+        };
+        let ar = ApiResource::from_gvk_with_plural(&gvk, &plural);
+        match kind {
+            "ResourceGraphDefinition" | "CustomResourceDefinition" => {
+                Api::all_with(self.kube.clone(), &ar)
+            }
+            _ => Api::namespaced_with(self.kube.clone(), "default", &ar),
+        }
+    }
+
+    fn rgds(&self) -> Api<DynamicObject> {
+        self.api("kro.run/v1alpha1", "ResourceGraphDefinition")
+    }
+
+    /// Applies a YAML object (server-side apply, forced).
+    async fn apply(&self, yaml: &str) -> Result<DynamicObject, kube::Error> {
+        let value: Value = serde_saphyr::from_str(yaml).unwrap();
+        let api = self.api(
+            value["apiVersion"].as_str().unwrap(),
+            value["kind"].as_str().unwrap(),
+        );
+        let name = value["metadata"]["name"].as_str().unwrap().to_owned();
+        api.patch(
+            &name,
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(value),
+        )
+        .await
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            tokio::time::timeout(DEADLINE, task).await.unwrap().unwrap();
+        }
+    }
+}
+
+/// Polls `check` until it returns `Some`.
+async fn eventually<T, F, Fut>(what: &str, check: F) -> T
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(found) = check().await {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The object once `holds` is true of it.
+async fn object_where(
+    api: &Api<DynamicObject>,
+    name: &str,
+    what: &str,
+    holds: impl Fn(&Value) -> bool,
+) -> Value {
+    eventually(what, || async {
+        let object = api.get_opt(name).await.ok().flatten()?;
+        let value = serde_json::to_value(&object).unwrap();
+        holds(&value).then_some(value)
+    })
+    .await
+}
+
+fn condition<'a>(object: &'a Value, type_: &str) -> Option<&'a Value> {
+    object["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
+const GRAPH: &str = r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: web-graph}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: WebGraph
+    spec:
+      image: string | default="nginx:1.27"
+      replicas: integer | default=1 minimum=1 maximum=5
+      tags: "[]string | minItems=1"
+    status:
+      configName: ${config.metadata.name}
+  resources:
+  - id: deployment
+    template:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: {name: "${schema.metadata.name}"}
+      spec:
+        replicas: ${schema.spec.replicas}
+        selector: {matchLabels: {app: "${schema.metadata.name}"}}
+        template:
+          metadata: {labels: {app: "${schema.metadata.name}"}}
+          spec:
+            containers:
+            - name: main
+              image: ${schema.spec.image}
+              env:
+              - {name: CONFIG, value: "${config.metadata.name}"}
+  - id: config
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.metadata.name}-config"}
+      data: {tags: "${schema.spec.tags.join(',')}"}
+"#;
+
+#[tokio::test]
+async fn an_rgd_in_the_cluster_runs_with_kros_status_crd_labels_and_reverse_deletion() {
+    let running = Running::start().await;
+    running.apply(GRAPH).await.unwrap();
+    let rgd = object_where(
+        &running.rgds(),
+        "web-graph",
+        "the RGD to be Active",
+        |rgd| rgd["status"]["state"] == "Active",
+    )
+    .await;
+    // The order comes from the expressions: the deployment reads the config.
+    assert_eq!(
+        rgd["status"]["topologicalOrder"],
+        json!(["config", "deployment"])
+    );
+    let ready = condition(&rgd, "Ready").unwrap();
+    assert_eq!(
+        (
+            ready["status"].as_str(),
+            ready["observedGeneration"].as_i64()
+        ),
+        (Some("True"), Some(1))
+    );
+    assert!(
+        rgd["metadata"]["finalizers"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("kro.run/finalizer"))
+    );
+    for type_ in ["GraphAccepted", "KindReady", "ControllerReady"] {
+        assert_eq!(condition(&rgd, type_).unwrap()["status"], "True", "{type_}");
+    }
+
+    // The instance CRD, as KRO generates it from the SimpleSchema.
+    let crds = running.api("apiextensions.k8s.io/v1", "CustomResourceDefinition");
+    let crd = crds.get("webgraphs.kro.run").await.unwrap();
+    let version = &crd.data["spec"]["versions"][0];
+    let spec = &version["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    assert_eq!(
+        spec["properties"]["replicas"],
+        json!({"type": "integer", "default": 1, "minimum": 1, "maximum": 5})
+    );
+    assert_eq!(spec["properties"]["tags"]["minItems"], 1);
+    let columns: Vec<&str> = version["additionalPrinterColumns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(columns, ["State", "Ready", "Age"]);
+
+    // The API server enforces the markers.
+    let refused = running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: WebGraph\nmetadata: {name: bad, namespace: default}\nspec: {tags: [], replicas: 9}")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("spec.tags") && refused.contains("spec.replicas"),
+        "{refused}"
+    );
+
+    running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: WebGraph\nmetadata: {name: shop, namespace: default}\nspec: {tags: [a, b]}")
+        .await
+        .unwrap();
+    let instances = running.api("kro.run/v1alpha1", "WebGraph");
+    let instance = object_where(&instances, "shop", "the instance to be ACTIVE", |i| {
+        i["status"]["state"] == "ACTIVE"
+    })
+    .await;
+    assert_eq!(instance["metadata"]["labels"]["kro.run/owned"], "true");
+    assert_eq!(
+        instance["metadata"]["labels"]["kro.run/resource-graph-definition-name"],
+        "web-graph"
+    );
+    assert!(
+        instance["metadata"]["finalizers"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("kro.run/finalizer"))
+    );
+    assert_eq!(instance["status"]["configName"], "shop-config");
+    assert_eq!(
+        condition(&instance, "Ready").unwrap()["observedGeneration"],
+        1
+    );
+
+    let deployments = running.api("apps/v1", "Deployment");
+    let config_maps = running.api("v1", "ConfigMap");
+    let deployment = deployments.get("shop").await.unwrap();
+    let labels = deployment.metadata.labels.clone().unwrap();
+    assert_eq!(labels["kro.run/instance-name"], "shop");
+    assert_eq!(labels["kro.run/instance-kind"], "WebGraph");
+    assert_eq!(
+        labels["kro.run/resource-graph-definition-name"],
+        "web-graph"
+    );
+    assert_eq!(deployment.data["spec"]["replicas"], 1);
+    let config = config_maps.get("shop-config").await.unwrap();
+    assert_eq!(config.data["data"]["tags"], "a,b");
+
+    // Deletion in reverse dependency order: the config stays while the deployment that
+    // reads it is still there (held by a finalizer here).
+    deployments
+        .patch(
+            "shop",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": ["test/hold"]}})),
+        )
+        .await
+        .unwrap();
+    instances
+        .delete("shop", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the deployment to be deleted", || async {
+        let d = deployments.get("shop").await.ok()?;
+        d.metadata.deletion_timestamp.is_some().then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        config_maps.get_opt("shop-config").await.unwrap().is_some(),
+        "the config went before the deployment reading it"
+    );
+    deployments
+        .patch(
+            "shop",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap();
+    eventually("the instance and its config to be gone", || async {
+        let config = config_maps.get_opt("shop-config").await.ok()?;
+        let instance = instances.get_opt("shop").await.ok()?;
+        (config.is_none() && instance.is_none()).then_some(())
+    })
+    .await;
+
+    // Deleting the RGD stops its controller and keeps its CRD (KRO's default).
+    running
+        .rgds()
+        .delete("web-graph", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the RGD to be gone", || async {
+        running
+            .rgds()
+            .get_opt("web-graph")
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(crds.get_opt("webgraphs.kro.run").await.unwrap().is_some());
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn an_external_reference_holds_the_instance_in_progress_until_it_exists() {
+    let running = Running::start().await;
+    running
+        .apply(
+            r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: echo}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Echo
+    spec: {source: string | default=settings}
+  resources:
+  - id: input
+    externalRef:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.spec.source}"}
+  - id: copy
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.metadata.name}-copy"}
+      data: {value: '${input.?data.value.orValue("none")}'}
+"#,
+        )
+        .await
+        .unwrap();
+    object_where(&running.rgds(), "echo", "the RGD to be Active", |rgd| {
+        rgd["status"]["state"] == "Active"
+    })
+    .await;
+    running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: Echo\nmetadata: {name: e1, namespace: default}\nspec: {}")
+        .await
+        .unwrap();
+    let echoes = running.api("kro.run/v1alpha1", "Echo");
+    let waiting = object_where(
+        &echoes,
+        "e1",
+        "the instance to wait for its reference",
+        |e| {
+            e["status"]["state"] == "IN_PROGRESS"
+                && condition(e, "InputResolved").is_some_and(|c| c["status"] == "False")
+        },
+    )
+    .await;
+    assert!(
+        condition(&waiting, "Ready").unwrap()["message"]
+            .as_str()
+            .unwrap()
+            .contains("ConfigMap default/settings does not exist")
+    );
+    let config_maps = running.api("v1", "ConfigMap");
+    assert!(config_maps.get_opt("e1-copy").await.unwrap().is_none());
+    running
+        .apply("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: default}\ndata: {value: hello}")
+        .await
+        .unwrap();
+    object_where(&echoes, "e1", "the instance to be ACTIVE", |e| {
+        e["status"]["state"] == "ACTIVE"
+    })
+    .await;
+    let copy = config_maps.get("e1-copy").await.unwrap();
+    assert_eq!(copy.data["data"]["value"], "hello");
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn a_collection_makes_a_child_per_item_and_prunes_removed_items() {
+    let running = Running::start().await;
+    running
+        .apply(
+            r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: teams}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Teams
+    spec: {names: "[]string"}
+  resources:
+  - id: teamConfigs
+    forEach:
+    - team: ${schema.spec.names}
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.metadata.name}-${team}"}
+      data: {team: "${team}"}
+"#,
+        )
+        .await
+        .unwrap();
+    object_where(&running.rgds(), "teams", "the RGD to be Active", |rgd| {
+        rgd["status"]["state"] == "Active"
+    })
+    .await;
+    running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: Teams\nmetadata: {name: org, namespace: default}\nspec: {names: [red, blue]}")
+        .await
+        .unwrap();
+    let config_maps = running.api("v1", "ConfigMap");
+    let red = object_where(&config_maps, "org-red", "a child per item", |c| {
+        c["data"]["team"] == "red"
+    })
+    .await;
+    assert_eq!(red["metadata"]["labels"]["kro.run/node-id"], "teamConfigs");
+    config_maps.get("org-blue").await.unwrap();
+    running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: Teams\nmetadata: {name: org, namespace: default}\nspec: {names: [blue]}")
+        .await
+        .unwrap();
+    eventually("the removed item's child to be deleted", || async {
+        config_maps
+            .get_opt("org-red")
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn a_bad_rgd_is_inactive_with_an_error_naming_its_place() {
+    let running = Running::start().await;
+    running
+        .apply(
+            r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: broken}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Broken
+    spec: {name: string}
+  resources:
+  - id: first
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${second.metadata.name}-a"}
+  - id: second
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${first.metadata.name}-b"}
+      data: {x: "${schema.spec.nam}"}
+"#,
+        )
+        .await
+        .unwrap();
+    let rgd = object_where(&running.rgds(), "broken", "the RGD to be refused", |rgd| {
+        rgd["status"]["state"] == "Inactive"
+    })
+    .await;
+    let accepted = condition(&rgd, "GraphAccepted").unwrap();
+    assert_eq!(accepted["reason"], "InvalidResourceGraph");
+    let message = accepted["message"].as_str().unwrap();
+    assert!(
+        message.contains("cycle between bindings: first -> second -> first"),
+        "{message}"
+    );
+    assert!(rgd["status"].get("topologicalOrder").is_none());
+    running.stop().await;
+}
