@@ -10,7 +10,6 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use dynrec::client::Client;
 use dynrec::definitions::Definitions;
-use dynrec::kro::ResourceGraphDefinitions;
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{ClusterArgs, Manager, ManagerOptions, connect_in_process};
 use dynrec::testing::chainsaw::{Test, load_test, run_test};
@@ -54,12 +53,7 @@ pub async fn run(
         .context("installing the ReconcilerDefinition CRD")?;
     definitions.register(&mut manager)?;
     if kro {
-        let graphs = ResourceGraphDefinitions::new(&definitions, &config);
-        graphs
-            .install_crd()
-            .await
-            .context("installing the ResourceGraphDefinition CRD")?;
-        graphs.register(&mut manager)?;
+        super::run::run_graphs(&definitions, &config, &mut manager).await?;
     }
     for definition in &loaded {
         let compiled = definitions
