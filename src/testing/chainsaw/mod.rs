@@ -279,7 +279,8 @@ impl TestRun<'_, '_> {
                 Ok(what) => self.log(&format!("    ok    {name:<6} {what}{about}")),
                 Err(error) => {
                     passed = false;
-                    self.fail(&format!("    FAIL  {name:<6}{about}\n{}", indent(&error)));
+                    let line = format!("    FAIL  {name:<6}{about}");
+                    self.fail(&format!("{}\n{}", line.trim_end(), indent(&error)));
                 }
             }
         }
