@@ -99,4 +99,7 @@ pub mod docs_doctests {
     /// docs/coming-from-kro.md.
     #[doc = include_str!("../docs/coming-from-kro.md")]
     pub struct ComingFromKro;
+    /// docs/chainsaw.md.
+    #[doc = include_str!("../docs/chainsaw.md")]
+    pub struct Chainsaw;
 }

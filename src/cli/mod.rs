@@ -1,6 +1,7 @@
 //! Command-line interface of the `dynrec` binary.
 
 mod apiserver;
+mod chainsaw;
 mod convert;
 mod definitions;
 mod ducks;

@@ -107,12 +107,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("installing the ReconcilerDefinition CRD")?;
     definitions.register(&mut manager)?;
     if args.kro {
-        let graphs = ResourceGraphDefinitions::new(&definitions, &config);
-        graphs
-            .install_crd()
-            .await
-            .context("installing the ResourceGraphDefinition CRD")?;
-        graphs.register(&mut manager)?;
+        run_graphs(&definitions, &config, &mut manager).await?;
         println!("running the cluster's ResourceGraphDefinitions (--kro)");
     }
     if let Some(BindAddress(Some(address))) = args.impersonation_webhook {
@@ -138,6 +133,21 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     manager.run(shutdown_signal()).await?;
     cluster.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Installs the ResourceGraphDefinition CRD and registers KRO's controller (`--kro`).
+pub(super) async fn run_graphs(
+    definitions: &Definitions,
+    config: &Config,
+    manager: &mut Manager,
+) -> anyhow::Result<()> {
+    let graphs = ResourceGraphDefinitions::new(definitions, config);
+    graphs
+        .install_crd()
+        .await
+        .context("installing the ResourceGraphDefinition CRD")?;
+    graphs.register(manager)?;
+    Ok(())
 }
 
 /// How often a definition waiting for its kinds tries again.

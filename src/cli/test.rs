@@ -12,7 +12,7 @@ use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
 use dynrec::definitions::{CompiledDefinition, Definitions};
 use dynrec::reconcilers::Config;
-use dynrec::runtime::{CLUSTER_TARGET, Manager, ManagerOptions};
+use dynrec::runtime::{CLUSTER_TARGET, ClusterArgs, Manager, ManagerOptions};
 use dynrec::testing::{
     DefinitionCases, ExpectAt, Phase, Recorded, parse_cases, rewrite_expectations, run_case,
 };
@@ -23,7 +23,7 @@ use super::definitions::{load, print_warnings};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Definition files or directories (YAML or JSON); may be repeated.
-    #[arg(short = 'f', long = "filename", required = true)]
+    #[arg(short = 'f', long = "filename", required_unless_present_any = ["chainsaw", "kro"])]
     files: Vec<PathBuf>,
     /// Case files, or directories whose .yaml, .yml and .json files (recursively) are
     /// case files.
@@ -37,10 +37,25 @@ pub struct Args {
     /// (only the `expect:` blocks change), and print what changed in the file.
     #[arg(long)]
     update: bool,
+    /// The CASES are chainsaw test directories (a `chainsaw-test.yaml` each, or directories
+    /// holding such): run them with dynrec running the definitions they apply (and -f's).
+    #[arg(long)]
+    chainsaw: bool,
+    /// Run the CASES as chainsaw test directories (as --chainsaw) with dynrec also acting
+    /// as KRO's controller for every ResourceGraphDefinition they apply.
+    #[arg(long)]
+    kro: bool,
+    /// With --chainsaw, the cluster: a new embedded API server in-process unless
+    /// --kubeconfig or --context names one.
+    #[command(flatten)]
+    cluster: ClusterArgs,
 }
 
 /// Runs every case file.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.chainsaw || args.kro {
+        return super::chainsaw::run(&args.cases, &args.files, &args.cluster, args.kro).await;
+    }
     let loaded = load(&args.files)?;
     let case_files = case_files(&args.cases)?;
     tracing::info!(target: CLUSTER_TARGET, "cluster: embedded API server (in-process, one per case)");

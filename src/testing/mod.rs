@@ -14,6 +14,7 @@
 pub mod assertion_tree;
 mod case;
 mod case_update;
+pub mod chainsaw;
 mod config;
 mod definition_cases;
 mod definition_run;
