@@ -41,9 +41,11 @@ pub struct WriteOptions {
 /// A check a write must pass, given the store, the kind, the old object (on update) and the
 /// object as it would be stored; the store runs it inside the write's transaction.
 #[derive(Clone)]
-pub struct EscalationCheck(
-    pub Arc<dyn Fn(&State, &ResourceInfo, Option<&Value>, &Value) -> ApiResult<()> + Send + Sync>,
-);
+pub struct EscalationCheck(pub Arc<CheckWrite>);
+
+/// The function of an [`EscalationCheck`].
+pub type CheckWrite =
+    dyn Fn(&State, &ResourceInfo, Option<&Value>, &Value) -> ApiResult<()> + Send + Sync;
 
 impl std::fmt::Debug for EscalationCheck {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
