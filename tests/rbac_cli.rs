@@ -75,11 +75,20 @@ fn with_a_namespace_it_prints_a_role_and_a_cluster_role_for_cluster_scoped_kinds
         ),
         (&Value::from("Role"), &Value::from("demo"))
     );
-    assert_eq!(resources(&documents[0]), ["configmaps", "leases", "events"]);
+    // RBAC objects are watched by the preflight (it asks again when they change).
+    assert_eq!(
+        resources(&documents[0]),
+        ["configmaps", "leases", "events", "rolebindings", "roles"]
+    );
     assert_eq!(documents[1]["kind"], "ClusterRole");
     assert_eq!(
         resources(&documents[1]),
-        ["namespaces", "customresourcedefinitions"]
+        [
+            "namespaces",
+            "customresourcedefinitions",
+            "clusterrolebindings",
+            "clusterroles"
+        ]
     );
 }
 
@@ -130,8 +139,8 @@ fn rbac_children_need_bind_on_the_role_they_bind_or_escalate_on_the_role_they_wr
     let text = printed(&["-f", file.to_str().unwrap()]);
     for wanted in [
         "# bind: spec.steps[0].child (the role it binds) in definition/grants\n- apiGroups: [\"rbac.authorization.k8s.io\"]\n  resources: [\"clusterroles\"]\n  resourceNames: [\"view\"]\n  verbs: [\"bind\"]\n",
-        // dynrec run lists and watches RBAC objects (its preflight asks again at a change).
-        "# bind: spec.steps[1].child (the role it binds has an expression for its name: any role of the kind) in definition/grants\n- apiGroups: [\"rbac.authorization.k8s.io\"]\n  resources: [\"clusterroles\"]\n  verbs: [\"bind\", \"list\", \"watch\"]\n",
+        // The preflight lists and watches RBAC objects (it asks again at a change).
+        "# bind: spec.steps[1].child (the role it binds has an expression for its name: any role of the kind) in definition/grants\n# list, watch: the preflight (asks again when RBAC changes; without it, every 5 s)\n- apiGroups: [\"rbac.authorization.k8s.io\"]\n  resources: [\"clusterroles\"]\n  verbs: [\"bind\", \"list\", \"watch\"]\n",
         "# escalate: spec.steps[2].child (the role it writes) in definition/grants\n- apiGroups: [\"rbac.authorization.k8s.io\"]\n  resources: [\"roles\"]\n  resourceNames: [\"reader\"]\n  verbs: [\"escalate\"]\n",
     ] {
         assert!(text.contains(wanted), "missing {wanted:?} in\n{text}");

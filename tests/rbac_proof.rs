@@ -279,6 +279,12 @@ async fn without_any_one_rule_the_preflight_names_it_and_the_controller_waits() 
     let rules = role["rules"].as_array().unwrap().clone();
     assert!(rules.len() >= 8, "{role}");
     for (index, rule) in rules.iter().enumerate() {
+        // Watching RBAC objects is optional: without it the preflight asks every 5 s.
+        let optional = rule["apiGroups"] == json!(["rbac.authorization.k8s.io"])
+            && rule["verbs"] == json!(["list", "watch"]);
+        if optional {
+            continue;
+        }
         let mut reduced = role.clone();
         reduced["rules"].as_array_mut().unwrap().remove(index);
         let (_server, account, _) = cluster_with_role(reduced).await;

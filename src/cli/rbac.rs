@@ -25,7 +25,7 @@ use dynrec::definitions::{Definitions, controller_name};
 use dynrec::object::Gvk;
 use dynrec::rbac::{self, RoleKind, Rule};
 use dynrec::reconcilers::{Config, Permission};
-use dynrec::runtime::{Manager, ManagerOptions, manager_permissions};
+use dynrec::runtime::{Manager, ManagerOptions, manager_permissions, rbac_watch_permissions};
 
 use super::definitions::load;
 
@@ -78,6 +78,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut manager = Manager::new(client.clone(), ManagerOptions::default());
     // What the Manager itself needs, with leader election on as in a cluster.
     let mut permissions = manager_permissions(true);
+    permissions.extend(rbac_watch_permissions());
     let mut accounts = BTreeMap::new();
     if args.example.is_empty() {
         let run = run_controllers(&args, &mut manager, &config).await?;
@@ -311,14 +312,6 @@ async fn run_controllers(
         )],
         accounts: BTreeMap::new(),
     };
-    for kind in ["Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"] {
-        needs.permissions.push(Permission::new(
-            &Gvk::new("rbac.authorization.k8s.io", "v1", kind),
-            "",
-            &["list", "watch"],
-            "dynrec run (the preflight asks again when RBAC changes; without it, every 5 s)",
-        ));
-    }
     for definition in &loaded {
         let compiled = definitions
             .start(definition)

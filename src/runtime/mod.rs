@@ -33,7 +33,8 @@ pub use manager::{ControllerHandle, Manager, ManagerError, ManagerOptions};
 pub use metrics::{Metrics, ResultLabel};
 pub use metrics_server::{MetricsServer, MetricsServerError, MetricsServing};
 pub use preflight::{
-    Missing, Waiting, absent_account, manager_permissions, missing, summarize, wait_until_allowed,
+    Missing, Waiting, absent_account, manager_permissions, missing, rbac_watch_permissions,
+    summarize, wait_until_allowed,
 };
 pub use queue::{
     Backoff, QueueConfig, QueueError, QueueObserver, QueueStats, QueueTiming, WorkOutcome,

@@ -228,6 +228,23 @@ pub fn manager_permissions(leader_election: bool) -> Vec<Permission> {
     needs
 }
 
+/// What the Manager uses when it may, without waiting for it: `list` and `watch` of the four
+/// RBAC kinds, so that a controller missing a permission asks again when RBAC changes (see
+/// [`RbacChanges`]); without them it asks every few seconds.
+pub fn rbac_watch_permissions() -> Vec<Permission> {
+    ["Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"]
+        .into_iter()
+        .map(|kind| {
+            Permission::new(
+                &Gvk::new("rbac.authorization.k8s.io", "v1", kind),
+                "",
+                &["list", "watch"],
+                "the preflight (asks again when RBAC changes; without it, every 5 s)",
+            )
+        })
+        .collect()
+}
+
 /// Checks what the Manager itself needs (see [`manager_permissions`]) until it is allowed,
 /// naming what is missing in `readiness` under the `manager` component meanwhile.
 pub(super) async fn check_manager(
