@@ -253,6 +253,12 @@ fn each_subcommand_s_help_lists_only_its_flags() {
 }
 
 /// `curl` of an HTTPS URL (self-signed: -k) with an optional bearer token: status and body.
+/// The value of the series `series` (name and labels) in a Prometheus text exposition.
+fn sample(body: &str, series: &str) -> Option<f64> {
+    body.lines()
+        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+}
+
 fn curl(url: &str, token: Option<&str>) -> (u16, String) {
     let mut command = Command::new("curl");
     command.args(["-sk", "--max-time", "10", "-w", "\n%{http_code}", url]);
@@ -322,11 +328,12 @@ fn metrics_over_https_need_a_token_the_api_server_authenticates_and_authorizes()
     let url = format!("https://127.0.0.1:{metrics_port}/metrics");
     let reconciled =
         r#"controller_runtime_reconcile_total{controller="definition/widgets",result="success"}"#;
+    // The series exists (at 0) from the controller's start; wait until it counts a reconcile.
     let deadline = Instant::now() + DEADLINE;
     let body = loop {
         let _ = kubectl(&kubeconfig, &["apply", "-f", widget.to_str().unwrap()]);
         let (code, body) = curl(&url, Some(allowed.trim()));
-        if code == 200 && body.contains(reconciled) {
+        if code == 200 && sample(&body, reconciled).is_some_and(|count| count >= 1.0) {
             break body;
         }
         assert!(
