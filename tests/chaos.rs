@@ -17,11 +17,13 @@ use process_common::*;
 use serde_json::json;
 
 const WIDGETS: usize = 30;
-/// How long each phase may take to converge. A run takes seconds, but a cache whose watch
-/// failed several times waits as kube's default watcher backoff says (up to 30 s, reset
-/// only after 120 s without a failure). A restarted server fails every watch's reconnects
-/// while it starts, which can take a watch to that ceiling, and one more injected failure
-/// waits it again: a phase gets more than two ceilings (40 s was once too little).
+/// How long each phase may take to converge. A phase takes seconds, but a cache whose watch
+/// failed several times in a row waits as kube's watcher backoff says (0.8 s doubling, with
+/// jitter, up to 30 s; reset by the next event), so the bound leaves room for two such
+/// ceilings. (Restarts once took 30 s here: `dynrec apiserver` cut its watches on SIGTERM,
+/// the controller resumed them before the listener closed, and the graceful shutdown waited
+/// on the resumed watches until the test killed it. A stopping server now ends resumed
+/// watches at once; apiserver/tests/watch.rs checks it.)
 const PHASE: Duration = Duration::from_secs(75);
 
 /// The faults: probabilities drawn from the server's fixed seed, so a run repeats.

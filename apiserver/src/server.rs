@@ -239,6 +239,14 @@ impl ApiServer {
         self.shared.state.write().close_all_watches();
     }
 
+    /// Cuts off every open watch and ends every watch opened from now on, for a server that
+    /// is stopping: a graceful shutdown waits for every open request, and clients resume a
+    /// cut watch at once, so cutting them only once would leave the shutdown waiting on the
+    /// resumed watches' timeouts.
+    pub fn stop_watches(&self) {
+        self.shared.state.write().stop_watches();
+    }
+
     /// Records where the server is reached: for `/api` and in the `default/kubernetes`
     /// Endpoints and EndpointSlice.
     fn serving_at(&self, local: SocketAddr) {

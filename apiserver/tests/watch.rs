@@ -363,6 +363,32 @@ async fn kube_runtime_watcher_recovers_when_watches_are_cut() {
     assert_eq!(second.metadata.name.as_deref(), Some("two"));
 }
 
+/// A stopping server cuts its watches, and a client that resumes at once (as kube-runtime's
+/// watcher does after a cut) gets a watch that ends at once: a graceful shutdown waits for
+/// every open request, and a resumed watch would otherwise hold it for its timeout.
+#[tokio::test]
+async fn a_watch_resumed_after_the_server_stops_its_watches_ends_at_once() {
+    let server = ApiServer::new();
+    let client = server.client();
+    let cms = configmaps(&client, "default");
+    let rv = list_rv(&cms).await;
+    let mut open = cms
+        .watch(&WatchParams::default().timeout(290), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    server.stop_watches();
+    let cut = tokio::time::timeout(DEADLINE, open.next()).await;
+    assert!(matches!(cut, Ok(None)), "the open watch is cut");
+    let mut resumed = cms
+        .watch(&WatchParams::default().timeout(290), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let end = tokio::time::timeout(DEADLINE, resumed.next()).await;
+    assert!(matches!(end, Ok(None)), "the resumed watch ends at once");
+}
+
 #[tokio::test]
 async fn a_kube_runtime_watcher_of_a_custom_kind_holds_one_watch_open() {
     let (server, client) = server();

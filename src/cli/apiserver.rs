@@ -184,8 +184,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     dynrec::runtime::shutdown_signal().await;
     tracing::info!("shutting down");
     // A graceful shutdown waits for every connection: open watches would hold it for as
-    // long as their clients keep them, so they are cut first (clients resume elsewhere).
-    server.close_all_watches();
+    // long as their clients keep them, so they are cut first (clients resume elsewhere), and
+    // a watch a client resumes before the listener closes ends at once.
+    server.stop_watches();
     serving.shutdown().await;
     Ok(())
 }

@@ -109,6 +109,11 @@ impl State {
         self.watch.close_all();
     }
 
+    /// Cuts off every open watch and ends every watch opened after (the server is stopping).
+    pub fn stop_watches(&mut self) {
+        self.watch.stop();
+    }
+
     /// The warnings gathered by the current write, emptied.
     pub fn take_warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.warnings)

@@ -80,6 +80,8 @@ pub struct WatchHub {
     /// The newest resourceVersion no longer in the history.
     compacted_rv: u64,
     watchers: HashMap<ResourceKey, Vec<mpsc::Sender<Arc<Change>>>>,
+    /// Set when the server stops: a watch opened after that ends at once.
+    stopped: bool,
 }
 
 impl WatchHub {
@@ -90,6 +92,7 @@ impl WatchHub {
             history: VecDeque::new(),
             compacted_rv: 0,
             watchers: HashMap::new(),
+            stopped: false,
         }
     }
 
@@ -115,10 +118,13 @@ impl WatchHub {
             .collect())
     }
 
-    /// Opens a watch of a kind: the receiver of its live changes.
+    /// Opens a watch of a kind: the receiver of its live changes (already ended once the
+    /// hub is stopped).
     pub fn watch(&mut self, key: &ResourceKey) -> mpsc::Receiver<Arc<Change>> {
         let (sender, live) = mpsc::channel(self.config.watch_buffer);
-        self.watchers.entry(key.clone()).or_default().push(sender);
+        if !self.stopped {
+            self.watchers.entry(key.clone()).or_default().push(sender);
+        }
         live
     }
 
@@ -157,5 +163,13 @@ impl WatchHub {
     /// Cuts off every open watch (clients must resume or re-list).
     pub fn close_all(&mut self) {
         self.watchers.clear();
+    }
+
+    /// Cuts off every open watch and ends every watch opened from now on: the server is
+    /// stopping, and a graceful shutdown waits for every request, so a client that resumes
+    /// its cut watch must not hold the shutdown for the watch's timeout.
+    pub fn stop(&mut self) {
+        self.stopped = true;
+        self.close_all();
     }
 }
