@@ -138,6 +138,50 @@ fn run_with_only_a_home_kubeconfig_uses_the_embedded_server_and_says_so_first() 
     );
 }
 
+/// Ctrl-C on `dynrec run` with its embedded server stops it even while `kubectl get -w` holds
+/// a watch open on that server (a graceful shutdown waits for open requests: the server cuts
+/// its watches, and one resumed meanwhile ends at once).
+#[test]
+fn sigterm_stops_run_on_the_embedded_server_while_kubectl_watches() {
+    let Some(kubectl) = kubectl_on_path() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (home, _) = home_with_a_kubeconfig(dir.path());
+    let mut running = start_run(dir.path(), &home, &[]);
+    let kubeconfig = dir.path().join(".dynrec/kubeconfig");
+    wait_for_file(&kubeconfig);
+    let watch_log = dir.path().join("watch.log");
+    let _watching = ChildGuard(
+        Command::new(kubectl)
+            .env_remove("KUBECONFIG")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["get", "configmaps", "-A", "-w", "--output-watch-events"])
+            .stdout(std::fs::File::create(&watch_log).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // kubectl printed the list: its watch is open.
+    first_line(&watch_log);
+    let pid = running.id().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    let deadline = Instant::now() + DEADLINE;
+    let status = loop {
+        if let Some(status) = running.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "dynrec run still runs {DEADLINE:?} after SIGTERM, with kubectl watching:\n{}",
+            std::fs::read_to_string(dir.path().join("run.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "dynrec run exits cleanly: {status}");
+}
+
 #[test]
 fn plan_beside_a_running_run_plans_against_its_server_and_leaves_its_kubeconfig() {
     let dir = tempfile::tempdir().unwrap();

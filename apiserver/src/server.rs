@@ -279,6 +279,7 @@ impl ApiServer {
         Ok(Serving {
             address: local,
             scheme: "http",
+            shared: self.shared.clone(),
             stop: Some(stop),
             task,
         })
@@ -310,6 +311,7 @@ impl ApiServer {
         Ok(Serving {
             address: local,
             scheme: "https",
+            shared: self.shared.clone(),
             stop: Some(stop),
             task,
         })
@@ -365,6 +367,7 @@ fn format_key(key: &ResourceKey) -> String {
 pub struct Serving {
     address: SocketAddr,
     scheme: &'static str,
+    shared: Arc<Shared>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
 }
@@ -380,9 +383,11 @@ impl Serving {
         format!("{}://{}", self.scheme, self.address)
     }
 
-    /// Stops accepting connections and waits for the server task to end.
-    /// Open watches are cut off.
+    /// Stops accepting connections and waits for the server task to end. The server's watches
+    /// are cut off, and a watch a client resumes meanwhile ends at once (see
+    /// [`ApiServer::stop_watches`]), so an open `kubectl get -w` cannot hold the shutdown.
     pub async fn shutdown(mut self) {
+        self.shared.state.write().stop_watches();
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }

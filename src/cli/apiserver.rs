@@ -131,6 +131,7 @@ fn read_faults(path: &Path) -> anyhow::Result<Vec<Fault>> {
 
 /// Runs the server until SIGINT or SIGTERM.
 pub async fn run(args: Args) -> anyhow::Result<()> {
+    let stop = dynrec::runtime::shutdown_signal();
     check_exposure(&args)?;
     let token = args.effective_token();
     let mut builder = ApiServer::builder();
@@ -181,12 +182,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         "try: KUBECONFIG={} kubectl api-resources",
         args.kubeconfig_out.display()
     );
-    dynrec::runtime::shutdown_signal().await;
+    stop.await;
     tracing::info!("shutting down");
-    // A graceful shutdown waits for every connection: open watches would hold it for as
-    // long as their clients keep them, so they are cut first (clients resume elsewhere), and
-    // a watch a client resumes before the listener closes ends at once.
-    server.stop_watches();
+    // Open watches are cut (clients resume elsewhere), so they cannot hold the shutdown.
     serving.shutdown().await;
     Ok(())
 }

@@ -80,6 +80,7 @@ pub struct Args {
 
 /// Runs the definitions until SIGINT or SIGTERM.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let stop = shutdown_signal();
     let mut loaded = load(&args.files)?;
     let cluster = connect(&args.run.cluster).await?;
     if args.files.is_empty() && cluster.embedded && !args.kro {
@@ -130,7 +131,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    manager.run(shutdown_signal()).await?;
+    manager.run(stop).await?;
     cluster.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

@@ -209,37 +209,46 @@ pub async fn run_controllers(
     name: &str,
     register: impl FnOnce(&mut Manager, &Config, &kube::Client) -> Result<(), ManagerError>,
 ) -> Result<(), LaunchError> {
+    let stop = shutdown_signal();
     let cluster = connect(&args.cluster).await?;
     let client = Client::in_namespaces(cluster.client.clone(), args.namespace.clone());
     let mut manager = Manager::new(client, manager_options(&args, &cluster, name));
     let config = manager.config(name);
     register(&mut manager, &config, &cluster.client)?;
-    manager.run(shutdown_signal()).await?;
+    manager.run(stop).await?;
     cluster.shutdown().await;
     Ok(())
 }
 
-/// Resolves when the process gets SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
+/// A future that resolves when the process gets SIGINT or SIGTERM. The signals are caught
+/// from the call on (as controller-runtime's `SetupSignalHandler` at the start of `main`), so
+/// call it before starting up: a signal during start-up then stops the process gracefully
+/// once it has started, instead of killing it midway.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => {
-                tokio::select! {
-                    _ = interrupt => {}
-                    _ = terminate.recv() => {}
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            match (interrupt, terminate) {
+                (Ok(mut interrupt), Ok(mut terminate)) => {
+                    tokio::select! {
+                        _ = interrupt.recv() => {}
+                        _ = terminate.recv() => {}
+                    }
                 }
-            }
-            Err(_) => {
-                let _ = interrupt.await;
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = interrupt.await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
