@@ -288,3 +288,55 @@ fn a_failing_step_is_named_with_the_difference() {
         text(&out)
     );
 }
+
+#[test]
+fn cel_checks_hold_or_say_the_path_the_check_and_the_actual_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let holding = r#"  expect:
+    creates:
+    - kind: ConfigMap
+      check: "${ object.data.greeting == 'hi' && object.metadata.name.endsWith('-config') }"
+      metadata: {name: "${ .startsWith('w1') }", namespace: "${ object.metadata.name == 'w1-config' ? 'default' : 'other' }"}
+      data: {size: "${ in ['1', '2'] }", greeting: "${ != '' }"}
+"#;
+    let failing = r#"  expect:
+    creates:
+    - kind: ConfigMap
+      check: ["${ object.data.greeting == 'hello' }", "${ size(object.data) == 2 }"]
+      data: {size: "${ >= '2' }", greeting: "${ 'hel' + 'lo' }"}
+"#;
+    let broken = r#"  expect:
+    creates:
+    - data: {size: "${ >= }", greeting: "${ value + 1 }"}
+      check: "${ object.data }"
+"#;
+    let path = write_cases(
+        dir.path(),
+        "cases.yaml",
+        &[
+            ("holding", holding),
+            ("failing", failing),
+            ("broken", broken),
+        ],
+    );
+    let out = test_widgets(&path, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stdout = stdout(&out);
+    assert!(stdout.contains("ok    "), "{}", text(&out));
+    for line in [
+        "      check[0]: ${ object.data.greeting == 'hello' } is false\n",
+        "      data.size: want ${ >= '2' }, got \"1\"\n",
+        "      data.greeting: want hello, got hi\n",
+    ] {
+        assert!(stdout.contains(line), "missing {line:?} in {}", text(&out));
+    }
+    assert!(!stdout.contains("check[1]"), "{}", text(&out));
+    for line in [
+        "      data.size: expression (${ >= }): ",
+        "      data.greeting: expression (${ value + 1 }): ",
+        "      check: expression (${ object.data }): the result is a map, not a bool: ",
+    ] {
+        assert!(stdout.contains(line), "missing {line:?} in {}", text(&out));
+    }
+    assert!(stdout.ends_with("1 passed, 2 failed\n"), "{}", text(&out));
+}

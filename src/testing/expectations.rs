@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::assertion_tree::{Bindings, matches};
+use super::assertion_tree::{Bindings, matches_with_cel};
 use super::definition_cases::{Expect, reference};
 use super::diff::{Compare, normalized};
 use super::recorded::Recorded;
@@ -96,7 +96,7 @@ pub(super) fn compare(expect: &Expect, recorded: &Recorded) -> Vec<String> {
 
 /// The mismatches of `actual` with the assertion tree `expected`, one line each.
 fn subset(expected: &Value, actual: &Value) -> Vec<String> {
-    match matches(expected, actual, &Bindings::new()) {
+    match matches_with_cel(expected, actual, &Bindings::new()) {
         Ok(()) => Vec::new(),
         Err(mismatches) => mismatches.0.iter().map(ToString::to_string).collect(),
     }
