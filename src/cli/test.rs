@@ -82,9 +82,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 println!("skip  {source}: {}", case.name);
                 continue;
             }
-            let phases = run_case(&definition, case)
-                .await
-                .map_err(|e| anyhow::anyhow!("{source}: case {:?}: {e}", case.name))?;
+            let phases = match run_case(&definition, case).await {
+                Ok(phases) => phases,
+                Err(stopped) => {
+                    tally.failed += 1;
+                    print_stopped(&source, &case.name, &stopped);
+                    continue;
+                }
+            };
             let failing: Vec<(usize, Phase)> = phases
                 .into_iter()
                 .enumerate()
@@ -158,6 +163,16 @@ fn print_failure(source: &str, name: &str, failing: &[(usize, Phase)]) {
         for line in phase.failures.iter().flat_map(|f| f.lines()) {
             println!("    {line}");
         }
+    }
+    println!();
+}
+
+/// A case that could not run to its end (a given object or a step's edit the server
+/// refused): why, under its name.
+fn print_stopped(source: &str, name: &str, why: &str) {
+    println!("FAIL  {source}: {name}");
+    for line in why.lines() {
+        println!("  {line}");
     }
     println!();
 }

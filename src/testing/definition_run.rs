@@ -35,7 +35,8 @@ pub struct Phase {
 }
 
 /// Runs `case` against `definition`: one [`Phase`] per reconcile, or the error that kept it
-/// from running (a bad object, an edit the server refused).
+/// from running to its end (a bad object, a step's edit the server refused: with the
+/// step's path and the server's message), which fails the case.
 pub async fn run_case(
     definition: &Arc<CompiledDefinition>,
     case: &DefinitionCase,
@@ -70,9 +71,9 @@ pub async fn run_case(
             Some(name) => format!("steps[{i}] ({name})"),
             None => format!("steps[{i}]"),
         };
-        edit(started.editor(), step)
-            .await
-            .map_err(|e| format!("{label}: {e}"))?;
+        edit(started.editor(), step).await.map_err(|e| {
+            format!("{label}: an edit failed, so the case stops here:\n  steps[{i}].{e}")
+        })?;
         started.recording().set_reactors(reactors(&step.failures));
         let recorded = reconcile(&reconciler, &started, &request, step.now.as_deref())
             .await
