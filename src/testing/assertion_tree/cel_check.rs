@@ -57,8 +57,8 @@ pub(super) fn check_value(
             other => other,
         });
     }
-    match evaluate(text, expression, actual, object) {
-        Err(problem) => Some(problem),
+    match evaluate(expression, actual, object) {
+        Err(error) => Some(failed(text, error)),
         Ok(want) => match values_match(&want, actual) {
             Some(true) => None,
             _ => Some(Problem::Value {
@@ -76,7 +76,7 @@ pub(super) fn check_object(text: &str, expression: &str, object: &Value) -> Opti
 
 /// Evaluates `source`, which must be `true`.
 fn condition(text: &str, source: &str, actual: &Value, object: &Value) -> Option<Problem> {
-    match evaluate(text, source, actual, object) {
+    match evaluate(source, actual, object) {
         Ok(Value::Bool(true)) => None,
         Ok(Value::Bool(false)) => Some(Problem::Check {
             expression: text.trim().to_owned(),
@@ -90,22 +90,26 @@ fn condition(text: &str, source: &str, actual: &Value, object: &Value) -> Option
                 super::show(&other)
             ),
         }),
-        Err(problem) => Some(problem),
+        Err(error) => Some(failed(text, error)),
     }
 }
 
-/// The value of `source` with `value` and `object` bound.
-fn evaluate(text: &str, source: &str, actual: &Value, object: &Value) -> Result<Value, Problem> {
-    let failed = |error: String| Problem::Expression {
+/// An expression (written `text`) that does not compile or fails.
+fn failed(text: &str, error: String) -> Problem {
+    Problem::Expression {
         expression: text.trim().to_owned(),
         error,
-    };
-    let compiled = Expression::compile(source, "").map_err(|e| failed(e.message))?;
+    }
+}
+
+/// The value of `source` with `value` and `object` bound, or why there is none.
+fn evaluate(source: &str, actual: &Value, object: &Value) -> Result<Value, String> {
+    let compiled = Expression::compile(source, "").map_err(|e| e.message)?;
     let bindings = Bindings::from([
         ("value".to_owned(), Arc::new(actual.clone())),
         ("object".to_owned(), Arc::new(object.clone())),
     ]);
     compiled
         .evaluate(&bindings, Timestamp::now())
-        .map_err(|e| failed(e.message))
+        .map_err(|e| e.message)
 }
