@@ -141,6 +141,14 @@ impl LiveRun {
     /// Waits until `expect` holds; the phase fails with what did not hold when it times out.
     async fn phase(&self, label: String, expect: &Expect, timeout: Duration) -> Phase {
         let expected = end_state(expect, &self.names);
+        let unfindable: Vec<String> = expected.iter().filter_map(EndState::unfindable).collect();
+        if !unfindable.is_empty() {
+            return Phase {
+                label,
+                recorded: Recorded::default(),
+                failures: unfindable,
+            };
+        }
         let deadline = Instant::now() + timeout;
         let failures = loop {
             let mut failing = Vec::new();
@@ -210,9 +218,6 @@ impl LiveRun {
             "kind": tree["kind"],
             "metadata": {"name": tree["metadata"]["name"], "namespace": tree["metadata"]["namespace"]},
         });
-        if lookup["apiVersion"].is_null() || lookup["kind"].is_null() {
-            return Err("a live run finds an object by apiVersion and kind: give both".into());
-        }
         if lookup["metadata"]["name"].is_null() {
             lookup["metadata"] = json!({"namespace": tree["metadata"]["namespace"]});
         }
@@ -400,6 +405,23 @@ enum EndState {
     Matches { at: String, tree: Value },
     Gone { at: String, target: ObjectRef },
     Event { at: String, tree: Value },
+}
+
+impl EndState {
+    /// Why a live run cannot look for the object an entry expects: it does not give its
+    /// `apiVersion` and `kind`.
+    fn unfindable(&self) -> Option<String> {
+        match self {
+            EndState::Matches { at, tree }
+                if tree["apiVersion"].is_null() || tree["kind"].is_null() =>
+            {
+                Some(format!(
+                    "{at}: a live run finds the object by apiVersion and kind: give both"
+                ))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The end state `expect` describes, localized: the last entry of each object among the
