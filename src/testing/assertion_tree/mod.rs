@@ -108,7 +108,7 @@ pub fn matches(expected: &Value, actual: &Value, bindings: &Bindings) -> Result<
     }
 }
 
-/// As [`matches`], with `dynrec test`'s `${…}` CEL checks as well: a value `${ >= 1 }`
+/// As [`matches()`], with `dynrec test`'s `${…}` CEL checks as well: a value `${ >= 1 }`
 /// checks the field's value, another `${expr}` value computes the expected value, and a
 /// root key `check: ${expr}` (or a list of them) is a condition on the whole object; each
 /// reads `value` (the field) and `object` (all of `actual`).
