@@ -279,8 +279,8 @@ fn each_subcommand_s_help_lists_only_its_flags() {
             );
         }
     }
-    // test runs chainsaw tests against a cluster it is given (--chainsaw/--kro), but never
-    // runs a manager of its own.
+    // test runs chainsaw tests and definition cases against a cluster it is given, its
+    // controllers in-process with fixed settings: no manager flags.
     let test_help = help("test");
     for flag in &cluster_flags {
         assert!(

@@ -288,3 +288,100 @@ fn a_failing_step_is_named_with_the_difference() {
         text(&out)
     );
 }
+
+#[test]
+fn cel_checks_hold_or_say_the_path_the_check_and_the_actual_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let holding = r#"  expect:
+    creates:
+    - kind: ConfigMap
+      check: "${ object.data.greeting == 'hi' && object.metadata.name.endsWith('-config') }"
+      metadata: {name: "${ .startsWith('w1') }", namespace: "${ object.metadata.name == 'w1-config' ? 'default' : 'other' }"}
+      data: {size: "${ in ['1', '2'] }", greeting: "${ != '' }"}
+"#;
+    let failing = r#"  expect:
+    creates:
+    - kind: ConfigMap
+      check: ["${ object.data.greeting == 'hello' }", "${ size(object.data) == 2 }"]
+      data: {size: "${ >= '2' }", greeting: "${ 'hel' + 'lo' }"}
+"#;
+    let broken = r#"  expect:
+    creates:
+    - data: {size: "${ >= }", greeting: "${ value + 1 }"}
+      check: "${ object.data }"
+"#;
+    let path = write_cases(
+        dir.path(),
+        "cases.yaml",
+        &[
+            ("holding", holding),
+            ("failing", failing),
+            ("broken", broken),
+        ],
+    );
+    let out = test_widgets(&path, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stdout = stdout(&out);
+    assert!(stdout.contains("ok    "), "{}", text(&out));
+    for line in [
+        "      check[0]: ${ object.data.greeting == 'hello' } is false\n",
+        "      data.size: want ${ >= '2' }, got \"1\"\n",
+        "      data.greeting: want hello, got hi\n",
+    ] {
+        assert!(stdout.contains(line), "missing {line:?} in {}", text(&out));
+    }
+    assert!(!stdout.contains("check[1]"), "{}", text(&out));
+    for line in [
+        "      data.size: expression (${ >= }): ",
+        "      data.greeting: expression (${ value + 1 }): ",
+        "      check: expression (${ object.data }): the result is a map, not a bool: ",
+    ] {
+        assert!(stdout.contains(line), "missing {line:?} in {}", text(&out));
+    }
+    assert!(stdout.ends_with("1 passed, 2 failed\n"), "{}", text(&out));
+}
+
+#[test]
+fn an_edit_the_server_refuses_fails_its_case_and_the_next_case_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let refused = r#"  steps:
+  - name: the size is made negative
+    patch:
+    - {apiVersion: example.com/v1, kind: Widget, metadata: {name: w1, namespace: default}, spec: {size: -1}}
+  - name: never run
+    delete:
+    - {apiVersion: v1, kind: ConfigMap, namespace: default, name: w1-config}
+"#;
+    let missing = r#"  steps:
+  - setStatus:
+    - {apiVersion: v1, kind: ConfigMap, metadata: {name: nope, namespace: default}, status: {a: 1}}
+"#;
+    let passing = "  expect:\n    creates: [{kind: ConfigMap}]\n";
+    let path = write_cases(
+        dir.path(),
+        "cases.yaml",
+        &[
+            ("refused", refused),
+            ("missing", missing),
+            ("passing", passing),
+        ],
+    );
+    let out = test_widgets(&path, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stdout = stdout(&out);
+    assert!(
+        stdout.contains(": refused\n  steps[0] (the size is made negative): an edit failed, so the case stops here:\n    steps[0].patch[0]: ")
+            && stdout.contains("spec.size in body should be greater than or equal to 0"),
+        "{}",
+        text(&out)
+    );
+    assert!(!stdout.contains("never run"), "{}", text(&out));
+    assert!(
+        stdout.contains(": missing\n  steps[0]: an edit failed, so the case stops here:\n    steps[0].setStatus[0]: ")
+            && stdout.contains("not found"),
+        "{}",
+        text(&out)
+    );
+    assert!(stdout.contains(": passing\n"), "{}", text(&out));
+    assert!(stdout.ends_with("1 passed, 2 failed\n"), "{}", text(&out));
+}

@@ -8,22 +8,18 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use dynrec::client::Client;
-use dynrec::definitions::Definitions;
-use dynrec::reconcilers::Config;
-use dynrec::runtime::{ClusterArgs, Manager, ManagerOptions, connect_in_process};
+use dynrec::runtime::ClusterArgs;
 use dynrec::testing::chainsaw::{Test, load_test, run_test};
 
-use super::definitions::{load, print_warnings};
-
-/// How long the controllers get to stop once the tests are done.
-const STOP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+use super::definitions::load;
 
 /// Runs every chainsaw test under `dirs`; with `kro`, dynrec is also KRO's controller.
+/// `strict` makes the checker's warnings about `files`' definitions errors.
 pub async fn run(
     dirs: &[PathBuf],
     files: &[PathBuf],
     cluster: &ClusterArgs,
+    strict: bool,
     kro: bool,
 ) -> anyhow::Result<ExitCode> {
     let loaded = load(files)?;
@@ -42,46 +38,16 @@ pub async fn run(
     if cluster.kubeconfig.is_none() && cluster.context.is_none() {
         cluster.embedded = true;
     }
-    let cluster = connect_in_process(&cluster).await?;
-    let client = Client::new(cluster.client.clone());
-    let config = Config::new(client.clone(), "dynrec");
-    let mut manager = Manager::new(client.clone(), ManagerOptions::default());
-    let definitions = Definitions::new(&manager, &config);
-    definitions
-        .install_crd()
-        .await
-        .context("installing the ReconcilerDefinition CRD")?;
-    definitions.register(&mut manager)?;
-    if kro {
-        super::run::run_graphs(&definitions, &config, &mut manager).await?;
-    }
-    for definition in &loaded {
-        let compiled = definitions
-            .start_from_file(definition)
-            .await
-            .with_context(|| format!("starting the definition of {}", definition.source))?;
-        print_warnings(&compiled, &definition.source);
-    }
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let controllers = tokio::spawn(manager.run(async {
-        let _ = stopped.await;
-    }));
-    let runner = Client::new(cluster.client.clone());
+    let controllers = super::controllers::start(&cluster, &loaded, strict, kro).await?;
     let (mut passed, mut failed) = (0, 0);
     let mut print = |line: &str| println!("{line}");
     for test in &tests {
-        match run_test(test, &runner, &mut print).await.passed {
+        match run_test(test, &controllers.client, &mut print).await.passed {
             true => passed += 1,
             false => failed += 1,
         }
     }
-    let _ = stop.send(());
-    match tokio::time::timeout(STOP_TIMEOUT, controllers).await {
-        Ok(Ok(Err(error))) => eprintln!("warning: the controllers stopped with an error: {error}"),
-        Err(_) => eprintln!("warning: the controllers did not stop within {STOP_TIMEOUT:?}"),
-        _ => {}
-    }
-    cluster.shutdown().await;
+    controllers.stop().await;
     println!("{passed} passed, {failed} failed");
     Ok(match failed {
         0 => ExitCode::SUCCESS,

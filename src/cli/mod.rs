@@ -2,6 +2,7 @@
 
 mod apiserver;
 mod chainsaw;
+mod controllers;
 mod convert;
 mod definitions;
 mod ducks;
@@ -34,7 +35,8 @@ enum Command {
     /// Print what reconciling every instance of each definition would change (dry run);
     /// exit code 2 when something would change.
     Plan(plan::Args),
-    /// Run YAML table tests of definitions on the embedded API server.
+    /// Run YAML table tests of definitions on the embedded API server, or end to end on a
+    /// cluster (--kubeconfig, --embedded).
     Test(test::Args),
     /// Print the kinds of the cluster that implement each known duck, and why.
     Ducks(ducks::Args),

@@ -1,11 +1,14 @@
 //! `dynrec test -f DIR CASES...`: runs YAML table tests of definitions on the table-test
-//! harness and the embedded API server; prints each case's result and, for a failing one,
-//! the harness's diffs, then `N passed, M failed`. A directory of cases runs every case
-//! file under it. Exit code 0 when every case passes, 1 otherwise.
+//! harness and the embedded API server (one per case); with a cluster (`--kubeconfig`,
+//! `--context`, `--embedded`), end to end on that cluster with the definitions running
+//! in-process. Prints each case's result and, for a failing one, what differs, then
+//! `N passed, M failed`. A directory of cases runs every case file under it. Exit code 0
+//! when every case passes, 1 otherwise.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use dynrec::apiserver::ApiServer;
@@ -13,8 +16,10 @@ use dynrec::client::Client;
 use dynrec::definitions::{CompiledDefinition, Definitions};
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{CLUSTER_TARGET, ClusterArgs, Manager, ManagerOptions};
+use dynrec::testing::chainsaw::parse_duration;
 use dynrec::testing::{
-    DefinitionCases, ExpectAt, Phase, Recorded, parse_cases, rewrite_expectations, run_case,
+    DefinitionCases, ExpectAt, Phase, Recorded, live_skip_reason, parse_cases,
+    rewrite_expectations, run_case, run_case_live,
 };
 
 use super::definitions::{load, print_warnings};
@@ -45,31 +50,71 @@ pub struct Args {
     /// as KRO's controller for every ResourceGraphDefinition they apply.
     #[arg(long)]
     kro: bool,
-    /// With --chainsaw, the cluster: a new embedded API server in-process unless
-    /// --kubeconfig or --context names one.
+    /// The cluster: definition cases given one (--kubeconfig, --context, --embedded) run
+    /// end to end on it, with the definitions running in-process, instead of on an
+    /// embedded API server per case. Chainsaw tests run on a new embedded API server
+    /// in-process unless --kubeconfig or --context names one.
     #[command(flatten)]
     cluster: ClusterArgs,
+    /// Definition cases on a cluster: how long each reconcile's expectation may take to
+    /// hold, and the cleanup to finish (e.g. 30s, 2m, 500ms).
+    #[arg(long, value_parser = parse_duration, default_value = "30s", value_name = "DURATION")]
+    timeout: Duration,
+}
+
+/// How the cases run: on an embedded API server each, or on a cluster.
+enum Runner {
+    InProcess,
+    Live(Box<super::controllers::Controllers>, Duration),
+}
+
+impl Runner {
+    /// A case's phases, or why it could not run to its end.
+    async fn run(
+        &self,
+        definition: &Arc<CompiledDefinition>,
+        case: &dynrec::testing::DefinitionCase,
+    ) -> Result<Vec<Phase>, String> {
+        match self {
+            Runner::InProcess => run_case(definition, case).await,
+            Runner::Live(controllers, timeout) => {
+                run_case_live(&controllers.client, case, *timeout).await
+            }
+        }
+    }
 }
 
 /// Runs every case file.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.chainsaw || args.kro {
-        return super::chainsaw::run(&args.cases, &args.files, &args.cluster, args.kro).await;
+        return super::chainsaw::run(
+            &args.cases,
+            &args.files,
+            &args.cluster,
+            args.strict,
+            args.kro,
+        )
+        .await;
     }
     let loaded = load(&args.files)?;
     let case_files = case_files(&args.cases)?;
-    tracing::info!(target: CLUSTER_TARGET, "cluster: embedded API server (in-process, one per case)");
-    // Definitions are checked against the built-in kinds' schemas of an embedded server.
-    let client = Client::new(ApiServer::new().client());
-    let config = Config::new(client.clone(), "dynrec-test");
-    let definitions = Definitions::new(&Manager::new(client, ManagerOptions::default()), &config)
-        .strict(args.strict);
-    let mut compiled = Vec::new();
-    for definition in &loaded {
-        let checked = definitions.compile(definition).await?;
-        print_warnings(&checked, &definition.source);
-        compiled.push(Arc::new(checked));
+    let cluster = &args.cluster;
+    let live = cluster.kubeconfig.is_some()
+        || cluster.context.is_some()
+        || cluster.embedded
+        || cluster.data_dir.is_some();
+    if live && args.update {
+        bail!("--update records what an in-process reconcile writes; run it without a cluster");
     }
+    let (runner, compiled) = match live {
+        true => {
+            let controllers =
+                super::controllers::start(cluster, &loaded, args.strict, false).await?;
+            let compiled = controllers.started.clone();
+            (Runner::Live(Box::new(controllers), args.timeout), compiled)
+        }
+        false => (Runner::InProcess, compile(&loaded, args.strict).await?),
+    };
     let mut tally = Tally::default();
     for path in &case_files {
         let source = path.display().to_string();
@@ -82,9 +127,18 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 println!("skip  {source}: {}", case.name);
                 continue;
             }
-            let phases = run_case(&definition, case)
-                .await
-                .map_err(|e| anyhow::anyhow!("{source}: case {:?}: {e}", case.name))?;
+            if let (Runner::Live(..), Some(reason)) = (&runner, live_skip_reason(case)) {
+                println!("skip  {source}: {} ({reason})", case.name);
+                continue;
+            }
+            let phases = match runner.run(&definition, case).await {
+                Ok(phases) => phases,
+                Err(stopped) => {
+                    tally.failed += 1;
+                    print_stopped(&source, &case.name, &stopped);
+                    continue;
+                }
+            };
             let failing: Vec<(usize, Phase)> = phases
                 .into_iter()
                 .enumerate()
@@ -125,11 +179,34 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
     }
+    if let Runner::Live(controllers, _) = runner {
+        controllers.stop().await;
+    }
     println!("{tally}");
     Ok(match tally.failed {
         0 => ExitCode::SUCCESS,
         _ => ExitCode::FAILURE,
     })
+}
+
+/// The definitions compiled for in-process runs, checked against the built-in kinds'
+/// schemas of an embedded server.
+async fn compile(
+    loaded: &[dynrec::definitions::Loaded],
+    strict: bool,
+) -> anyhow::Result<Vec<Arc<CompiledDefinition>>> {
+    tracing::info!(target: CLUSTER_TARGET, "cluster: embedded API server (in-process, one per case)");
+    let client = Client::new(ApiServer::new().client());
+    let config = Config::new(client.clone(), "dynrec-test");
+    let definitions =
+        Definitions::new(&Manager::new(client, ManagerOptions::default()), &config).strict(strict);
+    let mut compiled = Vec::new();
+    for definition in loaded {
+        let checked = definitions.compile(definition).await?;
+        print_warnings(&checked, &definition.source);
+        compiled.push(Arc::new(checked));
+    }
+    Ok(compiled)
 }
 
 /// How many cases passed, failed, and had their expectations rewritten.
@@ -158,6 +235,16 @@ fn print_failure(source: &str, name: &str, failing: &[(usize, Phase)]) {
         for line in phase.failures.iter().flat_map(|f| f.lines()) {
             println!("    {line}");
         }
+    }
+    println!();
+}
+
+/// A case that could not run to its end (a given object or a step's edit the server
+/// refused): why, under its name.
+fn print_stopped(source: &str, name: &str, why: &str) {
+    println!("FAIL  {source}: {name}");
+    for line in why.lines() {
+        println!("  {line}");
     }
     println!();
 }

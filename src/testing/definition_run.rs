@@ -35,7 +35,8 @@ pub struct Phase {
 }
 
 /// Runs `case` against `definition`: one [`Phase`] per reconcile, or the error that kept it
-/// from running (a bad object, an edit the server refused).
+/// from running to its end (a bad object, a step's edit the server refused: with the
+/// step's path and the server's message), which fails the case.
 pub async fn run_case(
     definition: &Arc<CompiledDefinition>,
     case: &DefinitionCase,
@@ -66,13 +67,10 @@ pub async fn run_case(
         failures,
     });
     for (i, step) in case.steps.iter().enumerate() {
-        let label = match &step.name {
-            Some(name) => format!("steps[{i}] ({name})"),
-            None => format!("steps[{i}]"),
-        };
+        let label = step_label(i, step);
         edit(started.editor(), step)
             .await
-            .map_err(|e| format!("{label}: {e}"))?;
+            .map_err(|e| refused(&label, i, &e))?;
         started.recording().set_reactors(reactors(&step.failures));
         let recorded = reconcile(&reconciler, &started, &request, step.now.as_deref())
             .await
@@ -87,8 +85,22 @@ pub async fn run_case(
     Ok(phases)
 }
 
+/// `steps[i] (name)`, as a step's failures are headed.
+pub(super) fn step_label(i: usize, step: &Step) -> String {
+    match &step.name {
+        Some(name) => format!("steps[{i}] ({name})"),
+        None => format!("steps[{i}]"),
+    }
+}
+
+/// Why a case stops at step `i`: one of its edits (`error`, headed by the edit's field)
+/// failed.
+pub(super) fn refused(label: &str, i: usize, error: &str) -> String {
+    format!("{label}: an edit failed, so the case stops here:\n  steps[{i}].{error}")
+}
+
 /// Refuses a case whose expected deletes or tracks, or a step's deletes, name no object.
-fn check_references(case: &DefinitionCase) -> Result<(), String> {
+pub(super) fn check_references(case: &DefinitionCase) -> Result<(), String> {
     let lists = expectations(case).enumerate().flat_map(|(phase, expect)| {
         let at = match phase {
             0 => String::new(),
@@ -209,7 +221,7 @@ fn tracks_of(started: &StartedConfig, request: &ObjectKey, client: &Client) -> V
 }
 
 /// A step's edits, in order: applies, patches, status settings, deletes.
-async fn edit(editor: &Client, step: &Step) -> Result<(), String> {
+pub(super) async fn edit(editor: &Client, step: &Step) -> Result<(), String> {
     for (i, value) in step.apply.iter().enumerate() {
         let at = |e: String| format!("apply[{i}]: {e}");
         let desired = object(value).map_err(at)?;

@@ -64,7 +64,7 @@ fn strip(value: &mut Value, compare: Compare) {
 }
 
 /// Drops nulls, empty objects and empty arrays from objects (cmpopts.EquateEmpty).
-fn equate_empty(value: &mut Value) {
+pub(super) fn equate_empty(value: &mut Value) {
     match value {
         Value::Object(map) => {
             map.values_mut().for_each(equate_empty);

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::assertion_tree::{Bindings, matches};
+use super::assertion_tree::{Bindings, matches_with_cel};
 use super::definition_cases::{Expect, reference};
 use super::diff::{Compare, normalized};
 use super::recorded::Recorded;
@@ -95,8 +95,8 @@ pub(super) fn compare(expect: &Expect, recorded: &Recorded) -> Vec<String> {
 }
 
 /// The mismatches of `actual` with the assertion tree `expected`, one line each.
-fn subset(expected: &Value, actual: &Value) -> Vec<String> {
-    match matches(expected, actual, &Bindings::new()) {
+pub(super) fn subset(expected: &Value, actual: &Value) -> Vec<String> {
+    match matches_with_cel(expected, actual, &Bindings::new()) {
         Ok(()) => Vec::new(),
         Err(mismatches) => mismatches.0.iter().map(ToString::to_string).collect(),
     }
@@ -223,7 +223,7 @@ fn error(failures: &mut Vec<String>, expected: bool, recorded: &Recorded) {
 }
 
 /// `Kind namespace/name` of an expected or recorded entry, for headings.
-fn title(value: &Value) -> String {
+pub(super) fn title(value: &Value) -> String {
     let text = |v: &Value| v.as_str().map(str::to_string);
     let kind = text(&value["kind"]).or_else(|| text(&value["reason"]));
     let name = text(&value["metadata"]["name"]).or_else(|| text(&value["name"]));
@@ -236,7 +236,7 @@ fn title(value: &Value) -> String {
     }
 }
 
-fn indent(lines: &[String]) -> String {
+pub(super) fn indent(lines: &[String]) -> String {
     lines
         .iter()
         .map(|l| format!("  {l}"))

@@ -17,6 +17,7 @@ mod case_update;
 pub mod chainsaw;
 mod config;
 mod definition_cases;
+mod definition_live;
 mod definition_run;
 mod diff;
 mod expectations;
@@ -38,6 +39,7 @@ pub use config::{ExpectConfig, StartedConfig};
 pub use definition_cases::{
     CaseError, DefinitionCase, DefinitionCases, Expect, Failure, RequestKey, Step, parse_cases,
 };
+pub use definition_live::{LIVE_TIMEOUT, live_skip_reason, run_case_live};
 pub use definition_run::{Phase, expectations, run_case};
 pub use object_manager::{
     OBJECT_MANAGER_ACTUAL, OBJECT_MANAGER_DESIRED, OBJECT_MANAGER_RESULT, ObjectManagerHarness,

@@ -47,6 +47,13 @@ pub enum Problem {
         /// The value found.
         got: Value,
     },
+    /// A `${…}` CEL check does not hold (`dynrec test` expectations).
+    Check {
+        /// The check as written (`${ >= 1 }`).
+        expression: String,
+        /// The value checked, for a check on a field's value.
+        got: Option<Value>,
+    },
     /// An expression of the tree is invalid or failed to evaluate (waiting will not help).
     Expression {
         /// The expression.
@@ -93,6 +100,14 @@ impl fmt::Display for Mismatch {
             Problem::Type { want, got } => {
                 write!(f, "{path}: want {want}, got {} {}", kind(got), show(got))
             }
+            Problem::Check {
+                expression,
+                got: Some(got),
+            } => write!(f, "{path}: want {expression}, got {}", show(got)),
+            Problem::Check {
+                expression,
+                got: None,
+            } => write!(f, "{path}: {expression} is false"),
             Problem::Expression { expression, error } => {
                 write!(f, "{path}: expression ({expression}): {error}")
             }

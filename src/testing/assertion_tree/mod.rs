@@ -32,6 +32,7 @@
 //! );
 //! ```
 
+mod cel_check;
 mod jmespath;
 mod mismatch;
 mod syntax;
@@ -100,6 +101,26 @@ impl Bindings {
 /// order, when it does not match.
 pub fn matches(expected: &Value, actual: &Value, bindings: &Bindings) -> Result<(), Mismatches> {
     let mut matcher = Matcher::default();
+    matcher.node(expected, actual, "", bindings);
+    match matcher.found.is_empty() {
+        true => Ok(()),
+        false => Err(Mismatches(matcher.found)),
+    }
+}
+
+/// As [`matches()`], with `dynrec test`'s `${…}` CEL checks as well: a value `${ >= 1 }`
+/// checks the field's value, another `${expr}` value computes the expected value, and a
+/// root key `check: ${expr}` (or a list of them) is a condition on the whole object; each
+/// reads `value` (the field) and `object` (all of `actual`).
+pub fn matches_with_cel(
+    expected: &Value,
+    actual: &Value,
+    bindings: &Bindings,
+) -> Result<(), Mismatches> {
+    let mut matcher = Matcher {
+        object: Some(actual.clone()),
+        ..Matcher::default()
+    };
     matcher.node(expected, actual, "", bindings);
     match matcher.found.is_empty() {
         true => Ok(()),
@@ -177,6 +198,8 @@ fn child(path: &str, key: &str) -> String {
 #[derive(Default)]
 struct Matcher {
     found: Vec<Mismatch>,
+    /// The whole actual object, when `${…}` CEL checks are on.
+    object: Option<Value>,
 }
 
 impl Matcher {
@@ -211,6 +234,9 @@ impl Matcher {
         let mut bindings = bindings.clone();
         for (key, subtree) in map {
             let at = child(path, key);
+            if path.is_empty() && key == "check" && self.object_checks(subtree, &at) {
+                continue;
+            }
             let syntax = Syntax::parse(key);
             let projected = match syntax.engine {
                 Some(engine) => match evaluate(engine, syntax.statement, actual, &bindings) {
@@ -313,7 +339,47 @@ impl Matcher {
         }
     }
 
+    /// A root `check:` of `${…}` conditions on the whole object, checked; false when
+    /// `subtree` is not one (then `check` is a field like any other).
+    fn object_checks(&mut self, subtree: &Value, path: &str) -> bool {
+        let Some(object) = self.object.clone() else {
+            return false;
+        };
+        let texts: Vec<(String, &str)> = match subtree {
+            Value::String(text) => vec![(path.to_owned(), text.as_str())],
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, item)| Some((format!("{path}[{i}]"), item.as_str()?)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let checks: Vec<(String, &str, &str)> = texts
+            .into_iter()
+            .filter_map(|(at, text)| Some((at, text, cel_check::expression(text)?)))
+            .collect();
+        if checks.is_empty() || checks.len() != subtree.as_array().map_or(1, Vec::len) {
+            return false;
+        }
+        for (at, text, expression) in checks {
+            if let Some(problem) = cel_check::check_object(text, expression, &object) {
+                self.push(&at, problem);
+            }
+        }
+        true
+    }
+
     fn scalar(&mut self, expected: &Value, actual: &Value, path: &str, bindings: &Bindings) {
+        if let (Some(object), Value::String(text)) = (&self.object, expected)
+            && let Some(expression) = cel_check::expression(text)
+        {
+            if let Some(problem) =
+                cel_check::check_value(text, expression, actual, object, values_match)
+            {
+                self.push(path, problem);
+            }
+            return;
+        }
         let want = match expected {
             Value::String(text) => {
                 let syntax = Syntax::parse(text);

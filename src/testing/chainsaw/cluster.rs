@@ -32,7 +32,7 @@ impl std::fmt::Display for ObjectRef {
 
 /// The cluster as one test sees it.
 #[derive(Clone)]
-pub(super) struct TestCluster {
+pub(crate) struct TestCluster {
     pub client: Client,
     pub namespace: String,
 }
@@ -141,7 +141,7 @@ impl TestCluster {
 }
 
 /// The kind and key of a placed object.
-pub(super) fn object_ref(gvk: &Gvk, object: &Value) -> Result<ObjectRef, String> {
+pub(crate) fn object_ref(gvk: &Gvk, object: &Value) -> Result<ObjectRef, String> {
     let name = object["metadata"]["name"]
         .as_str()
         .ok_or("the resource has no metadata.name")?;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// Parses a Go duration; the error says what was expected.
-pub(super) fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let invalid = || format!("invalid duration {text:?} (want e.g. 30s, 2m, 1m30s, 500ms)");
     let mut rest = text.trim();
     if rest == "0" {

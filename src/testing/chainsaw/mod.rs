@@ -5,7 +5,7 @@
 //! last created first, then the namespace. Operations dynrec cannot run (`script`,
 //! `podLogs`...) are skipped with a note. See docs/chainsaw.md.
 
-mod cluster;
+pub(super) mod cluster;
 mod duration;
 mod model;
 mod operations;
@@ -15,6 +15,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 pub use cluster::ObjectRef;
+pub use duration::parse_duration;
 pub use model::{
     Action, Operation, Source, Step, Test, TestError, Timeouts, Wait, WaitFor, load_test,
 };
@@ -105,7 +106,7 @@ fn bind(bindings: &Bindings, more: &[(String, Value)]) -> Result<Bindings, Strin
 }
 
 /// A random lowercase suffix, as chainsaw names its namespaces `chainsaw-<pet-name>`.
-fn random_suffix() -> String {
+pub(super) fn random_suffix() -> String {
     use rand::Rng;
     let mut rng = rand::rng();
     (0..8)
