@@ -641,7 +641,8 @@ spec:
 }
 
 #[tokio::test]
-async fn children_in_another_namespace_or_cluster_scoped_are_found_by_kros_labels() {
+async fn children_in_another_namespace_or_cluster_scoped_are_found_by_kros_labels_and_kros_hash_library_runs()
+ {
     let running = Running::start().await;
     running
         .apply(
@@ -665,7 +666,9 @@ spec:
       apiVersion: v1
       kind: ConfigMap
       metadata: {name: settings, namespace: "${ns.metadata.name}"}
-      data: {from: "${schema.metadata.namespace}"}
+      data:
+        from: "${schema.metadata.namespace}"
+        fnv: "${base64.encode(hash.fnv64a(schema.metadata.name))}"
 "#,
         )
         .await
@@ -696,6 +699,8 @@ spec:
     let namespace = namespaces.get("s1-space").await.unwrap();
     let config_map = config_maps.get("settings").await.unwrap();
     assert_eq!(config_map.data["data"]["from"], "default");
+    // KRO's hash library and cel-go's base64: FNV-1a 64 of "s1", as Go's hash/fnv has it.
+    assert_eq!(config_map.data["data"]["fnv"], "CNj/B7V40Uk=");
     // As KRO: no ownerReference (one to a namespaced instance is invalid on both), the
     // instance's UID in a label instead.
     for child in [&namespace, &config_map] {
