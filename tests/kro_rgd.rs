@@ -75,6 +75,16 @@ impl Running {
         self.api("kro.run/v1alpha1", "ResourceGraphDefinition")
     }
 
+    /// Applies an RGD and waits until it is Active.
+    async fn apply_active_rgd(&self, yaml: &str) {
+        let rgd = self.apply(yaml).await.unwrap();
+        let name = rgd.metadata.name.unwrap();
+        object_where(&self.rgds(), &name, "the RGD to be Active", |rgd| {
+            rgd["status"]["state"] == "Active"
+        })
+        .await;
+    }
+
     /// Applies a YAML object (server-side apply, forced).
     async fn apply(&self, yaml: &str) -> Result<DynamicObject, kube::Error> {
         let value: Value = serde_saphyr::from_str(yaml).unwrap();
@@ -641,11 +651,10 @@ spec:
 }
 
 #[tokio::test]
-async fn children_in_another_namespace_or_cluster_scoped_are_found_by_kros_labels_and_kros_hash_library_runs()
- {
+async fn children_elsewhere_are_found_by_kros_labels_and_the_hash_library_runs() {
     let running = Running::start().await;
     running
-        .apply(
+        .apply_active_rgd(
             r#"
 apiVersion: kro.run/v1alpha1
 kind: ResourceGraphDefinition
@@ -671,12 +680,7 @@ spec:
         fnv: "${base64.encode(hash.fnv64a(schema.metadata.name))}"
 "#,
         )
-        .await
-        .unwrap();
-    object_where(&running.rgds(), "spread", "the RGD to be Active", |rgd| {
-        rgd["status"]["state"] == "Active"
-    })
-    .await;
+        .await;
     running
         .apply("apiVersion: kro.run/v1alpha1\nkind: Spread\nmetadata: {name: s1, namespace: default}\nspec: {}")
         .await

@@ -146,8 +146,15 @@ mod tests {
 
     /// (type, status, reason, message) of a condition.
     type Row = (String, String, String, String);
-    /// A case's name, conditions before, failure and KRO's conditions after.
-    type Case = (&'static str, Value, Option<&'static str>, [Row; 4]);
+    /// A case's name, conditions before, failure, and `ResourcesReady` and `Ready` after
+    /// (status, reason, message).
+    type Case = (
+        &'static str,
+        Value,
+        Option<&'static str>,
+        [&'static str; 3],
+        [&'static str; 3],
+    );
 
     fn row(t: &str, s: &str, r: &str, m: &str) -> Row {
         (t.into(), s.into(), r.into(), m.into())
@@ -159,32 +166,20 @@ mod tests {
         let ready_step = json!({"type": "DeploymentReady", "status": "True", "reason": "Ready"});
         let waiting_step = json!({"type": "ServiceReady", "status": "Unknown",
                                   "reason": "Waiting", "message": "readyWhen not met"});
+        let not_found =
+            "awaiting resource readiness: ConfigResolved: ConfigMap default/c does not exist";
+        let forbidden = "resource reconciliation failed: apply Service: forbidden";
         let cases: [Case; 3] = [
             (
                 "every step ready",
                 json!([{"type": "Ready", "status": "Unknown"}, ready_step.clone()]),
                 None,
                 [
-                    row(
-                        "InstanceManaged",
-                        "True",
-                        "Managed",
-                        "instance is properly managed with finalizers and labels",
-                    ),
-                    row(
-                        "GraphResolved",
-                        "True",
-                        "Resolved",
-                        "runtime graph created and all resources resolved",
-                    ),
-                    row(
-                        "ResourcesReady",
-                        "True",
-                        "AllResourcesReady",
-                        "all resources are created and ready",
-                    ),
-                    row("Ready", "True", "Ready", ""),
+                    "True",
+                    "AllResourcesReady",
+                    "all resources are created and ready",
                 ],
+                ["True", "Ready", ""],
             ),
             (
                 "a step waiting, another failed",
@@ -192,68 +187,36 @@ mod tests {
                        {"type": "ConfigResolved", "status": "False", "reason": "NotFound",
                         "message": "ConfigMap default/c does not exist"}]),
                 None,
-                [
-                    row(
-                        "InstanceManaged",
-                        "True",
-                        "Managed",
-                        "instance is properly managed with finalizers and labels",
-                    ),
-                    row(
-                        "GraphResolved",
-                        "True",
-                        "Resolved",
-                        "runtime graph created and all resources resolved",
-                    ),
-                    row(
-                        "ResourcesReady",
-                        "False",
-                        "NotReady",
-                        "awaiting resource readiness: ConfigResolved: ConfigMap default/c does not exist",
-                    ),
-                    row(
-                        "Ready",
-                        "False",
-                        "NotReady",
-                        "awaiting resource readiness: ConfigResolved: ConfigMap default/c does not exist",
-                    ),
-                ],
+                ["False", "NotReady", not_found],
+                ["False", "NotReady", not_found],
             ),
             (
                 "the steps failed",
                 json!([ready_step]),
                 Some("apply Service: forbidden"),
-                [
-                    row(
-                        "InstanceManaged",
-                        "True",
-                        "Managed",
-                        "instance is properly managed with finalizers and labels",
-                    ),
-                    row(
-                        "GraphResolved",
-                        "True",
-                        "Resolved",
-                        "runtime graph created and all resources resolved",
-                    ),
-                    row(
-                        "ResourcesReady",
-                        "False",
-                        "NotReady",
-                        "resource reconciliation failed: apply Service: forbidden",
-                    ),
-                    row(
-                        "Ready",
-                        "False",
-                        "NotReady",
-                        "resource reconciliation failed: apply Service: forbidden",
-                    ),
-                ],
+                ["False", "NotReady", forbidden],
+                ["False", "NotReady", forbidden],
             ),
         ];
-        for (name, conditions, failure, want) in cases {
+        for (name, conditions, failure, [rs, rr, rm], [s, r, m]) in cases {
             let mut object = instance(conditions);
             summarize(&mut object, now, failure).unwrap();
+            let want = [
+                row(
+                    "InstanceManaged",
+                    "True",
+                    "Managed",
+                    "instance is properly managed with finalizers and labels",
+                ),
+                row(
+                    "GraphResolved",
+                    "True",
+                    "Resolved",
+                    "runtime graph created and all resources resolved",
+                ),
+                row("ResourcesReady", rs, rr, rm),
+                row("Ready", s, r, m),
+            ];
             assert_eq!(listed(&object), want, "{name}");
             assert_eq!(is_ready(&object), name == "every step ready", "{name}");
         }
