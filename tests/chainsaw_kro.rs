@@ -1,13 +1,18 @@
 //! KRO's own chainsaw e2e suite run by `dynrec test --kro` from `../shared/peer-suites`
-//! (relative to the project root), skipped with a message when it is absent. The tests
-//! listed in PASSING must pass; the others fail for reasons outside the runner (see
-//! docs/chainsaw.md, "KRO's e2e suite") and are run and printed, not asserted.
+//! (relative to the project root), skipped with a message when it is absent: in-process,
+//! and over HTTP against `dynrec apiserver` (`--kubeconfig`). The tests listed in PASSING
+//! must pass; the other fails for want of a controller that does not run here (see
+//! docs/chainsaw.md, "KRO's e2e suite").
 
-use std::path::Path;
+mod process_common;
+
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The suite's tests that pass through dynrec (directory names).
-const PASSING: [&str; 8] = [
+const PASSING: [&str; 10] = [
+    "cel-random-namespaced-function",
+    "check-arbitary-objects",
     "check-external-references",
     "check-instance-creation",
     "check-instance-update",
@@ -18,22 +23,29 @@ const PASSING: [&str; 8] = [
     "check-validation-markers",
 ];
 
-#[test]
-fn kros_e2e_tests_pass_through_dynrec_test_kro() {
+/// KRO's suite, or `None` (with a message) when it is not there.
+fn suite() -> Option<PathBuf> {
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/peer-suites/kro/chainsaw");
     if !suite.is_dir() {
         eprintln!(
             "skipped: KRO's chainsaw suite is not at {}",
             suite.display()
         );
-        return;
+        return None;
     }
+    Some(suite)
+}
+
+/// Runs `dynrec test --kro` on the passing tests with `cluster` arguments; asserts they
+/// all pass.
+fn passing_tests_pass(suite: &Path, cluster: &[&str]) {
     let dirs: Vec<String> = PASSING
         .iter()
         .map(|name| suite.join(name).to_string_lossy().into_owned())
         .collect();
     let output = Command::new(env!("CARGO_BIN_EXE_dynrec"))
         .args(["test", "--kro"])
+        .args(cluster)
         .args(&dirs)
         .env("RUST_LOG", "off")
         .output()
@@ -45,5 +57,26 @@ fn kros_e2e_tests_pass_through_dynrec_test_kro() {
         "{stdout}\nstderr:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(stdout.contains("8 passed, 0 failed"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("{} passed, 0 failed", PASSING.len())),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn kros_e2e_tests_pass_through_dynrec_test_kro() {
+    if let Some(suite) = suite() {
+        passing_tests_pass(&suite, &[]);
+    }
+}
+
+#[test]
+fn kros_e2e_tests_pass_against_dynrec_apiserver_over_http() {
+    let Some(suite) = suite() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, _url) = process_common::start_apiserver(dir.path(), "127.0.0.1:0", &[]);
+    let kubeconfig = dir.path().join("kubeconfig");
+    passing_tests_pass(&suite, &["--kubeconfig", kubeconfig.to_str().unwrap()]);
 }

@@ -75,6 +75,16 @@ impl Running {
         self.api("kro.run/v1alpha1", "ResourceGraphDefinition")
     }
 
+    /// Applies an RGD and waits until it is Active.
+    async fn apply_active_rgd(&self, yaml: &str) {
+        let rgd = self.apply(yaml).await.unwrap();
+        let name = rgd.metadata.name.unwrap();
+        object_where(&self.rgds(), &name, "the RGD to be Active", |rgd| {
+            rgd["status"]["state"] == "Active"
+        })
+        .await;
+    }
+
     /// Applies a YAML object (server-side apply, forced).
     async fn apply(&self, yaml: &str) -> Result<DynamicObject, kube::Error> {
         let value: Value = serde_saphyr::from_str(yaml).unwrap();
@@ -266,17 +276,28 @@ async fn an_rgd_in_the_cluster_runs_with_kros_status_crd_labels_and_reverse_dele
     // No kubelet fills in the deployment's status: as in KRO, that field is left out and
     // the instance is ACTIVE all the same.
     assert!(instance["status"].get("available").is_none());
-    let synced = condition(&instance, "StatusSynced").unwrap();
-    assert!(
-        synced["message"]
-            .as_str()
-            .unwrap()
-            .contains("not computed yet: spec.steps[2].sync.status.available"),
-        "{synced}"
-    );
+    // KRO's conditions, in KRO's order, with its reasons; the steps' own are not shown.
+    let conditions: Vec<(&str, &str, &str)> = instance["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            assert_eq!(c["observedGeneration"], 1, "{c}");
+            (
+                c["type"].as_str().unwrap(),
+                c["status"].as_str().unwrap(),
+                c["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
     assert_eq!(
-        condition(&instance, "Ready").unwrap()["observedGeneration"],
-        1
+        conditions,
+        [
+            ("InstanceManaged", "True", "Managed"),
+            ("GraphResolved", "True", "Resolved"),
+            ("ResourcesReady", "True", "AllResourcesReady"),
+            ("Ready", "True", "Ready"),
+        ]
     );
 
     let deployments = running.api("apps/v1", "Deployment");
@@ -397,15 +418,18 @@ spec:
         "the instance to wait for its reference",
         |e| {
             e["status"]["state"] == "IN_PROGRESS"
-                && condition(e, "InputResolved").is_some_and(|c| c["status"] == "False")
+                && condition(e, "ResourcesReady").is_some_and(|c| c["status"] == "False")
         },
     )
     .await;
+    let message = condition(&waiting, "Ready").unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(
-        condition(&waiting, "Ready").unwrap()["message"]
-            .as_str()
-            .unwrap()
-            .contains("ConfigMap default/settings does not exist")
+        message.starts_with("awaiting resource readiness: InputResolved: ")
+            && message.contains("ConfigMap default/settings does not exist"),
+        "{message}"
     );
     let config_maps = running.api("v1", "ConfigMap");
     assert!(config_maps.get_opt("e1-copy").await.unwrap().is_none());
@@ -623,5 +647,97 @@ spec:
         .parse()
         .unwrap();
     assert!((0..100).contains(&n));
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn children_elsewhere_are_found_by_kros_labels_and_the_hash_library_runs() {
+    let running = Running::start().await;
+    running
+        .apply_active_rgd(
+            r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: spread}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Spread
+    spec: {}
+  resources:
+  - id: ns
+    template:
+      apiVersion: v1
+      kind: Namespace
+      metadata: {name: "${schema.metadata.name}-space"}
+  - id: cm
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: settings, namespace: "${ns.metadata.name}"}
+      data:
+        from: "${schema.metadata.namespace}"
+        fnv: "${base64.encode(hash.fnv64a(schema.metadata.name))}"
+"#,
+        )
+        .await;
+    running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: Spread\nmetadata: {name: s1, namespace: default}\nspec: {}")
+        .await
+        .unwrap();
+    let spreads = running.api("kro.run/v1alpha1", "Spread");
+    let instance = object_where(&spreads, "s1", "the instance to be ACTIVE", |i| {
+        i["status"]["state"] == "ACTIVE"
+    })
+    .await;
+    let uid = instance["metadata"]["uid"].as_str().unwrap().to_owned();
+    let namespaces: Api<DynamicObject> = Api::all_with(
+        running.kube.clone(),
+        &ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Namespace")),
+    );
+    let config_maps: Api<DynamicObject> = Api::namespaced_with(
+        running.kube.clone(),
+        "s1-space",
+        &ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "ConfigMap")),
+    );
+    let namespace = namespaces.get("s1-space").await.unwrap();
+    let config_map = config_maps.get("settings").await.unwrap();
+    assert_eq!(config_map.data["data"]["from"], "default");
+    // KRO's hash library and cel-go's base64: FNV-1a 64 of "s1", as Go's hash/fnv has it.
+    assert_eq!(config_map.data["data"]["fnv"], "CNj/B7V40Uk=");
+    // As KRO: no ownerReference (one to a namespaced instance is invalid on both), the
+    // instance's UID in a label instead.
+    for child in [&namespace, &config_map] {
+        assert!(child.metadata.owner_references.is_none(), "{child:?}");
+        assert_eq!(
+            child.metadata.labels.as_ref().unwrap()["kro.run/instance-id"],
+            uid
+        );
+    }
+    // A child deleted by hand is noticed (it is tracked) and created again.
+    config_maps
+        .delete("settings", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the deleted ConfigMap to be created again", || async {
+        config_maps.get_opt("settings").await.unwrap()
+    })
+    .await;
+    // Deleting the instance deletes its children wherever they are.
+    spreads
+        .delete("s1", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the instance and its ConfigMap to be gone", || async {
+        let gone = spreads.get_opt("s1").await.unwrap().is_none()
+            && config_maps.get_opt("settings").await.unwrap().is_none();
+        gone.then_some(())
+    })
+    .await;
+    let namespace = namespaces.get_opt("s1-space").await.unwrap();
+    assert!(
+        namespace.is_none_or(|n| n.metadata.deletion_timestamp.is_some()),
+        "the namespace child is deleted"
+    );
     running.stop().await;
 }

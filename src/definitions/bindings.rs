@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::compile::{ChildPlan, upper_camel};
 use super::expr::Bindings;
+use crate::client::ListOptions;
 use crate::object::ConditionSet;
 use crate::reconcilers::{Context, Draft, ReconcileError};
 
@@ -21,9 +22,11 @@ pub struct Shared {
     pub conditions: ConditionSet,
     /// Whether conditions are written at all (not on a kind another controller owns).
     pub owns_status: bool,
-    /// Whether a status field that cannot be computed yet is left out, as KRO does,
-    /// instead of failing its `sync` step (a definition read from an RGD).
-    pub partial_status: bool,
+    /// A definition read from an RGD, run with KRO's conventions: a status field that
+    /// cannot be computed yet is left out instead of failing its `sync` step, and children
+    /// are found by KRO's labels instead of ownerReferences (so they may be in another
+    /// namespace, or cluster-scoped).
+    pub kro: bool,
 }
 
 /// Binds `value` as `id` for the later steps of this request.
@@ -76,6 +79,20 @@ pub fn error_message(error: &ReconcileError) -> String {
 }
 
 impl Shared {
+    /// Which objects of a kind may be children of `parent`: those it controls in its
+    /// namespace, or, for an RGD, those labelled with its UID in any namespace.
+    pub fn children_of(&self, parent: &DynamicObject) -> Option<ListOptions> {
+        let uid = parent.metadata.uid.as_deref()?;
+        Some(match self.kro {
+            true => crate::definitions::kro::children_of(uid),
+            false => ListOptions {
+                namespace: parent.metadata.namespace.clone(),
+                controlled_by: Some(uid.to_owned()),
+                ..ListOptions::default()
+            },
+        })
+    }
+
     /// Marks `condition` True.
     pub fn mark_true(
         &self,

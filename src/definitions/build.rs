@@ -21,7 +21,7 @@ use super::compile::{
 use super::expr::{Bindings, json_type};
 use super::model::ManagerKind;
 use crate::client::ListOptions;
-use crate::definitions::kro::{ChildGroup, KroInstance};
+use crate::definitions::kro::{ChildGroup, INSTANCE_ID_LABEL, KroInstance};
 use crate::object::{ConditionSet, Gvk, ObjectKey};
 use crate::reconcilers::{
     ApplyingObjectManager, ChildReconciler, ChildSetReconciler, ChildSetResult, Config, Context,
@@ -58,7 +58,7 @@ pub fn root_reconciler(
         definition: definition.name.clone(),
         conditions: conditions.clone(),
         owns_status: definition.owns_status,
-        partial_status: definition.kro.is_some(),
+        kro: definition.kro.is_some(),
     });
     let current: Vec<(String, Gvk)> = definition.child_steps();
     inventory
@@ -300,7 +300,7 @@ fn child_reconciler(plan: Arc<ChildPlan>, shared: Arc<Shared>) -> ChildReconcile
             Ok(())
         }
     };
-    ChildReconciler::new_async(
+    let reconciler = ChildReconciler::new_async(
         plan.gvk.clone(),
         move |ctx, parent| {
             let (plan, shared) = desired_plan.clone();
@@ -310,7 +310,18 @@ fn child_reconciler(plan: Arc<ChildPlan>, shared: Arc<Shared>) -> ChildReconcile
     )
     .named(format!("{} (child {})", plan.path, plan.id))
     .our_child(ours(&shared, &plan.id))
-    .shared_child_object_manager(object_manager(&plan, &shared))
+    .shared_child_object_manager(object_manager(&plan, &shared));
+    match shared.kro {
+        true => reconciler
+            .skip_owner_reference(true)
+            .list_options(kro_children),
+        false => reconciler,
+    }
+}
+
+/// The candidates for an RGD instance's children: labelled with its UID, in any namespace.
+fn kro_children(_ctx: &Context, parent: &DynamicObject) -> ListOptions {
+    crate::definitions::kro::children_of(parent.metadata.uid.as_deref().unwrap_or_default())
 }
 
 async fn desired_child(
@@ -368,7 +379,7 @@ fn child_set_reconciler(plan: Arc<ChildSetPlan>, shared: Arc<Shared>) -> ChildSe
             .and_then(|a| a.get(ITEM_ANNOTATION).cloned())
             .unwrap_or_default()
     };
-    ChildSetReconciler::new_async(
+    let reconciler = ChildSetReconciler::new_async(
         plan.child.gvk.clone(),
         move |ctx, parent| {
             let (plan, shared) = desired_plan.clone();
@@ -379,7 +390,13 @@ fn child_set_reconciler(plan: Arc<ChildSetPlan>, shared: Arc<Shared>) -> ChildSe
     )
     .named(format!("{} (childSet {})", plan.child.path, plan.child.id))
     .our_child(ours(&shared, &plan.child.id))
-    .child_object_manager(object_manager(&plan.child, &shared))
+    .child_object_manager(object_manager(&plan.child, &shared));
+    match shared.kro {
+        true => reconciler
+            .skip_owner_reference(true)
+            .list_options(kro_children),
+        false => reconciler,
+    }
 }
 
 async fn desired_children(
@@ -497,11 +514,13 @@ async fn finish_child(
 fn ours(shared: &Arc<Shared>, id: &str) -> Predicate<ParentAndChild> {
     let definition = shared.definition.clone();
     let id = id.to_owned();
+    let kro = shared.kro;
     Predicate::new(move |_ctx: &Context, pair: &ParentAndChild| {
         let labels = pair.child.metadata.labels.as_ref();
         let label = |key: &str| labels.and_then(|l| l.get(key)).map(String::as_str);
         label(DEFINITION_LABEL) == Some(definition.as_str())
             && label(STEP_LABEL) == Some(id.as_str())
+            && (!kro || label(INSTANCE_ID_LABEL) == pair.parent.metadata.uid.as_deref())
     })
 }
 
@@ -510,13 +529,16 @@ fn ours(shared: &Arc<Shared>, id: &str) -> Predicate<ParentAndChild> {
 fn object_manager(plan: &ChildPlan, shared: &Shared) -> Arc<dyn ObjectManager> {
     let field_manager = format!("dynrec-{}", shared.definition);
     match plan.manager {
+        // Without ownerReferences (an RGD's children), a change to a child is mapped to
+        // its instance by tracking it.
         ManagerKind::Apply => Arc::new(Renaming(
-            ApplyingObjectManager::new(plan.gvk.clone()).field_manager(field_manager),
+            ApplyingObjectManager::new(plan.gvk.clone())
+                .field_manager(field_manager)
+                .track_desired(shared.kro),
         )),
-        ManagerKind::Update => Arc::new(Renaming(UpdatingObjectManager::new(
-            plan.gvk.clone(),
-            merge_template,
-        ))),
+        ManagerKind::Update => Arc::new(Renaming(
+            UpdatingObjectManager::new(plan.gvk.clone(), merge_template).track_desired(shared.kro),
+        )),
     }
 }
 
@@ -648,7 +670,7 @@ fn sync_reconciler(plan: Arc<SyncPlan>, shared: Arc<Shared>) -> SyncReconciler {
     let name = plan.path.clone();
     SyncReconciler::new(move |ctx: &Context, parent: &mut Draft| {
         bindings(ctx, parent).and_then(|b| {
-            let (status, missing) = match shared.partial_status {
+            let (status, missing) = match shared.kro {
                 false => (plan.status.evaluate(&b, ctx.now()), Vec::new()),
                 true => match plan.status.evaluate_available(&b, ctx.now()) {
                     (Some(status), missing) => (Ok(status), missing),
@@ -812,16 +834,11 @@ impl SubReconciler for PruneRemovedSteps {
         if parent.metadata.deletion_timestamp.is_some() {
             return Outcome::done();
         }
-        let Some(uid) = parent.metadata.uid.clone() else {
+        let Some(options) = self.shared.children_of(parent) else {
             return Outcome::done();
         };
         let kinds: Vec<Gvk> = self.inventory.lock().iter().cloned().collect();
         for gvk in kinds {
-            let options = ListOptions {
-                namespace: parent.metadata.namespace.clone(),
-                controlled_by: Some(uid.clone()),
-                ..Default::default()
-            };
             let children = match ctx.config().client.list(&gvk, &options).await {
                 Ok(children) => children,
                 Err(err) if err.is_not_found() => continue,

@@ -52,12 +52,14 @@ pub enum CelError {
 }
 
 /// The environment every expression is compiled and run in, built once per process: the
-/// standard library, the strings extension, KRO's `random` library and optional syntax (`self.spec.?size.orValue(1)`).
+/// standard library, the strings extension, KRO's `random`, `hash`, `base64` and `lists`
+/// libraries and optional syntax (`self.spec.?size.orValue(1)`).
 static ENV: LazyLock<Result<Arc<cel::Env>, String>> = LazyLock::new(|| {
     let mut env = cel::Env::stdlib().with_optional_support(true);
     env.add_extension(cel::extensions::strings)
         .map_err(|e| e.to_string())?;
     super::cel_random::extension(&mut env).map_err(|e| e.to_string())?;
+    super::cel_kro::extension(&mut env).map_err(|e| e.to_string())?;
     Ok(Arc::new(env))
 });
 

@@ -14,6 +14,7 @@ mod cast;
 pub(crate) mod cel;
 mod cel_direct;
 pub(crate) mod cel_errors;
+mod cel_kro;
 mod cel_random;
 pub(crate) mod cel_reads;
 mod cel_view;

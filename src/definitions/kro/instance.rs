@@ -1,6 +1,6 @@
 //! KRO's conventions on an instance, around the reconcilers of its definition: the
-//! `kro.run/finalizer` and KRO's labels on the instance, `status.state` (`ACTIVE` once
-//! `Ready`, else `IN_PROGRESS`), `observedGeneration` on each condition, and, when the
+//! `kro.run/finalizer` and KRO's labels on the instance, KRO's conditions and
+//! `status.state` (`ACTIVE` once `Ready`), `observedGeneration` on each condition, and, when the
 //! instance is deleted, its children deleted in reverse dependency order — each step's
 //! children gone before the previous step's are deleted — without evaluating a template.
 
@@ -12,9 +12,10 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use tracing::info;
 
+use super::conditions::{is_ready, mark_not_managed, summarize};
+use super::ownership::children_of;
 use super::translate::{FINALIZER, OWNED_LABEL, RGD_NAME_LABEL};
-use crate::client::ListOptions;
-use crate::object::{ConditionError, ConditionSet, Gvk, ObjectKey};
+use crate::object::{Gvk, ObjectKey};
 use crate::reconcilers::{
     Context, Draft, Outcome, ReconcileError, ReconcileResult, Setup, SubReconciler,
     ValidationError, clear_finalizer,
@@ -98,12 +99,7 @@ impl KroInstance {
         };
         let client = &ctx.config().client;
         for group in self.groups.iter().rev() {
-            let options = ListOptions {
-                namespace: instance.metadata.namespace.clone(),
-                controlled_by: Some(uid.clone()),
-                ..Default::default()
-            };
-            let children = match client.list(&group.gvk, &options).await {
+            let children = match client.list(&group.gvk, &children_of(&uid)).await {
                 Ok(children) => children,
                 Err(err) if err.is_not_found() => continue,
                 Err(err) => return Err(err.into()),
@@ -171,48 +167,45 @@ impl SubReconciler for KroInstance {
             };
         }
         if let Err(error) = self.claim(ctx, instance).await {
-            return Outcome::err(error);
+            let marked = mark_not_managed(instance, ctx.now(), &error.to_string());
+            stamp_status(instance);
+            return match marked {
+                Ok(()) => Outcome::err(error),
+                Err(marking) => Outcome::err(ReconcileError::from_error(marking)),
+            };
         }
         let outcome = self.inner.reconcile(ctx, instance).await;
-        if outcome.is_ok()
-            && let Err(error) = ready_without_resources(ctx, instance)
-        {
+        let failure = outcome
+            .error
+            .as_ref()
+            .filter(|e| !e.is_halt())
+            .map(ToString::to_string);
+        if let Err(error) = summarize(instance, ctx.now(), failure.as_deref()) {
             return Outcome::err(ReconcileError::from_error(error));
         }
-        let generation = instance.metadata.generation;
-        let status = &mut instance.to_mut().data["status"];
-        if !status.is_object() {
-            *status = json!({});
-        }
-        let ready = status["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["type"] == "Ready" && c["status"] == "True");
-        status["state"] = json!(if ready { "ACTIVE" } else { "IN_PROGRESS" });
-        if let (Some(generation), Some(conditions)) =
-            (generation, status["conditions"].as_array_mut())
-        {
-            for condition in conditions {
-                condition["observedGeneration"] = Value::from(generation);
-            }
-        }
+        stamp_status(instance);
         outcome
     }
 }
 
-/// Marks `Ready` on an instance whose graph sets no other condition (no resources): as in
-/// KRO, an empty graph is ready once reconciled.
-fn ready_without_resources(ctx: &Context, instance: &mut Draft) -> Result<(), ConditionError> {
-    let others = instance.data["status"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|c| c["type"] != "Ready");
-    if others {
-        return Ok(());
+/// Writes KRO's `status.state` (`ACTIVE` once `Ready`, else `IN_PROGRESS`) and the
+/// instance's generation on each condition.
+fn stamp_status(instance: &mut Draft) {
+    let state = if is_ready(instance) {
+        "ACTIVE"
+    } else {
+        "IN_PROGRESS"
+    };
+    let generation = instance.metadata.generation;
+    let status = &mut instance.to_mut().data["status"];
+    if !status.is_object() {
+        *status = json!({});
     }
-    ConditionSet::living(&[])
-        .manage(instance, ctx.now())
-        .mark_true("Ready", "Ready", "")
+    status["state"] = json!(state);
+    if let (Some(generation), Some(conditions)) = (generation, status["conditions"].as_array_mut())
+    {
+        for condition in conditions {
+            condition["observedGeneration"] = Value::from(generation);
+        }
+    }
 }

@@ -4,14 +4,17 @@
 //! CRD KRO generates, its resources steps ordered by the expressions' dependencies, and
 //! its instances get KRO's finalizer, labels and `status.state`.
 
+mod conditions;
 mod controller;
 mod convert;
 mod expressions;
 mod instance;
 mod model;
+mod ownership;
 mod simpleschema;
 mod translate;
 
+pub use conditions::{GRAPH_RESOLVED, INSTANCE_MANAGED, RESOURCES_READY};
 pub use controller::{ResourceGraphDefinitions, rgd_crd, rgd_gvk};
 pub use convert::convert;
 pub use instance::{ChildGroup, KroInstance};
@@ -19,7 +22,9 @@ pub use model::{
     ExternalRef, ExternalRefMetadata, GROUP, GraphSpec, InstanceSchema, KIND, LabelSelector,
     Resource, ResourceGraphDefinition, VERSION,
 };
+pub use ownership::children_of;
 pub use simpleschema::spec_schema;
 pub use translate::{
-    FINALIZER, OWNED_LABEL, RGD_NAME_LABEL, Translated, locate, parse_rgd, plural, translate,
+    FINALIZER, INSTANCE_ID_LABEL, OWNED_LABEL, RGD_NAME_LABEL, Translated, locate, parse_rgd,
+    plural, translate,
 };

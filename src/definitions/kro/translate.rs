@@ -24,6 +24,8 @@ pub const FINALIZER: &str = "kro.run/finalizer";
 pub const RGD_NAME_LABEL: &str = "kro.run/resource-graph-definition-name";
 /// The label KRO puts on everything it owns.
 pub const OWNED_LABEL: &str = "kro.run/owned";
+/// The label holding the UID of a child's instance (how KRO finds its children).
+pub const INSTANCE_ID_LABEL: &str = "kro.run/instance-id";
 
 /// Names KRO's expressions may not use as resource ids here: KRO's `schema`, and the
 /// names dynrec binds.
@@ -379,10 +381,7 @@ fn with_labels(
     labels.insert(OWNED_LABEL.into(), json!("true"));
     labels.insert("kro.run/kro-version".into(), json!(kro_version()));
     labels.insert("kro.run/node-id".into(), json!(id));
-    labels.insert(
-        "kro.run/instance-id".into(),
-        json!("${schema.metadata.uid}"),
-    );
+    labels.insert(INSTANCE_ID_LABEL.into(), json!("${schema.metadata.uid}"));
     labels.insert(
         "kro.run/instance-name".into(),
         json!("${schema.metadata.name}"),
