@@ -20,7 +20,7 @@ use dynrec::object::{ConditionSet, Gvk, ObjectKey, READY};
 use dynrec::reconcilers::{
     ChildReconciler, Context, Draft, OnlyReconcileChildStatus, ParentAndChild, Predicate,
     ReconcileError, ResourceReconciler, RootReconciler, Setup, SubReconciler,
-    UpdatingObjectManager, Watch, api_reason, api_status,
+    UpdatingObjectManager, Watch,
 };
 use dynrec::testing::{
     ApiStatus, DeleteRef, Event, ExpectConfig, PatchRef, ReconcilerTestCase, ReconcilerTests,
@@ -116,12 +116,13 @@ fn reflect(
 ) -> Result<(), ReconcileError> {
     let set = ConditionSet::living(&[]);
     if let Some(err) = err {
-        let name = api_status(err)
+        let name = err
+            .api_status()
             .and_then(|s| s.details.as_ref())
             .map(|d| d.name.clone())
             .unwrap_or_default();
         let mut conditions = set.manage(parent, ctx.now());
-        let marked = match api_reason(err) {
+        let marked = match err.api_reason() {
             Some("AlreadyExists") => {
                 conditions.mark_false(READY, "NameConflict", format!("{name:?} already exists"))
             }

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::EnvVar;
 use kube::api::DynamicObject;
 
 use dynrec::client::{Ducked, Projection};
-use dynrec::duck::PodSpecable;
+use dynrec::duck_types::PodSpecable;
 use dynrec::ducks::{DuckControllers, DuckType, KindMatch};
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{

@@ -12,7 +12,7 @@ use tracing::{Instrument, debug};
 use crate::trace::debug_span;
 
 use super::identity::{Acting, Identity};
-use super::{ApiError, Cache, Error, ListOptions, Resolved, Resolver, cache::Caches};
+use super::{Cache, Error, ListOptions, RequestFailure, Resolved, Resolver, cache::Caches};
 use crate::object::{Gvk, ObjectKey};
 
 /// A client for objects of any kind, named by GVK at run time. Cheap to clone.
@@ -498,7 +498,7 @@ fn api_error<'a>(
             gvk: gvk.clone(),
             key: key.clone(),
         },
-        _ => ApiError {
+        _ => RequestFailure {
             verb,
             gvk: gvk.clone(),
             key: key.cloned(),

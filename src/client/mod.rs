@@ -21,7 +21,7 @@ pub use cache::{Cache, CacheEvent, CacheStatus};
 pub(crate) use crd::served_kinds;
 pub use duck::{DuckClient, DuckEvent, DuckWatch, Ducked};
 pub use dynamic::{ApiReader, Client};
-pub use error::{ApiError, Error, ProjectionFailure, ResolveError};
+pub use error::{Error, ProjectionFailure, RequestFailure, ResolveError};
 pub use events::{EventRecorder, reasons};
 pub use identity::Identity;
 pub use kube::runtime::events::EventType;

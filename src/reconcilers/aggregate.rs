@@ -15,9 +15,10 @@ use crate::trace::info_span;
 
 use super::resource::{RootHooks, request_context};
 use super::steps::Derivation;
+use super::steps::{AfterReconcile, AsyncDerive, BeforeReconcile, Derive};
 use super::{
-    AfterReconcile, AsyncDerive, BeforeReconcile, Config, Context, Derive, Draft, ObjectManager,
-    Outcome, RequestOptions, RootReconciler, Setup, SubReconciler, ValidationError, Watch,
+    Config, Context, Draft, ObjectManager, Outcome, RequestOptions, RootReconciler, Setup,
+    SubReconciler, ValidationError, Watch,
 };
 use crate::object::{Gvk, ObjectKey};
 

@@ -28,12 +28,12 @@ use crate::trace::debug_span;
 use super::known_children::known_children;
 use super::object_manager::track;
 use super::steps::Derivation;
+use super::steps::{AsyncDerive, ChildListOptions, Derive, Merge, ReflectChild};
 use super::{
-    ApplyingObjectManager, AsyncDerive, ChildListOptions, Context, Derive, Draft, Merge,
-    ObjectManager, Outcome, Predicate, ReconcileError, ReflectChild, Setup, SetupStep,
-    SubReconciler, UpdatingObjectManager, ValidationError,
+    ApplyingObjectManager, Context, Draft, ObjectManager, Outcome, Predicate, ReconcileError,
+    Setup, SetupStep, SubReconciler, UpdatingObjectManager, ValidationError,
 };
-use crate::client::{self, ListOptions};
+use crate::client::ListOptions;
 use crate::object::{Gvk, ObjectKey};
 
 /// Computes the child the parent should have (`None`: no child), as stored.
@@ -101,23 +101,6 @@ pub enum OwnerReferenceError {
         /// The name of the child's controller.
         owner_name: String,
     },
-}
-
-/// The API server's status of a failed request among the error's causes (its reason,
-/// message and details such as the conflicting name).
-pub fn api_status(error: &ReconcileError) -> Option<&kube::core::Status> {
-    match error.find_cause::<client::Error>()? {
-        client::Error::Api(api) => match &api.source {
-            kube::Error::Api(status) => Some(status),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// The reason the API server gave for a failed request (`AlreadyExists`, `Invalid`, ...).
-pub fn api_reason(error: &ReconcileError) -> Option<&str> {
-    api_status(error).map(|status| status.reason.as_str())
 }
 
 /// Manages 0..1 child of one kind for the reconciled resource (reconciler.io's
@@ -462,8 +445,9 @@ impl ChildReconciler {
         parent: &mut Draft,
         err: ReconcileError,
     ) -> Outcome {
-        if api_reason(&err) == Some("AlreadyExists") {
-            let name = api_status(&err)
+        if err.api_reason() == Some("AlreadyExists") {
+            let name = err
+                .api_status()
                 .and_then(|status| status.details.as_ref())
                 .map(|details| details.name.clone())
                 .unwrap_or_default();
@@ -542,7 +526,8 @@ impl SubReconciler<DynamicObject> for ChildReconciler {
                     Err(err) => err,
                 }
             };
-            let reflected = api_reason(&err)
+            let reflected = err
+                .api_reason()
                 .is_some_and(|r| self.reflected_error_reasons.iter().any(|x| x == r));
             if reflected {
                 return Box::pin(self.reflect_error(ctx, reflect, parent, err)).await;

@@ -20,10 +20,11 @@ use crate::trace::debug_span;
 use super::child::{DesiredChild, ParentAndChild, is_only_reconcile_child_status};
 use super::known_children::{clear_known_children, stash_known_children};
 use super::steps::Derivation;
+use super::steps::{AsyncDerive, ChildListOptions, Derive, IdentifyChild, Merge, ReflectChildren};
 use super::{
-    AsyncDerive, ChildListOptions, ChildReconciler, ChildSetPartialResult, ChildSetResult, Context,
-    Derive, Draft, IdentifyChild, Merge, ObjectManager, Outcome, Predicate, ReconcileError,
-    ReflectChildren, Sequence, Setup, SetupStep, SubReconciler, ValidationError, WithFinalizer,
+    ChildReconciler, ChildSetPartialResult, ChildSetResult, Context, Draft, ObjectManager, Outcome,
+    Predicate, ReconcileError, Sequence, Setup, SetupStep, SubReconciler, ValidationError,
+    WithFinalizer,
 };
 use crate::object::Gvk;
 

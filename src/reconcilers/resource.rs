@@ -10,7 +10,6 @@
 //! status of duck types, which dynamic objects do not distinguish. There is no defaulting
 //! step (Go calls the resource's `Default` method).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -21,57 +20,14 @@ use tracing::{Instrument, debug, info};
 
 use crate::trace::info_span;
 
-use super::events::{api_message, log_unrecorded};
+use super::events::log_unrecorded;
+use super::steps::{AfterReconcile, BeforeReconcile};
 use super::{
-    AfterReconcile, BeforeReconcile, Config, Context, Draft, Outcome, Predicate, ReconcileError,
-    ReconcileResult, Setup, SubReconciler, ValidationError, Watch,
+    Config, Context, Draft, Outcome, Predicate, ReconcileError, ReconcileResult, RequestOptions,
+    RootReconciler, Setup, SubReconciler, ValidationError, Watch,
 };
 use crate::client::reasons;
 use crate::object::{ConditionSet, Gvk, ObjectKey, StatusExt};
-
-/// Per-request settings a caller (the runtime, or a test) may choose.
-#[derive(Clone, Default)]
-pub struct RequestOptions {
-    /// The request's "now" (default: the wall clock).
-    pub now: Option<Timestamp>,
-    /// Named configs for other clusters, available to `WithConfig`.
-    pub additional_configs: BTreeMap<String, Config>,
-}
-
-/// A reconciler the runtime calls with requests: `ResourceReconciler` or `AggregateReconciler`.
-#[async_trait]
-pub trait RootReconciler: Send + Sync {
-    /// The name used in logs and validation messages.
-    fn name(&self) -> &str;
-
-    /// The kind of the reconciled resources.
-    fn resource_type(&self) -> &Gvk;
-
-    /// The config the reconciler was built with: its client opens the tree's watches, its
-    /// tracker maps tracked objects to requests.
-    fn config(&self) -> &Config;
-
-    /// The watches the reconciler tree needs (after validating it).
-    fn setup(&self) -> Result<Setup, ValidationError>;
-
-    /// Checks that the reconciler tree is complete.
-    fn validate(&self) -> Result<(), ValidationError>;
-
-    /// Requests to reconcile as soon as the controller starts, before any event (the
-    /// AggregateReconciler's one object, which may not exist yet).
-    fn initial_requests(&self) -> Vec<ObjectKey> {
-        Vec::new()
-    }
-
-    /// Reconciles one request with the given options.
-    async fn reconcile_with(&self, request: &ObjectKey, options: RequestOptions) -> Outcome;
-
-    /// Reconciles one request now.
-    async fn reconcile(&self, request: &ObjectKey) -> Outcome {
-        self.reconcile_with(request, RequestOptions::default())
-            .await
-    }
-}
 
 /// The root reconciler of one kind (reconciler.io's `ResourceReconciler`).
 pub struct ResourceReconciler {
@@ -278,7 +234,7 @@ impl ResourceReconciler {
             }
             Err(err) => {
                 debug!(%err, "unable to update status");
-                let message = format!("Failed to update status: {}", api_message(&err));
+                let message = format!("Failed to update status: {}", err.server_message());
                 let recorded = config
                     .recorder
                     .warning(resource, reasons::STATUS_UPDATE_FAILED, message)
