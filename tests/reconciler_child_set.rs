@@ -488,13 +488,6 @@ fn validation_names_what_is_missing() {
             Ok(()),
         ),
         (
-            "ListOptions missing",
-            complete().skip_owner_reference(true).our_child(our_child()),
-            Err(format!(
-                "{owner} must implement ListOptions since owner references are not used"
-            )),
-        ),
-        (
             "Finalizer without OurChild",
             complete().finalizer(FINALIZER),
             Err(format!(
@@ -506,13 +499,6 @@ fn validation_names_what_is_missing() {
             complete().finalizer(FINALIZER).our_child(our_child()),
             Err(format!(
                 "{owner} must implement ListOptions since owner references are not used"
-            )),
-        ),
-        (
-            "SkipOwnerReference without OurChild",
-            complete().skip_owner_reference(true),
-            Err(format!(
-                "{owner} must implement OurChild since owner references are not used"
             )),
         ),
         (

@@ -120,7 +120,7 @@ fn reconciler(found: &KindMatch, config: &Config) -> ResourceReconciler {
             })
             .reconciler(sync),
     );
-    // `DuckControllers` marks it `status_owned(false)`: the kinds' status belongs to their
+    // `DuckControllers` gives it `StatusPolicy::Shared`: the kinds' status belongs to their
     // own controllers (kube's deployment controller...).
     ResourceReconciler::new(found.gvk.clone(), tracked, config.clone())
 }

@@ -58,6 +58,20 @@ pub enum Error {
     /// call gives).
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// A CustomResourceDefinition was applied but one of its kinds was not served in time.
+    #[error(
+        "CustomResourceDefinition {crd} was applied but {gvk} was not served within {}s: \
+         the CRD's conditions (kubectl get crd {crd} -o yaml) say why it is not Established",
+        waited.as_secs()
+    )]
+    CrdNotServed {
+        /// The CRD.
+        crd: ObjectKey,
+        /// The kind not served.
+        gvk: Gvk,
+        /// How long was waited.
+        waited: std::time::Duration,
+    },
     /// A cache subscriber fell behind and missed events.
     #[error("watch of {gvk} fell behind and missed {missed} events")]
     Lagged {

@@ -18,6 +18,7 @@ mod store;
 pub(crate) mod unseen;
 
 pub use cache::{Cache, CacheEvent, CacheStatus};
+pub use crd::CRD_SERVED_TIMEOUT;
 pub(crate) use crd::served_kinds;
 pub use duck::{DuckClient, DuckEvent, DuckWatch, Ducked};
 pub use dynamic::{ApiReader, Client};

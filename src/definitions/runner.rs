@@ -386,7 +386,7 @@ impl Definitions {
             .clone()
     }
 
-    /// Installs the `ReconcilerDefinition` CRD.
+    /// Installs the `ReconcilerDefinition` CRD and waits until it is served.
     pub async fn install_crd(&self) -> Result<(), crate::client::Error> {
         let crd: DynamicObject = serde_json::from_value(definition_crd()).map_err(|source| {
             crate::client::Error::Serialize {
@@ -394,7 +394,7 @@ impl Definitions {
                 source,
             }
         })?;
-        self.client().apply(&crd, FIELD_MANAGER, true).await?;
+        self.client().install_crd(&crd, FIELD_MANAGER).await?;
         Ok(())
     }
 

@@ -16,7 +16,7 @@ use super::survey::{Catalog, Survey};
 use super::{DuckMapping, DuckType, KindMatch, mapping_crd, mapping_gvk};
 use crate::client::{Cache, CacheEvent, Client, Error, Resolved};
 use crate::object::Gvk;
-use crate::reconcilers::{Config, Permission, ResourceReconciler};
+use crate::reconcilers::{Config, Permission, ResourceReconciler, StatusPolicy};
 use crate::runtime::{
     ControllerHandle, Manager, Metrics, RbacChanges, Readiness, Waiting, wait_until_allowed,
 };
@@ -263,7 +263,7 @@ impl DuckControllers {
                 continue;
             }
             let reconciler = (registration.factory)(found, &self.config)
-                .status_owned(false)
+                .status_policy(StatusPolicy::Shared)
                 .named(name.clone());
             match self.handle.register(reconciler) {
                 Ok(()) => {

@@ -14,8 +14,7 @@ use tracing::{Instrument, debug};
 use crate::trace::info_span;
 
 use super::resource::{RootHooks, request_context};
-use super::steps::Derivation;
-use super::steps::{AfterReconcile, AsyncDerive, BeforeReconcile, Derive};
+use super::steps::{AfterReconcile, AsyncDerive, BeforeReconcile, Derivation, Derive};
 use super::{
     Config, Context, Draft, ObjectManager, Outcome, RequestOptions, RootReconciler, Setup,
     SubReconciler, ValidationError, Watch,

@@ -42,6 +42,26 @@ impl<T> HasMetadata for Ducked<T> {
 type StoredStep<R> = steps::StoredStep<R, Outcome>;
 
 /// Calls a function to sync the resource (reconciler.io's `SyncReconciler`).
+///
+/// The function changes the resource in place through its [`Draft`]; what it writes under
+/// `status` is written back by the root (see [`ResourceReconciler`](super::ResourceReconciler)
+/// for the status-write rule: a status write that succeeds replaces the error returned
+/// here). Name the resource's type in the closure (`widget: &mut Draft`, or
+/// `&mut Draft<MyDuck>` inside a `CastResource`): nothing else tells the compiler what `R` is.
+///
+/// ```no_run
+/// use dynrec::prelude::*;
+///
+/// let count_parts = SyncReconciler::new(|_ctx: &Context, widget: &mut Draft| {
+///     let parts = widget.data["spec"]["parts"].as_array().map_or(0, Vec::len);
+///     if widget.data["status"]["partCount"] != parts {
+///         widget.data["status"]["partCount"] = parts.into();
+///     }
+///     Ok(())
+/// })
+/// .named("CountParts");
+/// # let _: SyncReconciler = count_parts;
+/// ```
 pub struct SyncReconciler<R = DynamicObject> {
     name: String,
     sync: StoredStep<R>,

@@ -64,7 +64,7 @@ impl ResourceGraphDefinitions {
         }
     }
 
-    /// Installs KRO's `ResourceGraphDefinition` CRD.
+    /// Installs KRO's `ResourceGraphDefinition` CRD and waits until it is served.
     pub async fn install_crd(&self) -> Result<(), crate::client::Error> {
         let crd: DynamicObject = rgd_crd()
             .and_then(serde_json::from_value)
@@ -72,7 +72,7 @@ impl ResourceGraphDefinitions {
                 what: "the ResourceGraphDefinition CRD",
                 source,
             })?;
-        self.config.client.apply(&crd, FIELD_MANAGER, true).await?;
+        self.config.client.install_crd(&crd, FIELD_MANAGER).await?;
         Ok(())
     }
 
