@@ -31,6 +31,7 @@
 //!   need it (the binary also needs `embedded` and `testing`).
 //! - `testing`: the table-test harness (`dynrec::testing`); turns on `embedded`.
 
+mod cel;
 pub mod client;
 pub mod definitions;
 /// KRO's ResourceGraphDefinitions, a definition format of their own (see [`definitions::kro`]).

@@ -4,6 +4,7 @@
 mod by_key;
 mod cache;
 mod crd;
+mod crd_install;
 mod duck;
 mod dynamic;
 mod error;
@@ -18,8 +19,8 @@ mod store;
 pub(crate) mod unseen;
 
 pub use cache::{Cache, CacheEvent, CacheStatus};
-pub use crd::CRD_SERVED_TIMEOUT;
 pub(crate) use crd::served_kinds;
+pub use crd_install::CRD_SERVED_TIMEOUT;
 pub use duck::{DuckClient, DuckEvent, DuckWatch, Ducked};
 pub use dynamic::{ApiReader, Client};
 pub use error::{Error, ProjectionFailure, RequestFailure, ResolveError};
