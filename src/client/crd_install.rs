@@ -6,7 +6,6 @@ use kube::api::DynamicObject;
 
 use super::crd::declared_kinds;
 use super::{Client, Error};
-use crate::object::ObjectKey;
 
 /// How long [`Client::install_crd`] waits for the kinds of a CRD to be served.
 pub const CRD_SERVED_TIMEOUT: Duration = Duration::from_secs(30);
@@ -48,7 +47,7 @@ impl Client {
                 Ok(resolved) => resolved?,
                 Err(_) => {
                     return Err(Error::CrdNotServed {
-                        crd: ObjectKey::of(&applied)?,
+                        crd: applied.metadata.name.clone().unwrap_or_default(),
                         gvk: kind.gvk,
                         waited: CRD_SERVED_TIMEOUT,
                     });

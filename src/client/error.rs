@@ -65,8 +65,8 @@ pub enum Error {
         waited.as_secs()
     )]
     CrdNotServed {
-        /// The CRD.
-        crd: ObjectKey,
+        /// The CRD's name.
+        crd: String,
         /// The kind not served.
         gvk: Gvk,
         /// How long was waited.
