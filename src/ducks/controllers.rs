@@ -46,7 +46,7 @@ impl<F> DuckFactory for F where
 ///
 /// Each controller is named `{Duck}/{Kind}.{version}.{group}` (or with the prefix given to
 /// [`DuckControllers::register_as`]) and never owns its kind's status (see
-/// [`ResourceReconciler::status_owned`]). Controllers of several duck reconcilers on one
+/// [`StatusPolicy::Shared`](crate::reconcilers::StatusPolicy::Shared)). Controllers of several duck reconcilers on one
 /// kind share the kind's watch (the client's shared cache).
 pub struct DuckControllers {
     client: Client,
