@@ -19,7 +19,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
 use dynrec::definitions::{Bindings, Plan, Schemas, Template, compile, load_file};
-use dynrec::duck::{Duck, PodSpecable};
+use dynrec::duck_types::{Duck, PodSpecable};
 use dynrec::object::{Gvk, ObjectKey, from_json};
 use dynrec::reconcilers::{Config, Context, Predicate};
 use k8s_openapi::api::apps::v1::Deployment;

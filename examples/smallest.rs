@@ -15,14 +15,7 @@
 //! KUBECONFIG=.dynrec/kubeconfig kubectl get widgets,configmaps
 //! ```
 
-/// The Widget kind and its CRD, from the widgets example (its controller is not used here).
-#[path = "widgets/controller.rs"]
-#[allow(dead_code)]
-pub mod widget_kind;
-
-use dynrec::object::{ConditionSet, Gvk};
-use dynrec::reconcilers::{ChildReconciler, Config, ResourceReconciler};
-use dynrec::runtime::{RunArgs, run_controllers};
+use dynrec::prelude::*;
 use serde_json::json;
 
 /// Widgets each own a ConfigMap holding their greeting, and are Ready when it is in place.
@@ -54,11 +47,39 @@ pub fn widgets(config: &Config) -> ResourceReconciler {
         .conditions(ConditionSet::living(&["ConfigMapReady"]))
 }
 
+/// The Widget CRD: `spec.greeting`, and a status the controller writes.
+fn widget_crd() -> serde_json::Result<DynamicObject> {
+    serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {"greeting": {"type": "string"}}},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+                }}}
+            }]
+        }
+    }))
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = RunArgs::from_command_line();
-    run_controllers(args, "smallest", |manager, config, kube| {
-        widget_kind::install_crd_in_background(kube);
+    let crd = widget_crd()?;
+    run_controllers(args, "smallest", |manager, config, _kube| {
+        // The controller waits for its kind; the CRD is installed beside it.
+        let client = config.client.clone();
+        tokio::spawn(async move {
+            if let Err(err) = client.install_crd(&crd, "smallest").await {
+                tracing::error!(%err, "cannot install the Widget CRD");
+            }
+        });
         manager.register(widgets(config))
     })
     .await?;

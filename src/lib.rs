@@ -1,7 +1,7 @@
 //! dynrec: a dynamic, schema-free reconciler engine for Kubernetes.
 //!
 //! Kinds are named by GroupVersionKind at run time and handled as `DynamicObject`s or
-//! typed duck projections. Start with [`reconcilers`] (a controller is a
+//! typed duck projections. [`prelude`] imports what a controller needs. Start with [`reconcilers`] (a controller is a
 //! [`reconcilers::ResourceReconciler`] composed of sub-reconcilers such as
 //! [`reconcilers::ChildReconciler`]) and [`runtime`] (the [`runtime::Manager`] that runs
 //! them); the README shows the smallest one and docs/rust.md the rest. The modules:
@@ -31,12 +31,14 @@
 //!   need it (the binary also needs `embedded` and `testing`).
 //! - `testing`: the table-test harness (`dynrec::testing`); turns on `embedded`.
 
+mod cel;
 pub mod client;
 pub mod definitions;
 /// KRO's ResourceGraphDefinitions, a definition format of their own (see [`definitions::kro`]).
 pub use definitions::kro;
 pub mod ducks;
 pub mod object;
+pub mod prelude;
 pub mod rbac;
 pub mod reconcilers;
 pub mod runtime;
@@ -48,7 +50,10 @@ pub mod webhook;
 
 #[cfg(feature = "embedded")]
 pub use dynrec_apiserver as apiserver;
-pub use dynrec_duck as duck;
+/// The duck types (`PodSpecable`, `Addressable`, `KResource`, the [`Duck`](duck_types::Duck)
+/// trait): typed, partial views of objects of any kind. [`ducks`] finds the kinds that
+/// implement them.
+pub use dynrec_duck as duck_types;
 /// The time library of dynrec's APIs (`Timestamp` in test cases' `now`, conditions' times).
 pub use jiff;
 

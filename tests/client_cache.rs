@@ -7,7 +7,7 @@ use std::time::Duration;
 use client_common::{config_map, eventually, object, start};
 use dynrec::{
     client::{CacheEvent, Client, ListOptions},
-    duck::KResource,
+    duck_types::KResource,
     object::{Gvk, ObjectKey},
 };
 use kube::{

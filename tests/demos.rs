@@ -16,8 +16,10 @@ mod singleton;
 #[allow(dead_code)]
 mod smallest;
 
-/// The widgets example's controller, which the smallest example includes for its CRD.
-use smallest::widget_kind as widgets;
+/// The widgets example's controller (each user of it uses a part).
+#[path = "../examples/widgets/controller.rs"]
+#[allow(dead_code)]
+mod widgets;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

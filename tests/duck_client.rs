@@ -8,7 +8,7 @@ use client_common::{crd_gvk, object, pod_template, start};
 use dynrec::testing::crd;
 use dynrec::{
     client::{Client, DuckEvent, Ducked, Error},
-    duck::{KResource, PodSpecable},
+    duck_types::{KResource, PodSpecable},
     object::{Gvk, ObjectKey},
 };
 use futures::StreamExt;

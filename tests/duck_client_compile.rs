@@ -35,7 +35,7 @@ fn compile(body: &str) -> (bool, String) {
         &source,
         format!(
             "pub async fn demo(client: dynrec::client::Client) -> Result<(), dynrec::client::Error> {{\n\
-             use dynrec::{{duck::PodSpecable, object::{{Gvk, ObjectKey}}}};\n\
+             use dynrec::{{duck_types::PodSpecable, object::{{Gvk, ObjectKey}}}};\n\
              let ducks = client.duck::<PodSpecable>();\n\
              let gvk: Gvk = \"apps/v1/Deployment\".parse()?;\n\
              let web = ducks.get(&gvk, &ObjectKey::namespaced(\"default\", \"web\")).await?;\n\

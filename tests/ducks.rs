@@ -17,7 +17,7 @@ use std::time::Duration;
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
 use dynrec::client::{DuckEvent, Projection};
-use dynrec::duck::PodSpecable;
+use dynrec::duck_types::PodSpecable;
 use dynrec::ducks::{
     DuckControllers, DuckMapping, DuckType, KindMatch, Miss, Reason, Verdict, cluster_survey,
     install_mapping_crd, match_builtins, match_crd, match_mapping, table,

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{
-    AggregateReconciler, ChildReconciler, Config, Draft, Outcome, ReconcileError, ReconcileResult,
-    RootReconciler, Sequence, SubReconciler, SyncReconciler,
+    AggregateReconciler, Config, Draft, Outcome, ReconcileError, ReconcileResult, RootReconciler,
+    Sequence, SubReconciler, SyncReconciler, WithFinalizer,
 };
 use dynrec::testing::{
     DeleteRef, ExpectConfig, ReconcilerTestCase, StubObjectManager, TestObject, induce_failure,
@@ -372,10 +372,9 @@ fn validation_names_what_is_missing() {
         (
             "invalid reconciler",
             valid("invalid reconciler").reconciler(
-                ChildReconciler::new(config_map_gvk(), |_, _| Ok(None), |_, _, _, _| Ok(()))
-                    .skip_owner_reference(true),
+                WithFinalizer::new("", returning(Outcome::done)),
             ),
-            Err(r#"AggregateReconciler "invalid reconciler" must have a valid Reconciler: ChildReconciler "ConfigMapChildReconciler" must implement OurChild since owner references are not used"#.into()),
+            Err(r#"AggregateReconciler "invalid reconciler" must have a valid Reconciler: WithFinalizer "WithFinalizer" must define Finalizer"#.into()),
         ),
     ];
     check_validation_with(cases, |r| r.validate());

@@ -7,7 +7,7 @@ mod harness_common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use dynrec::duck::PodSpecable;
+use dynrec::duck_types::PodSpecable;
 use dynrec::object::Gvk;
 use dynrec::reconcilers::{
     CastError, CastResource, Draft, HasMetadata, Outcome, ReconcileError, ReconcileResult,

@@ -20,7 +20,7 @@ use dynrec::object::{ConditionSet, Gvk, ObjectKey, READY};
 use dynrec::reconcilers::{
     ChildReconciler, Context, Draft, OnlyReconcileChildStatus, ParentAndChild, Predicate,
     ReconcileError, ResourceReconciler, RootReconciler, Setup, SubReconciler,
-    UpdatingObjectManager, Watch, api_reason, api_status,
+    UpdatingObjectManager, Watch,
 };
 use dynrec::testing::{
     ApiStatus, DeleteRef, Event, ExpectConfig, PatchRef, ReconcilerTestCase, ReconcilerTests,
@@ -116,12 +116,13 @@ fn reflect(
 ) -> Result<(), ReconcileError> {
     let set = ConditionSet::living(&[]);
     if let Some(err) = err {
-        let name = api_status(err)
+        let name = err
+            .api_status()
             .and_then(|s| s.details.as_ref())
             .map(|d| d.name.clone())
             .unwrap_or_default();
         let mut conditions = set.manage(parent, ctx.now());
-        let marked = match api_reason(err) {
+        let marked = match err.api_reason() {
             Some("AlreadyExists") => {
                 conditions.mark_false(READY, "NameConflict", format!("{name:?} already exists"))
             }
@@ -314,9 +315,10 @@ fn unowned_reconciler() -> ChildReconciler {
     };
     ChildReconciler::new(config_map_gvk(), desired, reflect)
         .child_object_manager(manager().finalizer(FINALIZER))
-        .skip_owner_reference(true)
-        .our_child(our_child)
-        .list_options(|_, _| ListOptions::default().namespace("other-namespace"))
+        .without_owner_reference(
+            |_, _| ListOptions::default().namespace("other-namespace"),
+            our_child,
+        )
 }
 
 /// ConfigMap `test-resource` in `other-namespace`, without owner reference.
@@ -703,11 +705,11 @@ fn setup_watches_owned_and_tracked_children() {
 /// reconciler.io's ChildReconciler validation table. What reconciler.io checks at run time
 /// and dynrec's constructor requires (DesiredChild, ReflectChildStatusOnParent, the child
 /// type, a child object manager or MergeBeforeUpdate) has no case here: an incomplete
-/// ChildReconciler does not compile. Nor has "Finalizer without OurChild" (a ChildReconciler
-/// has no finalizer).
+/// ChildReconciler does not compile. Nor have "SkipOwnerReference without OurChild" and
+/// "ListOptions missing" (`without_owner_reference` takes both), nor "Finalizer without
+/// OurChild" (a ChildReconciler has no finalizer).
 #[test]
 fn validation_names_what_is_missing() {
-    let owner = r#"ChildReconciler "test""#;
     let complete = || {
         ChildReconciler::new_async(config_map_gvk(), desired_child, reflect)
             .named("test")
@@ -724,22 +726,6 @@ fn validation_names_what_is_missing() {
             "ListOptions",
             complete().list_options(|_, _| dynrec::client::ListOptions::default()),
             Ok(()),
-        ),
-        (
-            "ListOptions missing",
-            complete()
-                .skip_owner_reference(true)
-                .our_child(not_extraneous()),
-            Err(format!(
-                "{owner} must implement ListOptions since owner references are not used"
-            )),
-        ),
-        (
-            "SkipOwnerReference without OurChild",
-            complete().skip_owner_reference(true),
-            Err(format!(
-                "{owner} must implement OurChild since owner references are not used"
-            )),
         ),
         (
             "OurChild",

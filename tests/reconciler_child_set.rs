@@ -18,7 +18,7 @@ use dynrec::client::{ListOptions, reasons};
 use dynrec::object::{ConditionSet, Gvk, READY};
 use dynrec::reconcilers::{
     ChildSetReconciler, ChildSetResult, Context, Draft, OnlyReconcileChildStatus, ParentAndChild,
-    Predicate, ReconcileError, SubReconciler, UpdatingObjectManager, api_reason, api_status,
+    Predicate, ReconcileError, SubReconciler, UpdatingObjectManager,
 };
 use dynrec::testing::{
     ApiStatus, DeleteRef, Event, ExpectConfig, PatchRef, Reactor, SubReconcilerTestCase,
@@ -125,8 +125,9 @@ fn reflect(
 ) -> Result<(), ReconcileError> {
     let set = ConditionSet::living(&[]);
     if let Some(err) = result.aggregate_error() {
-        if api_reason(&err) == Some("AlreadyExists") {
-            let name = api_status(&err)
+        if err.api_reason() == Some("AlreadyExists") {
+            let name = err
+                .api_status()
                 .and_then(|s| s.details.as_ref())
                 .map(|d| d.name.clone())
                 .unwrap_or_default();
@@ -487,13 +488,6 @@ fn validation_names_what_is_missing() {
             Ok(()),
         ),
         (
-            "ListOptions missing",
-            complete().skip_owner_reference(true).our_child(our_child()),
-            Err(format!(
-                "{owner} must implement ListOptions since owner references are not used"
-            )),
-        ),
-        (
             "Finalizer without OurChild",
             complete().finalizer(FINALIZER),
             Err(format!(
@@ -505,13 +499,6 @@ fn validation_names_what_is_missing() {
             complete().finalizer(FINALIZER).our_child(our_child()),
             Err(format!(
                 "{owner} must implement ListOptions since owner references are not used"
-            )),
-        ),
-        (
-            "SkipOwnerReference without OurChild",
-            complete().skip_owner_reference(true),
-            Err(format!(
-                "{owner} must implement OurChild since owner references are not used"
             )),
         ),
         (

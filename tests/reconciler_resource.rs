@@ -32,7 +32,7 @@ use dynrec::client::reasons;
 use dynrec::object::{ConditionSet, Gvk, ObjectKey};
 use dynrec::reconcilers::{
     Config, Context, Draft, Outcome, Predicate, ReconcileError, ReconcileResult,
-    ResourceReconciler, RootReconciler, Sequence, SubReconciler, SyncReconciler,
+    ResourceReconciler, RootReconciler, Sequence, StatusPolicy, SubReconciler, SyncReconciler,
 };
 use dynrec::testing::{
     ApiStatus, Event, ExpectConfig, ReconcilerTestCase, TestObject, TrackRequest, induce_failure,
@@ -303,13 +303,13 @@ async fn resource_reconciler() {
             root(|config| {
                 let sub = syncing(mutate_status).sync_during_finalization(true);
                 ResourceReconciler::new(gvk(), sub, config.clone())
-                    .sync_status_during_finalization(true)
+                    .status_policy(StatusPolicy::OwnedDuringDeletion)
             }),
         ),
         (
             "skip status updates",
             given(vec![observed().build()]),
-            adjusted(mutate_status, |r| r.skip_status_update(true)),
+            adjusted(mutate_status, |r| r.status_policy(StatusPolicy::NeverWritten)),
         ),
         (
             "sub reconciler erred",

@@ -9,7 +9,7 @@ use dynrec::client::Client;
 use dynrec::object::{ConditionSet, Gvk, ObjectKey, READY};
 use dynrec::reconcilers::{
     ChildReconciler, Config, Draft, Outcome, ReconcileError, RequestOptions, ResourceReconciler,
-    RootReconciler, Setup, SyncReconciler, ValidationError, WithConfig,
+    RootReconciler, Setup, SyncReconciler, UpdatingObjectManager, ValidationError, WithConfig,
 };
 use dynrec::runtime::{Backoff, Manager, ManagerOptions, QueueConfig};
 use dynrec_test_support::{configmaps_api, widgets_api};
@@ -522,7 +522,7 @@ async fn a_deleted_object_is_not_resynced() {
 fn child_reconciler(config: &Config) -> ResourceReconciler {
     let gvk = Gvk::new("", "v1", "ConfigMap");
     let child = ChildReconciler::new(
-        gvk,
+        gvk.clone(),
         |_, widget| {
             let config_map = json!({
                 "apiVersion": "v1", "kind": "ConfigMap",
@@ -540,9 +540,9 @@ fn child_reconciler(config: &Config) -> ResourceReconciler {
             Ok(())
         },
     )
-    .merge_before_update(|current, desired| {
+    .child_object_manager(UpdatingObjectManager::new(gvk, |current, desired| {
         current.data["data"] = desired.data["data"].clone();
-    });
+    }));
     ResourceReconciler::new(widget_gvk(), child, config.clone())
         .conditions(ConditionSet::living(&[]))
 }

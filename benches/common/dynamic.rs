@@ -7,7 +7,7 @@ use std::time::Duration;
 use dynrec::apiserver::ApiServer;
 use dynrec::client::{Client, EventRecorder};
 use dynrec::object::{ConditionSet, READY};
-use dynrec::reconcilers::{ChildReconciler, Config, ResourceReconciler};
+use dynrec::reconcilers::{ChildReconciler, Config, ResourceReconciler, UpdatingObjectManager};
 use dynrec::runtime::{Manager, ManagerOptions};
 use serde_json::json;
 
@@ -52,11 +52,14 @@ fn dynrec_reconciler(config: &Config) -> ResourceReconciler {
     )
     // Written compare-first, as the typed reconcile compares before it copies: a child in
     // sync is then neither copied nor compared as a whole.
-    .merge_before_update(|current, desired| {
-        if current.data["data"] != desired.data["data"] {
-            current.data["data"] = desired.data["data"].clone();
-        }
-    });
+    .child_object_manager(UpdatingObjectManager::new(
+        config_map_gvk(),
+        |current, desired| {
+            if current.data["data"] != desired.data["data"] {
+                current.data["data"] = desired.data["data"].clone();
+            }
+        },
+    ));
     ResourceReconciler::new(widget_gvk(), child, config.clone())
         .conditions(ConditionSet::living(&[]))
 }

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use tracing::{debug, error, warn};
 
 use dynrec::client::{Client, Ducked, Error, ListOptions};
-use dynrec::duck::Addressable;
+use dynrec::duck_types::Addressable;
 use dynrec::ducks::{DuckControllers, DuckType, KindMatch};
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::EnvVar;
 use kube::api::DynamicObject;
 
 use dynrec::client::{Ducked, Projection};
-use dynrec::duck::PodSpecable;
+use dynrec::duck_types::PodSpecable;
 use dynrec::ducks::{DuckControllers, DuckType, KindMatch};
 use dynrec::object::{Gvk, ObjectKey};
 use dynrec::reconcilers::{
@@ -120,7 +120,7 @@ fn reconciler(found: &KindMatch, config: &Config) -> ResourceReconciler {
             })
             .reconciler(sync),
     );
-    // `DuckControllers` marks it `status_owned(false)`: the kinds' status belongs to their
+    // `DuckControllers` gives it `StatusPolicy::Shared`: the kinds' status belongs to their
     // own controllers (kube's deployment controller...).
     ResourceReconciler::new(found.gvk.clone(), tracked, config.clone())
 }

@@ -10,7 +10,9 @@
 //! ```
 
 use dynrec::object::{ConditionSet, Gvk};
-use dynrec::reconcilers::{ChildReconciler, Config, ReconcileError, ResourceReconciler};
+use dynrec::reconcilers::{
+    ChildReconciler, Config, ReconcileError, ResourceReconciler, UpdatingObjectManager,
+};
 use dynrec::runtime::{LaunchError, Manager, ManagerError, RunArgs, run_controllers};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
@@ -34,14 +36,17 @@ pub fn reconciler(config: &Config) -> ResourceReconciler {
         },
     )
     // Writes only what differs: a ConfigMap in sync is then neither copied nor compared.
-    .merge_before_update(|current, desired| {
-        if current.metadata.labels != desired.metadata.labels {
-            current.metadata.labels = desired.metadata.labels.clone();
-        }
-        if current.data["data"] != desired.data["data"] {
-            current.data["data"] = desired.data["data"].clone();
-        }
-    });
+    .child_object_manager(UpdatingObjectManager::new(
+        Gvk::new("", "v1", "ConfigMap"),
+        |current, desired| {
+            if current.metadata.labels != desired.metadata.labels {
+                current.metadata.labels = desired.metadata.labels.clone();
+            }
+            if current.data["data"] != desired.data["data"] {
+                current.data["data"] = desired.data["data"].clone();
+            }
+        },
+    ));
     ResourceReconciler::new(widget_gvk(), config_map, config.clone())
         .conditions(ConditionSet::living(&[READY]))
 }

@@ -10,6 +10,11 @@ pub(crate) fn served_kinds(crd: &DynamicObject) -> Vec<Resolved> {
     if !is_established(crd) || crd.metadata.deletion_timestamp.is_some() {
         return Vec::new();
     }
+    declared_kinds(crd)
+}
+
+/// The kinds a CRD declares served, whether or not it is established.
+pub(super) fn declared_kinds(crd: &DynamicObject) -> Vec<Resolved> {
     let text = |path| crd.field_str(path).ok().flatten().unwrap_or_default();
     let (group, kind, plural) = (
         text("spec.group"),

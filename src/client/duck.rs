@@ -26,7 +26,7 @@ use crate::object::{Gvk, ObjectKey, merge_patch};
 ///
 /// ```no_run
 /// # async fn demo(client: dynrec::client::Client) -> Result<(), dynrec::client::Error> {
-/// use dynrec::{duck::PodSpecable, object::{Gvk, ObjectKey}};
+/// use dynrec::{duck_types::PodSpecable, object::{Gvk, ObjectKey}};
 /// let ducks = client.duck::<PodSpecable>();
 /// let gvk: Gvk = "apps/v1/Deployment".parse()?;
 /// let mut web = ducks.get(&gvk, &ObjectKey::namespaced("default", "web")).await?;
@@ -41,7 +41,7 @@ use crate::object::{Gvk, ObjectKey, merge_patch};
 ///
 /// ```ignore
 /// # async fn demo(client: dynrec::client::Client) -> Result<(), dynrec::client::Error> {
-/// use dynrec::{duck::PodSpecable, object::{Gvk, ObjectKey}};
+/// use dynrec::{duck_types::PodSpecable, object::{Gvk, ObjectKey}};
 /// let ducks = client.duck::<PodSpecable>();
 /// let gvk: Gvk = "apps/v1/Deployment".parse()?;
 /// let web = ducks.get(&gvk, &ObjectKey::namespaced("default", "web")).await?;
@@ -51,7 +51,7 @@ use crate::object::{Gvk, ObjectKey, merge_patch};
 ///
 /// ```ignore
 /// # async fn demo(client: dynrec::client::Client) -> Result<(), dynrec::client::Error> {
-/// use dynrec::{duck::PodSpecable, object::{Gvk, ObjectKey}};
+/// use dynrec::{duck_types::PodSpecable, object::{Gvk, ObjectKey}};
 /// let ducks = client.duck::<PodSpecable>();
 /// let gvk: Gvk = "apps/v1/Deployment".parse()?;
 /// let web = ducks.get(&gvk, &ObjectKey::namespaced("default", "web")).await?;

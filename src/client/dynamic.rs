@@ -12,7 +12,7 @@ use tracing::{Instrument, debug};
 use crate::trace::debug_span;
 
 use super::identity::{Acting, Identity};
-use super::{ApiError, Cache, Error, ListOptions, Resolved, Resolver, cache::Caches};
+use super::{Cache, Error, ListOptions, RequestFailure, Resolved, Resolver, cache::Caches};
 use crate::object::{Gvk, ObjectKey};
 
 /// A client for objects of any kind, named by GVK at run time. Cheap to clone.
@@ -20,6 +20,20 @@ use crate::object::{Gvk, ObjectKey};
 /// Reads are served from the shared cache of the kind when one is running and ready (see
 /// [`Client::cache`]), otherwise from the API server; [`Client::api_reader`] always asks the
 /// server. Every call resolves its GVK through the [`Resolver`].
+///
+/// ```no_run
+/// use dynrec::client::{Client, ListOptions};
+/// use dynrec::object::{Gvk, ObjectKey};
+///
+/// # async fn run() -> anyhow::Result<()> {
+/// let client = Client::new(kube::Client::try_default().await?);
+/// let config_map = Gvk::new("", "v1", "ConfigMap");
+/// let cm = client.get(&config_map, &ObjectKey::namespaced("default", "settings")).await?;
+/// let all = client.list(&config_map, &ListOptions::default()).await?;
+/// println!("{:?} of {} ConfigMaps", cm.data["data"], all.len());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -498,7 +512,7 @@ fn api_error<'a>(
             gvk: gvk.clone(),
             key: key.clone(),
         },
-        _ => ApiError {
+        _ => RequestFailure {
             verb,
             gvk: gvk.clone(),
             key: key.cloned(),

@@ -16,7 +16,7 @@ pub enum Error {
     },
     /// The API server refused or failed the request.
     #[error(transparent)]
-    Api(Box<ApiError>),
+    Api(Box<RequestFailure>),
     /// A namespaced kind was addressed without a namespace.
     #[error("{gvk} is namespaced: {key} needs a namespace")]
     NamespaceRequired {
@@ -58,6 +58,20 @@ pub enum Error {
     /// call gives).
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// A CustomResourceDefinition was applied but one of its kinds was not served in time.
+    #[error(
+        "CustomResourceDefinition {crd} was applied but {gvk} was not served within {}s: \
+         the CRD's conditions (kubectl get crd {crd} -o yaml) say why it is not Established",
+        waited.as_secs()
+    )]
+    CrdNotServed {
+        /// The CRD's name.
+        crd: String,
+        /// The kind not served.
+        gvk: Gvk,
+        /// How long was waited.
+        waited: std::time::Duration,
+    },
     /// A cache subscriber fell behind and missed events.
     #[error("watch of {gvk} fell behind and missed {missed} events")]
     Lagged {
@@ -78,6 +92,30 @@ impl Error {
                 _ => None,
             },
             _ => None,
+        }
+    }
+
+    /// The API server's `Status` answer, if this is an API error with one.
+    pub fn status(&self) -> Option<&kube::core::Status> {
+        match self {
+            Error::Api(err) => match &err.source {
+                kube::Error::Api(status) => Some(status),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The message of an API error as the server wrote it (`configmaps "cm" already
+    /// exists`), else the error itself: for conditions and events, without what was
+    /// attempted.
+    pub fn server_message(&self) -> String {
+        match self {
+            Error::Api(err) => match &err.source {
+                kube::Error::Api(status) => status.message.clone(),
+                other => other.to_string(),
+            },
+            other => other.to_string(),
         }
     }
 
@@ -102,7 +140,7 @@ impl Error {
 /// never kube's `Debug` dump of the `Status`.
 #[derive(Debug, thiserror::Error)]
 #[error("{verb} {gvk}{}: {}", key.as_ref().map(|k| format!(" {k}")).unwrap_or_default(), self.message())]
-pub struct ApiError {
+pub struct RequestFailure {
     /// What was attempted: `get`, `create`, `patch`, ...
     pub verb: &'static str,
     /// The kind it was attempted on.
@@ -114,7 +152,7 @@ pub struct ApiError {
     pub source: kube::Error,
 }
 
-impl ApiError {
+impl RequestFailure {
     /// The server's answer: its `Status` message and reason (`... already exists
     /// (AlreadyExists)`), or the transport error when there was no answer.
     pub fn message(&self) -> String {
@@ -126,8 +164,8 @@ impl ApiError {
     }
 }
 
-impl From<ApiError> for Error {
-    fn from(err: ApiError) -> Self {
+impl From<RequestFailure> for Error {
+    fn from(err: RequestFailure) -> Self {
         Error::Api(Box::new(err))
     }
 }

@@ -27,7 +27,7 @@ use kube::{
 use parking_lot::Mutex;
 use tracing::debug;
 
-use super::{ApiError, Client, Error};
+use super::{Client, Error, RequestFailure};
 use crate::object::{Gvk, ObjectKey};
 
 /// Event reasons the library itself records.
@@ -177,7 +177,7 @@ impl EventRecorder {
         let merged = self.cache.lock().merge(&cache_key, now);
         let event = merged.unwrap_or_else(|| self.new_event(&cache_key, message, now));
         Self::publish(client, &event).await.map_err(|source| {
-            Error::from(ApiError {
+            Error::from(RequestFailure {
                 verb: "record event",
                 gvk,
                 key: Some(key),

@@ -4,6 +4,7 @@
 mod by_key;
 mod cache;
 mod crd;
+mod crd_install;
 mod duck;
 mod dynamic;
 mod error;
@@ -19,9 +20,10 @@ pub(crate) mod unseen;
 
 pub use cache::{Cache, CacheEvent, CacheStatus};
 pub(crate) use crd::served_kinds;
+pub use crd_install::CRD_SERVED_TIMEOUT;
 pub use duck::{DuckClient, DuckEvent, DuckWatch, Ducked};
 pub use dynamic::{ApiReader, Client};
-pub use error::{ApiError, Error, ProjectionFailure, ResolveError};
+pub use error::{Error, ProjectionFailure, RequestFailure, ResolveError};
 pub use events::{EventRecorder, reasons};
 pub use identity::Identity;
 pub use kube::runtime::events::EventType;

@@ -26,8 +26,8 @@ use crate::object::{ConditionSet, Gvk, ObjectKey};
 use crate::reconcilers::{
     ApplyingObjectManager, ChildReconciler, ChildSetReconciler, ChildSetResult, Config, Context,
     Draft, IfThen, ObjectManager, Outcome, ParentAndChild, Permission, Predicate, ReconcileError,
-    ResourceReconciler, Sequence, Setup, SubReconciler, SyncReconciler, UpdatingObjectManager,
-    ValidationError, WithFinalizer,
+    ResourceReconciler, Sequence, Setup, StatusPolicy, SubReconciler, SyncReconciler,
+    UpdatingObjectManager, ValidationError, WithFinalizer,
 };
 
 /// The label naming the definition that made a child.
@@ -95,7 +95,7 @@ pub fn root_reconciler(
     // On a kind another controller owns, no conditions and no observedGeneration.
     match definition.owns_status {
         true => root.conditions(conditions),
-        false => root.status_owned(false),
+        false => root.status_policy(StatusPolicy::Shared),
     }
 }
 
@@ -310,11 +310,9 @@ fn child_reconciler(plan: Arc<ChildPlan>, shared: Arc<Shared>) -> ChildReconcile
     )
     .named(format!("{} (child {})", plan.path, plan.id))
     .our_child(ours(&shared, &plan.id))
-    .shared_child_object_manager(object_manager(&plan, &shared));
+    .child_object_manager(object_manager(&plan, &shared));
     match shared.kro {
-        true => reconciler
-            .skip_owner_reference(true)
-            .list_options(kro_children),
+        true => reconciler.without_owner_reference(kro_children, ours(&shared, &plan.id)),
         false => reconciler,
     }
 }
@@ -392,9 +390,7 @@ fn child_set_reconciler(plan: Arc<ChildSetPlan>, shared: Arc<Shared>) -> ChildSe
     .our_child(ours(&shared, &plan.child.id))
     .child_object_manager(object_manager(&plan.child, &shared));
     match shared.kro {
-        true => reconciler
-            .skip_owner_reference(true)
-            .list_options(kro_children),
+        true => reconciler.without_owner_reference(kro_children, ours(&shared, &plan.child.id)),
         false => reconciler,
     }
 }

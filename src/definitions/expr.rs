@@ -16,9 +16,7 @@ use jiff::Timestamp;
 use serde_json::{Map, Number, Value};
 
 use super::error::DefinitionError;
-use crate::reconcilers::CelError;
-use crate::reconcilers::cel::{env, invalid, to_chrono};
-use crate::reconcilers::cel_reads::VariableReads;
+use crate::cel::{CelError, VariableReads, env, invalid, to_chrono};
 
 /// The values an expression may read, by name.
 pub type Bindings = BTreeMap<String, Arc<Value>>;
@@ -123,7 +121,7 @@ impl Expression {
         let value = self
             .program
             .execute(&ctx)
-            .map_err(|e| self.error(crate::reconcilers::cel_errors::describe(&e)))?;
+            .map_err(|e| self.error(crate::cel::describe(&e)))?;
         to_json(&value).map_err(|message| self.error(message))
     }
 

@@ -21,6 +21,7 @@ mod expr;
 pub mod kro;
 mod load;
 mod model;
+mod object_controller;
 mod plan;
 mod presence;
 mod published;

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -19,13 +20,14 @@ use super::crd::{definition_crd, definition_gvk};
 use super::error::{DefinitionError, DefinitionErrors};
 use super::load::{Loaded, parse_value};
 use super::model::{ReconcilerDefinition, ServiceAccountRef};
+use super::object_controller::{ObjectController, StartsFromObjects};
 use super::published;
 use super::schema::Schemas;
 use crate::client::{Client, Identity};
 use crate::object::{ConditionSet, Gvk, ObjectKey};
 use crate::reconcilers::{
     Config, Context, Draft, Outcome, Permission, ReconcileError, ReconcileResult,
-    ResourceReconciler, RootReconciler, SyncReconciler, WithFinalizer,
+    ResourceReconciler, RootReconciler,
 };
 use crate::runtime::{
     ControllerHandle, FALLBACK_RECHECK, Manager, ManagerError, RbacChanges, absent_account,
@@ -386,7 +388,7 @@ impl Definitions {
             .clone()
     }
 
-    /// Installs the `ReconcilerDefinition` CRD.
+    /// Installs the `ReconcilerDefinition` CRD and waits until it is served.
     pub async fn install_crd(&self) -> Result<(), crate::client::Error> {
         let crd: DynamicObject = serde_json::from_value(definition_crd()).map_err(|source| {
             crate::client::Error::Serialize {
@@ -394,7 +396,7 @@ impl Definitions {
                 source,
             }
         })?;
-        self.client().apply(&crd, FIELD_MANAGER, true).await?;
+        self.client().install_crd(&crd, FIELD_MANAGER).await?;
         Ok(())
     }
 
@@ -405,24 +407,14 @@ impl Definitions {
 
     /// The controller of in-cluster definitions.
     pub fn reconciler(&self) -> ResourceReconciler {
-        let sync_self = self.clone();
-        let finalize_self = self.clone();
-        let sync = SyncReconciler::with_result_async(move |ctx: &Context, object: &mut Draft| {
-            let this = sync_self.clone();
-            Box::pin(async move { this.sync(ctx, object).await })
-        })
-        .finalize(move |_ctx: &Context, object: &mut Draft| {
-            finalize_self.stop_deleted(object.metadata.name.as_deref().unwrap_or_default());
-            Ok(())
-        })
-        .named("ReconcilerDefinition");
-        ResourceReconciler::new(
-            definition_gvk(),
-            WithFinalizer::new(FINALIZER, sync),
-            self.config.clone(),
-        )
-        .named("reconcilerdefinitions")
-        .conditions(ConditionSet::living(&DEFINITION_CONDITIONS))
+        let controller = ObjectController {
+            kind: definition_gvk(),
+            step: "ReconcilerDefinition",
+            controller: "reconcilerdefinitions",
+            finalizer: FINALIZER,
+            conditions: &DEFINITION_CONDITIONS,
+        };
+        controller.reconciler(self, &self.config)
     }
 
     /// Compiles and (re)starts an in-cluster definition when its spec changed, and writes
@@ -731,4 +723,15 @@ fn cluster_json(object: &DynamicObject) -> Value {
         "metadata": {"name": object.metadata.name, "generation": object.metadata.generation},
         "spec": object.data["spec"],
     })
+}
+
+#[async_trait]
+impl StartsFromObjects for Definitions {
+    async fn sync_object(&self, ctx: &Context, object: &mut Draft) -> Outcome {
+        self.sync(ctx, object).await
+    }
+
+    fn stop_object(&self, name: &str) {
+        self.stop_deleted(name);
+    }
 }

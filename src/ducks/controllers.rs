@@ -16,7 +16,7 @@ use super::survey::{Catalog, Survey};
 use super::{DuckMapping, DuckType, KindMatch, mapping_crd, mapping_gvk};
 use crate::client::{Cache, CacheEvent, Client, Error, Resolved};
 use crate::object::Gvk;
-use crate::reconcilers::{Config, Permission, ResourceReconciler};
+use crate::reconcilers::{Config, Permission, ResourceReconciler, StatusPolicy};
 use crate::runtime::{
     ControllerHandle, Manager, Metrics, RbacChanges, Readiness, Waiting, wait_until_allowed,
 };
@@ -46,7 +46,7 @@ impl<F> DuckFactory for F where
 ///
 /// Each controller is named `{Duck}/{Kind}.{version}.{group}` (or with the prefix given to
 /// [`DuckControllers::register_as`]) and never owns its kind's status (see
-/// [`ResourceReconciler::status_owned`]). Controllers of several duck reconcilers on one
+/// [`StatusPolicy::Shared`](crate::reconcilers::StatusPolicy::Shared)). Controllers of several duck reconcilers on one
 /// kind share the kind's watch (the client's shared cache).
 pub struct DuckControllers {
     client: Client,
@@ -263,7 +263,7 @@ impl DuckControllers {
                 continue;
             }
             let reconciler = (registration.factory)(found, &self.config)
-                .status_owned(false)
+                .status_policy(StatusPolicy::Shared)
                 .named(name.clone());
             match self.handle.register(reconciler) {
                 Ok(()) => {

@@ -13,12 +13,10 @@ use tracing::Instrument;
 use crate::trace::debug_span;
 
 use super::nested::{OutcomeHook, SetupHook, owner, validate_nested};
-use super::{
-    AroundStep, AsyncStep, Context, Draft, Outcome, OutcomeStep, Setup, SetupStep, SubReconciler,
-    ValidationError,
-};
+use super::steps::{AroundStep, AsyncMutate, OutcomeStep};
+use super::{Context, Draft, Outcome, Setup, SetupStep, SubReconciler, ValidationError};
 
-type BeforeHook<R> = Box<dyn AsyncStep<R, (Option<Context>, Outcome)>>;
+type BeforeHook<R> = Box<dyn AsyncMutate<R, (Option<Context>, Outcome)>>;
 type AroundHook<R> = Box<dyn AroundStep<R>>;
 
 /// Wraps a reconciler with Before (may replace the context, or stop with an error), Around
@@ -60,7 +58,7 @@ impl<R: Send + Sync + 'static> Advice<R> {
 
     /// Runs first: a returned context replaces the current one; an error stops here. Async,
     /// e.g. `|_ctx, _resource| Box::pin(async { (None, Outcome::done()) })`.
-    pub fn before(mut self, before: impl AsyncStep<R, (Option<Context>, Outcome)>) -> Self {
+    pub fn before(mut self, before: impl AsyncMutate<R, (Option<Context>, Outcome)>) -> Self {
         self.before = Some(Box::new(before));
         self
     }

@@ -14,10 +14,10 @@ use tracing::{Instrument, debug};
 use crate::trace::info_span;
 
 use super::resource::{RootHooks, request_context};
-use super::steps::Derivation;
+use super::steps::{AfterReconcile, AsyncDerive, BeforeReconcile, Derivation, Derive};
 use super::{
-    AfterReconcile, AsyncDerive, BeforeReconcile, Config, Context, Derive, Draft, ObjectManager,
-    Outcome, RequestOptions, RootReconciler, Setup, SubReconciler, ValidationError, Watch,
+    Config, Context, Draft, ObjectManager, Outcome, RequestOptions, RootReconciler, Setup,
+    SubReconciler, ValidationError, Watch,
 };
 use crate::object::{Gvk, ObjectKey};
 

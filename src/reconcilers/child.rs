@@ -27,13 +27,12 @@ use crate::trace::debug_span;
 
 use super::known_children::known_children;
 use super::object_manager::track;
-use super::steps::Derivation;
+use super::steps::{AsyncDerive, ChildListOptions, Derivation, Derive, ReflectChild};
 use super::{
-    ApplyingObjectManager, AsyncDerive, ChildListOptions, Context, Derive, Draft, Merge,
-    ObjectManager, Outcome, Predicate, ReconcileError, ReflectChild, Setup, SetupStep,
-    SubReconciler, UpdatingObjectManager, ValidationError,
+    ApplyingObjectManager, Context, Draft, ObjectManager, Outcome, Predicate, ReconcileError,
+    Setup, SetupStep, SubReconciler, ValidationError,
 };
-use crate::client::{self, ListOptions};
+use crate::client::ListOptions;
 use crate::object::{Gvk, ObjectKey};
 
 /// Computes the child the parent should have (`None`: no child), as stored.
@@ -103,29 +102,51 @@ pub enum OwnerReferenceError {
     },
 }
 
-/// The API server's status of a failed request among the error's causes (its reason,
-/// message and details such as the conflicting name).
-pub fn api_status(error: &ReconcileError) -> Option<&kube::core::Status> {
-    match error.find_cause::<client::Error>()? {
-        client::Error::Api(api) => match &api.source {
-            kube::Error::Api(status) => Some(status),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// The reason the API server gave for a failed request (`AlreadyExists`, `Invalid`, ...).
-pub fn api_reason(error: &ReconcileError) -> Option<&str> {
-    api_status(error).map(|status| status.reason.as_str())
-}
-
 /// Manages 0..1 child of one kind for the reconciled resource (reconciler.io's
 /// `ChildReconciler`). Cheap to clone.
 ///
 /// The child is written by server-side apply ([`ApplyingObjectManager`]) unless
-/// [`ChildReconciler::merge_before_update`] asks for updates ([`UpdatingObjectManager`], as
-/// reconciler.io does) or [`ChildReconciler::child_object_manager`] gives a manager.
+/// [`ChildReconciler::child_object_manager`] gives another manager (an
+/// [`UpdatingObjectManager`](super::UpdatingObjectManager) writes by update, as reconciler.io does).
+///
+/// The desired closure returns the child the parent should have, `Ok(Some(child))`, or
+/// `Ok(None)` when it should have none: a child it has is then **deleted**. `Ok(None)` is how
+/// a controller removes a child it no longer wants (a feature turned off in the spec); to
+/// leave the child alone instead, return the error [`OnlyReconcileChildStatus`]. While the
+/// parent is being deleted the closure is not called and the child is left to the garbage
+/// collector (it is owned by the parent).
+///
+/// ```no_run
+/// use dynrec::prelude::*;
+/// use serde_json::json;
+///
+/// /// A ConfigMap holding the Widget's greeting while it has one.
+/// fn greeting() -> ChildReconciler {
+///     let config_map = Gvk::new("", "v1", "ConfigMap");
+///     ChildReconciler::new(
+///         config_map.clone(),
+///         move |_ctx, widget| {
+///             let Some(greeting) = widget.data["spec"]["greeting"].as_str() else {
+///                 return Ok(None); // no greeting: no ConfigMap (one made before is deleted)
+///             };
+///             let name = widget.metadata.name.as_deref().unwrap_or_default();
+///             let mut child = config_map.new_object(format!("{name}-greeting"));
+///             child.metadata.namespace = widget.metadata.namespace.clone();
+///             child.data = json!({"data": {"greeting": greeting}});
+///             Ok(Some(child))
+///         },
+///         |ctx, widget, child, error| {
+///             let mut conditions = ctx.conditions(widget);
+///             match (child, error) {
+///                 (_, Some(error)) => conditions.mark_false("ConfigMapReady", "Failed", error.to_string())?,
+///                 (Some(_), None) => conditions.mark_true("ConfigMapReady", "Created", "")?,
+///                 (None, None) => conditions.mark_true("ConfigMapReady", "NoGreeting", "")?,
+///             }
+///             Ok(())
+///         },
+///     )
+/// }
+/// ```
 #[derive(Clone)]
 pub struct ChildReconciler {
     name: String,
@@ -202,33 +223,35 @@ impl ChildReconciler {
         self
     }
 
-    /// Writes the child by update ([`UpdatingObjectManager`]) after merging the desired child
-    /// into a [`Draft`] of the current one with `merge` (`current`, `desired`); no change, no
-    /// update. A merge that writes only what differs copies nothing when the child is in sync
-    /// (see [`Merge`]).
-    pub fn merge_before_update(mut self, merge: impl Merge) -> Self {
-        let manager = UpdatingObjectManager::new(self.child_type.clone(), merge);
-        self.object_manager = Arc::new(manager);
-        self
-    }
-
-    /// Writes the child with `manager` (e.g. an [`UpdatingObjectManager`] with a finalizer or
-    /// a `sanitize`).
+    /// Writes the child with `manager` instead of by server-side apply: e.g. by update, as
+    /// reconciler.io does, with an [`UpdatingObjectManager`](super::UpdatingObjectManager) that merges the desired child into
+    /// a [`Draft`] of the current one (`current`, `desired`; no change, no update; a merge
+    /// that writes only what differs copies nothing when the child is in sync, see
+    /// [`Merge`](super::steps::Merge)), perhaps with a finalizer or a `sanitize`; or a manager
+    /// shared with other reconcilers (an `Arc<dyn ObjectManager>`).
     pub fn child_object_manager(mut self, manager: impl ObjectManager + 'static) -> Self {
         self.object_manager = Arc::new(manager);
         self
     }
 
-    /// Writes the child with a manager shared with other reconcilers.
-    pub fn shared_child_object_manager(mut self, manager: Arc<dyn ObjectManager>) -> Self {
-        self.object_manager = manager;
-        self
+    /// Neither sets nor requires a controller owner reference on the child (e.g. a child in
+    /// another namespace, which an owner reference cannot point out of). Without one the
+    /// children are found by what is left: `list_options` says which objects are listed as
+    /// candidates, and `our_child` which of them belong to the parent.
+    pub fn without_owner_reference(
+        self,
+        list_options: impl ChildListOptions,
+        our_child: Predicate<ParentAndChild>,
+    ) -> Self {
+        self.skipping_owner_reference()
+            .list_options(list_options)
+            .our_child(our_child)
     }
 
-    /// Does not set or require a controller owner reference (then `our_child` and
-    /// `list_options` are required).
-    pub fn skip_owner_reference(mut self, skip: bool) -> Self {
-        self.skip_owner_reference = skip;
+    /// Neither sets nor requires owner references, leaving `list_options` and `our_child` to
+    /// be given (a child set holding a finalizer: it checks them when validated).
+    pub(super) fn skipping_owner_reference(mut self) -> Self {
+        self.skip_owner_reference = true;
         self
     }
 
@@ -462,8 +485,9 @@ impl ChildReconciler {
         parent: &mut Draft,
         err: ReconcileError,
     ) -> Outcome {
-        if api_reason(&err) == Some("AlreadyExists") {
-            let name = api_status(&err)
+        if err.api_reason() == Some("AlreadyExists") {
+            let name = err
+                .api_status()
                 .and_then(|status| status.details.as_ref())
                 .map(|details| details.name.clone())
                 .unwrap_or_default();
@@ -542,7 +566,8 @@ impl SubReconciler<DynamicObject> for ChildReconciler {
                     Err(err) => err,
                 }
             };
-            let reflected = api_reason(&err)
+            let reflected = err
+                .api_reason()
                 .is_some_and(|r| self.reflected_error_reasons.iter().any(|x| x == r));
             if reflected {
                 return Box::pin(self.reflect_error(ctx, reflect, parent, err)).await;

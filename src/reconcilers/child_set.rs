@@ -19,17 +19,19 @@ use crate::trace::debug_span;
 
 use super::child::{DesiredChild, ParentAndChild, is_only_reconcile_child_status};
 use super::known_children::{clear_known_children, stash_known_children};
-use super::steps::Derivation;
+use super::steps::{
+    AsyncDerive, ChildListOptions, Derivation, Derive, IdentifyChild, ReflectChildren,
+};
 use super::{
-    AsyncDerive, ChildListOptions, ChildReconciler, ChildSetPartialResult, ChildSetResult, Context,
-    Derive, Draft, IdentifyChild, Merge, ObjectManager, Outcome, Predicate, ReconcileError,
-    ReflectChildren, Sequence, Setup, SetupStep, SubReconciler, ValidationError, WithFinalizer,
+    ChildReconciler, ChildSetPartialResult, ChildSetResult, Context, Draft, ObjectManager, Outcome,
+    Predicate, ReconcileError, Sequence, Setup, SetupStep, SubReconciler, ValidationError,
+    WithFinalizer,
 };
 use crate::object::Gvk;
 
 /// Manages a set of children correlated by id (reconciler.io's `ChildSetReconciler`). As
 /// with [`ChildReconciler`], children are written by server-side apply unless
-/// `merge_before_update` or `child_object_manager` says otherwise.
+/// `child_object_manager` gives another manager.
 pub struct ChildSetReconciler {
     name: String,
     finalizer: String,
@@ -98,25 +100,25 @@ impl ChildSetReconciler {
     /// references (then `our_child` and `list_options` are required).
     pub fn finalizer(mut self, finalizer: impl Into<String>) -> Self {
         self.finalizer = finalizer.into();
-        self.children = self.children.skip_owner_reference(true);
+        self.children = self.children.skipping_owner_reference();
         self
     }
 
-    /// Does not set or require controller owner references.
-    pub fn skip_owner_reference(mut self, skip: bool) -> Self {
-        let skip = skip || !self.finalizer.is_empty();
-        self.children = self.children.skip_owner_reference(skip);
+    /// Neither sets nor requires controller owner references on the children (see
+    /// [`ChildReconciler::without_owner_reference`]): `list_options` lists the candidates,
+    /// `our_child` says which belong to the parent.
+    pub fn without_owner_reference(
+        mut self,
+        list_options: impl ChildListOptions,
+        our_child: Predicate<ParentAndChild>,
+    ) -> Self {
+        self.children = self
+            .children
+            .without_owner_reference(list_options, our_child);
         self
     }
 
-    /// Writes the children by update after merging each desired child into the current one
-    /// (see [`ChildReconciler::merge_before_update`]).
-    pub fn merge_before_update(mut self, merge: impl Merge) -> Self {
-        self.children = self.children.merge_before_update(merge);
-        self
-    }
-
-    /// Writes the children with `manager`.
+    /// Writes the children with `manager` (see [`ChildReconciler::child_object_manager`]).
     pub fn child_object_manager(mut self, manager: impl ObjectManager + 'static) -> Self {
         self.children = self.children.child_object_manager(manager);
         self

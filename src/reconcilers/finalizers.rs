@@ -80,7 +80,7 @@ async fn patch_finalizers(
             debug!(%gvk, object = %key, finalizer, %err, "unable to patch finalizer");
             let message = format!(
                 "Failed to patch finalizer {finalizer:?}: {}",
-                super::events::api_message(&err)
+                err.server_message()
             );
             let recorded = config
                 .recorder

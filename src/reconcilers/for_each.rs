@@ -15,11 +15,8 @@ use tracing::Instrument;
 use crate::trace::debug_span;
 
 use super::nested::{owner, validate_nested};
-use super::steps::Derivation;
-use super::{
-    AsyncDerive, Context, Derive, Draft, Outcome, ReconcileResult, Setup, SubReconciler,
-    ValidationError,
-};
+use super::steps::{AsyncDerive, Derivation, Derive};
+use super::{Context, Draft, Outcome, ReconcileResult, Setup, SubReconciler, ValidationError};
 
 /// Where a `ForEach` loop is: the index, the number of items, and the item. Serializable
 /// (when the item is) so that tests can compare a stashed cursor.

@@ -5,9 +5,8 @@ use std::fmt::Display;
 use std::future::Future;
 use std::pin::Pin;
 
-use super::{
-    Context, Draft, Outcome, OutcomeStep, Setup, SetupStep, SubReconciler, ValidationError,
-};
+use super::steps::OutcomeStep;
+use super::{Context, Draft, Outcome, Setup, SetupStep, SubReconciler, ValidationError};
 
 /// A hook that sees (and may replace) an outcome, e.g. Advice's After or TryCatch's Catch.
 pub(super) type OutcomeHook<R> = Box<dyn OutcomeStep<R>>;

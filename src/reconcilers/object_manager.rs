@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use kube::api::{DeleteParams, DynamicObject};
 use tracing::{debug, info};
 
-use super::events::{api_message, log_unrecorded};
+use super::events::log_unrecorded;
 use super::{
     Context, Draft, ReconcileError, Setup, ValidationError, add_finalizer, clear_finalizer,
 };
@@ -219,7 +219,7 @@ async fn failed(
 ) {
     let (kind, name) = describe(object);
     debug!(%kind, %name, %err, "unable to {verb} child");
-    let message = format!("Failed to {verb} {kind} {name:?}: {}", api_message(err));
+    let message = format!("Failed to {verb} {kind} {name:?}: {}", err.server_message());
     let recorded = ctx
         .original_config()
         .recorder

@@ -5,7 +5,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{Check, Context};
+use super::Context;
+use super::steps::Check;
 
 /// A condition over the request context and a resource of type `R`.
 pub struct Predicate<R> {

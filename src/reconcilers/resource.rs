@@ -4,13 +4,12 @@
 //! Deliberate departures from reconciler.io: a quiet `before_reconcile` error requeues, as
 //! in reconciler.io's `AggregateReconciler` (its `ResourceReconciler` returns it as is), and
 //! dynamic objects get `status.observedGeneration` (for kinds with a status subresource,
-//! unless the root does not own the status: see [`ResourceReconciler::status_owned`]) and
+//! unless the root does not own the status: see [`StatusPolicy`]) and
 //! kept condition `lastTransitionTime`s, which reconciler.io gives typed resources only.
 //! Every status is written with an update of the status subresource: Go merge-patches the
 //! status of duck types, which dynamic objects do not distinguish. There is no defaulting
 //! step (Go calls the resource's `Default` method).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -21,67 +20,48 @@ use tracing::{Instrument, debug, info};
 
 use crate::trace::info_span;
 
-use super::events::{api_message, log_unrecorded};
+use super::events::log_unrecorded;
+use super::steps::{AfterReconcile, BeforeReconcile};
 use super::{
-    AfterReconcile, BeforeReconcile, Config, Context, Draft, Outcome, Predicate, ReconcileError,
-    ReconcileResult, Setup, SubReconciler, ValidationError, Watch,
+    Config, Context, Draft, Outcome, Predicate, ReconcileError, ReconcileResult, RequestOptions,
+    RootReconciler, Setup, StatusPolicy, SubReconciler, ValidationError, Watch,
 };
 use crate::client::reasons;
 use crate::object::{ConditionSet, Gvk, ObjectKey, StatusExt};
 
-/// Per-request settings a caller (the runtime, or a test) may choose.
-#[derive(Clone, Default)]
-pub struct RequestOptions {
-    /// The request's "now" (default: the wall clock).
-    pub now: Option<Timestamp>,
-    /// Named configs for other clusters, available to `WithConfig`.
-    pub additional_configs: BTreeMap<String, Config>,
-}
-
-/// A reconciler the runtime calls with requests: `ResourceReconciler` or `AggregateReconciler`.
-#[async_trait]
-pub trait RootReconciler: Send + Sync {
-    /// The name used in logs and validation messages.
-    fn name(&self) -> &str;
-
-    /// The kind of the reconciled resources.
-    fn resource_type(&self) -> &Gvk;
-
-    /// The config the reconciler was built with: its client opens the tree's watches, its
-    /// tracker maps tracked objects to requests.
-    fn config(&self) -> &Config;
-
-    /// The watches the reconciler tree needs (after validating it).
-    fn setup(&self) -> Result<Setup, ValidationError>;
-
-    /// Checks that the reconciler tree is complete.
-    fn validate(&self) -> Result<(), ValidationError>;
-
-    /// Requests to reconcile as soon as the controller starts, before any event (the
-    /// AggregateReconciler's one object, which may not exist yet).
-    fn initial_requests(&self) -> Vec<ObjectKey> {
-        Vec::new()
-    }
-
-    /// Reconciles one request with the given options.
-    async fn reconcile_with(&self, request: &ObjectKey, options: RequestOptions) -> Outcome;
-
-    /// Reconciles one request now.
-    async fn reconcile(&self, request: &ObjectKey) -> Outcome {
-        self.reconcile_with(request, RequestOptions::default())
-            .await
-    }
-}
-
 /// The root reconciler of one kind (reconciler.io's `ResourceReconciler`).
+///
+/// For each request it reads the resource from the cache, runs its sub-reconciler on a
+/// [`Draft`] of it and, when the draft's status changed, writes the status back (an update of
+/// the status subresource). The status-write rule, as in reconciler.io: **a status write
+/// that succeeds replaces the reconcile's outcome, error included** — the write re-enqueues
+/// the object, so the outcome is a success (the error is logged, and shows on the conditions
+/// the tree wrote). An error reaches the manager (and a test's `should_err`) when the status
+/// did not change, when it is marked [`ReconcileError::skip_status_update`], or when the
+/// status write fails.
+///
+/// ```no_run
+/// use dynrec::prelude::*;
+///
+/// fn widgets(config: &Config) -> ResourceReconciler {
+///     let observe = SyncReconciler::new(|_ctx: &Context, widget: &mut Draft| {
+///         let size = widget.data["spec"]["size"].clone();
+///         if widget.data["status"]["size"] != size {
+///             widget.data["status"]["size"] = size;
+///         }
+///         Ok(())
+///     });
+///     let widget = Gvk::new("example.com", "v1", "Widget");
+///     ResourceReconciler::new(widget, observe, config.clone())
+///         .conditions(ConditionSet::living(&[]))
+/// }
+/// ```
 pub struct ResourceReconciler {
     name: String,
     resource_type: Arc<Gvk>,
     reconciler: Box<dyn SubReconciler>,
     config: Arc<Config>,
-    skip_status_update: bool,
-    status_owned: bool,
-    sync_status_during_finalization: bool,
+    status_policy: StatusPolicy,
     hooks: RootHooks,
     skip_request: Option<Predicate<ObjectKey>>,
     skip_resource: Option<Predicate<DynamicObject>>,
@@ -107,9 +87,7 @@ impl ResourceReconciler {
             resource_type: Arc::new(resource_type),
             reconciler: Box::new(reconciler),
             config: Arc::new(config),
-            skip_status_update: false,
-            status_owned: true,
-            sync_status_during_finalization: false,
+            status_policy: StatusPolicy::Owned,
             hooks: RootHooks::default(),
             skip_request: None,
             skip_resource: None,
@@ -123,24 +101,12 @@ impl ResourceReconciler {
         self
     }
 
-    /// Never writes status (for secondary controllers of a kind).
-    pub fn skip_status_update(mut self, skip: bool) -> Self {
-        self.skip_status_update = skip;
-        self
-    }
-
-    /// Whether this reconciler owns the kind's status (default true). A reconciler over a
-    /// kind another controller owns (a duck reconciler over Deployments, say) passes false:
-    /// it then sets no `observedGeneration` and initializes no conditions, so it writes the
-    /// status only when its own steps changed status fields.
-    pub fn status_owned(mut self, owned: bool) -> Self {
-        self.status_owned = owned;
-        self
-    }
-
-    /// Writes status also while the resource is being deleted.
-    pub fn sync_status_during_finalization(mut self, sync: bool) -> Self {
-        self.sync_status_during_finalization = sync;
+    /// Whose the resource's status is, and so when it is written (default
+    /// [`StatusPolicy::Owned`]): [`StatusPolicy::Shared`] for a kind another controller owns,
+    /// [`StatusPolicy::NeverWritten`] for a secondary controller,
+    /// [`StatusPolicy::OwnedDuringDeletion`] to write it while the resource is deleted.
+    pub fn status_policy(mut self, policy: StatusPolicy) -> Self {
+        self.status_policy = policy;
         self
     }
 
@@ -202,13 +168,13 @@ impl ResourceReconciler {
             return Outcome::done();
         }
         if let Some(conditions) = &self.conditions
-            && self.status_owned
+            && self.status_policy.owns()
             && let Err(err) = conditions.manage(&mut resource, ctx.now()).initialize()
         {
             return Outcome::err(ReconcileError::from_error(err));
         }
         let outcome = self.reconcile_inner(ctx, &mut resource).await;
-        if self.skip_status_update || !resource.is_changed() {
+        if !self.status_policy.writes() || !resource.is_changed() {
             return outcome;
         }
         // The draft was written, so it holds its own copy. Boxed: kept across the status
@@ -222,7 +188,7 @@ impl ResourceReconciler {
         let terminating = resource.metadata.deletion_timestamp.is_some();
         if skip_marked
             || status_of(&resource) == status_of(&original)
-            || (terminating && !self.sync_status_during_finalization)
+            || (terminating && !self.status_policy.writes_during_deletion())
         {
             return outcome;
         }
@@ -237,7 +203,7 @@ impl ResourceReconciler {
             return Outcome::done();
         }
         let outcome = self.reconciler.reconcile(ctx, resource).await;
-        if !self.status_owned || outcome.error.as_ref().is_some_and(|e| !e.is_halt()) {
+        if !self.status_policy.owns() || outcome.error.as_ref().is_some_and(|e| !e.is_halt()) {
             return outcome;
         }
         let client = &ctx.original_config().client;
@@ -278,7 +244,7 @@ impl ResourceReconciler {
             }
             Err(err) => {
                 debug!(%err, "unable to update status");
-                let message = format!("Failed to update status: {}", api_message(&err));
+                let message = format!("Failed to update status: {}", err.server_message());
                 let recorded = config
                     .recorder
                     .warning(resource, reasons::STATUS_UPDATE_FAILED, message)
@@ -308,7 +274,7 @@ impl RootReconciler for ResourceReconciler {
         self.validate()?;
         let mut setup = Setup::for_config(Config::clone(&self.config));
         setup.watch(Watch::For(Gvk::clone(&self.resource_type)));
-        if self.status_owned {
+        if self.status_policy.owns() {
             setup.require(&self.name, &self.resource_type, "status", &["update"]);
         }
         setup.require(&self.name, &super::events_gvk(), "", &["create", "patch"]);

@@ -32,13 +32,13 @@ closure_shape! {
     /// Changes the resource in place without awaiting: `|ctx, resource| { ...; Ok(()) }`.
     /// `T` is `Result<(), ReconcileError>`, or an [`Outcome`] to also say when to reconcile
     /// again.
-    Step<R, T = Result<(), ReconcileError>>: Fn(&Context, &mut Draft<R>) -> T
+    Mutate<R, T = Result<(), ReconcileError>>: Fn(&Context, &mut Draft<R>) -> T
 }
 
 closure_shape! {
     /// Changes the resource in place and may await:
     /// `|ctx, resource| Box::pin(async move { ...; Ok(()) })`.
-    AsyncStep<R, T = Result<(), ReconcileError>>:
+    AsyncMutate<R, T = Result<(), ReconcileError>>:
         for<'a> Fn(&'a Context, &'a mut Draft<R>) -> BoxFuture<'a, T>
 }
 
@@ -142,8 +142,8 @@ closure_shape! {
 /// A step as reconcilers store it. A plain one is called as is: made async, it would box a
 /// future (and copy its result into it) for a result ready at once.
 pub(super) enum StoredStep<R, T> {
-    Plain(Box<dyn Step<R, T>>),
-    Async(Box<dyn AsyncStep<R, T>>),
+    Plain(Box<dyn Mutate<R, T>>),
+    Async(Box<dyn AsyncMutate<R, T>>),
 }
 
 impl<R: Send + Sync, T> StoredStep<R, T> {

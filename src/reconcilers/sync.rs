@@ -8,9 +8,10 @@ use tracing::debug;
 
 use super::nested::SetupHook;
 use super::steps;
+use super::steps::{AsyncMutate, Mutate};
 use super::{
-    AsyncStep, Context, Draft, Outcome, ReconcileError, ReconcileResult, Setup, SetupStep, Step,
-    SubReconciler, ValidationError,
+    Context, Draft, Outcome, ReconcileError, ReconcileResult, Setup, SetupStep, SubReconciler,
+    ValidationError,
 };
 use crate::client::Ducked;
 
@@ -41,6 +42,26 @@ impl<T> HasMetadata for Ducked<T> {
 type StoredStep<R> = steps::StoredStep<R, Outcome>;
 
 /// Calls a function to sync the resource (reconciler.io's `SyncReconciler`).
+///
+/// The function changes the resource in place through its [`Draft`]; what it writes under
+/// `status` is written back by the root (see [`ResourceReconciler`](super::ResourceReconciler)
+/// for the status-write rule: a status write that succeeds replaces the error returned
+/// here). Name the resource's type in the closure (`widget: &mut Draft`, or
+/// `&mut Draft<MyDuck>` inside a `CastResource`): nothing else tells the compiler what `R` is.
+///
+/// ```no_run
+/// use dynrec::prelude::*;
+///
+/// let count_parts = SyncReconciler::new(|_ctx: &Context, widget: &mut Draft| {
+///     let parts = widget.data["spec"]["parts"].as_array().map_or(0, Vec::len);
+///     if widget.data["status"]["partCount"] != parts {
+///         widget.data["status"]["partCount"] = parts.into();
+///     }
+///     Ok(())
+/// })
+/// .named("CountParts");
+/// # let _: SyncReconciler = count_parts;
+/// ```
 pub struct SyncReconciler<R = DynamicObject> {
     name: String,
     sync: StoredStep<R>,
@@ -50,7 +71,7 @@ pub struct SyncReconciler<R = DynamicObject> {
 }
 
 /// Lifts a step that returns no result into one that does.
-fn with_done_result<R: Send + 'static>(step: impl Step<R>) -> StoredStep<R> {
+fn with_done_result<R: Send + 'static>(step: impl Mutate<R>) -> StoredStep<R> {
     let step = move |ctx: &Context, resource: &mut Draft<R>| {
         Outcome::from(step(ctx, resource).map(|()| ReconcileResult::done()))
     };
@@ -59,7 +80,7 @@ fn with_done_result<R: Send + 'static>(step: impl Step<R>) -> StoredStep<R> {
 
 /// Lifts a step that may await and returns no result into one that does.
 fn with_done_result_async<R: Send + 'static>(
-    step: impl AsyncStep<R, Result<(), ReconcileError>>,
+    step: impl AsyncMutate<R, Result<(), ReconcileError>>,
 ) -> StoredStep<R> {
     StoredStep::Async(Box::new(
         move |ctx: &Context, resource: &mut Draft<R>| -> BoxFuture<'_, Outcome> {
@@ -72,23 +93,23 @@ fn with_done_result_async<R: Send + 'static>(
 impl<R: Send + 'static> SyncReconciler<R> {
     /// Syncs with `sync` (reconciler.io's `Sync`):
     /// `SyncReconciler::new(|ctx, resource| { ...; Ok(()) })`.
-    pub fn new(sync: impl Step<R>) -> Self {
+    pub fn new(sync: impl Mutate<R>) -> Self {
         Self::storing(with_done_result(sync))
     }
 
     /// Syncs with `sync`, which may await:
     /// `SyncReconciler::new_async(|ctx, resource| Box::pin(async move { ...; Ok(()) }))`.
-    pub fn new_async(sync: impl AsyncStep<R>) -> Self {
+    pub fn new_async(sync: impl AsyncMutate<R>) -> Self {
         Self::storing(with_done_result_async(sync))
     }
 
     /// Syncs with `sync`, which also says when to reconcile again (`SyncWithResult`).
-    pub fn with_result(sync: impl Step<R, Outcome>) -> Self {
+    pub fn with_result(sync: impl Mutate<R, Outcome>) -> Self {
         Self::storing(StoredStep::Plain(Box::new(sync)))
     }
 
     /// As [`SyncReconciler::with_result`], with a step that may await.
-    pub fn with_result_async(sync: impl AsyncStep<R, Outcome>) -> Self {
+    pub fn with_result_async(sync: impl AsyncMutate<R, Outcome>) -> Self {
         Self::storing(StoredStep::Async(Box::new(sync)))
     }
 
@@ -109,25 +130,25 @@ impl<R: Send + 'static> SyncReconciler<R> {
     }
 
     /// Finalizes with `finalize` while the resource is being deleted (`Finalize`).
-    pub fn finalize(mut self, finalize: impl Step<R>) -> Self {
+    pub fn finalize(mut self, finalize: impl Mutate<R>) -> Self {
         self.finalize = Some(with_done_result(finalize));
         self
     }
 
     /// As [`SyncReconciler::finalize`], with a step that may await.
-    pub fn finalize_async(mut self, finalize: impl AsyncStep<R>) -> Self {
+    pub fn finalize_async(mut self, finalize: impl AsyncMutate<R>) -> Self {
         self.finalize = Some(with_done_result_async(finalize));
         self
     }
 
     /// Finalizes with `finalize`, which also says when to reconcile again.
-    pub fn finalize_with_result(mut self, finalize: impl Step<R, Outcome>) -> Self {
+    pub fn finalize_with_result(mut self, finalize: impl Mutate<R, Outcome>) -> Self {
         self.finalize = Some(StoredStep::Plain(Box::new(finalize)));
         self
     }
 
     /// As [`SyncReconciler::finalize_with_result`], with a step that may await.
-    pub fn finalize_with_result_async(mut self, finalize: impl AsyncStep<R, Outcome>) -> Self {
+    pub fn finalize_with_result_async(mut self, finalize: impl AsyncMutate<R, Outcome>) -> Self {
         self.finalize = Some(StoredStep::Async(Box::new(finalize)));
         self
     }

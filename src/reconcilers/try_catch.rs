@@ -10,7 +10,8 @@ use tracing::Instrument;
 use crate::trace::debug_span;
 
 use super::nested::{OutcomeHook, owner, validate_nested};
-use super::{Context, Draft, Outcome, OutcomeStep, Setup, SubReconciler, ValidationError};
+use super::steps::OutcomeStep;
+use super::{Context, Draft, Outcome, Setup, SubReconciler, ValidationError};
 
 /// Calls `try`, hands its outcome to `catch` (which may replace it), then calls `finally`,
 /// whose error (if any) overrides; the results of try/catch and finally are aggregated.

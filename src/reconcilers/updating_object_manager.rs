@@ -21,10 +21,8 @@ use serde_json::Value;
 use tracing::{debug, info};
 
 use super::object_manager::{Write, child_name, prepare, present, record, report_write, track};
-use super::{
-    Context, Draft, Harmonize, Merge, ObjectManager, ReconcileError, Sanitize, Setup,
-    ValidationError,
-};
+use super::steps::{Harmonize, Merge, Sanitize};
+use super::{Context, Draft, ObjectManager, ReconcileError, Setup, ValidationError};
 use crate::object::Gvk;
 
 /// How long a captured mutation is replayed.

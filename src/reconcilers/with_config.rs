@@ -14,7 +14,8 @@ use tracing::Instrument;
 use crate::trace::debug_span;
 
 use super::nested::{owner, validate_nested};
-use super::{Context, Draft, Outcome, SelectConfig, Setup, SubReconciler, ValidationError};
+use super::steps::SelectConfig;
+use super::{Context, Draft, Outcome, Setup, SubReconciler, ValidationError};
 
 /// Runs the nested reconciler with the config `config` derives from the current one; the
 /// original config (used for writes on the reconciled resource) does not change.

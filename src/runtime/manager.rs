@@ -126,6 +126,27 @@ impl Registry {
 type Companion = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Runs controllers for kinds resolved at run time.
+///
+/// A controller is registered as a [`RootReconciler`]; it starts when its kind resolves
+/// (waiting while it does not exist), its watches come from what its reconciler tree
+/// declares, and [`Manager::run`] runs them all until `shutdown` completes.
+/// [`run_controllers`](super::run_controllers) does the connecting and the flags for you.
+///
+/// ```no_run
+/// use dynrec::client::Client;
+/// use dynrec::prelude::*;
+/// use dynrec::runtime::{ManagerOptions, shutdown_signal};
+///
+/// # fn widgets(config: &Config) -> ResourceReconciler { unimplemented!() }
+/// # async fn run() -> anyhow::Result<()> {
+/// let client = Client::new(kube::Client::try_default().await?);
+/// let mut manager = Manager::new(client, ManagerOptions::default());
+/// let config = manager.config("widgets");
+/// manager.register(widgets(&config))?;
+/// manager.run(shutdown_signal()).await?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct Manager {
     client: Client,
     options: ManagerOptions,

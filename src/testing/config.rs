@@ -2,14 +2,14 @@
 //! expects there, checked against an embedded API server behind a recording layer.
 
 use std::collections::BTreeMap;
-use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::DynamicObject;
+use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::diff::{Compare, diff, normalized, pretty};
+use super::diff::{Compare, diff, normalized, pretty, yaml};
 use super::reactor::Reactor;
 use super::recording::Recording;
 use super::refs::{ApplyRef, DeleteCollectionRef, DeleteRef, Event, PatchRef, TrackRequest};
@@ -241,9 +241,15 @@ impl Checker<'_> {
         }
     }
 
-    fn refs<T: PartialEq + Debug>(&mut self, label: (&str, &str), expected: &[T], actual: &[T]) {
-        let show = |t: &T| format!("{t:#?}");
-        let differ = |e: &T, a: &T| (e != a).then(|| diff(&show(e), &show(a)));
+    /// Compares refs as the JSON values they serialize to (a patch body as the JSON it
+    /// holds), and shows them as YAML.
+    fn refs<T: Serialize>(&mut self, label: (&str, &str), expected: &[T], actual: &[T]) {
+        let value = |t: &T| serde_json::to_value(t).unwrap_or_default();
+        let show = |t: &T| yaml(&value(t));
+        let differ = |e: &T, a: &T| {
+            let (e, a) = (value(e), value(a));
+            (e != a).then(|| diff(&yaml(&e), &yaml(&a)))
+        };
         self.lists(label, expected, actual, differ, show, show);
     }
 
@@ -315,4 +321,53 @@ fn equality_labels(selector: &str) -> BTreeMap<String, String> {
             (!key.ends_with('!')).then(|| (key.trim().to_string(), value.trim().to_string()))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_patches(expected: &str, actual: &str) -> Vec<String> {
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cm", "namespace": "default"}});
+        let object: DynamicObject = serde_json::from_value(object).unwrap();
+        let mut check = Checker {
+            config: "the config",
+            failures: Vec::new(),
+        };
+        check.refs(
+            ("Patches", "patch"),
+            &[PatchRef::merge(&object, expected)],
+            &[PatchRef::merge(&object, actual)],
+        );
+        check.failures
+    }
+
+    #[test]
+    fn patches_compare_as_json_whatever_their_key_order() {
+        let failures = check_patches(r#"{"a": 1, "b": {"c": 2}}"#, r#"{"b":{"c":2},"a":1}"#);
+        assert!(failures.is_empty(), "{failures:?}");
+    }
+
+    #[test]
+    fn refs_that_differ_show_as_yaml_not_rust_debug() {
+        let failures = check_patches(r#"{"data": {"a": "1"}}"#, r#"{"data": {"a": "2"}}"#);
+        let [failure] = failures.as_slice() else {
+            panic!("one failure expected: {failures:?}");
+        };
+        let line = |sign: char, text: &str| {
+            failure
+                .lines()
+                .any(|l| l.starts_with(sign) && l[1..].trim() == text)
+        };
+        assert!(line('-', "a: \"1\"") && line('+', "a: \"2\""), "{failure}");
+        assert!(
+            failure.contains("patchType: application/merge-patch+json"),
+            "{failure}"
+        );
+        assert!(
+            !failure.contains("PatchRef {") && !failure.contains("Some("),
+            "{failure}"
+        );
+    }
 }

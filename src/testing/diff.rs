@@ -89,6 +89,11 @@ pub(super) fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
 
+/// `value` as YAML, for refs a test shows.
+pub(super) fn yaml(value: &Value) -> String {
+    serde_saphyr::to_string(value).unwrap_or_else(|_| pretty(value))
+}
+
 /// A line diff of `expected` and `actual`: `-` lines are expected only, `+` lines actual only.
 pub(super) fn diff(expected: &str, actual: &str) -> String {
     crate::object::line_diff(expected, actual)

@@ -15,7 +15,32 @@ use crate::reconcilers::{Config, Outcome, ReconcileResult, RootReconciler};
 /// Checks the outcome of a root reconcile beyond the result and error.
 pub type VerifyOutcome = Box<dyn Fn(&Outcome) -> Result<(), String> + Send + Sync>;
 
-/// One test of a root reconciler (reconciler.io's `ReconcilerTestCase`).
+/// One test of a root reconciler (reconciler.io's `ReconcilerTestCase`): the objects the
+/// cluster holds, the request, and every write, event and track the reconcile must make, in
+/// order. Run in a [`ReconcilerTestSuite`] (in order) or [`ReconcilerTests`] (named).
+///
+/// ```no_run
+/// use dynrec::object::ObjectKey;
+/// use dynrec::prelude::*;
+/// use dynrec::testing::{ExpectConfig, ReconcilerTestCase, ReconcilerTestSuite};
+///
+/// # fn widgets(config: &Config) -> ResourceReconciler { unimplemented!() }
+/// # async fn test(widget_crd: DynamicObject, widget: DynamicObject, ready: DynamicObject) {
+/// ReconcilerTestSuite::from(vec![ReconcilerTestCase {
+///     name: "is Ready".into(),
+///     request: ObjectKey::of(&widget).unwrap(),
+///     config: ExpectConfig {
+///         given_api_resources: vec![widget_crd],
+///         given_objects: vec![widget],
+///         expect_status_updates: vec![ready],
+///         ..Default::default()
+///     },
+///     ..Default::default()
+/// }])
+/// .run(|_case, config| Box::new(widgets(config)))
+/// .await;
+/// # }
+/// ```
 pub struct ReconcilerTestCase {
     /// The case's name (a table's key replaces it).
     pub name: String,

@@ -1,13 +1,15 @@
 //! What a test expects the code under test to have done: writes named by kind, events, tracks.
 
 use kube::api::DynamicObject;
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use crate::object::{Gvk, ObjectKey};
 use crate::tracker::Reference;
 
 /// A patch request: where it went, its content type and its exact body.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PatchRef {
     /// The API group ("" for core).
     pub group: String,
@@ -21,15 +23,27 @@ pub struct PatchRef {
     pub subresource: Option<String>,
     /// The content type, e.g. `application/merge-patch+json`.
     pub patch_type: String,
-    /// The body, byte for byte.
+    /// The body as sent. A test compares it as JSON (key order does not matter) when it is
+    /// JSON, else byte for byte.
+    #[serde(serialize_with = "as_json")]
     pub patch: String,
+}
+
+/// A patch body as the JSON it holds (so bodies compare and show as values), or as the
+/// string it is when it is not JSON.
+fn as_json<S: Serializer>(patch: &str, serializer: S) -> Result<S::Ok, S::Error> {
+    match serde_json::from_str::<Value>(patch) {
+        Ok(value) => value.serialize(serializer),
+        Err(_) => serializer.serialize_str(patch),
+    }
 }
 
 /// The content type of a JSON merge patch.
 pub const MERGE_PATCH: &str = "application/merge-patch+json";
 
 impl PatchRef {
-    /// A merge patch of `object`'s kind and key with `patch` as its exact body.
+    /// A merge patch of `object`'s kind and key with `patch` as its body (compared as JSON
+    /// when it is JSON).
     pub fn merge(object: &DynamicObject, patch: &str) -> Self {
         let (gvk, key) = identity(object);
         Self {
@@ -45,7 +59,8 @@ impl PatchRef {
 }
 
 /// A delete request.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DeleteRef {
     /// The API group ("" for core).
     pub group: String,
@@ -71,7 +86,8 @@ impl DeleteRef {
 }
 
 /// A delete-collection request.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DeleteCollectionRef {
     /// The API group ("" for core).
     pub group: String,
@@ -86,7 +102,8 @@ pub struct DeleteCollectionRef {
 }
 
 /// A server-side apply request.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ApplyRef {
     /// The API group ("" for core).
     pub group: String,
@@ -121,7 +138,8 @@ impl ApplyRef {
 }
 
 /// An event recorded about an object.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Event {
     /// The regarding object's kind.
     pub kind: String,

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use kube::api::DynamicObject;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -16,11 +17,11 @@ use tracing::{info, warn};
 
 use super::model::{GROUP, KIND, VERSION};
 use super::translate::FINALIZER;
+use crate::definitions::object_controller::{ObjectController, StartsFromObjects};
 use crate::definitions::{CompiledDefinition, Definitions, StartError, parse_rgd_value};
 use crate::object::{ConditionSet, Gvk};
 use crate::reconcilers::{
     Config, Context, Draft, Outcome, ReconcileError, ReconcileResult, ResourceReconciler,
-    SyncReconciler, WithFinalizer,
 };
 use crate::runtime::{Manager, ManagerError};
 
@@ -64,7 +65,7 @@ impl ResourceGraphDefinitions {
         }
     }
 
-    /// Installs KRO's `ResourceGraphDefinition` CRD.
+    /// Installs KRO's `ResourceGraphDefinition` CRD and waits until it is served.
     pub async fn install_crd(&self) -> Result<(), crate::client::Error> {
         let crd: DynamicObject = rgd_crd()
             .and_then(serde_json::from_value)
@@ -72,7 +73,7 @@ impl ResourceGraphDefinitions {
                 what: "the ResourceGraphDefinition CRD",
                 source,
             })?;
-        self.config.client.apply(&crd, FIELD_MANAGER, true).await?;
+        self.config.client.install_crd(&crd, FIELD_MANAGER).await?;
         Ok(())
     }
 
@@ -83,24 +84,14 @@ impl ResourceGraphDefinitions {
 
     /// The controller of RGDs: a `ResourceReconciler` holding KRO's finalizer.
     pub fn reconciler(&self) -> ResourceReconciler {
-        let sync_self = self.clone();
-        let finalize_self = self.clone();
-        let sync = SyncReconciler::with_result_async(move |ctx: &Context, object: &mut Draft| {
-            let this = sync_self.clone();
-            Box::pin(async move { this.sync(ctx, object).await })
-        })
-        .finalize(move |_ctx: &Context, object: &mut Draft| {
-            finalize_self.stop(object.metadata.name.as_deref().unwrap_or_default());
-            Ok(())
-        })
-        .named(KIND);
-        ResourceReconciler::new(
-            rgd_gvk(),
-            WithFinalizer::new(FINALIZER, sync),
-            self.config.clone(),
-        )
-        .named("resourcegraphdefinitions")
-        .conditions(ConditionSet::living(&RGD_CONDITIONS))
+        let controller = ObjectController {
+            kind: rgd_gvk(),
+            step: KIND,
+            controller: "resourcegraphdefinitions",
+            finalizer: FINALIZER,
+            conditions: &RGD_CONDITIONS,
+        };
+        controller.reconciler(self, &self.config)
     }
 
     fn stop(&self, name: &str) {
@@ -239,4 +230,15 @@ fn rgd_json(object: &DynamicObject) -> Value {
                      "generation": object.metadata.generation},
         "spec": object.data["spec"],
     })
+}
+
+#[async_trait]
+impl StartsFromObjects for ResourceGraphDefinitions {
+    async fn sync_object(&self, ctx: &Context, object: &mut Draft) -> Outcome {
+        self.sync(ctx, object).await
+    }
+
+    fn stop_object(&self, name: &str) {
+        self.stop(name);
+    }
 }

@@ -1,4 +1,4 @@
-//! CEL values read in place from a resource, for the direct evaluator (`cel_direct`): a
+//! CEL values read in place from a resource, for the direct evaluator (`direct`): a
 //! [`View`] borrows from the resource's JSON, or from a `DynamicObject` and its typed
 //! `metadata`, and reads as the interpreter's binding of the same resource does (a JSON
 //! integer is an `int`, a `uint` only beyond `i64`, any other number a `double`; of a

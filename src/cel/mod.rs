@@ -1,5 +1,8 @@
-//! CEL conditions: [`Predicate::cel`] compiles an expression once, when the reconciler is
-//! built, and evaluates it over `self` (the resource as JSON) and `now` (the request time).
+//! The CEL engine: the shared environment, conditions compiled once and evaluated over
+//! `self` (the resource as JSON) and `now` (the request time), the reads an expression
+//! makes, and CEL's errors in CEL's words. Reconcilers use it for
+//! [`Predicate::cel`](crate::reconcilers::Predicate::cel), definitions for their expressions;
+//! it depends on neither.
 //!
 //! JSON integers are CEL `int`s (so `self.spec.replicas + 1` and `self.spec.replicas == 3`
 //! work), strings, lists and maps borrow from the resource's JSON, and the standard library,
@@ -7,7 +10,7 @@
 //! bool, or fails (a missing field read without `has()`), is false and logged.
 //!
 //! An expression of the common shapes (fields of `self` compared with literals, `has()`,
-//! `&&`, `||`, `!`, string prefixes, `exists()` over a list: see `cel_direct`) is first
+//! `&&`, `||`, `!`, string prefixes, `exists()` over a list: see `direct`) is first
 //! evaluated directly on the resource; the interpreter evaluates it when that cannot decide
 //! (a failure, or a value the direct evaluator does not read), so results and logged
 //! failures are the interpreter's.
@@ -24,10 +27,19 @@ use kube::api::DynamicObject;
 use serde::Serialize;
 use serde_json::Value as Json;
 
-use super::cel_direct::Direct;
-use super::cel_reads::{Reads, VariableReads};
-use super::cel_view::{Unknown, View};
-use super::{Context, Predicate};
+mod direct;
+mod errors;
+mod kro;
+mod random;
+mod reads;
+mod view;
+
+pub(crate) use errors::describe;
+pub(crate) use reads::VariableReads;
+
+use direct::Direct;
+use reads::Reads;
+use view::{Unknown, View};
 
 /// A CEL expression could not be compiled.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -58,33 +70,20 @@ static ENV: LazyLock<Result<Arc<cel::Env>, String>> = LazyLock::new(|| {
     let mut env = cel::Env::stdlib().with_optional_support(true);
     env.add_extension(cel::extensions::strings)
         .map_err(|e| e.to_string())?;
-    super::cel_random::extension(&mut env).map_err(|e| e.to_string())?;
-    super::cel_kro::extension(&mut env).map_err(|e| e.to_string())?;
+    random::extension(&mut env).map_err(|e| e.to_string())?;
+    kro::extension(&mut env).map_err(|e| e.to_string())?;
     Ok(Arc::new(env))
 });
 
-impl<R: Serialize + 'static> Predicate<R> {
-    /// A condition written in CEL over `self` (the resource as JSON) and `now`, compiled here.
-    ///
-    /// An evaluation converts only the fields of `self` the expression reads; a
-    /// `DynamicObject` is not even serialized beyond them.
-    pub fn cel(expression: &str) -> Result<Self, CelError> {
-        let program = CelProgram::compile(expression)?;
-        Ok(Predicate::described(expression, move |ctx, resource| {
-            program.test(ctx, resource)
-        }))
-    }
-}
-
-/// The shared CEL environment (for expressions compiled outside a [`Predicate`]).
+/// The shared CEL environment (for expressions compiled outside a [`Condition`]).
 pub(crate) fn env() -> Result<Arc<cel::Env>, CelError> {
     ENV.as_ref()
         .cloned()
         .map_err(|e| CelError::Environment(e.clone()))
 }
 
-/// A compiled expression with the environment it runs in.
-struct CelProgram {
+/// A compiled condition (an expression that yields a bool) with the environment it runs in.
+pub(crate) struct Condition {
     expression: String,
     program: Program,
     env: Arc<cel::Env>,
@@ -95,7 +94,7 @@ struct CelProgram {
 
 /// Why an evaluation did not yield a bool.
 #[derive(Debug)]
-enum Failure {
+pub(crate) enum Failure {
     Serialize(serde_json::Error),
     Execute(ExecutionError),
     NotBool(Value),
@@ -105,14 +104,15 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Failure::Serialize(e) => write!(f, "the resource cannot be serialized: {e}"),
-            Failure::Execute(e) => write!(f, "{}", super::cel_errors::describe(e)),
+            Failure::Execute(e) => write!(f, "{}", describe(e)),
             Failure::NotBool(v) => write!(f, "the result is of type {}, not bool", v.type_of()),
         }
     }
 }
 
-impl CelProgram {
-    fn compile(expression: &str) -> Result<Self, CelError> {
+impl Condition {
+    /// Compiles `expression` in the shared environment.
+    pub(crate) fn compile(expression: &str) -> Result<Self, CelError> {
         let env = ENV.as_ref().map_err(|e| CelError::Environment(e.clone()))?;
         let program = env
             .compile(expression)
@@ -128,23 +128,24 @@ impl CelProgram {
         })
     }
 
-    /// Evaluates over `resource`; false (and a warning) unless the result is `true`.
-    fn test<R: Serialize + 'static>(&self, ctx: &Context, resource: &R) -> bool {
-        let result = match (resource as &dyn Any).downcast_ref::<DynamicObject>() {
-            Some(object) => self.evaluate_object(object, ctx.now()),
+    /// The expression as written.
+    pub(crate) fn expression(&self) -> &str {
+        &self.expression
+    }
+
+    /// Evaluates over `resource` at `now`: a `DynamicObject` is read in place (only the
+    /// fields the expression reads), anything else as its JSON.
+    pub(crate) fn evaluate_resource<R: Serialize + 'static>(
+        &self,
+        resource: &R,
+        now: Timestamp,
+    ) -> Result<bool, Failure> {
+        match (resource as &dyn Any).downcast_ref::<DynamicObject>() {
+            Some(object) => self.evaluate_object(object, now),
             None => serde_json::to_value(resource)
                 .map_err(Failure::Serialize)
-                .and_then(|json| self.evaluate(&json, ctx.now())),
-        };
-        result.unwrap_or_else(|failure| {
-            tracing::warn!(
-                expression = %self.expression,
-                request = %ctx.request(),
-                error = %failure,
-                "CEL condition failed or is not a bool; treating it as false"
-            );
-            false
-        })
+                .and_then(|json| self.evaluate(&json, now)),
+        }
     }
 
     /// Evaluates over `resource` as JSON.
@@ -281,7 +282,7 @@ mod tests {
 
     fn eval(expression: &str, resource: Json) -> Result<bool, Failure> {
         let now = Timestamp::from_second(1_700_000_000).unwrap();
-        CelProgram::compile(expression)
+        Condition::compile(expression)
             .unwrap()
             .evaluate(&resource, now)
     }
@@ -327,7 +328,7 @@ mod tests {
             "self.status.ready",
             "self.spec.replicas",
         ] {
-            let program = CelProgram::compile(expression).unwrap();
+            let program = Condition::compile(expression).unwrap();
             let json = serde_json::to_value(&object).unwrap();
             assert_eq!(
                 format!("{:?}", program.interpret_object(&object, now)),
@@ -479,7 +480,7 @@ mod tests {
         let now = Timestamp::from_second(1_700_000_000).unwrap();
         let mut decided = 0;
         for expression in DIRECT {
-            let program = CelProgram::compile(expression).unwrap();
+            let program = Condition::compile(expression).unwrap();
             let direct = program.direct.as_ref().expect(expression);
             for json in resources() {
                 let object: DynamicObject = serde_json::from_value(json.clone()).unwrap();
@@ -526,7 +527,7 @@ mod tests {
                 && has(self.spec.template) && self.spec.template.spec.containers.exists(c, \
                 c.name == 'app' && c.image.startsWith('nginx'))",
         ] {
-            let program = CelProgram::compile(expression).unwrap();
+            let program = Condition::compile(expression).unwrap();
             let direct = program.direct.as_ref().expect(expression);
             assert_eq!(
                 View::of_object(&object).and_then(|view| direct.test(view)),
@@ -607,7 +608,7 @@ mod tests {
             ("", 1, 1, "  \n  ^"),
         ];
         for (expression, line, column, snippet) in cases {
-            let Err(err) = CelProgram::compile(expression) else {
+            let Err(err) = Condition::compile(expression) else {
                 panic!("{expression:?} compiled");
             };
             let CelError::Invalid {

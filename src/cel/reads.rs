@@ -333,7 +333,7 @@ mod tests {
     use serde_json::json;
 
     fn reads_of(source: &str) -> VariableReads {
-        let program = super::super::cel::env().unwrap().compile(source).unwrap();
+        let program = super::super::env().unwrap().compile(source).unwrap();
         VariableReads::of(program.expression())
     }
 
@@ -399,7 +399,7 @@ mod tests {
         let object = json!({"metadata": {"name": "w", "labels": {"a": "b"}},
                             "spec": {"size": 3, "items": [{"size": 2}], "tags": "x"},
                             "status": {"ready": true}});
-        let env = super::super::cel::env().unwrap();
+        let env = super::super::env().unwrap();
         for source in [
             "self.spec.size > 2",
             "has(self.status.ready) && self.status.ready",

@@ -14,7 +14,7 @@ use std::cmp::Ordering;
 
 use cel::common::ast::{CallExpr, ComprehensionExpr, Expr, IdedExpr, LiteralValue, operators};
 
-use super::cel_view::{Unknown, View};
+use super::view::{Unknown, View};
 
 /// An expression in the shapes the direct evaluator knows.
 #[derive(Debug)]
@@ -388,7 +388,7 @@ mod tests {
     use super::*;
 
     fn compile(source: &str) -> Option<Direct> {
-        let program = super::super::cel::env().unwrap().compile(source).unwrap();
+        let program = super::super::env().unwrap().compile(source).unwrap();
         Direct::compile(program.expression())
     }
 
