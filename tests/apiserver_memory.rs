@@ -1,51 +1,20 @@
-//! What the API server's store holds per object: Widgets (created, their status applied by a
-//! controller), their ConfigMaps (server-side applied, owned) and two Events each, written
-//! through the HTTP front end as `dynrec run` writes them. A counting global allocator
-//! measures the live heap; the figures are printed per kind, with what the watch history adds
-//! on top, and the test holds the store to at most 3× the objects' JSON.
+//! What the embedded API server's store holds per object: Widgets (created, their status
+//! applied by a controller), their ConfigMaps (server-side applied, owned) and two Events
+//! each, written through the HTTP front end as `dynrec run` writes them. A counting global
+//! allocator measures the live heap; the figures are printed per kind, with what the watch
+//! history adds on top, and the test holds the store to at most 3× the objects' JSON.
 //!
 //! `DYNREC_MEMORY_WIDGETS` sets the number of Widgets (default 1,000); run with
 //! `--nocapture` for the breakdown.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
-
-use dynrec_apiserver::ApiServer;
+use dynrec::apiserver::ApiServer;
+use dynrec_test_support::counting::{Counting, live};
 use http::Request;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-/// The system allocator, counting live bytes.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
-
-fn live() -> isize {
-    LIVE.load(Ordering::Relaxed)
-}
 
 async fn send(
     server: &ApiServer,
@@ -162,7 +131,6 @@ async fn list(server: &ApiServer, uri: &str) -> Vec<Value> {
 /// The live heap a server adds with `widgets` Widgets written, and the JSON of what it
 /// stores then (bytes, objects).
 async fn stored(widgets: usize, history_limit: usize) -> (isize, usize, usize) {
-    let before = live();
     let server = ApiServer::builder().history_limit(history_limit).build();
     let _ = send(
         &server,
@@ -203,7 +171,6 @@ async fn stored(widgets: usize, history_limit: usize) -> (isize, usize, usize) {
         objects += items.len();
     }
     drop(server);
-    println!("after the server is dropped, {} B remain", live() - before);
     (added, json, objects)
 }
 
