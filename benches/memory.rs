@@ -6,43 +6,17 @@
 //! global allocator measures the live heap before the cache starts and after it is ready
 //! (the server's objects are stored before the first reading). Prints its figures.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
 use dynrec::apiserver::ApiServer;
 use dynrec::client::{Client, ListOptions};
 use dynrec::object::Gvk;
+use dynrec_test_support::counting::{Counting, live};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use serde_json::json;
-
-/// The system allocator, counting live bytes.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
@@ -50,7 +24,7 @@ static ALLOCATOR: Counting = Counting;
 /// Live heap bytes once background work has settled.
 async fn settled_live() -> isize {
     tokio::time::sleep(Duration::from_millis(300)).await;
-    LIVE.load(Ordering::Relaxed)
+    live()
 }
 
 /// A server holding `n` ConfigMaps (labels, an annotation, three data keys), each

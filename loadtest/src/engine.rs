@@ -273,9 +273,10 @@ fn server_usage(server: &mut Server) -> Result<Option<Usage>> {
 }
 
 /// What the namespace holds once both engines' Events of the converge are in: each records
-/// `Created` and `StatusUpdated` per widget, just after the write that made it Ready.
+/// `Created` and `StatusUpdated` per widget, just after the write that made it Ready. They
+/// are waited for 30 s plus a second per thousand widgets.
 async fn stored_once_recorded(client: &kube::Client, widgets: usize) -> Result<Vec<Stored>> {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(30 + widgets as u64 / 1000);
     loop {
         let stored = stored(client).await?;
         let events = stored

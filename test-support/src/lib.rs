@@ -1,8 +1,10 @@
-//! Helpers dynrec's own tests share ([`process`], [`api`], [`eventually`]), and the switch
+//! Helpers dynrec's own tests share ([`process`], [`api`], [`eventually`], a [`counting`]
+//! allocator), and the switch
 //! that builds dynrec with its `testing` feature for them: dynrec dev-depends on this crate,
 //! which depends on dynrec with `testing` enabled, and Cargo unifies the features of the
 //! package under test.
 
+pub mod counting;
 pub mod process;
 
 use std::future::Future;

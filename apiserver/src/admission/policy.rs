@@ -62,7 +62,7 @@ pub(super) fn covering(state: &State, write: &Attributes, objects: &[&Value]) ->
             let actions = crate::meta::string_list(&binding["spec"]["validationActions"]);
             matched.then(|| Bound {
                 policy_name: policy_name.to_string(),
-                binding_name: crate::meta::name(binding).to_string(),
+                binding_name: crate::meta::name(&binding).to_string(),
                 validations: spec["validations"].as_array().cloned().unwrap_or_default(),
                 fail_closed: spec["failurePolicy"].as_str() != Some("Ignore"),
                 deny: actions.iter().any(|a| a == "Deny"),

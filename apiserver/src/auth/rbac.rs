@@ -34,8 +34,8 @@ fn grants(state: &State, user: &User, namespace: &str) -> Vec<Grant> {
         .objects()
         .list(&key("clusterrolebindings"), None, None)
     {
-        if binds(binding, user) {
-            grants.push(grant(state, binding, "ClusterRoleBinding", ""));
+        if binds(&binding, user) {
+            grants.push(grant(state, &binding, "ClusterRoleBinding", ""));
         }
     }
     if !namespace.is_empty() {
@@ -43,8 +43,8 @@ fn grants(state: &State, user: &User, namespace: &str) -> Vec<Grant> {
             .objects()
             .list(&key("rolebindings"), Some(namespace), None)
         {
-            if binds(binding, user) {
-                grants.push(grant(state, binding, "RoleBinding", namespace));
+            if binds(&binding, user) {
+                grants.push(grant(state, &binding, "RoleBinding", namespace));
             }
         }
     }

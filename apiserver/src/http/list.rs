@@ -86,7 +86,7 @@ pub fn list(
     let limit = query.number("limit")?.filter(|l| *l > 0);
     let resume = query.get("continue").map(decode_continue).transpose()?;
     let list_rv = resume.as_ref().map_or(state.resource_version(), |c| c.rv);
-    let candidates: Box<dyn Iterator<Item = &Arc<Value>>> =
+    let candidates: Box<dyn Iterator<Item = Arc<Value>>> =
         match (selectors.exact_name(), namespace, info.namespaced) {
             // A list pinned to one name (as `kubectl wait` sends) is a single lookup.
             (Some(name), Some(ns), true) => {
@@ -102,7 +102,7 @@ pub fn list(
             )),
         };
     let mut matching = candidates.filter(|object| selectors.matches(object));
-    let items: Vec<&Arc<Value>> = match limit {
+    let items: Vec<Arc<Value>> = match limit {
         Some(limit) => matching.by_ref().take(limit as usize).collect(),
         None => matching.by_ref().collect(),
     };
@@ -129,7 +129,7 @@ pub fn list(
     }
     let items: Vec<Value> = items
         .into_iter()
-        .map(|o| render(o, info, representation))
+        .map(|o| render(&o, info, representation))
         .collect();
     Ok(list_body(info, representation, metadata, items))
 }

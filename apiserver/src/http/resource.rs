@@ -307,7 +307,7 @@ fn delete_collection(
             .objects()
             .list(&call.info.key(), call.namespace.as_deref(), None)
             .filter(|object| selectors.matches(object))
-            .map(|o| (meta::namespace(o).to_string(), meta::name(o).to_string()))
+            .map(|o| (meta::namespace(&o).to_string(), meta::name(&o).to_string()))
             .collect();
         let mut items = Vec::with_capacity(doomed.len());
         for (namespace, name) in doomed {

@@ -45,12 +45,13 @@ impl Filter {
     /// The event this watcher sees for a change, if any. A modification that moves an
     /// object into or out of the selection is seen as ADDED or DELETED.
     fn event(&self, change: &Change) -> Option<Bytes> {
-        let now = self.matches(&change.object);
+        let object = change.object();
+        let now = self.matches(&object);
         let kind = match change.kind {
             ChangeKind::Added if now => "ADDED",
             ChangeKind::Deleted if now => "DELETED",
             ChangeKind::Modified => {
-                let before = change.previous.as_deref().is_some_and(|p| self.matches(p));
+                let before = change.previous().is_some_and(|p| self.matches(&p));
                 match (before, now) {
                     (true, true) => "MODIFIED",
                     (false, true) => "ADDED",
@@ -62,10 +63,10 @@ impl Filter {
         };
         let object = match self.representation {
             Representation::Table => {
-                let rv = meta::resource_version(&change.object);
-                table::table(&self.columns, &[&change.object], rv)
+                let rv = meta::resource_version(&object);
+                table::table(&self.columns, &[&object], rv)
             }
-            other => list::render(&change.object, &self.info, other),
+            other => list::render(&object, &self.info, other),
         };
         Some(line(&json!({"type": kind, "object": object})))
     }

@@ -51,7 +51,7 @@ impl State {
     /// repeats until nothing changes.
     pub(super) fn aggregate_cluster_roles(&mut self) {
         let key = cluster_roles_key();
-        let roles: Vec<Arc<Value>> = self.objects.list(&key, None, None).cloned().collect();
+        let roles: Vec<Arc<Value>> = self.objects.list(&key, None, None).collect();
         for _ in 0..=roles.len() {
             if !self.aggregate_once(&key) {
                 return;
@@ -61,7 +61,7 @@ impl State {
 
     /// One pass over the aggregated ClusterRoles; whether any changed.
     fn aggregate_once(&mut self, key: &ResourceKey) -> bool {
-        let roles: Vec<Arc<Value>> = self.objects.list(key, None, None).cloned().collect();
+        let roles: Vec<Arc<Value>> = self.objects.list(key, None, None).collect();
         let mut changed = false;
         for role in &roles {
             let Some(selectors) = selectors(role) else {

@@ -343,7 +343,7 @@ impl State {
             .objects
             .list(&crate::resources::namespace_resource_key(), None, None)
             .filter(|ns| !meta::is_deleting(ns))
-            .map(|ns| meta::name(ns).to_string())
+            .map(|ns| meta::name(&ns).to_string())
             .collect();
         for ns in namespaces {
             let root_ca = self.root_ca_config_map(&ns);

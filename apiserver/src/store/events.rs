@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use super::encoded::Encoded;
 use super::state::State;
 use super::watch::ChangeKind;
 use crate::resources::ResourceKey;
@@ -95,15 +96,16 @@ impl State {
     /// Mirrors a written `events.k8s.io/v1` Event into the core kind.
     pub(super) fn mirror_event(&mut self, event: &Arc<Value>) {
         let key = core_events_key();
-        let core = Arc::new(to_core(event));
-        let previous = self.objects.put_mirror(&key, core.clone());
+        let core = to_core(event);
+        let encoded = Encoded::new(&key, &core);
+        let previous = self.objects.put_mirror(&key, &core, encoded.clone());
         self.storage.record_put(&key, &core);
         let kind = if previous.is_some() {
             ChangeKind::Modified
         } else {
             ChangeKind::Added
         };
-        self.publish(&key, kind, core, previous);
+        self.publish(&key, kind, encoded, previous);
     }
 
     /// Removes the core mirror of a removed `events.k8s.io/v1` Event.
@@ -112,7 +114,7 @@ impl State {
         let Some(removed) = self.objects.remove_mirror(&key, event) else {
             return;
         };
-        self.storage.record_remove(&key, &removed);
+        self.storage.record_remove(&key, &removed.value());
         self.publish(&key, ChangeKind::Deleted, removed.clone(), Some(removed));
     }
 }

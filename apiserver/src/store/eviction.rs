@@ -2,6 +2,8 @@
 //! eviction subresource does (the budget's healthy and desired counts are computed here,
 //! since no disruption controller runs).
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use super::delete::DeleteOptions;
@@ -38,7 +40,7 @@ impl State {
                 .objects
                 .list(&budgets_key(), Some(namespace), None)
                 .filter(|budget| selects(budget, &pod))
-                .map(|budget| (**budget).clone())
+                .map(|budget| (*budget).clone())
                 .collect();
             if budgets.len() > 1 {
                 return Err(ApiError::internal(
@@ -58,10 +60,9 @@ impl State {
             group: String::new(),
             plural: "pods".into(),
         };
-        let covered: Vec<&Value> = self
+        let covered: Vec<Arc<Value>> = self
             .objects
             .list(&pods_key, Some(namespace), None)
-            .map(|p| &**p)
             .filter(|p| selects(budget, p))
             .collect();
         let expected = covered.len() as i64;

@@ -162,8 +162,7 @@ impl State {
         }
         let mut empty = true;
         for key in self.objects.kinds() {
-            let contents: Vec<Arc<Value>> =
-                self.objects.list(&key, Some(name), None).cloned().collect();
+            let contents: Vec<Arc<Value>> = self.objects.list(&key, Some(name), None).collect();
             for object in contents {
                 if !meta::is_deleting(&object) {
                     self.delete_object(&key, &object, Propagation::Background);
@@ -196,7 +195,7 @@ impl State {
         let key = crd::custom_key(&crd);
         // A CRD whose names clashed never served its kind: what is stored there is not its.
         let instances: Vec<Arc<Value>> = if crd::names_accepted(&crd) {
-            self.objects.list(&key, None, None).cloned().collect()
+            self.objects.list(&key, None, None).collect()
         } else {
             Vec::new()
         };

@@ -13,6 +13,7 @@ mod cluster;
 mod crd;
 mod crd_defaults;
 mod delete;
+mod encoded;
 mod events;
 mod eviction;
 mod gc;

@@ -1,11 +1,13 @@
 //! The stored objects of every kind, the resourceVersion counter, and the two indexes that
 //! garbage collection reads: objects by uid, and dependents by the uid of their owner.
+//! Objects are kept as their JSON ([`Encoded`]) and parsed where they are read.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::encoded::Encoded;
 use crate::meta;
 use crate::resources::ResourceKey;
 
@@ -19,7 +21,7 @@ pub type Location = (ResourceKey, ObjectKey);
 #[derive(Default)]
 pub struct Objects {
     rv: u64,
-    by_kind: HashMap<ResourceKey, BTreeMap<ObjectKey, Arc<Value>>>,
+    by_kind: HashMap<ResourceKey, BTreeMap<ObjectKey, Encoded>>,
     by_uid: HashMap<String, Location>,
     dependents: HashMap<String, BTreeSet<Location>>,
 }
@@ -50,7 +52,12 @@ impl Objects {
     }
 
     /// One object.
-    pub fn get(&self, key: &ResourceKey, namespace: &str, name: &str) -> Option<&Arc<Value>> {
+    pub fn get(&self, key: &ResourceKey, namespace: &str, name: &str) -> Option<Arc<Value>> {
+        self.stored(key, namespace, name).map(Encoded::value)
+    }
+
+    /// One object, as stored.
+    fn stored(&self, key: &ResourceKey, namespace: &str, name: &str) -> Option<&Encoded> {
         self.by_kind
             .get(key)?
             .get(&(namespace.to_string(), name.to_string()))
@@ -63,7 +70,17 @@ impl Objects {
         key: &ResourceKey,
         namespace: Option<&str>,
         after: Option<&ObjectKey>,
-    ) -> impl Iterator<Item = &'a Arc<Value>> + use<'a> {
+    ) -> impl Iterator<Item = Arc<Value>> + use<'a> {
+        self.list_stored(key, namespace, after).map(Encoded::value)
+    }
+
+    /// [`Objects::list`], as stored.
+    pub fn list_stored<'a>(
+        &'a self,
+        key: &ResourceKey,
+        namespace: Option<&str>,
+        after: Option<&ObjectKey>,
+    ) -> impl Iterator<Item = &'a Encoded> + use<'a> {
         use std::ops::Bound;
         let start = match (after, namespace) {
             (Some(after), _) => Bound::Excluded(after.clone()),
@@ -89,35 +106,40 @@ impl Objects {
         self.by_kind.keys().cloned().collect()
     }
 
-    /// Stores an object (new or in place of the one of its name), indexed; returns the one
-    /// it replaced.
-    pub fn put(&mut self, key: &ResourceKey, object: Arc<Value>) -> Option<Arc<Value>> {
-        let object_key = object_key(&object);
+    /// Stores `object`, encoded as `encoded` (new or in place of the one of its name),
+    /// indexed; returns the one it replaced.
+    pub fn put(&mut self, key: &ResourceKey, object: &Value, encoded: Encoded) -> Option<Encoded> {
+        let object_key = object_key(object);
         let location = (key.clone(), object_key.clone());
-        let previous = self.put_unindexed(key, object_key, object.clone());
+        let previous = self.put_unindexed(key, object_key, encoded);
         if let Some(previous) = &previous {
-            self.unindex(previous, &location);
+            self.unindex(&previous.value(), &location);
         }
-        self.index(&object, location);
+        self.index(object, location);
         previous
     }
 
     /// Removes the object of `object`'s name from the store and the indexes.
-    pub fn remove(&mut self, key: &ResourceKey, object: &Value) -> Option<Arc<Value>> {
+    pub fn remove(&mut self, key: &ResourceKey, object: &Value) -> Option<Encoded> {
         let object_key = object_key(object);
         let removed = self.by_kind.get_mut(key)?.remove(&object_key)?;
-        self.unindex(&removed, &(key.clone(), object_key));
+        self.unindex(&removed.value(), &(key.clone(), object_key));
         Some(removed)
     }
 
     /// Stores an object that shares its uid with another one (a mirror of it), so it enters
     /// neither index; returns the one it replaced.
-    pub fn put_mirror(&mut self, key: &ResourceKey, object: Arc<Value>) -> Option<Arc<Value>> {
-        self.put_unindexed(key, object_key(&object), object)
+    pub fn put_mirror(
+        &mut self,
+        key: &ResourceKey,
+        object: &Value,
+        encoded: Encoded,
+    ) -> Option<Encoded> {
+        self.put_unindexed(key, object_key(object), encoded)
     }
 
     /// Removes a mirror stored with [`Objects::put_mirror`].
-    pub fn remove_mirror(&mut self, key: &ResourceKey, object: &Value) -> Option<Arc<Value>> {
+    pub fn remove_mirror(&mut self, key: &ResourceKey, object: &Value) -> Option<Encoded> {
         self.by_kind
             .get_mut(key)
             .and_then(|objects| objects.remove(&object_key(object)))
@@ -137,7 +159,7 @@ impl Objects {
     pub fn by_uid(&self, uid: &str) -> Option<(Location, Arc<Value>)> {
         let location = self.by_uid.get(uid)?;
         let object = self.get(&location.0, &location.1.0, &location.1.1)?;
-        Some((location.clone(), object.clone()))
+        Some((location.clone(), object))
     }
 
     /// Whether any stored object names this uid as an owner.
@@ -154,8 +176,8 @@ impl Objects {
         &mut self,
         key: &ResourceKey,
         object_key: ObjectKey,
-        object: Arc<Value>,
-    ) -> Option<Arc<Value>> {
+        object: Encoded,
+    ) -> Option<Encoded> {
         self.by_kind
             .entry(key.clone())
             .or_default()

@@ -83,14 +83,14 @@ impl State {
         }
     }
 
-    fn services(&self) -> impl Iterator<Item = &std::sync::Arc<Value>> {
+    fn services(&self) -> impl Iterator<Item = std::sync::Arc<Value>> {
         self.objects.list(&services_key(), None, None)
     }
 
     fn free_cluster_ip(&self) -> String {
-        let used: BTreeSet<&str> = self
+        let used: BTreeSet<String> = self
             .services()
-            .filter_map(|s| s["spec"]["clusterIP"].as_str())
+            .filter_map(|s| s["spec"]["clusterIP"].as_str().map(str::to_string))
             .collect();
         let start = rand::random::<u32>() % CIDR_SIZE;
         (0..CIDR_SIZE)
@@ -98,15 +98,16 @@ impl State {
             // Neither the network address nor the `kubernetes` Service's nor the broadcast address.
             .filter(|ip| ip & 0xff != 0 && ip & 0xff != 0xff && ip - CIDR_BASE > 1)
             .map(|ip| std::net::Ipv4Addr::from(ip).to_string())
-            .find(|ip| !used.contains(ip.as_str()))
+            .find(|ip| !used.contains(ip))
             .unwrap_or_else(|| KUBERNETES_SERVICE_IP.to_string())
     }
 
     fn used_node_ports(&self) -> BTreeSet<u64> {
         self.services()
-            .filter_map(|s| s["spec"]["ports"].as_array())
-            .flatten()
-            .filter_map(|p| p["nodePort"].as_u64())
+            .flat_map(|s| {
+                let ports = s["spec"]["ports"].as_array().cloned().unwrap_or_default();
+                ports.into_iter().filter_map(|p| p["nodePort"].as_u64())
+            })
             .collect()
     }
 }

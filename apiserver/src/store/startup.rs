@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use super::encoded::Encoded;
 use super::persist::{Persistence, Storage, StorageError};
 use super::state::State;
 use super::watch::StoreConfig;
@@ -24,9 +25,10 @@ impl State {
         state.objects.raise_rv(loaded.resource_version);
         state.watch.start_history_at(loaded.resource_version);
         for (key, object) in loaded.objects {
-            let object = Arc::new(object);
-            state.objects.put(&key, object.clone());
-            state.after_load_of_kind(&key, &object);
+            state
+                .objects
+                .put(&key, &object, Encoded::new(&key, &object));
+            state.after_load_of_kind(&key, &Arc::new(object));
         }
         state.create_default_namespaces();
         state.create_cluster_objects();

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::encoded::Encoded;
 use super::gc_queue::GcQueue;
 use super::kinds::Kinds;
 use super::objects::Objects;
@@ -66,7 +67,7 @@ impl State {
 
     /// One object.
     pub fn get(&self, key: &ResourceKey, namespace: &str, name: &str) -> Option<Arc<Value>> {
-        self.objects.get(key, namespace, name).cloned()
+        self.objects.get(key, namespace, name)
     }
 
     /// The stored objects, to read.
@@ -80,10 +81,10 @@ impl State {
             WatchStart::After(rv) => self.watch.replay(key, rv)?,
             WatchStart::Snapshot => self
                 .objects
-                .list(key, None, None)
+                .list_stored(key, None, None)
                 .map(|object| {
                     Arc::new(Change {
-                        rv: meta::resource_version(object).parse().unwrap_or(0),
+                        rv: meta::resource_version(&object.value()).parse().unwrap_or(0),
                         resource: key.clone(),
                         kind: ChangeKind::Added,
                         object: object.clone(),
@@ -126,11 +127,11 @@ impl State {
         object: Value,
         kind: ChangeKind,
     ) -> Arc<Value> {
-        let object = Arc::new(object);
-        let previous = self.objects.put(key, object.clone());
+        let encoded = Encoded::new(key, &object);
+        let previous = self.objects.put(key, &object, encoded.clone());
         self.storage.record_put(key, &object);
-        self.publish(key, kind, object.clone(), previous);
-        object
+        self.publish(key, kind, encoded, previous);
+        Arc::new(object)
     }
 
     /// Removes an object; `last` is its final state, which the DELETED change carries
@@ -139,9 +140,9 @@ impl State {
         let removed = self.objects.remove(key, &last);
         let rv = self.objects.next_rv();
         meta::set_meta(&mut last, "resourceVersion", Value::from(rv.to_string()));
-        let last = Arc::new(last);
         self.storage.record_remove(key, &last);
-        self.publish(key, ChangeKind::Deleted, last.clone(), removed);
+        self.publish(key, ChangeKind::Deleted, Encoded::new(key, &last), removed);
+        let last = Arc::new(last);
         self.after_removal(key, &last);
         last
     }
@@ -151,8 +152,8 @@ impl State {
         &mut self,
         key: &ResourceKey,
         kind: ChangeKind,
-        object: Arc<Value>,
-        previous: Option<Arc<Value>>,
+        object: Encoded,
+        previous: Option<Encoded>,
     ) {
         self.watch.publish(Change {
             rv: self.objects.resource_version(),

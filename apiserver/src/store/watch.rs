@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::encoded::Encoded;
 use crate::error::{ApiError, ApiResult};
 use crate::resources::ResourceKey;
 
@@ -21,7 +22,8 @@ pub enum ChangeKind {
     Deleted,
 }
 
-/// One committed change, as watches see it.
+/// One committed change, as watches see it. The objects are the store's own encoded
+/// versions, shared with it.
 #[derive(Debug)]
 pub struct Change {
     /// The resourceVersion the change was committed at.
@@ -31,9 +33,21 @@ pub struct Change {
     /// What happened.
     pub kind: ChangeKind,
     /// The object after the change (for a deletion: its last state).
-    pub object: Arc<Value>,
+    pub(crate) object: Encoded,
     /// The object before the change, for modifications.
-    pub previous: Option<Arc<Value>>,
+    pub(crate) previous: Option<Encoded>,
+}
+
+impl Change {
+    /// The object after the change (for a deletion: its last state).
+    pub fn object(&self) -> Arc<Value> {
+        self.object.value()
+    }
+
+    /// The object before the change, for modifications.
+    pub fn previous(&self) -> Option<Arc<Value>> {
+        self.previous.as_ref().map(Encoded::value)
+    }
 }
 
 /// How a watch starts.
