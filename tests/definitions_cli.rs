@@ -376,3 +376,34 @@ fn a_read_the_checker_cannot_prove_is_a_warning_and_an_error_with_strict() {
     assert!(stderr.contains(warning), "{}", text(&strict));
     assert!(!stderr.contains("warning:"), "{}", text(&strict));
 }
+
+/// A CRD given with -f (a newcomer's first guess) is not silently ignored: the file is named,
+/// with what it holds and where CRDs go instead.
+#[test]
+fn a_file_without_definitions_given_with_f_is_said_with_what_it_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let crd = dir.path().join("crd.yaml");
+    std::fs::write(
+        &crd,
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\n",
+    )
+    .unwrap();
+    let crd = crd.to_string_lossy().into_owned();
+    let definitions = examples()
+        .join("widgets.yaml")
+        .to_string_lossy()
+        .into_owned();
+    let cases = examples().join("tests/widgets.yaml");
+    let cases = cases.to_string_lossy().into_owned();
+    let ran = dynrec(&["test", "-f", &crd, "-f", &definitions, &cases]);
+    assert_eq!(ran.status.code(), Some(0), "{}", text(&ran));
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "warning: {crd}: no ReconcilerDefinition or ResourceGraphDefinition in it, so -f takes \
+             nothing from it (it holds CustomResourceDefinition); -f does not install CRDs"
+        )),
+        "{}",
+        text(&ran)
+    );
+}
