@@ -385,3 +385,28 @@ fn an_edit_the_server_refuses_fails_its_case_and_the_next_case_runs() {
     assert!(stdout.contains(": passing\n"), "{}", text(&out));
     assert!(stdout.ends_with("1 passed, 2 failed\n"), "{}", text(&out));
 }
+
+/// A write expected under the wrong verb (the widgets definition creates its ConfigMap; a
+/// definition's default manager applies) says which verb it was and where to list it.
+#[test]
+fn a_write_expected_under_another_verb_says_which_verb_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_cases(
+        dir.path(),
+        "verb.yaml",
+        &[(
+            "expects an apply",
+            "  expect:\n    applies:\n    - {apiVersion: v1, kind: ConfigMap, metadata: {name: w1-config, namespace: default}}\n",
+        )],
+    );
+    let ran = test_widgets(&file, &[]);
+    assert_eq!(ran.status.code(), Some(1), "{}", text(&ran));
+    assert!(
+        stdout(&ran).contains(
+            "expect.applies[0] (ConfigMap default/w1-config): not made; the reconcile made 0 \
+             apply(s); it created it: expect it under creates"
+        ),
+        "{}",
+        text(&ran)
+    );
+}

@@ -78,10 +78,17 @@ pub(super) fn compare(expect: &Expect, recorded: &Recorded) -> Vec<String> {
         ),
         ("events", "event", &expect.events, &recorded.events, &whole),
     ];
+    let elsewhere = |key: &str, expected: &Value| written_elsewhere(key, expected, recorded);
     for (key, one, expected, actual, differ) in lists {
+        let listed = Listing {
+            key,
+            one,
+            differ,
+            elsewhere: &elsewhere,
+        };
         match (expected, exact) {
-            (Some(expected), _) => list(&mut failures, (key, one), expected, actual, differ),
-            (None, true) => list(&mut failures, (key, one), &[], actual, differ),
+            (Some(expected), _) => list(&mut failures, &listed, expected, actual),
+            (None, true) => list(&mut failures, &listed, &[], actual),
             (None, false) => {}
         }
     }
@@ -125,20 +132,30 @@ fn same_object(expected: &Value, actual: &Value) -> Vec<String> {
     }
 }
 
+/// How one list is compared: its key, one entry's name, how an entry is compared, and where
+/// else the reconcile wrote an object the list expects.
+struct Listing<'a> {
+    key: &'a str,
+    one: &'a str,
+    differ: Differ<'a>,
+    elsewhere: &'a dyn Fn(&str, &Value) -> String,
+}
+
 /// Compares one list pairwise, in order.
-fn list(
-    failures: &mut Vec<String>,
-    (key, one): (&str, &str),
-    expected: &[Value],
-    actual: &[Value],
-    differ: Differ,
-) {
+fn list(failures: &mut Vec<String>, listing: &Listing, expected: &[Value], actual: &[Value]) {
+    let Listing {
+        key,
+        one,
+        differ,
+        elsewhere,
+    } = *listing;
     for (i, e) in expected.iter().enumerate() {
         match actual.get(i) {
             None => failures.push(format!(
-                "expect.{key}[{i}] ({}): not made; the reconcile made {} {one}(s)",
+                "expect.{key}[{i}] ({}): not made; the reconcile made {} {one}(s){}",
                 title(e),
-                actual.len()
+                actual.len(),
+                elsewhere(key, e)
             )),
             Some(a) => {
                 let lines = differ(e, a);
@@ -160,6 +177,34 @@ fn list(
             yaml_list(extra, 2)
         ));
     }
+}
+
+/// When the reconcile wrote the object `expected` (listed under `key`) by another verb: which,
+/// and the key to expect it under (e.g. a child written by server-side apply is an apply,
+/// not a create).
+fn written_elsewhere(key: &str, expected: &Value, recorded: &Recorded) -> String {
+    let same = |a: &Value| {
+        ["kind", "apiVersion"]
+            .iter()
+            .all(|field| expected[field].is_null() || expected[field] == a[field])
+            && ["name", "namespace"]
+                .iter()
+                .all(|field| expected["metadata"][field] == a["metadata"][field])
+    };
+    let writes = [
+        ("creates", "created", &recorded.creates),
+        ("updates", "updated", &recorded.updates),
+        ("applies", "applied", &recorded.applies),
+    ];
+    if !writes.iter().any(|(k, _, _)| *k == key) {
+        return String::new();
+    }
+    writes
+        .iter()
+        .filter(|(k, _, _)| *k != key)
+        .find(|(_, _, list)| list.iter().any(same))
+        .map(|(k, verb, _)| format!("; it {verb} it: expect it under {k}"))
+        .unwrap_or_default()
 }
 
 /// Tracks are a set: each expected one must be held, and no other.
