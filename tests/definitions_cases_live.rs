@@ -138,3 +138,70 @@ cases:
     );
     assert!(stdout.ends_with("1 passed, 1 failed\n"), "{}", text(&out));
 }
+
+/// A definition of a kind the cluster does not serve yet (cert-manager's Certificate, its CRD
+/// listed in the case's apiResources) runs live: the cases' CRDs are installed
+/// before the definitions start, and the partial expectation holds on the live ConfigMap.
+#[test]
+fn a_case_whose_kind_comes_from_its_api_resources_runs_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let definition = dir.path().join("inventory.yaml");
+    std::fs::write(
+        &definition,
+        r#"apiVersion: dynrec.dev/v1alpha1
+kind: ReconcilerDefinition
+metadata: {name: cert-inventory}
+spec:
+  for: {apiVersion: cert-manager.io/v1, kind: Certificate}
+  steps:
+  - child:
+      id: inventory
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: "${self.metadata.name}-inventory"}
+        data: {secret: "${self.spec.secretName}"}
+"#,
+    )
+    .unwrap();
+    let crd = serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "certificates.cert-manager.io"},
+        "spec": {"group": "cert-manager.io", "scope": "Namespaced",
+            "names": {"kind": "Certificate", "plural": "certificates", "singular": "certificate"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "required": ["secretName"],
+                        "properties": {"secretName": {"type": "string"}}}}}}}]}
+    });
+    let case = serde_json::json!({
+        "definition": "cert-inventory",
+        "cases": [{
+            "name": "writes the inventory",
+            "apiResources": [crd],
+            "given": [{"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+                "metadata": {"name": "example-com", "namespace": "sandbox"},
+                "spec": {"secretName": "example-com-tls"}}],
+            "expect": {"applies": [{"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "example-com-inventory", "namespace": "sandbox"},
+                "data": {"secret": "example-com-tls"}}]}
+        }]
+    });
+    let cases = dir.path().join("cases.json");
+    std::fs::write(&cases, case.to_string()).unwrap();
+    let out = dynrec(&[
+        "test",
+        "--embedded",
+        "--timeout",
+        "20s",
+        "-f",
+        definition.to_str().unwrap(),
+        cases.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        stdout(&out).ends_with("1 passed, 0 failed\n"),
+        "{}",
+        text(&out)
+    );
+}

@@ -38,7 +38,7 @@ pub async fn run(
     if cluster.kubeconfig.is_none() && cluster.context.is_none() {
         cluster.embedded = true;
     }
-    let controllers = super::controllers::start(&cluster, &loaded, strict, kro).await?;
+    let controllers = super::controllers::start(&cluster, &[], &loaded, strict, kro).await?;
     let (mut passed, mut failed) = (0, 0);
     let mut print = |line: &str| println!("{line}");
     for test in &tests {

@@ -11,6 +11,7 @@ use dynrec::client::Client;
 use dynrec::definitions::{CompiledDefinition, Definitions, Loaded};
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{Cluster, ClusterArgs, Manager, ManagerOptions, connect_in_process};
+use kube::api::DynamicObject;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -30,16 +31,26 @@ pub struct Controllers {
     running: JoinHandle<Result<(), dynrec::runtime::ManagerError>>,
 }
 
-/// Connects to the cluster of `args` and starts the controllers there: `loaded`'s
-/// definitions (checked `strict`ly if asked), the in-cluster ones, and with `kro` KRO's.
+/// Connects to the cluster of `args`, installs `crds` (what the tests say the cluster
+/// serves, e.g. definition cases' `apiResources`), and starts the controllers there:
+/// `loaded`'s definitions (checked `strict`ly if asked), the in-cluster ones, and with `kro`
+/// KRO's.
 pub async fn start(
     args: &ClusterArgs,
+    crds: &[DynamicObject],
     loaded: &[Loaded],
     strict: bool,
     kro: bool,
 ) -> anyhow::Result<Controllers> {
     let cluster = connect_in_process(args).await?;
     let client = Client::new(cluster.client.clone());
+    for crd in crds {
+        let name = crd.metadata.name.as_deref().unwrap_or_default();
+        client
+            .install_crd(crd, "dynrec-test")
+            .await
+            .with_context(|| format!("installing the CRD {name} of the cases' apiResources"))?;
+    }
     let config = Config::new(client.clone(), "dynrec");
     let mut manager = Manager::new(client.clone(), ManagerOptions::default());
     let definitions = Definitions::new(&manager, &config).strict(strict);

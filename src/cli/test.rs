@@ -108,8 +108,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let (runner, compiled) = match live {
         true => {
+            let crds = case_crds(&case_files)?;
             let controllers =
-                super::controllers::start(cluster, &loaded, args.strict, false).await?;
+                super::controllers::start(cluster, &crds, &loaded, args.strict, false).await?;
             let compiled = controllers.started.clone();
             (Runner::Live(Box::new(controllers), args.timeout), compiled)
         }
@@ -296,6 +297,26 @@ fn pick(
 
 /// The case files named, each directory replaced by the case files under it (recursively,
 /// in path order); a directory with none is an error.
+/// The CRDs the cases of `files` list under `apiResources`, for a cluster to serve before
+/// the definitions start (a definition waits for its kinds).
+fn case_crds(files: &[PathBuf]) -> anyhow::Result<Vec<kube::api::DynamicObject>> {
+    let mut crds = Vec::new();
+    for path in files {
+        let source = path.display().to_string();
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {source}"))?;
+        for case in parse_cases(&text, &source)?.cases {
+            for resource in case.api_resources {
+                if resource["kind"] == "CustomResourceDefinition" {
+                    let crd = serde_json::from_value(resource)
+                        .with_context(|| format!("{source}: {}: apiResources", case.name))?;
+                    crds.push(crd);
+                }
+            }
+        }
+    }
+    Ok(crds)
+}
+
 fn case_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in paths {
