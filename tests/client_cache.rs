@@ -4,6 +4,8 @@ mod client_common;
 
 use std::time::Duration;
 
+use futures::StreamExt;
+
 use client_common::{config_map, eventually, object, start};
 use dynrec::{
     client::{CacheEvent, Client, ListOptions},
@@ -156,7 +158,7 @@ async fn cache_backed_list_filters_by_namespace_and_selector() {
     );
 
     let mut applied = Vec::new();
-    while let Ok(event) = events.try_recv() {
+    while let Some(event) = events.try_recv() {
         if let CacheEvent::Applied(o) = event {
             applied.extend(o.metadata.name.clone());
         }
@@ -293,4 +295,45 @@ async fn delete_collection_controlled_by_deletes_only_the_controllers_objects() 
             "theirs"
         ]
     );
+}
+
+/// A subscriber that reads nothing while thousands of changes arrive still gets each of them,
+/// in the order the server made them: a bounded channel dropped them, and a subscriber that
+/// lost some had to re-read the whole cache (at 100,000 objects, over and over while writes
+/// went on).
+#[tokio::test]
+async fn a_subscriber_that_falls_behind_still_gets_every_change_in_order() {
+    let (_server, client) = start();
+    let cache = client.cache(&config_maps()).await.unwrap();
+    assert!(cache.wait_until_ready().await);
+    let mut events = cache.subscribe();
+    let count = 1_500;
+    let creates = (0..count).map(|i| {
+        let client = client.clone();
+        async move {
+            let name = format!("burst-{i:04}");
+            client.create(&config_map(&name, json!({}))).await.unwrap()
+        }
+    });
+    let created: Vec<DynamicObject> = futures::stream::iter(creates)
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    let mut seen = Vec::new();
+    while seen.len() < count {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.recv()).await;
+        match event
+            .expect("every change arrives")
+            .expect("the cache runs")
+        {
+            CacheEvent::Applied(o) => seen.push(o.metadata.resource_version.clone().unwrap()),
+            other => panic!("only creates happened, got {other:?}"),
+        }
+    }
+    let mut versions: Vec<String> = created
+        .into_iter()
+        .map(|o| o.metadata.resource_version.unwrap())
+        .collect();
+    versions.sort_by_key(|v| v.parse::<u64>().unwrap());
+    assert_eq!(seen, versions, "every create, in resourceVersion order");
 }

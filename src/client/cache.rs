@@ -16,7 +16,7 @@ use kube::{
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::{
-    sync::{broadcast, watch},
+    sync::{mpsc, watch},
     task::JoinHandle,
 };
 use tracing::{debug, info, warn};
@@ -24,9 +24,6 @@ use tracing::{debug, info, warn};
 use super::namespaced_watch::watch_namespaces;
 use super::{ListOptions, Resolved, resolved::Kinds, store::Store, unseen::Unseen};
 use crate::object::{Gvk, ObjectKey};
-
-/// How many unread events a cache subscriber may fall behind by.
-const EVENT_BUFFER: usize = 1024;
 
 /// A change a shared cache saw.
 #[derive(Clone, Debug)]
@@ -56,8 +53,8 @@ struct State {
     /// Writes of this process the store has not received yet.
     unseen: Arc<Unseen>,
     status: watch::Sender<CacheStatus>,
-    /// Taken when the cache stops, which closes every subscription.
-    events: Mutex<Option<broadcast::Sender<CacheEvent>>>,
+    /// One sender a subscription; taken when the cache stops, which ends every subscription.
+    events: Mutex<Option<Vec<mpsc::UnboundedSender<CacheEvent>>>>,
 }
 
 impl State {
@@ -67,10 +64,10 @@ impl State {
         self.events.lock().take();
     }
 
+    /// Sends the event to every subscription, forgetting those dropped.
     fn publish(&self, event: CacheEvent) {
-        if let Some(sender) = self.events.lock().as_ref() {
-            // An error only means nobody is subscribed.
-            let _ = sender.send(event);
+        if let Some(senders) = self.events.lock().as_mut() {
+            senders.retain(|sender| sender.send(event.clone()).is_ok());
         }
     }
 
@@ -78,7 +75,7 @@ impl State {
         self.events
             .lock()
             .as_ref()
-            .is_some_and(|s| s.receiver_count() > 0)
+            .is_some_and(|senders| senders.iter().any(|s| !s.is_closed()))
     }
 }
 
@@ -189,12 +186,47 @@ impl Cache {
         self.len() == 0
     }
 
-    /// Changes from now on; the receiver closes when the cache stops.
-    pub fn subscribe(&self) -> broadcast::Receiver<CacheEvent> {
-        match self.state().events.lock().as_ref() {
-            Some(sender) => sender.subscribe(),
-            None => broadcast::channel(1).1,
+    /// Changes from now on, every one in order; the subscription ends when the cache stops.
+    pub fn subscribe(&self) -> CacheEvents {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        if let Some(senders) = self.state().events.lock().as_mut() {
+            senders.push(sender);
         }
+        CacheEvents { receiver }
+    }
+}
+
+/// A subscription to a cache's changes ([`Cache::subscribe`]).
+///
+/// No change is dropped: changes wait, without bound, until they are read, as client-go's
+/// informers keep a slow handler's notifications. (A bounded channel dropped changes under a
+/// burst, and a subscriber that lost some had to re-read the whole cache: at 100,000 objects
+/// that took longer than the next thousand changes took to arrive, over and over.) Read it
+/// steadily, or drop it.
+pub struct CacheEvents {
+    receiver: mpsc::UnboundedReceiver<CacheEvent>,
+}
+
+impl CacheEvents {
+    /// The next change; `None` once the cache has stopped.
+    pub async fn recv(&mut self) -> Option<CacheEvent> {
+        self.receiver.recv().await
+    }
+
+    /// The next change if one is waiting.
+    pub fn try_recv(&mut self) -> Option<CacheEvent> {
+        self.receiver.try_recv().ok()
+    }
+}
+
+impl futures::Stream for CacheEvents {
+    type Item = CacheEvent;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<CacheEvent>> {
+        self.receiver.poll_recv(cx)
     }
 }
 
@@ -272,7 +304,7 @@ impl Caches {
             store: Store::default(),
             unseen: Arc::default(),
             status: watch::Sender::new(CacheStatus::Starting),
-            events: Mutex::new(Some(broadcast::channel(EVENT_BUFFER).0)),
+            events: Mutex::new(Some(Vec::new())),
         });
         let kube = self.inner.kube.clone();
         let kinds = self.inner.kinds.clone();

@@ -12,10 +12,11 @@ use futures::{Stream, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
 use serde_json::Value;
-use tokio_stream::wrappers::{BroadcastStream, errors::BroadcastStreamRecvError};
 use tracing::debug;
 
-use super::{Cache, CacheEvent, Client, Error, ListOptions, Projection, ProjectionFailure};
+use super::{
+    Cache, CacheEvent, CacheEvents, Client, Error, ListOptions, Projection, ProjectionFailure,
+};
 use crate::object::{Gvk, ObjectKey, merge_patch};
 
 /// Reads objects of any kind as duck `T` and writes them back only by patch.
@@ -225,7 +226,7 @@ impl<T: Duck> DuckClient<T> {
     /// Changes to objects of a kind, as the duck, through the kind's shared cache.
     pub async fn watch(&self, gvk: &Gvk) -> Result<DuckWatch<T>, Error> {
         let cache = self.client.cache(gvk).await?;
-        let events = BroadcastStream::new(cache.subscribe());
+        let events = cache.subscribe();
         Ok(DuckWatch {
             cache,
             events,
@@ -276,7 +277,7 @@ impl<T: Duck> DuckClient<T> {
 /// A stream of [`DuckEvent`]s; holds the kind's shared cache open while it lives.
 pub struct DuckWatch<T> {
     cache: Cache,
-    events: BroadcastStream<CacheEvent>,
+    events: CacheEvents,
     projection: Projection,
     duck: PhantomData<fn() -> T>,
 }
@@ -293,14 +294,13 @@ impl<T: Duck> Stream for DuckWatch<T> {
                 Poll::Pending => return Poll::Pending,
             };
             let item = match event {
-                Ok(CacheEvent::Applied(o)) => {
+                CacheEvent::Applied(o) => {
                     Ducked::project_through(&gvk, &o, &self.projection).map(DuckEvent::Applied)
                 }
-                Ok(CacheEvent::Deleted(o)) => {
+                CacheEvent::Deleted(o) => {
                     Ducked::project_through(&gvk, &o, &self.projection).map(DuckEvent::Deleted)
                 }
-                Ok(CacheEvent::Resynced) => continue,
-                Err(BroadcastStreamRecvError::Lagged(missed)) => Err(Error::Lagged { gvk, missed }),
+                CacheEvent::Resynced => continue,
             };
             return Poll::Ready(Some(item));
         }

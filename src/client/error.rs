@@ -72,14 +72,6 @@ pub enum Error {
         /// How long was waited.
         waited: std::time::Duration,
     },
-    /// A cache subscriber fell behind and missed events.
-    #[error("watch of {gvk} fell behind and missed {missed} events")]
-    Lagged {
-        /// The kind watched.
-        gvk: Gvk,
-        /// How many events were missed.
-        missed: u64,
-    },
 }
 
 impl Error {

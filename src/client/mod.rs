@@ -18,7 +18,7 @@ mod resolver;
 mod store;
 pub(crate) mod unseen;
 
-pub use cache::{Cache, CacheEvent, CacheStatus};
+pub use cache::{Cache, CacheEvent, CacheEvents, CacheStatus};
 pub(crate) use crd::served_kinds;
 pub use crd_install::CRD_SERVED_TIMEOUT;
 pub use duck::{DuckClient, DuckEvent, DuckWatch, Ducked};

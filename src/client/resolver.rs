@@ -11,10 +11,7 @@ use kube::{
     discovery::{self, ApiGroup},
 };
 use parking_lot::Mutex;
-use tokio::{
-    sync::{broadcast::error::RecvError, watch},
-    task::JoinHandle,
-};
+use tokio::{sync::watch, task::JoinHandle};
 use tracing::{debug, info};
 
 use super::resolved::Kinds;
@@ -195,14 +192,11 @@ async fn follow(cache: Cache, kinds: watch::Sender<Kinds>) {
     if cache.is_ready() {
         resync(&cache, &kinds, &mut learnt);
     }
-    loop {
-        match events.recv().await {
-            Ok(CacheEvent::Applied(crd)) => learn(&kinds, &mut learnt, &crd, served_kinds(&crd)),
-            Ok(CacheEvent::Deleted(crd)) => learn(&kinds, &mut learnt, &crd, Vec::new()),
-            Ok(CacheEvent::Resynced) | Err(RecvError::Lagged(_)) => {
-                resync(&cache, &kinds, &mut learnt)
-            }
-            Err(RecvError::Closed) => break,
+    while let Some(event) = events.recv().await {
+        match event {
+            CacheEvent::Applied(crd) => learn(&kinds, &mut learnt, &crd, served_kinds(&crd)),
+            CacheEvent::Deleted(crd) => learn(&kinds, &mut learnt, &crd, Vec::new()),
+            CacheEvent::Resynced => resync(&cache, &kinds, &mut learnt),
         }
     }
 }

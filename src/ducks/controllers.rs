@@ -7,14 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::DynamicObject;
-use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
 use super::mapping_status;
 use super::survey::{Catalog, Survey};
 use super::{DuckMapping, DuckType, KindMatch, mapping_crd, mapping_gvk};
-use crate::client::{Cache, CacheEvent, Client, Error, Resolved};
+use crate::client::{Cache, CacheEvents, Client, Error, Resolved};
 use crate::object::Gvk;
 use crate::reconcilers::{Config, Permission, ResourceReconciler, StatusPolicy};
 use crate::runtime::{
@@ -221,10 +220,10 @@ impl DuckControllers {
                 }
             };
             tokio::select! {
-                event = crd_events.recv() => if matches!(event, Err(RecvError::Closed)) {
+                event = crd_events.recv() => if event.is_none() {
                     return Ok(());
                 },
-                event = mapping_event => if matches!(event, Err(RecvError::Closed)) {
+                event = mapping_event => if event.is_none() {
                     mappings = None;
                 },
             }
@@ -293,7 +292,7 @@ impl DuckControllers {
 /// The cluster's `DuckMapping`s, through their shared cache.
 struct Mappings {
     cache: Cache,
-    events: broadcast::Receiver<CacheEvent>,
+    events: CacheEvents,
 }
 
 impl Mappings {

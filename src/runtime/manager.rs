@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use kube::api::DynamicObject;
 use parking_lot::Mutex;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use tracing::{Instrument, debug, info, warn};
 
@@ -23,7 +23,7 @@ use super::{
     MetricsServing, QueueConfig, RbacChanges, Readiness, ResultLabel, WorkOutcome, WorkQueue,
 };
 use crate::client::unseen::record_writes;
-use crate::client::{CacheEvent, Client};
+use crate::client::{CacheEvent, CacheEvents, Client};
 use crate::object::{Gvk, ObjectKey};
 use crate::reconcilers::failure::{self, FailingRequests};
 use crate::reconcilers::{
@@ -782,10 +782,10 @@ impl ForgetGone {
 }
 
 /// Adds the keys `map` finds for every cached object once the cache is ready, then for each
-/// changed object until the cache stops; after a relist or falling behind, for everything
-/// cached again (the queue drops duplicates). Deleted objects are forgotten by the queue.
+/// changed object until the cache stops; after a relist, for everything cached again (the
+/// queue drops duplicates). Deleted objects are forgotten by the queue.
 async fn feed(
-    mut events: broadcast::Receiver<CacheEvent>,
+    mut events: CacheEvents,
     cache: &crate::client::Cache,
     map: impl Fn(&DynamicObject) -> Vec<ObjectKey>,
     queue: &WorkQueue<ObjectKey>,
@@ -799,20 +799,12 @@ async fn feed(
     if cache.wait_until_ready().await {
         add_everything();
     }
-    loop {
-        match events.recv().await {
-            Ok(CacheEvent::Applied(object) | CacheEvent::Deleted(object)) => {
+    while let Some(event) = events.recv().await {
+        match event {
+            CacheEvent::Applied(object) | CacheEvent::Deleted(object) => {
                 map(&object).into_iter().for_each(|key| queue.add(key));
             }
-            Ok(CacheEvent::Resynced) => add_everything(),
-            Err(broadcast::error::RecvError::Lagged(missed)) => {
-                warn!(
-                    missed,
-                    "fell behind the cache; re-adding everything it holds"
-                );
-                add_everything();
-            }
-            Err(broadcast::error::RecvError::Closed) => return,
+            CacheEvent::Resynced => add_everything(),
         }
     }
 }
