@@ -158,9 +158,11 @@ async fn measure(args: &RunArgs, engine: &str, dynrec: &Path, dir: &Path) -> Res
 
     drop(controller);
     phases::change_all(&client, NAMESPACE, &watch, args.instances).await?;
+    let typed_stores_fill_seconds = phases::typed_stores_fill(&client, NAMESPACE).await?;
     let restarted = Instant::now();
     let mut controller = start_controller()?;
-    let restart_catch_up_seconds = phases::caught_up(&watch, restarted, args.limit()).await?;
+    let restart =
+        phases::caught_up(&watch, restarted, args.limit(), typed_stores_fill_seconds).await?;
     let controller_at_end = controller.usage()?;
     drop(controller);
     if args.kubeconfig.is_some() {
@@ -174,7 +176,7 @@ async fn measure(args: &RunArgs, engine: &str, dynrec: &Path, dir: &Path) -> Res
         controller_after_converge,
         churn,
         sustained_changes_per_second,
-        restart_catch_up_seconds,
+        restart,
         controller_at_end,
         server: server_memory,
     })

@@ -1,6 +1,8 @@
 //! What the driver does to a running controller, and what it records: a converge (create N
 //! instances at a rate, wait until every one is Ready), churn steps (change instances at a
-//! set rate, time each change until the child shows it), and a restart catch-up.
+//! set rate, time each change until the child shows it), and a restart catch-up (start → the
+//! first child written → every child caught up, beside how fast a typed kube-runtime Store
+//! fills from the same lists).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -11,7 +13,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use kube::runtime::watcher;
+use kube::runtime::{reflector, watcher};
 use serde::Serialize;
 use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -139,8 +141,15 @@ pub struct Step {
 /// Changes not yet shown by their child, by widget: (greeting written, when).
 type Pending = Arc<Mutex<HashMap<String, VecDeque<(String, Instant)>>>>;
 
-/// The latencies of changes their child has shown, milliseconds.
-type Seen = Arc<Mutex<Vec<f64>>>;
+/// The latencies of changes their child has shown, milliseconds, and when the first of them
+/// was seen.
+#[derive(Default)]
+struct Shown {
+    latencies: Vec<f64>,
+    first: Option<Instant>,
+}
+
+type Seen = Arc<Mutex<Shown>>;
 
 /// Watches the widgets' ConfigMaps and records, for each pending change, when the child
 /// first shows it (or a later change of the same widget).
@@ -173,9 +182,9 @@ impl ChildWatch {
             .push_back((greeting, Instant::now()));
     }
 
-    /// Waits until every pending change is seen, for at most `limit`; returns the latencies
-    /// seen since the last call and how many changes stayed unseen (then forgotten).
-    async fn drain(&self, limit: Duration) -> (Vec<f64>, usize) {
+    /// Waits until every pending change is seen, for at most `limit`; returns what was seen
+    /// since the last call and how many changes stayed unseen (then forgotten).
+    async fn drain(&self, limit: Duration) -> (Shown, usize) {
         let deadline = Instant::now() + limit;
         while Instant::now() < deadline && !self.pending.lock().unwrap().is_empty() {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -217,8 +226,9 @@ async fn resolve(api: Api<ConfigMap>, pending: Pending, seen: Seen) {
         };
         let now = Instant::now();
         let mut seen = seen.lock().unwrap();
+        seen.first.get_or_insert(now);
         for (_, sent) in queue.drain(..=position) {
-            seen.push((now - sent).as_secs_f64() * 1000.0);
+            seen.latencies.push((now - sent).as_secs_f64() * 1000.0);
         }
         if queue.is_empty() {
             pending.remove(widget);
@@ -267,7 +277,7 @@ pub async fn churn_step(
         change.await?.context("change a widget")?;
     }
     let achieved_rate = total as f64 / start.elapsed().as_secs_f64();
-    let (mut latencies, unseen) = watch.drain(drain).await;
+    let (Shown { mut latencies, .. }, unseen) = watch.drain(drain).await;
     latencies.extend(std::iter::repeat_n(drain.as_secs_f64() * 1000.0, unseen));
     latencies.sort_by(f64::total_cmp);
     let p99_ms = percentile(&latencies, 0.99);
@@ -342,12 +352,68 @@ pub async fn change_all(
     Ok(())
 }
 
+/// A restarted controller catching up with changes made while it was down.
+#[derive(Debug, Serialize)]
+pub struct Restart {
+    /// From the process's start to the first child showing its change: start-up, caches
+    /// filled, the first reconcile's write seen, seconds.
+    pub first_write_seconds: f64,
+    /// From the process's start to every child showing its change, seconds.
+    pub caught_up_seconds: f64,
+    /// The baseline of the first figure: how long the driver's typed kube-runtime
+    /// reflectors take to fill a `Store<Widget>` and a `Store<ConfigMap>` from the same
+    /// server, side by side, seconds (what a controller's caches must list before it
+    /// reconciles).
+    pub typed_stores_fill_seconds: f64,
+}
+
+/// Fills typed kube-runtime Stores of the widgets and their ConfigMaps in `namespace`, side by
+/// side as a controller's caches are, and returns how long that took, seconds.
+pub async fn typed_stores_fill(client: &kube::Client, namespace: &str) -> Result<f64> {
+    let start = Instant::now();
+    let (widgets, widgets_writer) = reflector::store::<widgets::Widget>();
+    let (config_maps, config_maps_writer) = reflector::store::<ConfigMap>();
+    let widget_api = Api::namespaced(client.clone(), namespace);
+    let config_map_api = Api::namespaced(client.clone(), namespace);
+    let reflecting = [
+        tokio::spawn(drive(reflector(
+            widgets_writer,
+            watcher(widget_api, Default::default()),
+        ))),
+        tokio::spawn(drive(reflector(
+            config_maps_writer,
+            watcher(config_map_api, Default::default()),
+        ))),
+    ];
+    let filled = tokio::try_join!(widgets.wait_until_ready(), config_maps.wait_until_ready());
+    let seconds = start.elapsed().as_secs_f64();
+    reflecting.iter().for_each(|task| task.abort());
+    filled.context("fill typed stores")?;
+    Ok(seconds)
+}
+
+/// Polls a reflector's stream until it ends.
+async fn drive<S: futures::Stream>(stream: S) {
+    stream.for_each(|_| async {}).await;
+}
+
 /// Waits until every change [`change_all`] made shows in its child, for at most `limit`;
-/// returns how long that took from `start` (when the controller was started).
-pub async fn caught_up(watch: &ChildWatch, start: Instant, limit: Duration) -> Result<f64> {
-    let (_, unseen) = watch.drain(limit).await;
+/// returns how long that took from `start` (when the controller was started), and when the
+/// first child showed its change.
+pub async fn caught_up(
+    watch: &ChildWatch,
+    start: Instant,
+    limit: Duration,
+    typed_stores_fill_seconds: f64,
+) -> Result<Restart> {
+    let (shown, unseen) = watch.drain(limit).await;
     if unseen > 0 {
         bail!("restart: {unseen} changes not in their children after {limit:?}");
     }
-    Ok(start.elapsed().as_secs_f64())
+    let first = shown.first.context("restart: no child showed a change")?;
+    Ok(Restart {
+        first_write_seconds: (first - start).as_secs_f64(),
+        caught_up_seconds: start.elapsed().as_secs_f64(),
+        typed_stores_fill_seconds,
+    })
 }

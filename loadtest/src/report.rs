@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::phases::{Converge, Step};
+use crate::phases::{Converge, Restart, Step};
 use crate::process::Usage;
 
 /// Everything one run measured.
@@ -33,8 +33,8 @@ pub struct EngineReport {
     pub churn: Vec<Step>,
     /// The highest target rate whose step met the SLO.
     pub sustained_changes_per_second: Option<f64>,
-    /// Restarted with every instance changed while it was down: start → all children show it.
-    pub restart_catch_up_seconds: f64,
+    /// Restarted with every instance changed while it was down.
+    pub restart: Restart,
     /// The controller process at the end (peak memory and CPU of the whole run).
     pub controller_at_end: Usage,
     /// The API server's memory for what is stored, when the driver started it.
@@ -117,10 +117,11 @@ impl Report {
             let sustained = e
                 .sustained_changes_per_second
                 .map_or("none".into(), |r| format!("{r:.0}/s"));
+            let r = &e.restart;
             let _ = writeln!(
                 out,
-                "  sustained under the SLO: {sustained}; restart catch-up: {:.2} s",
-                e.restart_catch_up_seconds
+                "  sustained under the SLO: {sustained}; restarted: first child written after {:.2} s (typed Stores fill in {:.2} s), all caught up after {:.2} s",
+                r.first_write_seconds, r.typed_stores_fill_seconds, r.caught_up_seconds,
             );
             if let Some(server) = &e.server {
                 let _ = writeln!(

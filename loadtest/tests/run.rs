@@ -56,7 +56,14 @@ fn a_small_run_converges_both_engines_and_reports_every_phase() {
         let step = &engine["churn"][0];
         assert_eq!(step["changes"], 10, "{name}: 5/s for 2 s");
         assert_eq!(step["unseen"], 0, "{name}: every change reached its child");
-        assert!(engine["restart_catch_up_seconds"].as_f64().unwrap() > 0.0);
+        let restart = &engine["restart"];
+        let seconds = |figure: &str| restart[figure].as_f64().unwrap();
+        assert!(seconds("typed_stores_fill_seconds") > 0.0, "{name}");
+        assert!(seconds("first_write_seconds") > 0.0, "{name}");
+        assert!(
+            seconds("caught_up_seconds") >= seconds("first_write_seconds"),
+            "{name}: the first write comes before the last"
+        );
         assert!(
             engine["controller_at_end"]["peak_rss_bytes"]
                 .as_u64()
