@@ -5,16 +5,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace};
-use kube::CustomResourceExt;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, PostParams};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use serde_json::json;
 
 use crate::phases::{self, ChildWatch, StepPlan};
 use crate::process::{Process, Usage, own_usage, quiet};
 use crate::report::{EngineReport, Report, ServerMemory, Stored};
 use crate::server::Server;
-use crate::widgets::{self, Widget};
+use crate::workload::{Workload, converged};
 
 /// The namespace the instances live in.
 const NAMESPACE: &str = "loadtest";
@@ -40,15 +39,19 @@ pub struct RunArgs {
     /// Concurrent reconciles of each controller
     #[arg(long, default_value_t = 2)]
     workers: u16,
-    /// Which controllers, in order: `dynrec` (the widgets definition), `typed` (kube-runtime)
+    /// Which controllers, in order: `dynrec` (the workload's definition), `typed` (kube-runtime)
     #[arg(long, value_delimiter = ',', default_value = "dynrec,typed")]
     engines: Vec<String>,
+    /// The instances: Widgets (a ConfigMap each) or WebApps (a Deployment, Service and Ingress
+    /// each)
+    #[arg(long, value_enum, default_value = "widgets")]
+    workload: Workload,
     /// The dynrec binary (default: `dynrec` beside this binary)
     #[arg(long)]
     dynrec: Option<PathBuf>,
-    /// The definition dynrec runs
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/definitions/widgets.yaml"))]
-    definition: PathBuf,
+    /// The definition dynrec runs (default: the workload's, from examples/definitions)
+    #[arg(long)]
+    definition: Option<PathBuf>,
     /// Run against this cluster instead of a `dynrec apiserver` started per engine (its
     /// memory is then not reported); the run uses, then deletes, the namespace `loadtest`
     #[arg(long)]
@@ -73,28 +76,44 @@ pub async fn run(args: RunArgs) -> Result<()> {
             dynrec.display()
         );
     }
-    let date = jiff::Timestamp::now().to_string();
-    let mut engines = Vec::new();
+    let mut report = Report {
+        date: jiff::Timestamp::now().to_string(),
+        machine: machine(),
+        args: std::env::args().collect(),
+        engines: Vec::new(),
+        driver: own_usage()?,
+    };
     for engine in &args.engines {
         let dir = args.out.join(engine);
         std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
         eprintln!("{engine}: {} instances …", args.instances);
-        engines.push(measure(&args, engine, &dynrec, &dir).await?);
+        let measured = measure(&args, engine, &dynrec, &dir).await;
+        // Written after each engine, so that a later engine's failure keeps the figures.
+        match measured {
+            Ok(figures) => report.engines.push(figures),
+            Err(err) => {
+                write(&args.out, &report)?;
+                return Err(err.context(format!(
+                    "{engine} (the engines before it are in {}/result.json)",
+                    args.out.display()
+                )));
+            }
+        }
+        report.driver = own_usage()?;
+        write(&args.out, &report)?;
     }
-    let report = Report {
-        date,
-        machine: machine(),
-        args: std::env::args().collect(),
-        engines,
-        driver: own_usage()?,
-    };
-    std::fs::write(
-        args.out.join("result.json"),
-        serde_json::to_string_pretty(&report)?,
-    )?;
-    std::fs::write(args.out.join("churn.svg"), report.svg())?;
     print!("{}", report.summary());
     println!("written: {}/result.json, churn.svg", args.out.display());
+    Ok(())
+}
+
+/// Writes the report's JSON and its plot into `out`.
+fn write(out: &Path, report: &Report) -> Result<()> {
+    std::fs::write(
+        out.join("result.json"),
+        serde_json::to_string_pretty(report)?,
+    )?;
+    std::fs::write(out.join("churn.svg"), report.svg())?;
     Ok(())
 }
 
@@ -108,27 +127,29 @@ async fn measure(args: &RunArgs, engine: &str, dynrec: &Path, dir: &Path) -> Res
     create_namespace(&client).await?;
     let kubeconfig = server.kubeconfig.clone();
     let start_controller = || controller(args, engine, dynrec, &kubeconfig, dir);
+    let workload = args.workload;
     if engine == "typed" {
-        install_typed_crd(&client).await?;
+        install_typed_crd(&client, workload).await?;
     }
     let mut controller = start_controller()?;
-    wait_for_controller(&client, args.limit()).await?;
+    wait_for_controller(&client, workload, args.limit()).await?;
     let server_before = server_usage(&mut server)?;
 
     let converge = phases::converge(
         &client,
         NAMESPACE,
+        workload,
         args.instances,
         args.create_rate,
         args.limit(),
     )
     .await?;
     let controller_after_converge = controller.usage()?;
-    let stored = stored_once_recorded(&client, args.instances + 1).await?;
+    let stored = stored_once_recorded(&client, workload, engine, args.instances + 1).await?;
     let server_memory = server_usage(&mut server)?
         .map(|after| ServerMemory::new(server_before.unwrap_or_default(), after, stored));
 
-    let watch = ChildWatch::start(&client, NAMESPACE);
+    let watch = ChildWatch::start(&client, NAMESPACE, workload);
     let mut churn = Vec::new();
     for &rate in &args.churn {
         let plan = StepPlan {
@@ -138,7 +159,8 @@ async fn measure(args: &RunArgs, engine: &str, dynrec: &Path, dir: &Path) -> Res
             drain: Duration::from_secs_f64(args.slo_ms / 1000.0 * 10.0),
             slo_ms: args.slo_ms,
         };
-        let step = phases::churn_step(&client, NAMESPACE, &watch, args.instances, &plan).await?;
+        let step =
+            phases::churn_step(&client, NAMESPACE, workload, &watch, args.instances, &plan).await?;
         eprintln!(
             "{engine}: churn {rate}/s: p99 {:.1} ms{}",
             step.p99_ms,
@@ -157,8 +179,8 @@ async fn measure(args: &RunArgs, engine: &str, dynrec: &Path, dir: &Path) -> Res
         .reduce(f64::max);
 
     drop(controller);
-    phases::change_all(&client, NAMESPACE, &watch, args.instances).await?;
-    let typed_stores_fill_seconds = phases::typed_stores_fill(&client, NAMESPACE).await?;
+    phases::change_all(&client, NAMESPACE, workload, &watch, args.instances).await?;
+    let typed_stores_fill_seconds = phases::typed_stores_fill(&client, NAMESPACE, workload).await?;
     let restarted = Instant::now();
     let mut controller = start_controller()?;
     let restart =
@@ -172,6 +194,7 @@ async fn measure(args: &RunArgs, engine: &str, dynrec: &Path, dir: &Path) -> Res
     }
     Ok(EngineReport {
         engine: engine.to_string(),
+        workload: format!("{workload:?}").to_lowercase(),
         converge,
         controller_after_converge,
         churn,
@@ -202,22 +225,24 @@ fn controller(
     match engine {
         "dynrec" => {
             let mut command = quiet(dynrec);
+            let definition = args.definition.clone();
             command
                 .arg("run")
                 .arg("--kubeconfig")
                 .arg(kubeconfig)
                 .arg("-f")
-                .arg(&args.definition)
+                .arg(definition.unwrap_or_else(|| args.workload.definition()))
                 .args(["--leader-elect=false", "--workers", &workers]);
             Process::spawn("dynrec run", command, &log)
         }
         "typed" => {
             let mut command = quiet(&std::env::current_exe()?);
+            let workload = format!("{:?}", args.workload).to_lowercase();
             command
                 .arg("typed-controller")
                 .arg("--kubeconfig")
                 .arg(kubeconfig)
-                .args(["--workers", &workers]);
+                .args(["--workers", &workers, "--workload", &workload]);
             Process::spawn("the typed controller", command, &log)
         }
         other => bail!("unknown engine {other:?} (dynrec or typed)"),
@@ -236,30 +261,33 @@ async fn create_namespace(client: &kube::Client) -> Result<()> {
     }
 }
 
-/// Installs the typed Widget's CRD (dynrec installs its own from the definition).
-async fn install_typed_crd(client: &kube::Client) -> Result<()> {
+/// Installs the typed baseline's CRD (dynrec installs its own from the definition).
+async fn install_typed_crd(client: &kube::Client, workload: Workload) -> Result<()> {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     Api::<CustomResourceDefinition>::all(client.clone())
-        .create(&PostParams::default(), &Widget::crd())
+        .create(&PostParams::default(), &workload.typed_crd())
         .await
-        .context("install the Widget CRD")?;
+        .context("install the typed baseline's CRD")?;
     Ok(())
 }
 
-/// Waits until the controller reconciles: a probe widget, created once the kind is served,
+/// Waits until the controller reconciles: a probe instance, created once the kind is served,
 /// is Ready.
-async fn wait_for_controller(client: &kube::Client, limit: Duration) -> Result<()> {
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), NAMESPACE, &widgets::api_resource());
+async fn wait_for_controller(
+    client: &kube::Client,
+    workload: Workload,
+    limit: Duration,
+) -> Result<()> {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &workload.kind());
     let deadline = Instant::now() + limit;
-    let mut probe = widgets::instance(0, NAMESPACE);
+    let mut probe = workload.instance(0, NAMESPACE);
     probe.metadata.name = Some("probe".into());
     loop {
         if Instant::now() > deadline {
-            bail!("the controller did not make a probe widget Ready within {limit:?}");
+            bail!("the controller did not make a probe instance Ready within {limit:?}");
         }
         match api.get_opt("probe").await {
-            Ok(Some(widget)) if widgets::is_ready(&widget) => return Ok(()),
+            Ok(Some(instance)) if converged(&instance) => return Ok(()),
             Ok(Some(_)) => {}
             Ok(None) => drop(api.create(&PostParams::default(), &probe).await),
             // The kind is not served yet (dynrec installs its CRD when it starts).
@@ -274,18 +302,23 @@ fn server_usage(server: &mut Server) -> Result<Option<Usage>> {
     server.process.as_mut().map(Process::usage).transpose()
 }
 
-/// What the namespace holds once both engines' Events of the converge are in: each records
-/// `Created` and `StatusUpdated` per widget, just after the write that made it Ready. They
-/// are waited for 30 s plus a second per thousand widgets.
-async fn stored_once_recorded(client: &kube::Client, widgets: usize) -> Result<Vec<Stored>> {
-    let deadline = Instant::now() + Duration::from_secs(30 + widgets as u64 / 1000);
+/// What the namespace holds once the engine's Events of the converge are in
+/// ([`Workload::events_per_instance`]), recorded just after the write that made each instance
+/// Ready. They are waited for 30 s plus a second per thousand instances.
+async fn stored_once_recorded(
+    client: &kube::Client,
+    workload: Workload,
+    engine: &str,
+    instances: usize,
+) -> Result<Vec<Stored>> {
+    let deadline = Instant::now() + Duration::from_secs(30 + instances as u64 / 1000);
     loop {
-        let stored = stored(client).await?;
+        let stored = stored(client, workload).await?;
         let events = stored
             .iter()
             .find(|s| s.kind == "Event")
             .map_or(0, |s| s.count);
-        if events >= 2 * widgets || Instant::now() > deadline {
+        if events >= workload.events_per_instance(engine) * instances || Instant::now() > deadline {
             return Ok(stored);
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -293,14 +326,9 @@ async fn stored_once_recorded(client: &kube::Client, widgets: usize) -> Result<V
 }
 
 /// What the namespace holds, by kind: count and JSON bytes.
-async fn stored(client: &kube::Client) -> Result<Vec<Stored>> {
-    let kinds = [
-        ("Widget", widgets::api_resource()),
-        ("ConfigMap", ApiResource::erase::<ConfigMap>(&())),
-        ("Event", ApiResource::erase::<Event>(&())),
-    ];
+async fn stored(client: &kube::Client, workload: Workload) -> Result<Vec<Stored>> {
     let mut stored = Vec::new();
-    for (kind, resource) in kinds {
+    for (kind, resource) in workload.stored_kinds() {
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &resource);
         let (mut count, mut json_bytes) = (0, 0);
         let mut params = ListParams::default().limit(1000);

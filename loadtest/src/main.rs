@@ -8,7 +8,10 @@ mod process;
 mod report;
 mod server;
 mod typed;
+mod typed_webapps;
+mod webapps;
 mod widgets;
+mod workload;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,12 +33,15 @@ enum Command {
     Run(engine::RunArgs),
     /// The typed baseline controller (started by `run`; runs until killed)
     TypedController {
-        /// The cluster to reconcile Widgets of
+        /// The cluster to reconcile the instances of
         #[arg(long)]
         kubeconfig: PathBuf,
         /// Concurrent reconciles
         #[arg(long, default_value_t = 2)]
         workers: u16,
+        /// Which instances it reconciles
+        #[arg(long, value_enum, default_value = "widgets")]
+        workload: workload::Workload,
     },
 }
 
@@ -46,7 +52,8 @@ async fn main() -> ExitCode {
         Command::TypedController {
             kubeconfig,
             workers,
-        } => typed_controller(kubeconfig, workers).await,
+            workload,
+        } => typed_controller(kubeconfig, workers, workload).await,
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -57,8 +64,15 @@ async fn main() -> ExitCode {
     }
 }
 
-/// Runs the typed baseline against the cluster of `kubeconfig`.
-async fn typed_controller(kubeconfig: PathBuf, workers: u16) -> Result<()> {
+/// Runs the typed baseline of `workload` against the cluster of `kubeconfig`.
+async fn typed_controller(
+    kubeconfig: PathBuf,
+    workers: u16,
+    workload: workload::Workload,
+) -> Result<()> {
     let client = server::Server::existing(kubeconfig).client().await?;
-    typed::run(client, workers).await
+    match workload {
+        workload::Workload::Widgets => typed::run(client, workers).await,
+        workload::Workload::Webapps => typed_webapps::run(client, workers).await,
+    }
 }

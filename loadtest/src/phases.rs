@@ -10,15 +10,19 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::Ingress;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::{reflector, watcher};
 use serde::Serialize;
-use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::widgets;
+use crate::webapps::WebApp;
+use crate::widgets::Widget;
+use crate::workload::{Workload, converged};
 
 /// How many writes the driver has in flight at most.
 const IN_FLIGHT: usize = 64;
@@ -35,17 +39,17 @@ pub struct Converge {
     pub create_seconds: f64,
 }
 
-/// Creates `count` widgets in `namespace`, `rate` a second (0: as fast as the server takes
+/// Creates `count` instances in `namespace`, `rate` a second (0: as fast as the server takes
 /// them), and waits until all are Ready, for at most `limit`.
 pub async fn converge(
     client: &kube::Client,
     namespace: &str,
+    workload: Workload,
     count: usize,
     rate: f64,
     limit: Duration,
 ) -> Result<Converge> {
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), namespace, &widgets::api_resource());
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &workload.kind());
     let ready = Arc::new(Mutex::new(HashSet::new()));
     let watching = tokio::spawn(track_ready(api.clone(), ready.clone()));
     let start = Instant::now();
@@ -59,7 +63,7 @@ pub async fn converge(
             let created = api
                 .create(
                     &PostParams::default(),
-                    &widgets::instance(i, api_namespace(&api)),
+                    &workload.instance(i, api_namespace(&api)),
                 )
                 .await;
             drop(permit);
@@ -67,7 +71,7 @@ pub async fn converge(
         }));
     }
     for create in creates {
-        create.await?.context("create a widget")?;
+        create.await?.context("create an instance")?;
     }
     let create_seconds = start.elapsed().as_secs_f64();
     let deadline = start + limit;
@@ -75,7 +79,7 @@ pub async fn converge(
         if Instant::now() > deadline {
             let done = ready.lock().unwrap().len();
             watching.abort();
-            bail!("converge: {done} of {count} widgets Ready after {limit:?}");
+            bail!("converge: {done} of {count} instances Ready after {limit:?}");
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -102,19 +106,19 @@ async fn pace(start: Instant, i: usize, rate: f64) {
     }
 }
 
-/// Keeps `ready` the set of widgets that are Ready for their generation.
+/// Keeps `ready` the set of instances that are Ready for their generation.
 async fn track_ready(api: Api<DynamicObject>, ready: Arc<Mutex<HashSet<String>>>) {
     let mut events = watcher(api, watcher::Config::default()).boxed();
     while let Some(event) = events.next().await {
         let Ok(event) = event else { continue };
-        let (watcher::Event::Apply(widget) | watcher::Event::InitApply(widget)) = event else {
+        let (watcher::Event::Apply(instance) | watcher::Event::InitApply(instance)) = event else {
             continue;
         };
         let mut ready = ready.lock().unwrap();
-        if widgets::is_ready(&widget) {
-            ready.insert(widget.name_any());
+        if converged(&instance) {
+            ready.insert(instance.name_any());
         } else {
-            ready.remove(&widget.name_any());
+            ready.remove(&instance.name_any());
         }
     }
 }
@@ -151,8 +155,8 @@ struct Shown {
 
 type Seen = Arc<Mutex<Shown>>;
 
-/// Watches the widgets' ConfigMaps and records, for each pending change, when the child
-/// first shows it (or a later change of the same widget).
+/// Watches the instances' children and records, for each pending change, when the child
+/// first shows it (or a later change of the same instance).
 pub struct ChildWatch {
     pending: Pending,
     seen: Seen,
@@ -160,12 +164,12 @@ pub struct ChildWatch {
 }
 
 impl ChildWatch {
-    /// Starts watching the ConfigMaps of `namespace`.
-    pub fn start(client: &kube::Client, namespace: &str) -> Self {
+    /// Starts watching the children of `namespace` that show the workload's changes.
+    pub fn start(client: &kube::Client, namespace: &str, workload: Workload) -> Self {
         let pending: Pending = Arc::default();
         let seen: Seen = Arc::default();
-        let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-        let task = tokio::spawn(resolve(api, pending.clone(), seen.clone()));
+        let api = Api::namespaced_with(client.clone(), namespace, &workload.watched_child());
+        let task = tokio::spawn(resolve(api, workload, pending.clone(), seen.clone()));
         Self {
             pending,
             seen,
@@ -173,13 +177,13 @@ impl ChildWatch {
         }
     }
 
-    /// Records that `widget`'s greeting was set to `greeting` now.
-    fn expect(&self, widget: String, greeting: String) {
+    /// Records that `instance`'s changed value was set to `value` now.
+    fn expect(&self, instance: String, value: String) {
         let mut pending = self.pending.lock().unwrap();
         pending
-            .entry(widget)
+            .entry(instance)
             .or_default()
-            .push_back((greeting, Instant::now()));
+            .push_back((value, Instant::now()));
     }
 
     /// Waits until every pending change is seen, for at most `limit`; returns what was seen
@@ -203,25 +207,21 @@ impl Drop for ChildWatch {
 }
 
 /// The body of a [`ChildWatch`].
-async fn resolve(api: Api<ConfigMap>, pending: Pending, seen: Seen) {
+async fn resolve(api: Api<DynamicObject>, workload: Workload, pending: Pending, seen: Seen) {
     let mut events = watcher(api, watcher::Config::default()).boxed();
     while let Some(event) = events.next().await {
         let Ok(watcher::Event::Apply(child) | watcher::Event::InitApply(child)) = event else {
             continue;
         };
-        let name = child.name_any();
-        let Some(widget) = widgets::widget_of_child(&name) else {
-            continue;
-        };
-        let Some(greeting) = child.data.as_ref().and_then(|d| d.get("greeting")) else {
+        let Some((instance, value)) = workload.shown(&child) else {
             continue;
         };
         let mut pending = pending.lock().unwrap();
-        let Some(queue) = pending.get_mut(widget) else {
+        let Some(queue) = pending.get_mut(&instance) else {
             continue;
         };
-        // The child shows this change: it and every earlier one of the widget are done.
-        let Some(position) = queue.iter().position(|(g, _)| g == greeting) else {
+        // The child shows this change: it and every earlier one of the instance are done.
+        let Some(position) = queue.iter().position(|(v, _)| *v == value) else {
             continue;
         };
         let now = Instant::now();
@@ -231,7 +231,7 @@ async fn resolve(api: Api<ConfigMap>, pending: Pending, seen: Seen) {
             seen.latencies.push((now - sent).as_secs_f64() * 1000.0);
         }
         if queue.is_empty() {
-            pending.remove(widget);
+            pending.remove(&instance);
         }
     }
 }
@@ -246,10 +246,11 @@ pub struct StepPlan {
     pub slo_ms: f64,
 }
 
-/// Changes the greeting of random widgets among `count` as `plan` says.
+/// Changes random instances among `count` as `plan` says.
 pub async fn churn_step(
     client: &kube::Client,
     namespace: &str,
+    workload: Workload,
     watch: &ChildWatch,
     count: usize,
     plan: &StepPlan,
@@ -260,21 +261,20 @@ pub async fn churn_step(
         drain,
         slo_ms,
     } = *plan;
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), namespace, &widgets::api_resource());
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &workload.kind());
     let total = (rate * length.as_secs_f64()).round() as usize;
     let start = Instant::now();
     let slots = Arc::new(Semaphore::new(IN_FLIGHT));
     let mut changes = Vec::with_capacity(total);
     for i in 0..total {
         pace(start, i, rate).await;
-        let widget = widgets::name(rand::random_range(0..count));
-        let greeting = format!("churn {rate} {i}");
+        let instance = workload.name(rand::random_range(0..count));
+        let value = format!("churn-{rate}-{i}");
         let permit = slots.clone().acquire_owned().await?;
-        changes.push(set_greeting(&api, watch, widget, greeting, permit));
+        changes.push(set_value(&api, watch, workload, instance, value, permit));
     }
     for change in changes {
-        change.await?.context("change a widget")?;
+        change.await?.context("change an instance")?;
     }
     let achieved_rate = total as f64 / start.elapsed().as_secs_f64();
     let (Shown { mut latencies, .. }, unseen) = watch.drain(drain).await;
@@ -294,20 +294,22 @@ pub async fn churn_step(
     })
 }
 
-/// Sets a widget's greeting in a task holding `permit`, expecting its child to show it.
-fn set_greeting(
+/// Makes the workload's change to `instance` in a task holding `permit`, expecting its child
+/// to show `value`.
+fn set_value(
     api: &Api<DynamicObject>,
     watch: &ChildWatch,
-    widget: String,
-    greeting: String,
+    workload: Workload,
+    instance: String,
+    value: String,
     permit: OwnedSemaphorePermit,
 ) -> tokio::task::JoinHandle<kube::Result<()>> {
-    watch.expect(widget.clone(), greeting.clone());
+    watch.expect(instance.clone(), value.clone());
     let api = api.clone();
     tokio::spawn(async move {
-        let patch = json!({"spec": {"greeting": greeting}});
+        let patch = workload.change(&value);
         let patched = api
-            .patch(&widget, &PatchParams::default(), &Patch::Merge(&patch))
+            .patch(&instance, &PatchParams::default(), &Patch::Merge(&patch))
             .await;
         drop(permit);
         patched.map(drop)
@@ -323,31 +325,32 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[rank - 1]
 }
 
-/// Changes every widget among `count` while no controller runs, returning once the server
+/// Changes every instance among `count` while no controller runs, returning once the server
 /// has them all; `watch` then times how long a newly started controller takes to catch up.
 pub async fn change_all(
     client: &kube::Client,
     namespace: &str,
+    workload: Workload,
     watch: &ChildWatch,
     count: usize,
 ) -> Result<()> {
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), namespace, &widgets::api_resource());
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &workload.kind());
     let slots = Arc::new(Semaphore::new(IN_FLIGHT));
     let mut changes = Vec::with_capacity(count);
     for i in 0..count {
         let permit = slots.clone().acquire_owned().await?;
-        let greeting = format!("restart {i}");
-        changes.push(set_greeting(
+        let value = format!("restart-{i}");
+        changes.push(set_value(
             &api,
             watch,
-            widgets::name(i),
-            greeting,
+            workload,
+            workload.name(i),
+            value,
             permit,
         ));
     }
     for change in changes {
-        change.await?.context("change a widget")?;
+        change.await?.context("change an instance")?;
     }
     Ok(())
 }
@@ -361,40 +364,52 @@ pub struct Restart {
     /// From the process's start to every child showing its change, seconds.
     pub caught_up_seconds: f64,
     /// The baseline of the first figure: how long the driver's typed kube-runtime
-    /// reflectors take to fill a `Store<Widget>` and a `Store<ConfigMap>` from the same
-    /// server, side by side, seconds (what a controller's caches must list before it
-    /// reconciles).
+    /// reflectors take to fill Stores of the instances and their children (`Store<Widget>`
+    /// and `Store<ConfigMap>`, say) from the same server, side by side, seconds (what a
+    /// controller's caches must list before it reconciles).
     pub typed_stores_fill_seconds: f64,
 }
 
-/// Fills typed kube-runtime Stores of the widgets and their ConfigMaps in `namespace`, side by
-/// side as a controller's caches are, and returns how long that took, seconds.
-pub async fn typed_stores_fill(client: &kube::Client, namespace: &str) -> Result<f64> {
+/// Fills typed kube-runtime Stores of the instances and their children in `namespace`, side
+/// by side as a controller's caches are, and returns how long that took, seconds.
+pub async fn typed_stores_fill(
+    client: &kube::Client,
+    namespace: &str,
+    workload: Workload,
+) -> Result<f64> {
     let start = Instant::now();
-    let (widgets, widgets_writer) = reflector::store::<widgets::Widget>();
-    let (config_maps, config_maps_writer) = reflector::store::<ConfigMap>();
-    let widget_api = Api::namespaced(client.clone(), namespace);
-    let config_map_api = Api::namespaced(client.clone(), namespace);
-    let reflecting = [
-        tokio::spawn(drive(reflector(
-            widgets_writer,
-            watcher(widget_api, Default::default()),
-        ))),
-        tokio::spawn(drive(reflector(
-            config_maps_writer,
-            watcher(config_map_api, Default::default()),
-        ))),
-    ];
-    let filled = tokio::try_join!(widgets.wait_until_ready(), config_maps.wait_until_ready());
-    let seconds = start.elapsed().as_secs_f64();
-    reflecting.iter().for_each(|task| task.abort());
-    filled.context("fill typed stores")?;
-    Ok(seconds)
+    match workload {
+        Workload::Widgets => {
+            tokio::try_join!(
+                fill::<Widget>(client, namespace),
+                fill::<ConfigMap>(client, namespace),
+            )?;
+        }
+        Workload::Webapps => {
+            tokio::try_join!(
+                fill::<WebApp>(client, namespace),
+                fill::<Deployment>(client, namespace),
+                fill::<Service>(client, namespace),
+                fill::<Ingress>(client, namespace),
+            )?;
+        }
+    }
+    Ok(start.elapsed().as_secs_f64())
 }
 
-/// Polls a reflector's stream until it ends.
-async fn drive<S: futures::Stream>(stream: S) {
-    stream.for_each(|_| async {}).await;
+/// Fills a typed Store of the `K`s of `namespace` from a list, then stops its watch.
+async fn fill<K>(client: &kube::Client, namespace: &str) -> Result<()>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store::<K>();
+    let api = Api::<K>::namespaced(client.clone(), namespace);
+    let reflecting =
+        tokio::spawn(reflector(writer, watcher(api, Default::default())).for_each(|_| async {}));
+    let filled = store.wait_until_ready().await;
+    reflecting.abort();
+    filled.context("fill a typed store")
 }
 
 /// Waits until every change [`change_all`] made shows in its child, for at most `limit`;

@@ -25,8 +25,10 @@ pub struct Report {
 /// What one controller did under the same load.
 #[derive(Serialize)]
 pub struct EngineReport {
-    /// `dynrec` (the widgets definition) or `typed` (the kube-runtime baseline).
+    /// `dynrec` (the workload's definition) or `typed` (the kube-runtime baseline).
     pub engine: String,
+    /// `widgets` or `webapps`.
+    pub workload: String,
     pub converge: Converge,
     /// The controller process after the converge.
     pub controller_after_converge: Usage,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Config, Controller};
@@ -37,14 +37,10 @@ pub async fn run(client: kube::Client, workers: u16) -> Result<()> {
         .reflect(writer);
     tokio::spawn(reflect.for_each(|_| async {}));
     config_maps.wait_until_ready().await?;
-    let reporter = Reporter {
-        controller: "typed-widgets".into(),
-        instance: None,
-    };
     let context = Arc::new(Context {
         client: client.clone(),
         config_maps,
-        recorder: Recorder::new(client.clone(), reporter),
+        recorder: recorder(&client, "typed-widgets"),
     });
     Controller::new(Api::<Widget>::all(client.clone()), Default::default())
         .owns(Api::<ConfigMap>::all(client), Default::default())
@@ -91,7 +87,8 @@ async fn reconcile(widget: Arc<Widget>, context: Arc<Context>) -> Result<Action,
                 created => {
                     created?;
                     let note = format!("Created ConfigMap {name:?}");
-                    record(&context, &widget, "Created", note).await?;
+                    let reference = widget.object_ref(&());
+                    record(&context.recorder, &reference, "Created", &note).await?;
                 }
             }
         }
@@ -127,27 +124,40 @@ async fn reconcile(widget: Arc<Widget>, context: Arc<Context>) -> Result<Action,
         Api::<Widget>::namespaced(context.client.clone(), &namespace)
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await?;
-        record(&context, &widget, "StatusUpdated", "Updated status".into()).await?;
+        let reference = widget.object_ref(&());
+        record(
+            &context.recorder,
+            &reference,
+            "StatusUpdated",
+            "Updated status",
+        )
+        .await?;
     }
     Ok(Action::await_change())
 }
 
-/// Records a Normal Event on the widget, as dynrec does after each write.
-async fn record(
-    context: &Context,
-    widget: &Widget,
+/// The Event recorder of the baseline controller `controller`.
+pub fn recorder(client: &kube::Client, controller: &str) -> Recorder {
+    let reporter = Reporter {
+        controller: controller.into(),
+        instance: None,
+    };
+    Recorder::new(client.clone(), reporter)
+}
+
+/// Records a Normal Event on the object, as dynrec does after each write.
+pub async fn record(
+    recorder: &Recorder,
+    object: &ObjectReference,
     reason: &str,
-    note: String,
+    note: &str,
 ) -> Result<(), kube::Error> {
     let event = Event {
         type_: EventType::Normal,
         reason: reason.into(),
-        note: Some(note),
+        note: Some(note.into()),
         action: reason.into(),
         secondary: None,
     };
-    context
-        .recorder
-        .publish(&event, &widget.object_ref(&()))
-        .await
+    recorder.publish(&event, object).await
 }

@@ -55,9 +55,18 @@ pub fn child_name(widget: &str) -> String {
     format!("{widget}-config")
 }
 
-/// The widget a ConfigMap child belongs to, by its name.
-pub fn widget_of_child(config_map: &str) -> Option<&str> {
-    config_map.strip_suffix("-config")
+/// The churn change: a new greeting, which the ConfigMap shows.
+pub fn change(greeting: &str) -> serde_json::Value {
+    json!({"spec": {"greeting": greeting}})
+}
+
+/// The widget a ConfigMap belongs to (by its name) and the greeting it shows, when it is one
+/// of theirs.
+pub fn shown(config_map: &DynamicObject) -> Option<(String, String)> {
+    let name = config_map.metadata.name.as_deref()?;
+    let widget = name.strip_suffix("-config")?;
+    let greeting = config_map.data["data"]["greeting"].as_str()?;
+    Some((widget.to_string(), greeting.to_string()))
 }
 
 /// The child's data the definition's template gives a widget of this spec.
@@ -71,16 +80,4 @@ pub fn desired_data(spec: &WidgetSpec) -> BTreeMap<String, String> {
         ("greeting".to_string(), greeting),
         ("size".to_string(), spec.size.unwrap_or(1).to_string()),
     ])
-}
-
-/// Whether a widget has converged: Ready=True for its current generation.
-pub fn is_ready(widget: &DynamicObject) -> bool {
-    let status = &widget.data["status"];
-    let observed = status["observedGeneration"].as_i64();
-    let ready = status["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|c| c["type"] == "Ready" && c["status"] == "True");
-    ready && observed.is_some() && observed == widget.metadata.generation
 }

@@ -8,8 +8,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
-#[test]
-fn a_small_run_converges_both_engines_and_reports_every_phase() {
+/// Runs the driver on 20 instances of `workload` with one short churn step; returns the
+/// report and the output directory (which holds churn.svg).
+fn small_run(workload: &str) -> (Value, tempfile::TempDir) {
     let driver = Path::new(env!("CARGO_BIN_EXE_dynrec-loadtest"));
     let dynrec = driver.with_file_name("dynrec");
     assert!(
@@ -19,15 +20,8 @@ fn a_small_run_converges_both_engines_and_reports_every_phase() {
     );
     let out = tempfile::tempdir().unwrap();
     let run = Command::new(driver)
-        .args([
-            "run",
-            "--instances",
-            "20",
-            "--churn",
-            "5",
-            "--step-seconds",
-            "2",
-        ])
+        .args(["run", "--workload", workload, "--instances", "20"])
+        .args(["--churn", "5", "--step-seconds", "2"])
         // A generous SLO: this checks that every change is seen, not how fast.
         .args(["--slo-ms", "5000", "--limit-seconds", "120"])
         .arg("--out")
@@ -41,9 +35,20 @@ fn a_small_run_converges_both_engines_and_reports_every_phase() {
         String::from_utf8_lossy(&run.stderr)
     );
     assert!(stdout.contains("dynrec / typed: converge time"), "{stdout}");
+    let report = std::fs::read(out.path().join("result.json")).unwrap();
+    (serde_json::from_slice(&report).unwrap(), out)
+}
 
-    let report: Value =
-        serde_json::from_slice(&std::fs::read(out.path().join("result.json")).unwrap()).unwrap();
+/// The count of `kind` an engine's API server stored.
+fn stored(engine: &Value, kind: &str) -> u64 {
+    let stored = engine["server"]["stored"].as_array().unwrap();
+    let found = stored.iter().find(|s| s["kind"] == kind).unwrap();
+    found["count"].as_u64().unwrap()
+}
+
+#[test]
+fn a_small_run_converges_both_engines_and_reports_every_phase() {
+    let (report, out) = small_run("widgets");
     let engines = report["engines"].as_array().unwrap();
     let names: Vec<&str> = engines
         .iter()
@@ -72,17 +77,7 @@ fn a_small_run_converges_both_engines_and_reports_every_phase() {
         );
         // 20 instances and the probe; the same writes on both sides: a ConfigMap each
         // (plus the namespace's root CA ConfigMap, if the server makes one) and two Events.
-        let stored = &engine["server"]["stored"];
-        let count = |kind: &str| {
-            stored
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|s| s["kind"] == kind)
-                .unwrap()["count"]
-                .as_u64()
-                .unwrap()
-        };
+        let count = |kind: &str| stored(engine, kind);
         assert_eq!(count("Widget"), 21, "{name}");
         assert!((21..=22).contains(&count("ConfigMap")), "{name}");
         assert_eq!(count("Event"), 42, "{name}: Created and StatusUpdated each");
@@ -93,4 +88,22 @@ fn a_small_run_converges_both_engines_and_reports_every_phase() {
         4,
         "p50 and p99 of each engine"
     );
+}
+
+#[test]
+fn webapps_converge_with_their_three_children_on_both_engines() {
+    let (report, _out) = small_run("webapps");
+    for engine in report["engines"].as_array().unwrap() {
+        let name = &engine["engine"];
+        assert_eq!(engine["workload"], "webapps", "{name}");
+        assert_eq!(
+            engine["churn"][0]["unseen"], 0,
+            "{name}: every new image reached its Deployment"
+        );
+        // 20 instances and the probe, each with its Deployment, Service and Ingress.
+        for kind in ["WebApp", "Deployment", "Service", "Ingress"] {
+            assert_eq!(stored(engine, kind), 21, "{name}: {kind}");
+        }
+        assert!(engine["restart"]["caught_up_seconds"].as_f64().unwrap() > 0.0);
+    }
 }
