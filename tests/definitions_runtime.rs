@@ -9,7 +9,7 @@ mod widgets;
 use std::time::{Duration, Instant};
 
 use dynrec::apiserver::ApiServer;
-use dynrec::client::Client;
+use dynrec::client::{CachedFields, Client};
 use dynrec::definitions::{Definitions, parse_documents};
 use dynrec::object::Gvk;
 use dynrec::reconcilers::Config;
@@ -859,6 +859,163 @@ async fn dependents_of_an_excluded_step_are_excluded_and_come_back_with_it() {
         (data_of(&cms, "g1-route").await? == json!({"via": "g1-service"})
             && data_of(&cms, "g1-note").await? == json!({"service": "g1-service"}))
         .then_some(())
+    })
+    .await;
+    running.stop().await;
+}
+
+/// A definition of `kind` (plural `plural`) whose child ConfigMap's template writes only its
+/// name and a label, and whose status copies `field` of the child's data.
+fn copier(kind: &str, plural: &str, field: &str) -> String {
+    format!(
+        r#"apiVersion: dynrec.dev/v1alpha1
+kind: ReconcilerDefinition
+metadata: {{name: {plural}}}
+spec:
+  for: {{apiVersion: example.com/v1, kind: {kind}}}
+  schema:
+    openAPIV3Schema:
+      type: object
+      properties:
+        spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+        status: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+  steps:
+  - child:
+      id: note
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata:
+          name: "${{self.metadata.name}}-{plural}"
+          labels: {{example.com/copied: "{field}"}}
+  - sync:
+      status: {{copied: "${{note.data.{field}}}"}}
+"#
+    )
+}
+
+/// What the shared ConfigMap cache holds of `name`, looked at without widening it.
+async fn cached_data(client: &Client, name: &str) -> Option<Value> {
+    let config_map = Gvk::new("", "v1", "ConfigMap");
+    let probe = client.reading_only([(config_map.clone(), CachedFields::metadata())]);
+    let cache = probe.cache(&config_map).await.ok()?;
+    let key = dynrec::object::ObjectKey::namespaced("default", name);
+    cache.get(&key).map(|object| object.data.clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_kind_is_cached_as_read_widened_for_a_later_reader_and_still_repaired() {
+    let running = Running::start().await;
+    let definitions = running.definitions_api();
+    let cms = running.config_maps();
+    let patch = |name: &str, body: Value| {
+        let cms = cms.clone();
+        let name = name.to_owned();
+        async move {
+            cms.patch(&name, &PatchParams::default(), &Patch::Merge(body))
+                .await
+                .unwrap()
+        }
+    };
+
+    // The first definition reads data.x of its children: the cache keeps data.x, not data.y.
+    running
+        .apply(&definitions, &copier("First", "firsts", "x"))
+        .await;
+    let firsts = running.api("example.com/v1", "First", "firsts");
+    eventually("the First kind is served", || async {
+        firsts.list(&Default::default()).await.ok().map(|_| ())
+    })
+    .await;
+    running
+        .apply(
+            &firsts,
+            "apiVersion: example.com/v1\nkind: First\nmetadata: {name: f1, namespace: default}\nspec: {}\n",
+        )
+        .await;
+    eventually("the First's ConfigMap is made", || async {
+        cms.get_opt("f1-firsts").await.ok().flatten()
+    })
+    .await;
+    patch("f1-firsts", json!({"data": {"x": "1", "y": "2"}})).await;
+    eventually("the First copies data.x", || async {
+        let first = firsts.get("f1").await.ok()?;
+        (first.data["status"]["copied"] == "1").then_some(())
+    })
+    .await;
+    let cached = eventually("the cache holds the change", || async {
+        cached_data(&running.client, "f1-firsts")
+            .await
+            .filter(|data| data["data"]["x"] == "1")
+    })
+    .await;
+    assert_eq!(cached, json!({"data": {"x": "1"}}), "cached: {cached}");
+    let config_map = Gvk::new("", "v1", "ConfigMap");
+    let whole = running
+        .client
+        .get(
+            &config_map,
+            &dynrec::object::ObjectKey::namespaced("default", "f1-firsts"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        whole.data["data"],
+        json!({"x": "1", "y": "2"}),
+        "a reader that declared nothing reads whole objects"
+    );
+
+    // Drift in what the template writes is repaired; what it does not write is kept.
+    patch(
+        "f1-firsts",
+        json!({"metadata": {"labels": {"example.com/copied": "changed"}}}),
+    )
+    .await;
+    let repaired = eventually("the template's label is repaired", || async {
+        let cm = cms.get("f1-firsts").await.ok()?;
+        let labels = cm.metadata.labels.clone().unwrap_or_default();
+        (labels.get("example.com/copied").map(String::as_str) == Some("x")).then_some(cm)
+    })
+    .await;
+    assert_eq!(repaired.data["data"], json!({"x": "1", "y": "2"}));
+
+    // A second definition reads data.y: the cache is widened before its reads are served
+    // from it, and its status sees the value.
+    running
+        .apply(&definitions, &copier("Second", "seconds", "y"))
+        .await;
+    let seconds = running.api("example.com/v1", "Second", "seconds");
+    eventually("the Second kind is served", || async {
+        seconds.list(&Default::default()).await.ok().map(|_| ())
+    })
+    .await;
+    running
+        .apply(
+            &seconds,
+            "apiVersion: example.com/v1\nkind: Second\nmetadata: {name: s1, namespace: default}\nspec: {}\n",
+        )
+        .await;
+    eventually("the Second's ConfigMap is made", || async {
+        cms.get_opt("s1-seconds").await.ok().flatten()
+    })
+    .await;
+    patch("s1-seconds", json!({"data": {"x": "3", "y": "4"}})).await;
+    eventually("the Second copies data.y", || async {
+        let second = seconds.get("s1").await.ok()?;
+        (second.data["status"]["copied"] == "4").then_some(())
+    })
+    .await;
+    let widened = eventually("the cache holds data.y", || async {
+        cached_data(&running.client, "f1-firsts")
+            .await
+            .filter(|data| data["data"].get("y").is_some())
+    })
+    .await;
+    assert_eq!(widened, json!({"data": {"x": "1", "y": "2"}}));
+    patch("f1-firsts", json!({"data": {"x": "5"}})).await;
+    eventually("the First still follows data.x", || async {
+        let first = firsts.get("f1").await.ok()?;
+        (first.data["status"]["copied"] == "5").then_some(())
     })
     .await;
     running.stop().await;
