@@ -353,7 +353,7 @@ impl Caches {
                     })
                     .collect();
                 let held = {
-                    let state = Arc::downgrade(&state);
+                    let state = Arc::downgrade(state);
                     move |ns: &str| match state.upgrade() {
                         Some(state) => state.store.list(&ListOptions::default().namespace(ns)),
                         None => Vec::new(),
