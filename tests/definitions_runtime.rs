@@ -903,62 +903,73 @@ async fn cached_data(client: &Client, name: &str) -> Option<Value> {
     cache.get(&key).map(|object| object.data.clone())
 }
 
+/// Merge-patches the ConfigMap `name`.
+async fn patch_config_map(running: &Running, name: &str, body: Value) {
+    let params = PatchParams::default();
+    let config_maps = running.config_maps();
+    config_maps
+        .patch(name, &params, &Patch::Merge(body))
+        .await
+        .unwrap();
+}
+
+/// Starts the [`copier`] of `field` for `kind`, makes one instance, `{plural}-1`, sets its
+/// ConfigMap's data to `data` and waits until its status copied `data[field]`; returns the
+/// kind's API.
+async fn copy_one(
+    running: &Running,
+    (kind, plural, field): (&str, &str, &str),
+    data: Value,
+) -> Api<DynamicObject> {
+    let definition = copier(kind, plural, field);
+    running.apply(&running.definitions_api(), &definition).await;
+    let instances = running.api("example.com/v1", kind, plural);
+    eventually("the kind is served", || async {
+        instances.list(&Default::default()).await.ok().map(|_| ())
+    })
+    .await;
+    let instance = format!(
+        "apiVersion: example.com/v1\nkind: {kind}\nmetadata: {{name: {plural}-1, namespace: default}}\nspec: {{}}\n"
+    );
+    running.apply(&instances, &instance).await;
+    let config_map = format!("{plural}-1-{plural}");
+    let cms = running.config_maps();
+    eventually("the instance's ConfigMap is made", || async {
+        cms.get_opt(&config_map).await.ok().flatten()
+    })
+    .await;
+    let expected = data["data"][field].clone();
+    patch_config_map(running, &config_map, data).await;
+    eventually("the instance copies the field", || async {
+        let copied = instances.get(&format!("{plural}-1")).await.ok()?;
+        (copied.data["status"]["copied"] == expected).then_some(())
+    })
+    .await;
+    instances
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_kind_is_cached_as_read_widened_for_a_later_reader_and_still_repaired() {
     let running = Running::start().await;
-    let definitions = running.definitions_api();
     let cms = running.config_maps();
-    let patch = |name: &str, body: Value| {
-        let cms = cms.clone();
-        let name = name.to_owned();
-        async move {
-            cms.patch(&name, &PatchParams::default(), &Patch::Merge(body))
-                .await
-                .unwrap()
-        }
-    };
 
     // The first definition reads data.x of its children: the cache keeps data.x, not data.y.
-    running
-        .apply(&definitions, &copier("First", "firsts", "x"))
-        .await;
-    let firsts = running.api("example.com/v1", "First", "firsts");
-    eventually("the First kind is served", || async {
-        firsts.list(&Default::default()).await.ok().map(|_| ())
-    })
-    .await;
-    running
-        .apply(
-            &firsts,
-            "apiVersion: example.com/v1\nkind: First\nmetadata: {name: f1, namespace: default}\nspec: {}\n",
-        )
-        .await;
-    eventually("the First's ConfigMap is made", || async {
-        cms.get_opt("f1-firsts").await.ok().flatten()
-    })
-    .await;
-    patch("f1-firsts", json!({"data": {"x": "1", "y": "2"}})).await;
-    eventually("the First copies data.x", || async {
-        let first = firsts.get("f1").await.ok()?;
-        (first.data["status"]["copied"] == "1").then_some(())
-    })
+    let firsts = copy_one(
+        &running,
+        ("First", "firsts", "x"),
+        json!({"data": {"x": "1", "y": "2"}}),
+    )
     .await;
     let cached = eventually("the cache holds the change", || async {
-        cached_data(&running.client, "f1-firsts")
+        cached_data(&running.client, "firsts-1-firsts")
             .await
             .filter(|data| data["data"]["x"] == "1")
     })
     .await;
     assert_eq!(cached, json!({"data": {"x": "1"}}), "cached: {cached}");
     let config_map = Gvk::new("", "v1", "ConfigMap");
-    let whole = running
-        .client
-        .get(
-            &config_map,
-            &dynrec::object::ObjectKey::namespaced("default", "f1-firsts"),
-        )
-        .await
-        .unwrap();
+    let key = dynrec::object::ObjectKey::namespaced("default", "firsts-1-firsts");
+    let whole = running.client.get(&config_map, &key).await.unwrap();
     assert_eq!(
         whole.data["data"],
         json!({"x": "1", "y": "2"}),
@@ -966,13 +977,10 @@ async fn a_child_kind_is_cached_as_read_widened_for_a_later_reader_and_still_rep
     );
 
     // Drift in what the template writes is repaired; what it does not write is kept.
-    patch(
-        "f1-firsts",
-        json!({"metadata": {"labels": {"example.com/copied": "changed"}}}),
-    )
-    .await;
+    let label = json!({"metadata": {"labels": {"example.com/copied": "changed"}}});
+    patch_config_map(&running, "firsts-1-firsts", label).await;
     let repaired = eventually("the template's label is repaired", || async {
-        let cm = cms.get("f1-firsts").await.ok()?;
+        let cm = cms.get("firsts-1-firsts").await.ok()?;
         let labels = cm.metadata.labels.clone().unwrap_or_default();
         (labels.get("example.com/copied").map(String::as_str) == Some("x")).then_some(cm)
     })
@@ -981,40 +989,22 @@ async fn a_child_kind_is_cached_as_read_widened_for_a_later_reader_and_still_rep
 
     // A second definition reads data.y: the cache is widened before its reads are served
     // from it, and its status sees the value.
-    running
-        .apply(&definitions, &copier("Second", "seconds", "y"))
-        .await;
-    let seconds = running.api("example.com/v1", "Second", "seconds");
-    eventually("the Second kind is served", || async {
-        seconds.list(&Default::default()).await.ok().map(|_| ())
-    })
-    .await;
-    running
-        .apply(
-            &seconds,
-            "apiVersion: example.com/v1\nkind: Second\nmetadata: {name: s1, namespace: default}\nspec: {}\n",
-        )
-        .await;
-    eventually("the Second's ConfigMap is made", || async {
-        cms.get_opt("s1-seconds").await.ok().flatten()
-    })
-    .await;
-    patch("s1-seconds", json!({"data": {"x": "3", "y": "4"}})).await;
-    eventually("the Second copies data.y", || async {
-        let second = seconds.get("s1").await.ok()?;
-        (second.data["status"]["copied"] == "4").then_some(())
-    })
+    copy_one(
+        &running,
+        ("Second", "seconds", "y"),
+        json!({"data": {"x": "3", "y": "4"}}),
+    )
     .await;
     let widened = eventually("the cache holds data.y", || async {
-        cached_data(&running.client, "f1-firsts")
+        cached_data(&running.client, "firsts-1-firsts")
             .await
             .filter(|data| data["data"].get("y").is_some())
     })
     .await;
     assert_eq!(widened, json!({"data": {"x": "1", "y": "2"}}));
-    patch("f1-firsts", json!({"data": {"x": "5"}})).await;
+    patch_config_map(&running, "firsts-1-firsts", json!({"data": {"x": "5"}})).await;
     eventually("the First still follows data.x", || async {
-        let first = firsts.get("f1").await.ok()?;
+        let first = firsts.get("firsts-1").await.ok()?;
         (first.data["status"]["copied"] == "5").then_some(())
     })
     .await;
