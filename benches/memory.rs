@@ -2,14 +2,18 @@
 //! shared cache (`Client::cache`, `DynamicObject`s) and, as the baseline, a typed
 //! kube-runtime reflector `Store<ConfigMap>`, over 1,000, 10,000 and 100,000 objects, and
 //! over 1,000 and 10,000 owned ones (each with a controller ownerReference, as a
-//! controller's children have: dynrec's cache also indexes those by controller). A counting
-//! global allocator measures the live heap before the cache starts and after it is ready
-//! (the server's objects are stored before the first reading). Prints its figures.
+//! controller's children have: dynrec's cache also indexes those by controller). Of the owned
+//! ones, also dynrec's projected caches (`Client::reading_only`): metadata only, as a child
+//! read only for ownership and existence, and the fields the widgets definition reads of its
+//! ConfigMaps. A counting global allocator measures the live heap before the cache starts and
+//! after it is ready (the server's objects are stored before the first reading). Prints its
+//! figures; an argument (other than `--bench`) runs only the sizes whose row names hold it
+//! (`cargo bench --bench memory -- owned`).
 
 use std::time::Duration;
 
 use dynrec::apiserver::ApiServer;
-use dynrec::client::{Client, ListOptions};
+use dynrec::client::{CachedFields, Client, ListOptions};
 use dynrec::object::Gvk;
 use dynrec_test_support::counting::{Counting, live};
 use futures::StreamExt;
@@ -55,10 +59,10 @@ struct Measured {
     json: f64,
 }
 
-/// dynrec's shared cache of ConfigMaps.
-async fn dynrec_cache(server: &ApiServer, n: usize) -> Measured {
+/// dynrec's shared cache of ConfigMaps, keeping `fields` of them.
+async fn dynrec_cache(server: &ApiServer, n: usize, fields: CachedFields) -> Measured {
     let gvk = Gvk::new("", "v1", "ConfigMap");
-    let client = Client::new(server.client());
+    let client = Client::new(server.client()).reading_only([(gvk.clone(), fields)]);
     client.resolve(&gvk).await.expect("ConfigMaps resolve");
     let before = settled_live().await;
     let cache = client.cache(&gvk).await.expect("a cache");
@@ -115,8 +119,20 @@ fn json_size(object: &impl serde::Serialize) -> usize {
         .unwrap_or_default()
 }
 
+/// What the widgets definition reads of its ConfigMaps: what its template writes (labels,
+/// `data`), which its update manager compares.
+fn widgets_definition_reads() -> CachedFields {
+    CachedFields::metadata()
+        .with("metadata.labels")
+        .with("data")
+}
+
 fn main() {
-    // `cargo bench` passes `--bench`; there is nothing to filter.
+    // `cargo bench` passes `--bench`; any other argument filters the rows.
+    let filter = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with("--"))
+        .unwrap_or_default();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -127,24 +143,38 @@ fn main() {
     // Owned: dynrec's cache also indexes each by its controller (the typed Store does not).
     let owned = [(1_000, true), (10_000, true)];
     for (n, owned) in sizes.into_iter().chain(owned) {
-        let server = server(n, owned);
         let objects = match owned {
             true => "owned objects",
             false => "objects",
         };
-        for (name, measured) in [
-            ("dynrec cache", runtime.block_on(dynrec_cache(&server, n))),
-            (
-                "typed Store<ConfigMap>",
-                runtime.block_on(typed_store(&server, n)),
-            ),
-        ] {
+        if !format!("{n} {objects}").contains(&filter) {
+            continue;
+        }
+        let server = server(n, owned);
+        let whole = runtime.block_on(dynrec_cache(&server, n, CachedFields::Whole));
+        let typed = runtime.block_on(typed_store(&server, n));
+        let mut rows = vec![("dynrec cache", whole)];
+        if owned {
+            let metadata = dynrec_cache(&server, n, CachedFields::metadata());
+            let read = dynrec_cache(&server, n, widgets_definition_reads());
+            rows.push(("dynrec, metadata only", runtime.block_on(metadata)));
+            rows.push(("dynrec, widgets' reads", runtime.block_on(read)));
+        }
+        for (name, measured) in &rows {
             println!(
-                "  {n:>6} {objects:<13}, {name:<23}: {:>6.0} B/object, JSON {:>4.0} B, ratio {:.2}",
+                "  {n:>6} {objects:<13}, {name:<23}: {:>6.0} B/object, JSON {:>4.0} B, ratio {:.2}, {:.2}× typed",
                 measured.per_object,
                 measured.json,
-                measured.per_object / measured.json
+                measured.per_object / measured.json,
+                measured.per_object / typed.per_object
             );
         }
+        println!(
+            "  {n:>6} {objects:<13}, {:<23}: {:>6.0} B/object, JSON {:>4.0} B, ratio {:.2}",
+            "typed Store<ConfigMap>",
+            typed.per_object,
+            typed.json,
+            typed.per_object / typed.json
+        );
     }
 }

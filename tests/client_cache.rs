@@ -8,7 +8,7 @@ use futures::StreamExt;
 
 use client_common::{config_map, eventually, object, start};
 use dynrec::{
-    client::{CacheEvent, Client, ListOptions},
+    client::{CacheEvent, CachedFields, Client, ListOptions},
     duck_types::KResource,
     object::{Gvk, ObjectKey},
 };
@@ -336,4 +336,49 @@ async fn a_subscriber_that_falls_behind_still_gets_every_change_in_order() {
         .collect();
     versions.sort_by_key(|v| v.parse::<u64>().unwrap());
     assert_eq!(seen, versions, "every create, in resourceVersion order");
+}
+
+#[tokio::test]
+async fn a_projected_cache_serves_only_the_readers_it_covers_until_a_wider_one_widens_it() {
+    let (server, client) = start();
+    client
+        .create(&config_map("settings", json!({"app": "web"})))
+        .await
+        .unwrap();
+    let metadata_only = client.reading_only([(config_maps(), CachedFields::metadata())]);
+    let projected = metadata_only.cache(&config_maps()).await.unwrap();
+    assert!(projected.wait_until_ready().await);
+    let key = ObjectKey::namespaced("default", "settings");
+    let cached = metadata_only.get(&config_maps(), &key).await.unwrap();
+    assert_eq!(
+        cached.data,
+        json!({}),
+        "the projected reader reads what it declared"
+    );
+    assert_eq!(cached.metadata.labels, None);
+    assert!(cached.metadata.uid.is_some() && cached.metadata.creation_timestamp.is_some());
+
+    // A reader that declared nothing is served whole objects by the API server...
+    let gets = server.request_count("get", "", "configmaps");
+    let whole = client.get(&config_maps(), &key).await.unwrap();
+    assert_eq!(whole.data["data"]["key"], "value");
+    assert_eq!(server.request_count("get", "", "configmaps"), gets + 1);
+
+    // ...until it joins the cache, which widens to whole objects (listed again, one watch).
+    let joined = client.cache(&config_maps()).await.unwrap();
+    eventually(
+        Duration::from_secs(5),
+        "the cache to hold whole objects",
+        || async { joined.holds(&CachedFields::Whole).then_some(()) },
+    )
+    .await;
+    assert!(projected.fields().is_whole());
+    let served = client.get(&config_maps(), &key).await.unwrap();
+    assert_eq!(served.data["data"]["key"], "value");
+    assert_eq!(server.request_count("get", "", "configmaps"), gets + 1);
+    assert_eq!(server.request_count("list", "", "configmaps"), 2);
+    eventually(Duration::from_secs(5), "one watch left open", || async {
+        (server.open_watches().get("/configmaps") == Some(&1)).then_some(())
+    })
+    .await;
 }

@@ -9,7 +9,7 @@ mod widgets;
 use std::time::{Duration, Instant};
 
 use dynrec::apiserver::ApiServer;
-use dynrec::client::Client;
+use dynrec::client::{CachedFields, Client};
 use dynrec::definitions::{Definitions, parse_documents};
 use dynrec::object::Gvk;
 use dynrec::reconcilers::Config;
@@ -859,6 +859,153 @@ async fn dependents_of_an_excluded_step_are_excluded_and_come_back_with_it() {
         (data_of(&cms, "g1-route").await? == json!({"via": "g1-service"})
             && data_of(&cms, "g1-note").await? == json!({"service": "g1-service"}))
         .then_some(())
+    })
+    .await;
+    running.stop().await;
+}
+
+/// A definition of `kind` (plural `plural`) whose child ConfigMap's template writes only its
+/// name and a label, and whose status copies `field` of the child's data.
+fn copier(kind: &str, plural: &str, field: &str) -> String {
+    format!(
+        r#"apiVersion: dynrec.dev/v1alpha1
+kind: ReconcilerDefinition
+metadata: {{name: {plural}}}
+spec:
+  for: {{apiVersion: example.com/v1, kind: {kind}}}
+  schema:
+    openAPIV3Schema:
+      type: object
+      properties:
+        spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+        status: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+  steps:
+  - child:
+      id: note
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata:
+          name: "${{self.metadata.name}}-{plural}"
+          labels: {{example.com/copied: "{field}"}}
+  - sync:
+      status: {{copied: "${{note.data.{field}}}"}}
+"#
+    )
+}
+
+/// What the shared ConfigMap cache holds of `name`, looked at without widening it.
+async fn cached_data(client: &Client, name: &str) -> Option<Value> {
+    let config_map = Gvk::new("", "v1", "ConfigMap");
+    let probe = client.reading_only([(config_map.clone(), CachedFields::metadata())]);
+    let cache = probe.cache(&config_map).await.ok()?;
+    let key = dynrec::object::ObjectKey::namespaced("default", name);
+    cache.get(&key).map(|object| object.data.clone())
+}
+
+/// Merge-patches the ConfigMap `name`.
+async fn patch_config_map(running: &Running, name: &str, body: Value) {
+    let params = PatchParams::default();
+    let config_maps = running.config_maps();
+    config_maps
+        .patch(name, &params, &Patch::Merge(body))
+        .await
+        .unwrap();
+}
+
+/// Starts the [`copier`] of `field` for `kind`, makes one instance, `{plural}-1`, sets its
+/// ConfigMap's data to `data` and waits until its status copied `data[field]`; returns the
+/// kind's API.
+async fn copy_one(
+    running: &Running,
+    (kind, plural, field): (&str, &str, &str),
+    data: Value,
+) -> Api<DynamicObject> {
+    let definition = copier(kind, plural, field);
+    running.apply(&running.definitions_api(), &definition).await;
+    let instances = running.api("example.com/v1", kind, plural);
+    eventually("the kind is served", || async {
+        instances.list(&Default::default()).await.ok().map(|_| ())
+    })
+    .await;
+    let instance = format!(
+        "apiVersion: example.com/v1\nkind: {kind}\nmetadata: {{name: {plural}-1, namespace: default}}\nspec: {{}}\n"
+    );
+    running.apply(&instances, &instance).await;
+    let config_map = format!("{plural}-1-{plural}");
+    let cms = running.config_maps();
+    eventually("the instance's ConfigMap is made", || async {
+        cms.get_opt(&config_map).await.ok().flatten()
+    })
+    .await;
+    let expected = data["data"][field].clone();
+    patch_config_map(running, &config_map, data).await;
+    eventually("the instance copies the field", || async {
+        let copied = instances.get(&format!("{plural}-1")).await.ok()?;
+        (copied.data["status"]["copied"] == expected).then_some(())
+    })
+    .await;
+    instances
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_kind_is_cached_as_read_widened_for_a_later_reader_and_still_repaired() {
+    let running = Running::start().await;
+    let cms = running.config_maps();
+
+    // The first definition reads data.x of its children: the cache keeps data.x, not data.y.
+    let firsts = copy_one(
+        &running,
+        ("First", "firsts", "x"),
+        json!({"data": {"x": "1", "y": "2"}}),
+    )
+    .await;
+    let cached = eventually("the cache holds the change", || async {
+        cached_data(&running.client, "firsts-1-firsts")
+            .await
+            .filter(|data| data["data"]["x"] == "1")
+    })
+    .await;
+    assert_eq!(cached, json!({"data": {"x": "1"}}), "cached: {cached}");
+    let config_map = Gvk::new("", "v1", "ConfigMap");
+    let key = dynrec::object::ObjectKey::namespaced("default", "firsts-1-firsts");
+    let whole = running.client.get(&config_map, &key).await.unwrap();
+    assert_eq!(
+        whole.data["data"],
+        json!({"x": "1", "y": "2"}),
+        "a reader that declared nothing reads whole objects"
+    );
+
+    // Drift in what the template writes is repaired; what it does not write is kept.
+    let label = json!({"metadata": {"labels": {"example.com/copied": "changed"}}});
+    patch_config_map(&running, "firsts-1-firsts", label).await;
+    let repaired = eventually("the template's label is repaired", || async {
+        let cm = cms.get("firsts-1-firsts").await.ok()?;
+        let labels = cm.metadata.labels.clone().unwrap_or_default();
+        (labels.get("example.com/copied").map(String::as_str) == Some("x")).then_some(cm)
+    })
+    .await;
+    assert_eq!(repaired.data["data"], json!({"x": "1", "y": "2"}));
+
+    // A second definition reads data.y: the cache is widened before its reads are served
+    // from it, and its status sees the value.
+    copy_one(
+        &running,
+        ("Second", "seconds", "y"),
+        json!({"data": {"x": "3", "y": "4"}}),
+    )
+    .await;
+    let widened = eventually("the cache holds data.y", || async {
+        cached_data(&running.client, "firsts-1-firsts")
+            .await
+            .filter(|data| data["data"].get("y").is_some())
+    })
+    .await;
+    assert_eq!(widened, json!({"data": {"x": "1", "y": "2"}}));
+    patch_config_map(&running, "firsts-1-firsts", json!({"data": {"x": "5"}})).await;
+    eventually("the First still follows data.x", || async {
+        let first = firsts.get("firsts-1").await.ok()?;
+        (first.data["status"]["copied"] == "5").then_some(())
     })
     .await;
     running.stop().await;

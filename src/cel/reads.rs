@@ -90,6 +90,27 @@ impl VariableReads {
         self.reads.contains_key(name)
     }
 
+    /// The paths below `name` the expression reads whole (`[]`: all of it), if it reads
+    /// `name` at all: what of the value must be there for the expression to see what it
+    /// would see in the whole value.
+    pub(crate) fn paths_read(&self, name: &str) -> Option<Vec<Vec<String>>> {
+        fn leaves(reads: &Reads, path: &mut Vec<String>, found: &mut Vec<Vec<String>>) {
+            match reads {
+                Reads::Whole => found.push(path.clone()),
+                Reads::Fields(fields) => {
+                    for (field, below) in fields {
+                        path.push(field.clone());
+                        leaves(below, path, found);
+                        path.pop();
+                    }
+                }
+            }
+        }
+        let mut found = Vec::new();
+        leaves(self.get(name)?, &mut Vec::new(), &mut found);
+        Some(found)
+    }
+
     /// Binds `variable` in `ctx` as the expression reads it, converting only that.
     pub(crate) fn bind_json<'a>(
         &self,

@@ -1,10 +1,18 @@
 //! Shared per-GVK caches: one watch per kind per process, reference-counted, each filling an
 //! indexed [`Store`] (by namespace and by controller).
+//!
+//! A cache keeps whole objects unless every reader that started or joined it declared the
+//! fields it reads ([`CachedFields`]): then it keeps only those. A reader that needs more
+//! widens it: the kind is listed again with the wider projection, and until that list is
+//! done the cache serves only the readers it already covers ([`Cache::holds`]).
 
 use std::{
     collections::HashMap,
     pin::pin,
-    sync::{Arc, Weak},
+    sync::{
+        Arc, Weak,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
 };
 
 use futures::StreamExt;
@@ -22,7 +30,7 @@ use tokio::{
 use tracing::{debug, info, warn};
 
 use super::namespaced_watch::watch_namespaces;
-use super::{ListOptions, Resolved, resolved::Kinds, store::Store, unseen::Unseen};
+use super::{CachedFields, ListOptions, Resolved, resolved::Kinds, store::Store, unseen::Unseen};
 use crate::object::{Gvk, ObjectKey};
 
 /// A change a shared cache saw.
@@ -55,6 +63,12 @@ struct State {
     status: watch::Sender<CacheStatus>,
     /// One sender a subscription; taken when the cache stops, which ends every subscription.
     events: Mutex<Option<Vec<mpsc::UnboundedSender<CacheEvent>>>>,
+    /// The fields the stored objects hold: those of the last list done.
+    held: Mutex<Arc<CachedFields>>,
+    /// Whether `held` is whole (read on every read from the cache, without the lock).
+    holds_whole: AtomicBool,
+    /// The watch whose events the store takes; a widened cache's earlier watch is ignored.
+    watch: AtomicU64,
 }
 
 impl State {
@@ -82,12 +96,14 @@ impl State {
 /// Stops the watch when the last [`Cache`] handle goes.
 struct Guard {
     state: Arc<State>,
-    task: JoinHandle<()>,
+    /// The running watch, and the fields it keeps: the union of what every handle acquired
+    /// asked for.
+    watching: Mutex<(JoinHandle<()>, CachedFields)>,
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        self.task.abort();
+        self.watching.lock().0.abort();
         self.state.stop();
         debug!(gvk = %self.state.resolved.gvk, "cache released");
     }
@@ -122,6 +138,18 @@ impl Cache {
     /// Whether the cache has listed and is watching.
     pub fn is_ready(&self) -> bool {
         self.status() == CacheStatus::Ready
+    }
+
+    /// The fields the cached objects hold (see [`CachedFields`]).
+    pub fn fields(&self) -> Arc<CachedFields> {
+        self.state().held.lock().clone()
+    }
+
+    /// Whether the cached objects hold every field of `fields`: whether the cache may serve
+    /// a reader that reads those.
+    pub fn holds(&self, fields: &CachedFields) -> bool {
+        let state = self.state();
+        state.holds_whole.load(Ordering::Acquire) || state.held.lock().covers(fields)
     }
 
     /// Waits for the first list to finish; `false` if the cache stopped first.
@@ -285,34 +313,68 @@ impl Caches {
             .collect()
     }
 
-    /// A handle on the kind's cache, starting its watch unless one runs.
-    pub(crate) fn acquire(&self, resolved: &Resolved) -> Cache {
+    /// A handle on the kind's cache keeping at least `fields`, starting its watch unless one
+    /// runs; a running cache that keeps less is widened (see the module doc).
+    pub(crate) fn acquire(&self, resolved: &Resolved, fields: &CachedFields) -> Cache {
         let mut running = self.inner.running.lock();
         if let Some(guard) = live(running.get(&resolved.gvk)) {
+            self.widen(&guard, fields);
             return Cache { guard };
         }
         running.retain(|_, guard| guard.strong_count() > 0);
-        let guard = Arc::new(self.start(resolved));
+        let guard = Arc::new(self.start(resolved, fields));
         running.insert(resolved.gvk.clone(), Arc::downgrade(&guard));
         Cache { guard }
     }
 
-    fn start(&self, resolved: &Resolved) -> Guard {
-        info!(gvk = %resolved.gvk, "starting shared cache");
+    fn start(&self, resolved: &Resolved, fields: &CachedFields) -> Guard {
+        info!(gvk = %resolved.gvk, %fields, "starting shared cache");
         let state = Arc::new(State {
             resolved: resolved.clone(),
             store: Store::default(),
             unseen: Arc::default(),
             status: watch::Sender::new(CacheStatus::Starting),
             events: Mutex::new(Some(Vec::new())),
+            held: Mutex::new(Arc::new(fields.clone())),
+            holds_whole: AtomicBool::new(fields.is_whole()),
+            watch: AtomicU64::new(0),
         });
+        let task = self.spawn_watch(&state, fields.clone());
+        Guard {
+            state,
+            watching: Mutex::new((task, fields.clone())),
+        }
+    }
+
+    /// Makes the cache keep `fields` too: if it does not yet, stops its watch and lists the
+    /// kind again keeping what it kept and `fields`.
+    fn widen(&self, guard: &Guard, fields: &CachedFields) {
+        let mut watching = guard.watching.lock();
+        let (task, kept) = &mut *watching;
+        if kept.covers(fields) {
+            return;
+        }
+        kept.union(fields);
+        info!(gvk = %guard.state.resolved.gvk, fields = %kept, "widening a shared cache: listing again");
+        task.abort();
+        *task = self.spawn_watch(&guard.state, kept.clone());
+    }
+
+    /// Spawns a watch filling the store with objects keeping `fields`; the store takes only
+    /// the events of the watch spawned last.
+    fn spawn_watch(&self, state: &Arc<State>, fields: CachedFields) -> JoinHandle<()> {
+        let resolved = &state.resolved;
+        let watch = Watch {
+            number: state.watch.fetch_add(1, Ordering::AcqRel) + 1,
+            fields: Arc::new(fields),
+        };
         let kube = self.inner.kube.clone();
         let kinds = self.inner.kinds.clone();
-        let task = match self.inner.namespaces.as_slice() {
+        match self.inner.namespaces.as_slice() {
             [namespace] if resolved.namespaced => {
                 let api = Api::namespaced_with(kube, namespace, &resolved.resource);
                 let events = watcher(api, watcher::Config::default()).default_backoff();
-                tokio::spawn(run(state.clone(), events, kinds))
+                tokio::spawn(run(state.clone(), events, kinds, watch))
             }
             namespaces if resolved.namespaced && !namespaces.is_empty() => {
                 let apis = namespaces
@@ -323,22 +385,21 @@ impl Caches {
                     })
                     .collect();
                 let held = {
-                    let state = Arc::downgrade(&state);
+                    let state = Arc::downgrade(state);
                     move |ns: &str| match state.upgrade() {
                         Some(state) => state.store.list(&ListOptions::default().namespace(ns)),
                         None => Vec::new(),
                     }
                 };
                 let events = watch_namespaces(apis, held);
-                tokio::spawn(run(state.clone(), events, kinds))
+                tokio::spawn(run(state.clone(), events, kinds, watch))
             }
             _ => {
                 let api = Api::all_with(kube, &resolved.resource);
                 let events = watcher(api, watcher::Config::default()).default_backoff();
-                tokio::spawn(run(state.clone(), events, kinds))
+                tokio::spawn(run(state.clone(), events, kinds, watch))
             }
-        };
-        Guard { state, task }
+        }
     }
 }
 
@@ -348,11 +409,18 @@ fn live(guard: Option<&Weak<Guard>>) -> Option<Arc<Guard>> {
         .filter(|g| *g.state.status.borrow() != CacheStatus::Stopped)
 }
 
+/// One watch of a cache: which it is, and the fields it keeps.
+struct Watch {
+    number: u64,
+    fields: Arc<CachedFields>,
+}
+
 /// Watches one kind into the store until the kind is removed from discovery.
 async fn run(
     state: Arc<State>,
     events: impl futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>>,
     mut kinds: watch::Receiver<Kinds>,
+    watch: Watch,
 ) {
     let gvk = state.resolved.gvk.clone();
     let types = TypeMeta {
@@ -373,7 +441,14 @@ async fn run(
                 }
             }
             event = events.next() => match event {
-                Some(Ok(event)) => apply(&state, shared(event.modify(|o| tidy(o, &types)))),
+                Some(Ok(event)) => {
+                    let event = event.modify(|o| tidy(o, &types, &watch.fields));
+                    if state.watch.load(Ordering::Acquire) != watch.number {
+                        // Widened meanwhile: a later watch fills the store.
+                        return;
+                    }
+                    apply(&state, shared(event), &watch.fields);
+                }
                 Some(Err(err)) => warn!(%gvk, %err, "watch failed; retrying"),
                 None => break,
             },
@@ -382,9 +457,11 @@ async fn run(
     state.stop();
 }
 
-/// Keeps only the managedFields entries of server-side apply, fills in apiVersion/kind (list
-/// items may lack them) and compacts the body (see [`compact`]).
-fn tidy(object: &mut DynamicObject, types: &TypeMeta) {
+/// Keeps only the managedFields entries of server-side apply and the fields the cache keeps,
+/// fills in apiVersion/kind (list items may lack them) and compacts the body (see
+/// [`compact`]).
+fn tidy(object: &mut DynamicObject, types: &TypeMeta, fields: &CachedFields) {
+    fields.project(object);
     keep_applied_fields(&mut object.metadata);
     shrink_lists(&mut object.metadata);
     object.data = compact(object.data.take());
@@ -447,8 +524,15 @@ fn shared(event: watcher::Event<DynamicObject>) -> watcher::Event<Arc<DynamicObj
     }
 }
 
-fn apply(state: &State, event: watcher::Event<Arc<DynamicObject>>) {
+fn apply(state: &State, event: watcher::Event<Arc<DynamicObject>>, fields: &Arc<CachedFields>) {
     state.store.apply(&event);
+    if matches!(event, watcher::Event::InitDone) {
+        // The store now holds what this watch listed.
+        *state.held.lock() = fields.clone();
+        state
+            .holds_whole
+            .store(fields.is_whole(), Ordering::Release);
+    }
     match &event {
         watcher::Event::Apply(object) => state.unseen.saw(object),
         watcher::Event::Delete(object) => {

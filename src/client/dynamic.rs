@@ -1,5 +1,6 @@
 //! The [`Client`]: reads (cache-backed when a cache runs) and writes of any kind.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kube::{
@@ -11,8 +12,11 @@ use tracing::{Instrument, debug};
 
 use crate::trace::debug_span;
 
+use super::cached_fields::WHOLE;
 use super::identity::{Acting, Identity};
-use super::{Cache, Error, ListOptions, RequestFailure, Resolved, Resolver, cache::Caches};
+use super::{
+    Cache, CachedFields, Error, ListOptions, RequestFailure, Resolved, Resolver, cache::Caches,
+};
 use crate::object::{Gvk, ObjectKey};
 
 /// A client for objects of any kind, named by GVK at run time. Cheap to clone.
@@ -40,6 +44,9 @@ pub struct Client {
     /// Whom requests impersonate (see [`Client::acting_as`]); `None` for the client's own
     /// identity.
     acting: Option<Arc<Acting>>,
+    /// The fields this client's readers read of some kinds (see [`Client::reading_only`]);
+    /// of any other kind, whole objects.
+    reads: Arc<BTreeMap<Gvk, CachedFields>>,
 }
 
 struct Inner {
@@ -74,6 +81,7 @@ impl Client {
                 namespaces,
             }),
             acting: None,
+            reads: Arc::default(),
         }
     }
 
@@ -90,7 +98,37 @@ impl Client {
         Self {
             inner: self.inner.clone(),
             acting: Some(Acting::new(&self.inner.kube, identity)),
+            reads: self.reads.clone(),
         }
+    }
+
+    /// A client sharing this one's caches whose readers read objects of each kind in `reads`
+    /// only through its fields (a projection: see [`CachedFields`] for the metadata always
+    /// kept). The caches it starts or joins keep only those fields, unless another reader
+    /// needs more; its reads are served by a cache only while the cache holds them all, else
+    /// by the API server. Objects of other kinds it reads whole, as any client.
+    ///
+    /// Declare only what every reader through this client reads: a field left out is missing
+    /// from the objects it reads from a cache.
+    pub fn reading_only(&self, reads: impl IntoIterator<Item = (Gvk, CachedFields)>) -> Self {
+        let mut declared = (*self.reads).clone();
+        for (gvk, fields) in reads {
+            match declared.get_mut(&gvk) {
+                Some(known) => known.union(&fields),
+                None => drop(declared.insert(gvk, fields)),
+            }
+        }
+        Self {
+            inner: self.inner.clone(),
+            acting: self.acting.clone(),
+            reads: Arc::new(declared),
+        }
+    }
+
+    /// The fields this client's readers read of objects of `gvk` (whole objects unless
+    /// declared with [`Client::reading_only`]).
+    pub fn reads(&self, gvk: &Gvk) -> &CachedFields {
+        self.reads.get(gvk).unwrap_or(&WHOLE)
     }
 
     /// Whom this client's requests impersonate, if anyone.
@@ -162,12 +200,14 @@ impl Client {
         }
     }
 
-    /// A handle on the kind's shared cache, starting its watch unless one runs.
+    /// A handle on the kind's shared cache, starting its watch unless one runs. The cache
+    /// keeps at least the fields this client reads of the kind ([`Client::reads`]): a running
+    /// cache that keeps less is widened, listing the kind again.
     ///
     /// The watch stops when the last handle is dropped, or when the kind is removed.
     pub async fn cache(&self, gvk: &Gvk) -> Result<Cache, Error> {
         let resolved = self.resolve(gvk).await?;
-        Ok(self.inner.caches.acquire(&resolved))
+        Ok(self.inner.caches.acquire(&resolved, self.reads(gvk)))
     }
 
     /// How many objects the running cache of a kind holds; `None` when none runs.
@@ -187,14 +227,16 @@ impl Client {
         }
     }
 
-    /// The ready cache of a kind, if one runs and the kind is still served (a cache stops
-    /// soon after its kind goes; until then its kind is checked here, without a copy).
+    /// The ready cache of a kind, if one runs, the kind is still served (a cache stops soon
+    /// after its kind goes; until then its kind is checked here, without a copy) and it holds
+    /// the fields this client reads of the kind.
     fn ready_cache(&self, gvk: &Gvk) -> Option<Cache> {
         if !self.may_use_shared_cache(gvk) {
             return None;
         }
         let cache = self.inner.caches.ready(gvk)?;
-        self.inner.resolver.serves(gvk).then_some(cache)
+        let serves = self.inner.resolver.serves(gvk) && cache.holds(self.reads(gvk));
+        serves.then_some(cache)
     }
 
     /// One object, from the cache if one is ready, else from the API server.

@@ -3,6 +3,7 @@
 
 mod by_key;
 mod cache;
+mod cached_fields;
 mod crd;
 mod crd_install;
 mod duck;
@@ -19,6 +20,7 @@ mod store;
 pub(crate) mod unseen;
 
 pub use cache::{Cache, CacheEvent, CacheEvents, CacheStatus};
+pub use cached_fields::CachedFields;
 pub(crate) use crd::served_kinds;
 pub use crd_install::CRD_SERVED_TIMEOUT;
 pub use duck::{DuckClient, DuckEvent, DuckWatch, Ducked};

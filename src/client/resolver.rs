@@ -15,7 +15,9 @@ use tokio::{sync::watch, task::JoinHandle};
 use tracing::{debug, info};
 
 use super::resolved::Kinds;
-use super::{Cache, CacheEvent, ResolveError, Resolved, cache::Caches, crd::served_kinds};
+use super::{
+    Cache, CacheEvent, CachedFields, ResolveError, Resolved, cache::Caches, crd::served_kinds,
+};
 use crate::object::Gvk;
 
 /// How long a group's discovery answer is trusted before a miss asks again.
@@ -170,7 +172,10 @@ impl Resolver {
     /// Starts following CRDs (once): their kinds are added when established, removed when gone.
     fn follow_crds(&self) {
         self.inner.crd_follower.get_or_init(|| {
-            let cache = self.inner.caches.acquire(&Resolved::crd());
+            let cache = self
+                .inner
+                .caches
+                .acquire(&Resolved::crd(), &CachedFields::Whole);
             let kinds = self.inner.kinds.clone();
             AbortOnDrop(tokio::spawn(follow(cache, kinds)))
         });

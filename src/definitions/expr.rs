@@ -104,6 +104,12 @@ impl Expression {
         self.reads.names().map(str::to_owned).collect()
     }
 
+    /// The paths below the variable `name` the expression reads whole (`[]`: all of it),
+    /// if it reads `name` at all.
+    pub(crate) fn paths_read(&self, name: &str) -> Option<Vec<Vec<String>>> {
+        self.reads.paths_read(name)
+    }
+
     /// Evaluates over `bindings` and `now`. Only the bindings the expression names are
     /// bound, each converted only as far as the expression reads it.
     pub fn evaluate(&self, bindings: &Bindings, now: Timestamp) -> Result<Value, EvalError> {

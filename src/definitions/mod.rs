@@ -12,6 +12,7 @@
 mod admission;
 mod bindings;
 mod build;
+mod cached_fields;
 mod check;
 mod child_permissions;
 mod compile;

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tracing::{info, warn};
 
 use super::build::{Inventory, controller_name, root_reconciler};
+use super::cached_fields::child_kind_reads;
 use super::compile::{CompiledDefinition, compile, kinds_to_check};
 use super::crd::{definition_crd, definition_gvk};
 use super::error::{DefinitionError, DefinitionErrors};
@@ -237,6 +238,9 @@ impl Definitions {
             });
         }
         let inventory = self.inventory(&compiled.name);
+        // The caches of its child kinds keep only what it reads of them.
+        let mut config = config;
+        config.client = config.client.reading_only(child_kind_reads(&compiled));
         let reconciler = root_reconciler(&compiled, &config, &inventory);
         let controller = controller_name(&compiled.name);
         let permissions = reconciler

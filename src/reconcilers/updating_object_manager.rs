@@ -174,9 +174,33 @@ impl ObjectManager for UpdatingObjectManager {
                 debug!(manager = %self.name, child = %self.loggable(actual), "resource is in sync, no update required");
                 return Ok(Some(actual.clone()));
             };
-            Box::pin(self.update(ctx, resource, merged))
+            if ctx.config().client.reads(&self.child_type).is_whole() {
+                Box::pin(self.update(ctx, resource, merged))
+            } else {
+                drop(merged);
+                // Read from a projected cache: an update sends the whole object, so it is
+                // merged into the whole object as the server has it.
+                let whole = Box::pin(self.read_whole(ctx, actual)).await?;
+                let Some(merged) = self.merge(ctx, resource, &whole, desired)? else {
+                    return Ok(Some(whole));
+                };
+                Box::pin(self.update(ctx, resource, merged))
+            }
         };
         Ok(Some(Arc::new(update.await?)))
+    }
+}
+
+impl UpdatingObjectManager {
+    /// The object `actual` is (read from a projected cache) as the API server has it.
+    async fn read_whole(
+        &self,
+        ctx: &Context,
+        actual: &DynamicObject,
+    ) -> Result<Arc<DynamicObject>, ReconcileError> {
+        let key = crate::object::ObjectKey::of(actual).map_err(ReconcileError::from_error)?;
+        let api_reader = &ctx.config().api_reader;
+        Ok(Arc::new(api_reader.get(&self.child_type, &key).await?))
     }
 }
 
