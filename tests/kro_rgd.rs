@@ -741,3 +741,142 @@ spec:
     );
     running.stop().await;
 }
+
+#[tokio::test]
+async fn several_foreach_dimensions_make_their_cartesian_product_and_an_empty_one_none() {
+    let running = Running::start().await;
+    running
+        .apply_active_rgd(
+            r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: regional}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Regional
+    spec: {regions: "[]string", tiers: "[]string"}
+    status:
+      made: ${size(configs)}
+  resources:
+  - id: configs
+    forEach:
+    - region: ${schema.spec.regions}
+    - tier: ${schema.spec.tiers}
+    readyWhen:
+    - ${each.data.tier != ''}
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.metadata.name}-${region}-${tier}"}
+      data: {region: "${region}", tier: "${tier}"}
+"#,
+        )
+        .await;
+    running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: Regional\nmetadata: {name: app, namespace: default}\nspec: {regions: [east, west], tiers: [web, api]}")
+        .await
+        .unwrap();
+    let instances = running.api("kro.run/v1alpha1", "Regional");
+    let instance = object_where(&instances, "app", "the instance to be ACTIVE", |i| {
+        i["status"]["state"] == "ACTIVE"
+    })
+    .await;
+    assert_eq!(instance["status"]["made"], 4);
+    let config_maps = running.api("v1", "ConfigMap");
+    let mut made: Vec<(String, String)> = config_maps
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|c| {
+            c.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("app-"))
+        })
+        .map(|c| {
+            let data = &c.data["data"];
+            (
+                data["region"].as_str().unwrap().to_owned(),
+                data["tier"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let mut expected = vec![
+        ("east".to_owned(), "web".to_owned()),
+        ("east".to_owned(), "api".to_owned()),
+        ("west".to_owned(), "web".to_owned()),
+        ("west".to_owned(), "api".to_owned()),
+    ];
+    made.sort();
+    expected.sort();
+    assert_eq!(made, expected);
+    // 2 × 0 = 0: an empty dimension leaves no item, and the instance stays ACTIVE.
+    running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: Regional\nmetadata: {name: app, namespace: default}\nspec: {regions: [east, west], tiers: []}")
+        .await
+        .unwrap();
+    eventually("every item's child to be deleted", || async {
+        let left = config_maps.list(&Default::default()).await.ok()?.items;
+        (!left.iter().any(|c| {
+            c.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("app-"))
+        }))
+        .then_some(())
+    })
+    .await;
+    object_where(&instances, "app", "the empty collection to be ready", |i| {
+        i["status"]["state"] == "ACTIVE" && i["status"]["made"] == 0
+    })
+    .await;
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn an_error_while_reconciling_names_the_place_in_the_rgd() {
+    let running = Running::start().await;
+    running
+        .apply_active_rgd(
+            r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: counted}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Counted
+    spec: {count: string}
+  resources:
+  - id: config
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.metadata.name}"}
+      data: {next: "${string(int(schema.spec.count) + 1)}"}
+"#,
+        )
+        .await;
+    running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: Counted\nmetadata: {name: c, namespace: default}\nspec: {count: many}")
+        .await
+        .unwrap();
+    let instances = running.api("kro.run/v1alpha1", "Counted");
+    let instance = object_where(&instances, "c", "the failure in ResourcesReady", |i| {
+        condition(i, "ResourcesReady").is_some_and(|c| c["status"] == "False")
+    })
+    .await;
+    let message = condition(&instance, "ResourcesReady").unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains("spec.resources[0] (id config).template.data.next"),
+        "{message}"
+    );
+    assert!(!message.contains("spec.steps"), "{message}");
+    running.stop().await;
+}

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tracing::{info, warn};
 
 use super::build::{Inventory, controller_name, root_reconciler};
-use super::compile::{CompiledDefinition, compile, kinds_to_check};
+use super::compile::{CompiledDefinition, compile_at, kinds_to_check};
 use super::crd::{definition_crd, definition_gvk};
 use super::error::{DefinitionError, DefinitionErrors};
 use super::load::{Loaded, parse_value};
@@ -200,9 +200,11 @@ impl Definitions {
             .await;
         let mut definition = loaded.definition.clone();
         definition.spec.strict |= self.strict;
-        let mut compiled = compile(&definition, &schemas).map_err(|DefinitionErrors(errors)| {
-            DefinitionErrors(errors.into_iter().map(|e| loaded.locate(e)).collect())
-        })?;
+        let mut compiled = compile_at(&definition, &schemas, &loaded.origins).map_err(
+            |DefinitionErrors(errors)| {
+                DefinitionErrors(errors.into_iter().map(|e| loaded.locate(e)).collect())
+            },
+        )?;
         compiled.warnings = std::mem::take(&mut compiled.warnings)
             .into_iter()
             .map(|w| crate::definitions::kro::locate(w, &loaded.origins))
