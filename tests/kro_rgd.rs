@@ -878,5 +878,77 @@ spec:
         "{message}"
     );
     assert!(!message.contains("spec.steps"), "{message}");
+    assert_eq!(instance["status"]["state"], "ERROR");
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn a_deleted_instance_is_deleting_until_its_resources_are_gone() {
+    let running = Running::start().await;
+    running
+        .apply_active_rgd(
+            r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: held}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Held
+    spec: {}
+  resources:
+  - id: config
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: "${schema.metadata.name}"
+        finalizers: [test.dynrec.dev/hold]
+"#,
+        )
+        .await;
+    running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: Held\nmetadata: {name: h, namespace: default}\nspec: {}")
+        .await
+        .unwrap();
+    let instances = running.api("kro.run/v1alpha1", "Held");
+    object_where(&instances, "h", "the instance to be ACTIVE", |i| {
+        i["status"]["state"] == "ACTIVE"
+    })
+    .await;
+    instances
+        .delete("h", &DeleteParams::default())
+        .await
+        .unwrap();
+    let deleting = object_where(&instances, "h", "the instance to be DELETING", |i| {
+        i["status"]["state"] == "DELETING"
+    })
+    .await;
+    let resources = condition(&deleting, "ResourcesReady").unwrap();
+    assert_eq!(
+        (
+            &resources["status"],
+            &resources["reason"],
+            &resources["message"]
+        ),
+        (
+            &json!("Unknown"),
+            &json!("UnderDeletion"),
+            &json!("deleting resources")
+        )
+    );
+    running
+        .api("v1", "ConfigMap")
+        .patch(
+            "h",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap();
+    eventually("the instance to be gone", || async {
+        instances.get_opt("h").await.ok()?.is_none().then_some(())
+    })
+    .await;
     running.stop().await;
 }

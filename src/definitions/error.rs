@@ -44,6 +44,12 @@ impl DefinitionError {
     }
 }
 
+/// An object a `ref` step reads does not exist (yet): the definition waits for it rather
+/// than failing (KRO's instance stays `IN_PROGRESS`, not `ERROR`).
+#[derive(Debug, thiserror::Error)]
+#[error("{0} does not exist")]
+pub struct MissingObject(pub String);
+
 /// `path` at its place in what was written: `origins` are path prefixes (longest first)
 /// and those they stand for; the first that `path` starts with (followed by nothing, `.`,
 /// `[` or ` `) is replaced. A path no prefix matches is kept.

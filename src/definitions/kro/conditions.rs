@@ -87,6 +87,25 @@ pub fn summarize<S: StatusExt + ?Sized>(
     sort(object)
 }
 
+/// Marks `ResourcesReady` (and so `Ready`) Unknown while the instance's resources are
+/// deleted, as KRO does: `UnderDeletion`, `deleting resources` or, when a deletion
+/// failed, `deletion blocked: <error>`.
+pub fn mark_deleting<S: StatusExt + ?Sized>(
+    object: &mut S,
+    now: Timestamp,
+    blocked: Option<&str>,
+) -> Result<(), ConditionError> {
+    let message = match blocked {
+        Some(error) => format!("deletion blocked: {error}"),
+        None => "deleting resources".to_owned(),
+    };
+    keep_only_kro_conditions(object)?;
+    kro_set()
+        .manage(object, now)
+        .mark_unknown(RESOURCES_READY, "UnderDeletion", message)?;
+    sort(object)
+}
+
 /// Whether the instance's `Ready` condition is True.
 pub fn is_ready<S: StatusExt + ?Sized>(object: &S) -> bool {
     matches!(object.condition("Ready"), Ok(Some(ready)) if ready.is_true())
