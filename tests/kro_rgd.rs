@@ -164,6 +164,8 @@ spec:
     status:
       configName: ${config.metadata.name}
       available: ${deployment.status.availableReplicas}
+      tags: ${schema.spec.tags}
+      labels: ${config.metadata.labels}
   resources:
   - id: deployment
     template:
@@ -233,6 +235,19 @@ async fn an_rgd_in_the_cluster_runs_with_kros_status_crd_labels_and_reverse_dele
         json!({"type": "integer", "default": 1, "minimum": 1, "maximum": 5})
     );
     assert_eq!(spec["properties"]["tags"]["minItems"], 1);
+    // Each status field typed as its expression's result, as KRO infers it.
+    let status = &version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"];
+    assert_eq!(status["configName"], json!({"type": "string"}));
+    assert_eq!(status["available"], json!({"type": "number"}));
+    assert_eq!(
+        status["tags"],
+        json!({"type": "array", "items": {"type": "string"}})
+    );
+    assert_eq!(
+        status["labels"],
+        json!({"type": "object", "additionalProperties": {"type": "string"}})
+    );
+    assert_eq!(status["state"], json!({"type": "string"}));
     let columns: Vec<&str> = version["additionalPrinterColumns"]
         .as_array()
         .unwrap()

@@ -15,6 +15,7 @@ use super::model::{
     RefStep, Step, SyncStep, VERSION,
 };
 use super::schema::{Lookup, Schema, Schemas};
+use super::status_types::inferred_properties;
 use super::ty::Ty;
 use crate::object::Gvk;
 
@@ -280,6 +281,8 @@ pub fn compile_at(
     origins: &[(String, String)],
 ) -> Result<CompiledDefinition, DefinitionErrors> {
     let mut compiler = Compiler {
+        infer_status: definition.spec.kro.is_some() && definition.spec.schema.is_some(),
+        inferred_status: None,
         origins: origins.to_vec(),
         schemas: schemas.clone(),
         errors: Vec::new(),
@@ -362,6 +365,13 @@ pub fn compile_at(
     if !compiler.errors.is_empty() {
         return Err(DefinitionErrors(compiler.errors));
     }
+    let mut crd = crd;
+    if let (Some(crd), Some(inferred)) = (&mut crd, compiler.inferred_status.take())
+        && let Some(Value::Object(properties)) =
+            crd.pointer_mut("/spec/versions/0/schema/openAPIV3Schema/properties/status/properties")
+    {
+        properties.extend(inferred);
+    }
     let owns_status = definition.spec.owns_status.unwrap_or(crd.is_some());
     Ok(CompiledDefinition {
         name,
@@ -421,6 +431,10 @@ struct ChildParts<'a> {
 }
 
 struct Compiler {
+    /// Whether the generated CRD's status fields take their expressions' types (KRO's).
+    infer_status: bool,
+    /// The status fields' schemas so inferred.
+    inferred_status: Option<serde_json::Map<String, Value>>,
     /// Path prefixes and the places they stand for in what was written.
     origins: Vec<(String, String)>,
     schemas: Schemas,
@@ -772,6 +786,9 @@ impl Compiler {
         if !step.status.is_object() {
             self.error(&status_path, "status must be a map of fields");
             return None;
+        }
+        if self.infer_status && !failed {
+            self.inferred_status = inferred_properties(&status, scope);
         }
         (!failed).then(|| SyncPlan {
             id: step.id.clone(),

@@ -30,6 +30,7 @@ mod runner;
 mod schema;
 #[cfg(test)]
 mod soundness;
+mod status_types;
 mod ty;
 
 pub use admission::{
