@@ -864,13 +864,13 @@ spec:
   schema:
     apiVersion: v1alpha1
     kind: Counted
-    spec: {count: string}
+    spec: {count: string, suffix: string | default=config}
   resources:
   - id: config
     template:
       apiVersion: v1
       kind: ConfigMap
-      metadata: {name: "${schema.metadata.name}"}
+      metadata: {name: "${schema.metadata.name}-${schema.spec.suffix}"}
       data: {next: "${string(int(schema.spec.count) + 1)}"}
 "#,
         )
@@ -894,6 +894,24 @@ spec:
     );
     assert!(!message.contains("spec.steps"), "{message}");
     assert_eq!(instance["status"]["state"], "ERROR");
+    // A write the API server refuses is an error too, said as KRO says it.
+    running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: Counted\nmetadata: {name: d, namespace: default}\nspec: {count: '1', suffix: UPPER}")
+        .await
+        .unwrap();
+    let refused = object_where(&instances, "d", "the refused write to be an ERROR", |i| {
+        i["status"]["state"] == "ERROR"
+    })
+    .await;
+    let message = condition(&refused, "ResourcesReady").unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.starts_with("resource reconciliation failed: spec.resources[0] (id config): ")
+            && message.contains("d-UPPER"),
+        "{message}"
+    );
     running.stop().await;
 }
 

@@ -188,10 +188,11 @@ impl SubReconciler for KroInstance {
         let error = outcome.error.as_ref().filter(|e| !e.is_halt());
         let failure = error.map(ToString::to_string);
         // As KRO: an external reference not found yet is waited for, not an error.
-        let failed = error.is_some_and(|e| e.find_cause::<MissingObject>().is_none());
-        if let Err(error) = summarize(instance, ctx.now(), failure.as_deref()) {
-            return Outcome::err(ReconcileError::from_error(error));
-        }
+        let missing = error.is_some_and(|e| e.find_cause::<MissingObject>().is_some());
+        let failed = match summarize(instance, ctx.now(), failure.as_deref(), missing) {
+            Ok(failed) => failed,
+            Err(error) => return Outcome::err(ReconcileError::from_error(error)),
+        };
         let state = match (is_ready(instance), failed) {
             (true, _) => State::Active,
             (false, true) => State::Error,
