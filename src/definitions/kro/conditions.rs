@@ -272,7 +272,11 @@ mod tests {
         );
         let mut object = instance(failed);
         assert!(!summarize(&mut object, now, Some("not there"), true).unwrap());
-        assert!(listed(&object)[2].3.starts_with("awaiting resource readiness: "));
+        assert!(
+            listed(&object)[2]
+                .3
+                .starts_with("awaiting resource readiness: ")
+        );
     }
 
     #[test]
