@@ -164,6 +164,8 @@ spec:
     status:
       configName: ${config.metadata.name}
       available: ${deployment.status.availableReplicas}
+      tags: ${schema.spec.tags}
+      labels: ${config.metadata.labels}
   resources:
   - id: deployment
     template:
@@ -233,6 +235,19 @@ async fn an_rgd_in_the_cluster_runs_with_kros_status_crd_labels_and_reverse_dele
         json!({"type": "integer", "default": 1, "minimum": 1, "maximum": 5})
     );
     assert_eq!(spec["properties"]["tags"]["minItems"], 1);
+    // Each status field typed as its expression's result, as KRO infers it.
+    let status = &version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"];
+    assert_eq!(status["configName"], json!({"type": "string"}));
+    assert_eq!(status["available"], json!({"type": "number"}));
+    assert_eq!(
+        status["tags"],
+        json!({"type": "array", "items": {"type": "string"}})
+    );
+    assert_eq!(
+        status["labels"],
+        json!({"type": "object", "additionalProperties": {"type": "string"}})
+    );
+    assert_eq!(status["state"], json!({"type": "string"}));
     let columns: Vec<&str> = version["additionalPrinterColumns"]
         .as_array()
         .unwrap()
@@ -739,5 +754,234 @@ spec:
         namespace.is_none_or(|n| n.metadata.deletion_timestamp.is_some()),
         "the namespace child is deleted"
     );
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn several_foreach_dimensions_make_their_cartesian_product_and_an_empty_one_none() {
+    let running = Running::start().await;
+    running
+        .apply_active_rgd(
+            r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: regional}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Regional
+    spec: {regions: "[]string", tiers: "[]string"}
+    status:
+      made: ${size(configs)}
+  resources:
+  - id: configs
+    forEach:
+    - region: ${schema.spec.regions}
+    - tier: ${schema.spec.tiers}
+    readyWhen:
+    - ${each.data.tier != ''}
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.metadata.name}-${region}-${tier}"}
+      data: {region: "${region}", tier: "${tier}"}
+"#,
+        )
+        .await;
+    running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: Regional\nmetadata: {name: app, namespace: default}\nspec: {regions: [east, west], tiers: [web, api]}")
+        .await
+        .unwrap();
+    let instances = running.api("kro.run/v1alpha1", "Regional");
+    let instance = object_where(&instances, "app", "the instance to be ACTIVE", |i| {
+        i["status"]["state"] == "ACTIVE"
+    })
+    .await;
+    assert_eq!(instance["status"]["made"], 4);
+    let config_maps = running.api("v1", "ConfigMap");
+    let mut made: Vec<(String, String)> = config_maps
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|c| {
+            c.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("app-"))
+        })
+        .map(|c| {
+            let data = &c.data["data"];
+            (
+                data["region"].as_str().unwrap().to_owned(),
+                data["tier"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let mut expected = vec![
+        ("east".to_owned(), "web".to_owned()),
+        ("east".to_owned(), "api".to_owned()),
+        ("west".to_owned(), "web".to_owned()),
+        ("west".to_owned(), "api".to_owned()),
+    ];
+    made.sort();
+    expected.sort();
+    assert_eq!(made, expected);
+    // 2 × 0 = 0: an empty dimension leaves no item, and the instance stays ACTIVE.
+    running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: Regional\nmetadata: {name: app, namespace: default}\nspec: {regions: [east, west], tiers: []}")
+        .await
+        .unwrap();
+    eventually("every item's child to be deleted", || async {
+        let left = config_maps.list(&Default::default()).await.ok()?.items;
+        (!left.iter().any(|c| {
+            c.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("app-"))
+        }))
+        .then_some(())
+    })
+    .await;
+    object_where(&instances, "app", "the empty collection to be ready", |i| {
+        i["status"]["state"] == "ACTIVE" && i["status"]["made"] == 0
+    })
+    .await;
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn an_error_while_reconciling_names_the_place_in_the_rgd() {
+    let running = Running::start().await;
+    running
+        .apply_active_rgd(
+            r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: counted}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Counted
+    spec: {count: string, suffix: string | default=config}
+  resources:
+  - id: config
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.metadata.name}-${schema.spec.suffix}"}
+      data: {next: "${string(int(schema.spec.count) + 1)}"}
+"#,
+        )
+        .await;
+    running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: Counted\nmetadata: {name: c, namespace: default}\nspec: {count: many}")
+        .await
+        .unwrap();
+    let instances = running.api("kro.run/v1alpha1", "Counted");
+    let instance = object_where(&instances, "c", "the failure in ResourcesReady", |i| {
+        condition(i, "ResourcesReady").is_some_and(|c| c["status"] == "False")
+    })
+    .await;
+    let message = condition(&instance, "ResourcesReady").unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains("spec.resources[0] (id config).template.data.next"),
+        "{message}"
+    );
+    assert!(!message.contains("spec.steps"), "{message}");
+    assert_eq!(instance["status"]["state"], "ERROR");
+    // A write the API server refuses is an error too, said as KRO says it.
+    running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: Counted\nmetadata: {name: d, namespace: default}\nspec: {count: '1', suffix: UPPER}")
+        .await
+        .unwrap();
+    let refused = object_where(&instances, "d", "the refused write to be an ERROR", |i| {
+        i["status"]["state"] == "ERROR"
+    })
+    .await;
+    let message = condition(&refused, "ResourcesReady").unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.starts_with("resource reconciliation failed: spec.resources[0] (id config): ")
+            && message.contains("d-UPPER"),
+        "{message}"
+    );
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn a_deleted_instance_is_deleting_until_its_resources_are_gone() {
+    let running = Running::start().await;
+    running
+        .apply_active_rgd(
+            r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: held}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Held
+    spec: {}
+  resources:
+  - id: config
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: "${schema.metadata.name}"
+        finalizers: [test.dynrec.dev/hold]
+"#,
+        )
+        .await;
+    running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: Held\nmetadata: {name: h, namespace: default}\nspec: {}")
+        .await
+        .unwrap();
+    let instances = running.api("kro.run/v1alpha1", "Held");
+    object_where(&instances, "h", "the instance to be ACTIVE", |i| {
+        i["status"]["state"] == "ACTIVE"
+    })
+    .await;
+    instances
+        .delete("h", &DeleteParams::default())
+        .await
+        .unwrap();
+    let deleting = object_where(&instances, "h", "the instance to be DELETING", |i| {
+        i["status"]["state"] == "DELETING"
+    })
+    .await;
+    let resources = condition(&deleting, "ResourcesReady").unwrap();
+    assert_eq!(
+        (
+            &resources["status"],
+            &resources["reason"],
+            &resources["message"]
+        ),
+        (
+            &json!("Unknown"),
+            &json!("UnderDeletion"),
+            &json!("deleting resources")
+        )
+    );
+    running
+        .api("v1", "ConfigMap")
+        .patch(
+            "h",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap();
+    eventually("the instance to be gone", || async {
+        instances.get_opt("h").await.ok()?.is_none().then_some(())
+    })
+    .await;
     running.stop().await;
 }

@@ -18,6 +18,7 @@ use super::child_permissions::child_permissions;
 use super::compile::{
     ChildPlan, ChildSetPlan, CompiledDefinition, Plan, RefPlan, SyncPlan, upper_camel,
 };
+use super::error::MissingObject;
 use super::expr::{Bindings, json_type};
 use super::model::ManagerKind;
 use crate::client::ListOptions;
@@ -92,10 +93,14 @@ pub fn root_reconciler(
         }
     }
     .named(controller_name(&definition.name));
-    // On a kind another controller owns, no conditions and no observedGeneration.
-    match definition.owns_status {
-        true => root.conditions(conditions),
-        false => root.status_policy(StatusPolicy::Shared),
+    // On a kind another controller owns, no conditions and no observedGeneration; KRO
+    // writes an instance's status while it is deleted (`DELETING`).
+    match (definition.owns_status, definition.kro.is_some()) {
+        (true, false) => root.conditions(conditions),
+        (true, true) => root
+            .conditions(conditions)
+            .status_policy(StatusPolicy::OwnedDuringDeletion),
+        (false, _) => root.status_policy(StatusPolicy::Shared),
     }
 }
 
@@ -804,10 +809,10 @@ async fn resolve_ref(
             Value::Null,
             format!("{} {key} does not exist (optional)", plan.gvk.kind),
         )),
-        Err(err) if err.is_not_found() => Err(ReconcileError::msg(format!(
-            "{} {key} does not exist",
+        Err(err) if err.is_not_found() => Err(ReconcileError::from_error(MissingObject(format!(
+            "{} {key}",
             plan.gvk.kind
-        ))),
+        )))),
         Err(err) => Err(err.into()),
     }
 }

@@ -15,6 +15,7 @@ use super::model::{
     RefStep, Step, SyncStep, VERSION,
 };
 use super::schema::{Lookup, Schema, Schemas};
+use super::status_types::inferred_properties;
 use super::ty::Ty;
 use crate::object::Gvk;
 
@@ -268,7 +269,21 @@ pub fn compile(
     definition: &ReconcilerDefinition,
     schemas: &Schemas,
 ) -> Result<CompiledDefinition, DefinitionErrors> {
+    compile_at(definition, schemas, &[])
+}
+
+/// Compiles `definition` as [`compile`] does, its expressions and steps named at their
+/// places in what was written: `origins` are path prefixes of the definition and those
+/// they stand for (a KRO RGD's), so messages while reconciling name the RGD's paths.
+pub fn compile_at(
+    definition: &ReconcilerDefinition,
+    schemas: &Schemas,
+    origins: &[(String, String)],
+) -> Result<CompiledDefinition, DefinitionErrors> {
     let mut compiler = Compiler {
+        infer_status: definition.spec.kro.is_some() && definition.spec.schema.is_some(),
+        inferred_status: None,
+        origins: origins.to_vec(),
         schemas: schemas.clone(),
         errors: Vec::new(),
         warnings: Vec::new(),
@@ -350,6 +365,13 @@ pub fn compile(
     if !compiler.errors.is_empty() {
         return Err(DefinitionErrors(compiler.errors));
     }
+    let mut crd = crd;
+    if let (Some(crd), Some(inferred)) = (&mut crd, compiler.inferred_status.take())
+        && let Some(Value::Object(properties)) =
+            crd.pointer_mut("/spec/versions/0/schema/openAPIV3Schema/properties/status/properties")
+    {
+        properties.extend(inferred);
+    }
     let owns_status = definition.spec.owns_status.unwrap_or(crd.is_some());
     Ok(CompiledDefinition {
         name,
@@ -409,6 +431,12 @@ struct ChildParts<'a> {
 }
 
 struct Compiler {
+    /// Whether the generated CRD's status fields take their expressions' types (KRO's).
+    infer_status: bool,
+    /// The status fields' schemas so inferred.
+    inferred_status: Option<serde_json::Map<String, Value>>,
+    /// Path prefixes and the places they stand for in what was written.
+    origins: Vec<(String, String)>,
     schemas: Schemas,
     errors: Vec<DefinitionError>,
     /// Kinds not served yet.
@@ -420,6 +448,11 @@ struct Compiler {
 }
 
 impl Compiler {
+    /// `path` at its place in what was written (a KRO RGD's path for a translated one).
+    fn at(&self, path: &str) -> String {
+        super::error::locate_path(path, &self.origins)
+    }
+
     fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.errors.push(DefinitionError::new(path, message));
     }
@@ -517,7 +550,7 @@ impl Compiler {
                     Plan::Ref(Arc::new(p))
                 }),
                 Step::If(i) => {
-                    let condition_path = format!("{step_path}.condition");
+                    let condition_path = self.at(&format!("{step_path}.condition"));
                     let condition = self.keep(condition(&i.condition, &condition_path));
                     if let Some(c) = &condition {
                         let checked = check_condition(c, &scope, &mut self.found);
@@ -531,7 +564,7 @@ impl Compiler {
                     let otherwise =
                         self.steps(&i.otherwise, &format!("{step_path}.else"), else_scope);
                     condition.map(|condition| Plan::If {
-                        path: step_path.clone(),
+                        path: self.at(&step_path),
                         condition,
                         then,
                         otherwise,
@@ -585,7 +618,7 @@ impl Compiler {
     fn conditions(&mut self, texts: &[String], path: &str, scope: &Scope) -> Vec<Expression> {
         let mut expressions = Vec::new();
         for (i, text) in texts.iter().enumerate() {
-            let path = format!("{path}[{i}]");
+            let path = self.at(&format!("{path}[{i}]"));
             if let Some(e) = self.keep(condition(text, &path)) {
                 let checked = check_condition(&e, scope, &mut self.found);
                 if self.keep(checked).is_some() {
@@ -602,7 +635,7 @@ impl Compiler {
         path: &str,
         scope: &Scope,
     ) -> Option<(Gvk, Template)> {
-        let template_path = format!("{path}.template");
+        let template_path = self.at(&format!("{path}.template"));
         let Some(gvk) = template_kind(template) else {
             self.error(
                 &template_path,
@@ -676,7 +709,7 @@ impl Compiler {
             self.conditions(parts.ready_when, &format!("{path}.readyWhen"), &ready_scope);
         Some(ChildPlan {
             id: parts.id.to_owned(),
-            path: path.to_owned(),
+            path: self.at(path),
             gvk,
             template,
             include_when,
@@ -696,7 +729,8 @@ impl Compiler {
         path: &str,
         scope: &Scope,
     ) -> Option<ChildSetPlan> {
-        let for_each = self.keep(condition(&step.for_each, &format!("{path}.forEach")));
+        let for_each_path = self.at(&format!("{path}.forEach"));
+        let for_each = self.keep(condition(&step.for_each, &for_each_path));
         let item = match &for_each {
             Some(for_each) => {
                 let checked = check_list(for_each, scope, &mut self.found);
@@ -705,7 +739,8 @@ impl Compiler {
             None => Ty::Dyn,
         };
         let item_scope = scope.with("each", item);
-        let item_id = self.keep(Text::parse(&step.item_id, &format!("{path}.itemId")))?;
+        let item_id_path = self.at(&format!("{path}.itemId"));
+        let item_id = self.keep(Text::parse(&step.item_id, &item_id_path))?;
         for e in item_id.expressions() {
             let checked = super::check::check(e, &item_scope, &mut self.found);
             self.keep(checked);
@@ -727,7 +762,7 @@ impl Compiler {
     }
 
     fn sync(&mut self, step: &SyncStep, path: &str, scope: &Scope) -> Option<SyncPlan> {
-        let status_path = format!("{path}.status");
+        let status_path = self.at(&format!("{path}.status"));
         let status = self.keep(Template::compile(&step.status, &status_path))?;
         let status_schema = match scope.self_schema() {
             Some(schema) => match schema.field("status") {
@@ -752,9 +787,12 @@ impl Compiler {
             self.error(&status_path, "status must be a map of fields");
             return None;
         }
+        if self.infer_status && !failed {
+            self.inferred_status = inferred_properties(&status, scope);
+        }
         (!failed).then(|| SyncPlan {
             id: step.id.clone(),
-            path: path.to_owned(),
+            path: self.at(path),
             status,
             condition: step
                 .condition
@@ -773,7 +811,8 @@ impl Compiler {
         };
         self.check_kind(&gvk, &format!("{path}.kind"));
         let text = |value: &str, field: &str, this: &mut Self| -> Option<Text> {
-            let text = this.keep(Text::parse(value, &format!("{path}.{field}")))?;
+            let text_path = this.at(&format!("{path}.{field}"));
+            let text = this.keep(Text::parse(value, &text_path))?;
             for e in text.expressions() {
                 let checked = super::check::check(e, scope, &mut this.found);
                 this.keep(checked);
@@ -804,7 +843,7 @@ impl Compiler {
         }
         Some(RefPlan {
             id: step.id.clone(),
-            path: path.to_owned(),
+            path: self.at(path),
             gvk,
             name,
             namespace,

@@ -44,6 +44,30 @@ impl DefinitionError {
     }
 }
 
+/// An object a `ref` step reads does not exist (yet): the definition waits for it rather
+/// than failing (KRO's instance stays `IN_PROGRESS`, not `ERROR`).
+#[derive(Debug, thiserror::Error)]
+#[error("{0} does not exist")]
+pub struct MissingObject(pub String);
+
+/// `path` at its place in what was written: `origins` are path prefixes (longest first)
+/// and those they stand for; the first that `path` starts with (followed by nothing, `.`,
+/// `[` or ` `) is replaced. A path no prefix matches is kept.
+pub fn locate_path(path: &str, origins: &[(String, String)]) -> String {
+    let found = origins.iter().find(|(from, _)| {
+        path.strip_prefix(from.as_str()).is_some_and(|rest| {
+            rest.is_empty()
+                || rest.starts_with('.')
+                || rest.starts_with('[')
+                || rest.starts_with(' ')
+        })
+    });
+    match found {
+        Some((from, to)) => format!("{to}{}", &path[from.len()..]),
+        None => path.to_owned(),
+    }
+}
+
 impl fmt::Display for DefinitionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(source) = &self.source {

@@ -31,6 +31,7 @@ mod runner;
 mod schema;
 #[cfg(test)]
 mod soundness;
+mod status_types;
 mod ty;
 
 pub use admission::{
@@ -40,7 +41,7 @@ pub use admission::{
 pub use build::{
     DEFINITION_LABEL, ITEM_ANNOTATION, Inventory, STEP_LABEL, controller_name, root_reconciler,
 };
-pub use compile::{CompiledDefinition, Plan, compile, kinds_to_check};
+pub use compile::{CompiledDefinition, Plan, compile, compile_at, kinds_to_check};
 pub use crd::{PLURAL, definition_crd, definition_gvk, parent_crd};
 pub use error::{DefinitionError, DefinitionErrors};
 pub use expr::{Bindings, EvalError, Expression, Template};

@@ -16,7 +16,7 @@ use tracing::{info, warn};
 
 use super::build::{Inventory, controller_name, root_reconciler};
 use super::cached_fields::child_kind_reads;
-use super::compile::{CompiledDefinition, compile, kinds_to_check};
+use super::compile::{CompiledDefinition, compile_at, kinds_to_check};
 use super::crd::{definition_crd, definition_gvk};
 use super::error::{DefinitionError, DefinitionErrors};
 use super::load::{Loaded, parse_value};
@@ -201,9 +201,11 @@ impl Definitions {
             .await;
         let mut definition = loaded.definition.clone();
         definition.spec.strict |= self.strict;
-        let mut compiled = compile(&definition, &schemas).map_err(|DefinitionErrors(errors)| {
-            DefinitionErrors(errors.into_iter().map(|e| loaded.locate(e)).collect())
-        })?;
+        let mut compiled = compile_at(&definition, &schemas, &loaded.origins).map_err(
+            |DefinitionErrors(errors)| {
+                DefinitionErrors(errors.into_iter().map(|e| loaded.locate(e)).collect())
+            },
+        )?;
         compiled.warnings = std::mem::take(&mut compiled.warnings)
             .into_iter()
             .map(|w| crate::definitions::kro::locate(w, &loaded.origins))

@@ -228,6 +228,52 @@ impl Schema {
         has_items.then(|| self.child(resolved.under(&["items"])))
     }
 
+    /// This node as a CRD's structural schema, `$ref`s inlined, as KRO copies a resource's
+    /// schema into an inferred status field: `type`, `format`, `properties`, `items`,
+    /// `additionalProperties` and the `x-kubernetes` markers of values. Past `budget`
+    /// nodes (a recursive schema, as a CRD's own), the rest admits any value.
+    pub fn structural(&self, budget: &mut usize) -> Value {
+        let resolved = self.resolved();
+        let node = resolved.get();
+        if *budget == 0 || is_open(node) {
+            return json!({"x-kubernetes-preserve-unknown-fields": true});
+        }
+        *budget -= 1;
+        let mut out = serde_json::Map::new();
+        for key in [
+            "type",
+            "format",
+            "x-kubernetes-int-or-string",
+            "x-kubernetes-preserve-unknown-fields",
+        ] {
+            if let Some(value) = node.get(key) {
+                out.insert(key.to_owned(), value.clone());
+            }
+        }
+        if let Some(properties) = node["properties"].as_object() {
+            let mut copied = serde_json::Map::new();
+            for name in properties.keys() {
+                let field = self.child(resolved.under(&["properties", name]));
+                copied.insert(name.clone(), field.structural(budget));
+            }
+            out.insert("properties".to_owned(), Value::Object(copied));
+            out.entry("type").or_insert(json!("object"));
+        }
+        if let Some(items) = self.items() {
+            out.insert("items".to_owned(), items.structural(budget));
+        }
+        match (self.map_values(), node.get("additionalProperties")) {
+            (Some(values), _) => {
+                out.insert("additionalProperties".to_owned(), values.structural(budget));
+            }
+            (None, Some(Value::Bool(true))) => {
+                out.insert("additionalProperties".to_owned(), json!(true));
+            }
+            _ => {}
+        }
+        Value::Object(out)
+    }
+
     /// The values of this map, when it is a map (`additionalProperties`).
     pub fn map_values(&self) -> Option<Schema> {
         let resolved = self.resolved();

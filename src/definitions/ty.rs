@@ -1,7 +1,12 @@
 //! What the checker knows of a value's type: CEL's types as far as a schema tells them,
 //! with `optional_type(T)` for the results of `.?field`, `[?index]` and `optional.of`.
 
+use serde_json::{Value, json};
+
 use super::schema::Schema;
+
+/// How many schema nodes an object's inferred schema copies at most (the rest is open).
+const STRUCTURAL_BUDGET: usize = 2000;
 
 /// What is known of a value's type.
 #[derive(Clone, Debug)]
@@ -44,6 +49,30 @@ impl Ty {
             Some("integer" | "number") => Ty::Number,
             Some("boolean") => Ty::Bool,
             _ => Ty::Dyn,
+        }
+    }
+
+    /// The OpenAPI schema of values of this type, as KRO infers an instance's status field
+    /// from its expression's CEL type (`pkg/graph/schema/conversion_cel_type.go`): a
+    /// scalar its type, a list or map of its items' schema, an object the schema it was
+    /// read from, anything else open. A number is `number`: the checker does not tell
+    /// KRO's `int` (`integer`) from `double`.
+    pub fn openapi(&self) -> Value {
+        match self {
+            Ty::Bool => json!({"type": "boolean"}),
+            Ty::Number => json!({"type": "number"}),
+            Ty::String => json!({"type": "string"}),
+            Ty::Timestamp => json!({"type": "string", "format": "date-time"}),
+            Ty::List(items) => json!({"type": "array", "items": items.openapi()}),
+            Ty::Map(values) => json!({"type": "object", "additionalProperties": values.openapi()}),
+            Ty::Object(schema) => {
+                let mut budget = STRUCTURAL_BUDGET;
+                schema.structural(&mut budget)
+            }
+            Ty::Optional(inner) => inner.openapi(),
+            Ty::Dyn | Ty::Null | Ty::Duration => {
+                json!({"x-kubernetes-preserve-unknown-fields": true})
+            }
         }
     }
 

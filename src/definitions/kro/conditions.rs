@@ -36,12 +36,16 @@ pub fn mark_not_managed<S: StatusExt + ?Sized>(
 }
 
 /// Replaces the steps' conditions with KRO's, once the steps ran; `failure` is the error
-/// the steps ended with, if any (named when no step's condition says what is not ready).
+/// the steps ended with, if any (named when no step's condition says what is not ready),
+/// and `missing` whether it is only an external reference not found yet (waited for, as
+/// KRO does). Returns whether reconciling failed (KRO's `ERROR`): a step's condition
+/// says it failed (`<Id>Failed`), or the steps ended with an error.
 pub fn summarize<S: StatusExt + ?Sized>(
     object: &mut S,
     now: Timestamp,
     failure: Option<&str>,
-) -> Result<(), ConditionError> {
+    missing: bool,
+) -> Result<bool, ConditionError> {
     // As KRO names the most unhealthy condition: a False one before an Unknown one.
     let mut waiting: Vec<_> = object
         .conditions()?
@@ -63,7 +67,19 @@ pub fn summarize<S: StatusExt + ?Sized>(
         "Resolved",
         "runtime graph created and all resources resolved",
     )?;
+    let step_failed = !missing
+        && waiting.as_ref().is_some_and(|c| {
+            c.status == "False" && c.reason.as_deref().is_some_and(|r| r.ends_with("Failed"))
+        });
     match (waiting, failure) {
+        (Some(step), _) if step_failed => conditions.mark_false(
+            RESOURCES_READY,
+            "NotReady",
+            format!(
+                "resource reconciliation failed: {}",
+                step.message.or(step.reason).unwrap_or_default()
+            ),
+        )?,
         (Some(step), _) => conditions.mark_false(
             RESOURCES_READY,
             "NotReady",
@@ -84,6 +100,26 @@ pub fn summarize<S: StatusExt + ?Sized>(
             "all resources are created and ready",
         )?,
     }
+    sort(object)?;
+    Ok(step_failed || (failure.is_some() && !missing))
+}
+
+/// Marks `ResourcesReady` (and so `Ready`) Unknown while the instance's resources are
+/// deleted, as KRO does: `UnderDeletion`, `deleting resources` or, when a deletion
+/// failed, `deletion blocked: <error>`.
+pub fn mark_deleting<S: StatusExt + ?Sized>(
+    object: &mut S,
+    now: Timestamp,
+    blocked: Option<&str>,
+) -> Result<(), ConditionError> {
+    let message = match blocked {
+        Some(error) => format!("deletion blocked: {error}"),
+        None => "deleting resources".to_owned(),
+    };
+    keep_only_kro_conditions(object)?;
+    kro_set()
+        .manage(object, now)
+        .mark_unknown(RESOURCES_READY, "UnderDeletion", message)?;
     sort(object)
 }
 
@@ -200,7 +236,7 @@ mod tests {
         ];
         for (name, conditions, failure, [rs, rr, rm], [s, r, m]) in cases {
             let mut object = instance(conditions);
-            summarize(&mut object, now, failure).unwrap();
+            summarize(&mut object, now, failure, false).unwrap();
             let want = [
                 row(
                     "InstanceManaged",
@@ -220,6 +256,27 @@ mod tests {
             assert_eq!(listed(&object), want, "{name}");
             assert_eq!(is_ready(&object), name == "every step ready", "{name}");
         }
+    }
+
+    #[test]
+    fn a_failed_step_is_a_failure_and_a_missing_reference_is_waited_for() {
+        let now = Timestamp::now();
+        let failed = json!([{"type": "ConfigReady", "status": "False", "reason": "ConfigFailed",
+                             "message": "spec.resources[0] (id config): invalid"}]);
+        let mut object = instance(failed.clone());
+        assert!(summarize(&mut object, now, None, false).unwrap());
+        let resources = &listed(&object)[2];
+        assert_eq!(
+            resources.3,
+            "resource reconciliation failed: spec.resources[0] (id config): invalid"
+        );
+        let mut object = instance(failed);
+        assert!(!summarize(&mut object, now, Some("not there"), true).unwrap());
+        assert!(
+            listed(&object)[2]
+                .3
+                .starts_with("awaiting resource readiness: ")
+        );
     }
 
     #[test]

@@ -12,6 +12,24 @@ pub type Renames = BTreeMap<String, String>;
 
 /// `expression` (CEL, without `${}`) with its variables renamed.
 pub fn rename(expression: &str, renames: &Renames) -> String {
+    walk(expression, |word| renames.get(word).cloned())
+}
+
+/// The variables `expression` (CEL, without `${}`) reads, in order, each once.
+pub fn variables(expression: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    walk(expression, |word| {
+        if !found.iter().any(|f| f == word) {
+            found.push(word.to_owned());
+        }
+        None
+    });
+    found
+}
+
+/// `expression` with each variable (an identifier not after `.` nor in a string literal)
+/// replaced by what `replace` gives for it, if anything.
+fn walk(expression: &str, mut replace: impl FnMut(&str) -> Option<String>) -> String {
     let chars: Vec<char> = expression.chars().collect();
     let mut out = String::with_capacity(expression.len());
     let mut i = 0;
@@ -30,9 +48,12 @@ pub fn rename(expression: &str, renames: &Renames) -> String {
                 i += 1;
             }
             let word: String = chars[start..i].iter().collect();
-            match renames.get(&word) {
-                Some(to) if previous_significant != '.' => out.push_str(to),
-                _ => out.push_str(&word),
+            match (previous_significant != '.')
+                .then(|| replace(&word))
+                .flatten()
+            {
+                Some(to) => out.push_str(&to),
+                None => out.push_str(&word),
             }
             previous_significant = 'a';
             continue;
@@ -181,6 +202,10 @@ mod tests {
             r#"has(self.spec.x) ? "a \"schema\"" : self . spec"#
         );
         assert_eq!(rename("myschema.x + schema_x", &r), "myschema.x + schema_x");
+        assert_eq!(
+            variables("schema.spec.x + 'worker' + worker.name + size(schema)"),
+            ["schema", "worker", "size"]
+        );
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! KRO's conventions on an instance, around the reconcilers of its definition: the
 //! `kro.run/finalizer` and KRO's labels on the instance, KRO's conditions and
-//! `status.state` (`ACTIVE` once `Ready`), `observedGeneration` on each condition, and, when the
-//! instance is deleted, its children deleted in reverse dependency order — each step's
-//! children gone before the previous step's are deleted — without evaluating a template.
+//! `status.state` (`ACTIVE`, `IN_PROGRESS`, `ERROR`, `DELETING`), `observedGeneration` on
+//! each condition, and, when the instance is deleted, its children deleted in reverse
+//! dependency order — each step's children gone before the previous step's are deleted —
+//! without evaluating a template.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -12,9 +13,10 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use tracing::info;
 
-use super::conditions::{is_ready, mark_not_managed, summarize};
+use super::conditions::{is_ready, mark_deleting, mark_not_managed, summarize};
 use super::ownership::children_of;
 use super::translate::{FINALIZER, OWNED_LABEL, RGD_NAME_LABEL};
+use crate::definitions::error::MissingObject;
 use crate::object::{Gvk, ObjectKey};
 use crate::reconcilers::{
     Context, Draft, Outcome, ReconcileError, ReconcileResult, Setup, SubReconciler,
@@ -158,50 +160,82 @@ impl SubReconciler for KroInstance {
     async fn reconcile(&self, ctx: &Context, instance: &mut Draft) -> Outcome {
         if instance.metadata.deletion_timestamp.is_some() {
             return match self.delete_in_reverse(ctx, instance).await {
-                Ok(false) => Outcome::ok(ReconcileResult::requeue_after(DELETION_POLL)),
+                Ok(false) => {
+                    mark_deleting(instance, ctx.now(), None).ok();
+                    stamp_status(instance, State::Deleting);
+                    Outcome::ok(ReconcileResult::requeue_after(DELETION_POLL))
+                }
                 Ok(true) => match clear_finalizer(ctx, instance, FINALIZER).await {
                     Ok(()) => Outcome::done(),
                     Err(error) => Outcome::err(error),
                 },
-                Err(error) => Outcome::err(error),
+                Err(error) => {
+                    mark_deleting(instance, ctx.now(), Some(&error.to_string())).ok();
+                    stamp_status(instance, State::Deleting);
+                    Outcome::err(error)
+                }
             };
         }
         if let Err(error) = self.claim(ctx, instance).await {
             let marked = mark_not_managed(instance, ctx.now(), &error.to_string());
-            stamp_status(instance);
+            stamp_status(instance, State::Error);
             return match marked {
                 Ok(()) => Outcome::err(error),
                 Err(marking) => Outcome::err(ReconcileError::from_error(marking)),
             };
         }
         let outcome = self.inner.reconcile(ctx, instance).await;
-        let failure = outcome
-            .error
-            .as_ref()
-            .filter(|e| !e.is_halt())
-            .map(ToString::to_string);
-        if let Err(error) = summarize(instance, ctx.now(), failure.as_deref()) {
-            return Outcome::err(ReconcileError::from_error(error));
-        }
-        stamp_status(instance);
+        let error = outcome.error.as_ref().filter(|e| !e.is_halt());
+        let failure = error.map(ToString::to_string);
+        // As KRO: an external reference not found yet is waited for, not an error.
+        let missing = error.is_some_and(|e| e.find_cause::<MissingObject>().is_some());
+        let failed = match summarize(instance, ctx.now(), failure.as_deref(), missing) {
+            Ok(failed) => failed,
+            Err(error) => return Outcome::err(ReconcileError::from_error(error)),
+        };
+        let state = match (is_ready(instance), failed) {
+            (true, _) => State::Active,
+            (false, true) => State::Error,
+            (false, false) => State::InProgress,
+        };
+        stamp_status(instance, state);
         outcome
     }
 }
 
-/// Writes KRO's `status.state` (`ACTIVE` once `Ready`, else `IN_PROGRESS`) and the
-/// instance's generation on each condition.
-fn stamp_status(instance: &mut Draft) {
-    let state = if is_ready(instance) {
-        "ACTIVE"
-    } else {
-        "IN_PROGRESS"
-    };
+/// KRO's `status.state` of an instance (its `api/v1alpha1/instance_state.go`; its
+/// deprecated `FAILED` is never written, as by KRO).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// `Ready` is True.
+    Active,
+    /// Waiting for a resource (to exist, be ready, or for data it reads).
+    InProgress,
+    /// Reconciling failed (an expression, a write, the finalizer or labels).
+    Error,
+    /// The instance is deleted and its resources are being deleted.
+    Deleting,
+}
+
+impl State {
+    fn as_str(self) -> &'static str {
+        match self {
+            State::Active => "ACTIVE",
+            State::InProgress => "IN_PROGRESS",
+            State::Error => "ERROR",
+            State::Deleting => "DELETING",
+        }
+    }
+}
+
+/// Writes KRO's `status.state` and the instance's generation on each condition.
+fn stamp_status(instance: &mut Draft, state: State) {
     let generation = instance.metadata.generation;
     let status = &mut instance.to_mut().data["status"];
     if !status.is_object() {
         *status = json!({});
     }
-    status["state"] = json!(state);
+    status["state"] = json!(state.as_str());
     if let (Some(generation), Some(conditions)) = (generation, status["conditions"].as_array_mut())
     {
         for condition in conditions {

@@ -4,6 +4,7 @@
 //! CRD KRO generates, its resources steps ordered by the expressions' dependencies, and
 //! its instances get KRO's finalizer, labels and `status.state`.
 
+mod collection;
 mod conditions;
 mod controller;
 mod convert;

@@ -9,9 +9,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use super::collection::{check_identity, collection};
 use super::expressions::{Renames, rename_in_text, rename_in_value};
 use super::model::{ExternalRef, GROUP, KIND, Resource, ResourceGraphDefinition, VERSION};
 use super::simpleschema::{kind_of, spec_schema};
+use crate::definitions::error::locate_path;
 use crate::definitions::{
     ChildSetStep, ChildStep, DefinitionError, DefinitionErrors, DefinitionMeta, DefinitionSpec,
     KindRef, KroConventions, ManagerKind, ParentSchema, ReconcilerDefinition, RefSelector, RefStep,
@@ -96,6 +98,7 @@ pub fn translate(rgd: &ResourceGraphDefinition) -> Result<Translated, Definition
         version: schema.api_version.clone(),
         kind: schema.kind.clone(),
         namespaced,
+        resource_ids: rgd.spec.resources.iter().map(|r| r.id.clone()).collect(),
     };
     let spec = spec_schema(&schema.spec, &schema.types, "spec.schema.spec")
         .map_err(|e| errors.push(e))
@@ -106,7 +109,7 @@ pub fn translate(rgd: &ResourceGraphDefinition) -> Result<Translated, Definition
     let mut steps = Vec::new();
     let mut origins = Vec::new();
     for (i, resource) in rgd.spec.resources.iter().enumerate() {
-        let at = format!("spec.resources[{i}]");
+        let at = format!("spec.resources[{i}] (id {})", resource.id);
         match resource_step(resource, &instance, &at) {
             Ok((step, kind_origins)) => {
                 let step_path = format!("spec.steps[{}].{}", steps.len(), step.kind());
@@ -120,10 +123,9 @@ pub fn translate(rgd: &ResourceGraphDefinition) -> Result<Translated, Definition
         }
     }
     if schema.status.as_object().is_some_and(|s| !s.is_empty()) {
-        origins.push((
-            format!("spec.steps[{}].sync.status", steps.len()),
-            "spec.schema.status".into(),
-        ));
+        let sync_path = format!("spec.steps[{}].sync", steps.len());
+        origins.push((format!("{sync_path}.status"), "spec.schema.status".into()));
+        origins.push((sync_path, "spec.schema.status".into()));
         steps.push(Step::Sync(SyncStep {
             id: "status".into(),
             status: rename_in_value(&schema.status, &schema_renames()),
@@ -202,6 +204,8 @@ struct Instance {
     version: String,
     kind: String,
     namespaced: bool,
+    /// The graph's resource ids (no iterator may take one).
+    resource_ids: Vec<String>,
 }
 
 fn schema_renames() -> Renames {
@@ -228,11 +232,6 @@ fn resource_step(
         ));
     }
     let base = schema_renames();
-    let ready_renames = |item: &str| {
-        let mut renames = base.clone();
-        renames.insert(item.to_owned(), "child".to_owned());
-        renames
-    };
     let include_when: Vec<String> = resource
         .include_when
         .iter()
@@ -267,60 +266,81 @@ fn resource_step(
         (Some(template), None) => {
             let labelled = with_labels(template, instance, id, &format!("{at}.template"))?;
             match resource.for_each.as_slice() {
-                [] => Ok((
-                    Step::Child(ChildStep {
-                        id: id.to_owned(),
-                        template: rename_in_value(&labelled, &base),
-                        include_when,
-                        ready_when: rename_ready(&resource.ready_when, &ready_renames(id)),
-                        condition: None,
-                        manager: ManagerKind::Apply,
-                    }),
-                    Vec::new(),
-                )),
-                [dimension] => {
-                    let Some((item, list)) =
-                        dimension.iter().next().filter(|_| dimension.len() == 1)
-                    else {
-                        return Err(DefinitionError::new(
-                            format!("{at}.forEach[0]"),
-                            "a forEach dimension is a map of one iterator name to a list expression",
-                        ));
-                    };
-                    let mut renames = base.clone();
-                    renames.insert(item.clone(), "each".to_owned());
-                    let Some(name) = template["metadata"]["name"].as_str() else {
-                        return Err(DefinitionError::new(
-                            format!("{at}.template.metadata.name"),
-                            "a collection's template needs a name (an expression over its iterator)",
-                        ));
-                    };
-                    let mut ready = ready_renames("each");
+                [] => {
+                    // In readyWhen, the resource's own id is the child.
+                    let mut ready = base.clone();
                     ready.insert(id.to_owned(), "child".to_owned());
                     Ok((
-                        Step::ChildSet(ChildSetStep {
+                        Step::Child(ChildStep {
                             id: id.to_owned(),
-                            for_each: rename_in_text(list, &base),
-                            item_id: rename_in_text(name, &renames),
-                            template: rename_in_value(&labelled, &renames),
+                            template: rename_in_value(&labelled, &base),
                             include_when,
                             ready_when: rename_ready(&resource.ready_when, &ready),
                             condition: None,
                             manager: ManagerKind::Apply,
                         }),
-                        vec![
-                            (".forEach", ".forEach[0]".to_owned()),
-                            (".itemId", ".template.metadata.name".to_owned()),
-                        ],
+                        Vec::new(),
                     ))
                 }
-                _ => Err(DefinitionError::new(
-                    format!("{at}.forEach"),
-                    "dynrec runs collections of one dimension; a cartesian product of several is not supported (build the list in one expression)",
-                )),
+                _ => collection_step(resource, &labelled, instance, include_when, at),
             }
         }
     }
+}
+
+/// The childSet step of a `forEach` resource (its template labelled), and its paths.
+fn collection_step(
+    resource: &Resource,
+    labelled: &Value,
+    instance: &Instance,
+    include_when: Vec<String>,
+    at: &str,
+) -> Result<(Step, StepOrigins), DefinitionError> {
+    let id = resource.id.as_str();
+    let base = schema_renames();
+    let ids: Vec<&str> = instance.resource_ids.iter().map(String::as_str).collect();
+    let collection = collection(&resource.for_each, id, &ids, &base, at)?;
+    let metadata = &labelled["metadata"];
+    let Some(name) = metadata["name"].as_str() else {
+        return Err(DefinitionError::new(
+            format!("{at}.template.metadata.name"),
+            "a collection's template needs a name (an expression over its iterators)",
+        ));
+    };
+    let namespace = metadata["namespace"].as_str();
+    let identity: Vec<&str> = [Some(name), namespace].into_iter().flatten().collect();
+    check_identity(&identity, &collection.iterators, id, at)?;
+    let mut renames = base.clone();
+    renames.extend(collection.iterators);
+    // KRO's identity of an item is its namespace and name.
+    let item_id = match namespace {
+        Some(namespace) => format!("{namespace}/{name}"),
+        None => name.to_owned(),
+    };
+    // In a collection's readyWhen, KRO's `each` (and the resource's id) is the child.
+    let mut ready = base;
+    ready.insert("each".to_owned(), "child".to_owned());
+    ready.insert(id.to_owned(), "child".to_owned());
+    let for_each_origin = match resource.for_each.len() {
+        1 => ".forEach[0]",
+        _ => ".forEach",
+    };
+    Ok((
+        Step::ChildSet(ChildSetStep {
+            id: id.to_owned(),
+            for_each: collection.for_each,
+            item_id: rename_in_text(&item_id, &renames),
+            template: rename_in_value(labelled, &renames),
+            include_when,
+            ready_when: rename_ready(&resource.ready_when, &ready),
+            condition: None,
+            manager: ManagerKind::Apply,
+        }),
+        vec![
+            (".forEach", for_each_origin.to_owned()),
+            (".itemId", ".template.metadata.name".to_owned()),
+        ],
+    ))
 }
 
 fn rename_ready(expressions: &[String], renames: &Renames) -> Vec<String> {
@@ -529,17 +549,7 @@ pub fn plural(kind: &str) -> String {
 
 /// An error of the translated definition at its place in the RGD.
 pub fn locate(mut error: DefinitionError, origins: &[(String, String)]) -> DefinitionError {
-    let found = origins.iter().find(|(from, _)| {
-        error.path.strip_prefix(from.as_str()).is_some_and(|rest| {
-            rest.is_empty()
-                || rest.starts_with('.')
-                || rest.starts_with('[')
-                || rest.starts_with(' ')
-        })
-    });
-    if let Some((from, to)) = found {
-        error.path = format!("{to}{}", &error.path[from.len()..]);
-    }
+    error.path = locate_path(&error.path, origins);
     error
 }
 
