@@ -28,13 +28,18 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 mod direct;
+mod dynamic;
 mod errors;
+mod json;
 mod kro;
+mod list_functions;
+mod quantity;
 mod random;
 mod reads;
 mod view;
 
 pub(crate) use errors::describe;
+pub(crate) use json::to_json;
 pub(crate) use reads::VariableReads;
 
 use direct::Direct;
@@ -64,14 +69,18 @@ pub enum CelError {
 }
 
 /// The environment every expression is compiled and run in, built once per process: the
-/// standard library, the strings extension, KRO's `random`, `hash`, `base64` and `lists`
-/// libraries and optional syntax (`self.spec.?size.orValue(1)`).
+/// standard library, the strings extension, KRO's `random`, `hash`, `json`, `base64` and
+/// `lists` libraries, Kubernetes' list functions and quantities, and optional syntax
+/// (`self.spec.?size.orValue(1)`).
 static ENV: LazyLock<Result<Arc<cel::Env>, String>> = LazyLock::new(|| {
     let mut env = cel::Env::stdlib().with_optional_support(true);
     env.add_extension(cel::extensions::strings)
         .map_err(|e| e.to_string())?;
     random::extension(&mut env).map_err(|e| e.to_string())?;
     kro::extension(&mut env).map_err(|e| e.to_string())?;
+    json::extension(&mut env).map_err(|e| e.to_string())?;
+    list_functions::extension(&mut env).map_err(|e| e.to_string())?;
+    quantity::extension(&mut env).map_err(|e| e.to_string())?;
     Ok(Arc::new(env))
 });
 
@@ -273,6 +282,18 @@ pub(crate) fn invalid(expression: &str, errors: &ParseErrors) -> CelError {
 /// A parser position (1-based line or column) as a `usize`, at least 1.
 pub(crate) fn to_position(pos: isize) -> usize {
     usize::try_from(pos).unwrap_or(0).max(1)
+}
+
+/// Evaluates a closed expression in the shared environment: its value as JSON, or the
+/// error as the definitions describe it.
+#[cfg(test)]
+pub(crate) fn evaluate_closed(expression: &str) -> Result<Json, String> {
+    let env = env().map_err(|e| e.to_string())?;
+    let program = env.compile(expression).map_err(|e| format!("{e:?}"))?;
+    let value = program
+        .execute(&cel::Context::with_env(env))
+        .map_err(|e| describe(&e))?;
+    to_json(&value)
 }
 
 #[cfg(test)]
