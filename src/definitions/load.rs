@@ -98,23 +98,36 @@ pub fn parse_documents(text: &str, source: &str) -> Result<Vec<Loaded>, Definiti
 /// the first such key and its line, since the earlier value is lost.
 pub fn yaml_documents(text: &str, source: &str) -> Result<Vec<Value>, serde_saphyr::Error> {
     match serde_saphyr::from_multiple(text) {
-        Err(err) if is_duplicate_key(&err) => {
-            tracing::warn!(%source, "{err}; the last value is kept, as kubectl keeps it");
-            let options = serde_saphyr::options! {
-                duplicate_keys: serde_saphyr::DuplicateKeyPolicy::LastWins,
-            };
-            serde_saphyr::from_multiple_with_options(text, options)
-        }
+        Err(err) => match duplicate_key(&err) {
+            Some((key, line, column)) => {
+                tracing::warn!(
+                    "{source}: line {line} column {column}: the key {key} is written twice in one mapping; the last value is kept, as kubectl keeps it"
+                );
+                let options = serde_saphyr::options! {
+                    duplicate_keys: serde_saphyr::DuplicateKeyPolicy::LastWins,
+                };
+                serde_saphyr::from_multiple_with_options(text, options)
+            }
+            None => Err(err),
+        },
         parsed => parsed,
     }
 }
 
-/// Whether `err` is a mapping's key written twice.
-fn is_duplicate_key(mut err: &serde_saphyr::Error) -> bool {
+/// The key (quoted), line and column of a mapping's key written twice, if that is `err`.
+fn duplicate_key(mut err: &serde_saphyr::Error) -> Option<(String, u64, u64)> {
     while let serde_saphyr::Error::WithSnippet { error, .. } = err {
         err = error;
     }
-    matches!(err, serde_saphyr::Error::DuplicateMappingKey { .. })
+    match err {
+        serde_saphyr::Error::DuplicateMappingKey { key, location } => Some((
+            key.as_deref()
+                .map_or_else(|| "(not a string)".to_owned(), |k| format!("{k:?}")),
+            location.line(),
+            location.column(),
+        )),
+        _ => None,
+    }
 }
 
 /// A definition from its JSON form (a file's document or a cluster object).
@@ -209,11 +222,13 @@ mod tests {
 
     #[test]
     fn a_key_written_twice_keeps_its_last_value_as_kubectl_does() {
-        let text = "a: 1\nb:\n  c: x\n  c: y\n---\nd: [1]\n";
+        let text = "a: 1\nb:\n  c: first\n  c: last\n---\nd: [1]\n";
+        let parsed = serde_saphyr::from_multiple::<Value>(text).unwrap_err();
+        assert_eq!(duplicate_key(&parsed), Some(("\"c\"".to_owned(), 4, 3)));
         let documents = yaml_documents(text, "a.yaml").unwrap();
-        assert_eq!(documents[0]["b"]["c"], "y");
+        assert_eq!(documents[0]["b"]["c"], "last");
         assert_eq!(documents[1]["d"][0], 1);
         let error = yaml_documents("a: [1\n", "a.yaml").unwrap_err();
-        assert!(!is_duplicate_key(&error), "{error}");
+        assert_eq!(duplicate_key(&error), None, "{error}");
     }
 }
