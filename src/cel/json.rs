@@ -8,10 +8,12 @@ use std::sync::Arc;
 
 use cel::common::functions::Function;
 use cel::common::types::{DYN_TYPE, STRING_TYPE};
-use cel::common::value::{CowVal, Val};
+use cel::common::value::CowVal;
 use cel::objects::{Key, Map as CelMap};
 use cel::{DeclarationError, Env, ExecutionError, Value as CelValue};
 use serde_json::{Map, Number, Value};
+
+use super::dynamic::{owned, value_of};
 
 /// Registers `json.unmarshal` and `json.marshal` on `env`.
 pub(crate) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
@@ -48,16 +50,6 @@ fn marshal<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Executio
     let json =
         to_json(&value).map_err(|e| fail(format!("json.marshal failed to convert value: {e}")))?;
     owned(CelValue::String(Arc::new(go_json(&json))))
-}
-
-/// An argument as a [`CelValue`].
-fn value_of(arg: &CowVal<'_, '_>) -> Result<CelValue, ExecutionError> {
-    CelValue::try_from(arg.as_ref())
-}
-
-/// A result as an owned CEL value.
-fn owned<'b, 'v>(value: CelValue) -> Result<CowVal<'b, 'v>, ExecutionError> {
-    Box::<dyn Val>::try_from(value).map(CowVal::Owned)
 }
 
 /// `json` as Go's `json.Marshal` writes it: compact, map keys sorted, whole doubles

@@ -27,7 +27,9 @@ use kube::api::DynamicObject;
 use serde::Serialize;
 use serde_json::Value as Json;
 
+mod collections;
 mod direct;
+mod dynamic;
 mod errors;
 mod json;
 mod kro;
@@ -66,8 +68,8 @@ pub enum CelError {
 }
 
 /// The environment every expression is compiled and run in, built once per process: the
-/// standard library, the strings extension, KRO's `random`, `hash`, `json`, `base64` and
-/// `lists` libraries, Kubernetes' libraries (lists, regex, URL, IP/CIDR, quantity,
+/// standard library, the strings extension, KRO's `random`, `hash`, `json`, `base64`,
+/// `lists` and maps libraries, Kubernetes' libraries (lists, regex, URL, IP/CIDR, quantity,
 /// `cel.bind`), and optional syntax (`self.spec.?size.orValue(1)`).
 static ENV: LazyLock<Result<Arc<cel::Env>, String>> = LazyLock::new(|| {
     let mut env = cel::Env::stdlib().with_optional_support(true);
@@ -76,6 +78,7 @@ static ENV: LazyLock<Result<Arc<cel::Env>, String>> = LazyLock::new(|| {
     random::extension(&mut env).map_err(|e| e.to_string())?;
     kro::extension(&mut env).map_err(|e| e.to_string())?;
     json::extension(&mut env).map_err(|e| e.to_string())?;
+    collections::extension(&mut env).map_err(|e| e.to_string())?;
     dynrec_k8s_cel::extension(&mut env).map_err(|e| e.to_string())?;
     Ok(Arc::new(env))
 });
