@@ -86,9 +86,7 @@ fn from_json(json: &Value) -> CelValue {
         Value::Bool(b) => CelValue::Bool(*b),
         Value::Number(n) => CelValue::Float(n.as_f64().unwrap_or(f64::NAN)),
         Value::String(s) => CelValue::String(Arc::new(s.clone())),
-        Value::Array(items) => {
-            CelValue::List(Arc::new(items.iter().map(|item| from_json(item)).collect()))
-        }
+        Value::Array(items) => CelValue::List(Arc::new(items.iter().map(from_json).collect())),
         Value::Object(map) => CelValue::Map(CelMap {
             map: Arc::new(
                 map.iter()
