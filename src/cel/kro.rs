@@ -1,11 +1,12 @@
 //! KRO's CEL libraries beyond `random`, as KRO's environment has them
 //! (`pkg/cel/environment.go`): cel-go's `base64.encode`/`base64.decode` (ext.Encoders) and
 //! `lists.range` with the list member functions `slice`, `flatten`, `distinct`, `sort`…
-//! (ext.Lists), and KRO's `hash.fnv64a` and `hash.sha256` (`pkg/cel/library/hash.go`: the
-//! digest of a string, as bytes).
+//! (ext.Lists), and KRO's `hash.fnv64a`, `hash.sha256` and `hash.md5`
+//! (`pkg/cel/library/hash.go`: the digest of a string, as bytes).
 
 use cel::common::types::{CelBytes, CelString};
 use cel::{DeclarationError, Env};
+use md5::{Digest, Md5};
 use ring::digest::{SHA256, digest};
 
 /// FNV-1a's 64-bit offset basis and prime.
@@ -18,6 +19,7 @@ pub(crate) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_extension(cel::extensions::lists)?;
     cel::add_overload!(env, fn fnv64a: (CelString) -> CelBytes, name = "hash.fnv64a")?;
     cel::add_overload!(env, fn sha256: (CelString) -> CelBytes, name = "hash.sha256")?;
+    cel::add_overload!(env, fn md5: (CelString) -> CelBytes, name = "hash.md5")?;
     Ok(())
 }
 
@@ -31,6 +33,10 @@ fn fnv64a(text: &CelString<'_>) -> CelBytes<'static> {
 
 fn sha256(text: &CelString<'_>) -> CelBytes<'static> {
     CelBytes::from(digest(&SHA256, text.inner().as_bytes()).as_ref().to_vec())
+}
+
+fn md5(text: &CelString<'_>) -> CelBytes<'static> {
+    CelBytes::from(Md5::digest(text.inner().as_bytes()).to_vec())
 }
 
 #[cfg(test)]
@@ -66,6 +72,11 @@ mod tests {
                 "uU0nuZNNPgilLlLX2n2r+sSE7+N6U4DukIj3rOLvzek=",
             ),
             ("base64.encode(hash.fnv64a(''))", "y/Kc5IQiIyU="),
+            (
+                "base64.encode(hash.md5('hello world'))",
+                "XrY7u+Ae7tCTyyK7j1rNww==",
+            ),
+            ("base64.encode(hash.md5(''))", "1B2M2Y8AsgTpgAmY7PhCfg=="),
             ("string(base64.decode('aGVsbG8='))", "hello"),
             (
                 "[1, 2, 3, 4].slice(1, 3).map(i, string(i)).join(',')",

@@ -27,14 +27,18 @@ use kube::api::DynamicObject;
 use serde::Serialize;
 use serde_json::Value as Json;
 
+mod collections;
 mod direct;
+mod dynamic;
 mod errors;
+mod json;
 mod kro;
 mod random;
 mod reads;
 mod view;
 
 pub(crate) use errors::describe;
+pub(crate) use json::to_json;
 pub(crate) use reads::VariableReads;
 
 use direct::Direct;
@@ -64,14 +68,18 @@ pub enum CelError {
 }
 
 /// The environment every expression is compiled and run in, built once per process: the
-/// standard library, the strings extension, KRO's `random`, `hash`, `base64` and `lists`
-/// libraries and optional syntax (`self.spec.?size.orValue(1)`).
+/// standard library, the strings extension, KRO's `random`, `hash`, `json`, `base64`,
+/// `lists` and maps libraries, Kubernetes' libraries (lists, regex, URL, IP/CIDR, quantity,
+/// `cel.bind`), and optional syntax (`self.spec.?size.orValue(1)`).
 static ENV: LazyLock<Result<Arc<cel::Env>, String>> = LazyLock::new(|| {
     let mut env = cel::Env::stdlib().with_optional_support(true);
     env.add_extension(cel::extensions::strings)
         .map_err(|e| e.to_string())?;
     random::extension(&mut env).map_err(|e| e.to_string())?;
     kro::extension(&mut env).map_err(|e| e.to_string())?;
+    json::extension(&mut env).map_err(|e| e.to_string())?;
+    collections::extension(&mut env).map_err(|e| e.to_string())?;
+    dynrec_k8s_cel::extension(&mut env).map_err(|e| e.to_string())?;
     Ok(Arc::new(env))
 });
 
@@ -275,6 +283,18 @@ pub(crate) fn to_position(pos: isize) -> usize {
     usize::try_from(pos).unwrap_or(0).max(1)
 }
 
+/// Evaluates a closed expression in the shared environment: its value as JSON, or the
+/// error as the definitions describe it.
+#[cfg(test)]
+pub(crate) fn evaluate_closed(expression: &str) -> Result<Json, String> {
+    let env = env().map_err(|e| e.to_string())?;
+    let program = env.compile(expression).map_err(|e| format!("{e:?}"))?;
+    let value = program
+        .execute(&cel::Context::with_env(env))
+        .map_err(|e| describe(&e))?;
+    to_json(&value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,6 +315,28 @@ mod tests {
             "spec": {"replicas": 3, "paused": false, "ratio": 0.5,
                      "template": {"spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}},
         })
+    }
+
+    /// Kubernetes' libraries, as KRO's environment has them (values from their tests).
+    #[test]
+    fn kubernetes_libraries_are_bound() {
+        let cases = [
+            ("[100, 200, 300].sum()", json!(600)),
+            ("[1, 3, 2].isSorted()", json!(false)),
+            ("[1, 2, 1].lastIndexOf(1)", json!(2)),
+            ("quantity('500Mi').isLessThan(quantity('1Gi'))", json!(true)),
+            ("quantity('1Gi') == quantity('1024Mi')", json!(true)),
+            ("quantity('50.703k').asInteger()", json!(50703)),
+            ("isQuantity('20x')", json!(false)),
+            ("'abc 123'.find('[0-9]+')", json!("123")),
+            ("url('https://example.com:80/path').getPort()", json!("80")),
+            ("ip('10.0.0.1').family()", json!(4)),
+            ("cidr('10.0.0.0/8').containsIP(ip('10.1.2.3'))", json!(true)),
+            ("cel.bind(x, 2, x * x)", json!(4)),
+        ];
+        for (expression, want) in cases {
+            assert_eq!(evaluate_closed(expression), Ok(want), "{expression}");
+        }
     }
 
     #[test]

@@ -806,8 +806,9 @@ fn branches(a: &Ty, b: &Ty) -> Result<Ty, String> {
 
 /// The function libraries called by a qualified name: cel's `strings.quote`,
 /// `base64.encode`/`decode` and `lists.range`, and KRO's `random.seededString`,
-/// `random.seededInt`, `hash.fnv64a` and `hash.sha256`.
-const LIBRARIES: [&str; 5] = ["strings", "random", "hash", "base64", "lists"];
+/// `random.seededInt`, `hash.fnv64a`, `hash.sha256`, `hash.md5`, `json.unmarshal`,
+/// `json.marshal` and `lists.setAtIndex`/`insertAtIndex`/`removeAtIndex`.
+const LIBRARIES: [&str; 6] = ["strings", "random", "hash", "base64", "lists", "json"];
 
 /// The type of a library function's result, or why the call is wrong.
 fn library_function(library: &str, function: &str, args: &[Ty]) -> Result<Ty, String> {
@@ -816,13 +817,17 @@ fn library_function(library: &str, function: &str, args: &[Ty]) -> Result<Ty, St
         ("random", "seededString") => (&[Ty::Number, Ty::String], Ty::String),
         ("random", "seededInt") => (&[Ty::Number, Ty::Number, Ty::String], Ty::Number),
         // Bytes have no type of their own here: a digest is checked as anything.
-        ("hash", "fnv64a" | "sha256") => (&[Ty::String], Ty::Dyn),
+        ("hash", "fnv64a" | "sha256" | "md5") => (&[Ty::String], Ty::Dyn),
+        ("json", "unmarshal") => (&[Ty::String], Ty::Dyn),
+        ("json", "marshal") => (&[Ty::Dyn], Ty::String),
         ("base64", "encode") => (&[Ty::Dyn], Ty::String),
         ("base64", "decode") => (&[Ty::String], Ty::Dyn),
         ("lists", "range") => (&[Ty::Number], Ty::List(Box::new(Ty::Number))),
+        ("lists", "setAtIndex" | "insertAtIndex") => (&[Ty::Dyn, Ty::Number, Ty::Dyn], Ty::Dyn),
+        ("lists", "removeAtIndex") => (&[Ty::Dyn, Ty::Number], Ty::Dyn),
         _ => {
             return Err(format!(
-                "{library}.{function} is not a function; the libraries have strings.quote(string), random.seededString(int, string), random.seededInt(int, int, string), hash.fnv64a(string), hash.sha256(string), base64.encode(bytes), base64.decode(string) and lists.range(int)"
+                "{library}.{function} is not a function; the libraries have strings.quote(string), random.seededString(int, string), random.seededInt(int, int, string), hash.fnv64a(string), hash.sha256(string), hash.md5(string), json.unmarshal(string), json.marshal(value), base64.encode(bytes), base64.decode(string), lists.range(int), lists.setAtIndex(list, int, value), lists.insertAtIndex(list, int, value) and lists.removeAtIndex(list, int)"
             ));
         }
     };

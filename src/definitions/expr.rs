@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+use cel::Program;
 use cel::common::ast::IdedExpr;
 use cel::common::types::CelTimestamp;
-use cel::{Program, Value as CelValue};
 use jiff::Timestamp;
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 use super::error::DefinitionError;
 use crate::cel::{CelError, VariableReads, env, invalid, to_chrono};
@@ -128,7 +128,7 @@ impl Expression {
             .program
             .execute(&ctx)
             .map_err(|e| self.error(crate::cel::describe(&e)))?;
-        to_json(&value).map_err(|message| self.error(message))
+        crate::cel::to_json(&value).map_err(|message| self.error(message))
     }
 
     /// Evaluates a condition: true, false, or an error naming the wrong type.
@@ -150,41 +150,6 @@ impl Expression {
             message: message.into(),
         }
     }
-}
-
-/// A CEL value as JSON (timestamps as RFC 3339, durations as Go durations).
-fn to_json(value: &CelValue) -> Result<Value, String> {
-    Ok(match value {
-        CelValue::Null => Value::Null,
-        CelValue::Bool(b) => Value::Bool(*b),
-        CelValue::Int(i) => Value::from(*i),
-        CelValue::UInt(u) => Value::from(*u),
-        CelValue::Float(f) => Number::from_f64(*f)
-            .map(Value::Number)
-            .ok_or_else(|| format!("{f} is not a JSON number"))?,
-        CelValue::String(s) => Value::String(s.to_string()),
-        CelValue::List(items) => Value::Array(items.iter().map(to_json).collect::<Result<_, _>>()?),
-        CelValue::Map(map) => {
-            // CEL maps are hash maps: their keys are written sorted, so equal maps read alike.
-            let mut entries: Vec<(String, &CelValue)> =
-                map.map.iter().map(|(k, v)| (k.to_string(), v)).collect();
-            entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            let mut object = Map::with_capacity(entries.len());
-            for (key, value) in entries {
-                object.insert(key, to_json(value)?);
-            }
-            Value::Object(object)
-        }
-        CelValue::Timestamp(t) => Value::String(t.to_rfc3339()),
-        CelValue::Duration(d) => Value::String(format!("{}s", d.num_seconds())),
-        CelValue::Bytes(_) => return Err("bytes cannot be written into an object".into()),
-        other => {
-            return Err(format!(
-                "a {} cannot be written into an object",
-                other.type_of()
-            ));
-        }
-    })
 }
 
 /// The JSON type of a value, as a message names it.

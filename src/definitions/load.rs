@@ -62,7 +62,7 @@ pub fn parse_rgd_value(value: Value, source: &str) -> Result<Loaded, DefinitionE
 /// Parses every `ReconcilerDefinition` and KRO `ResourceGraphDefinition` document of
 /// `text` (other kinds are skipped).
 pub fn parse_documents(text: &str, source: &str) -> Result<Vec<Loaded>, DefinitionErrors> {
-    let documents: Vec<Value> = serde_saphyr::from_multiple(text)
+    let documents = yaml_documents(text, source)
         .map_err(|err| DefinitionError::new("", format!("not YAML: {err}")).in_source(source))?;
     let mut loaded = Vec::new();
     let mut errors = Vec::new();
@@ -90,6 +90,43 @@ pub fn parse_documents(text: &str, source: &str) -> Result<Vec<Loaded>, Definiti
     match errors.is_empty() {
         true => Ok(loaded),
         false => Err(DefinitionErrors(errors)),
+    }
+}
+
+/// The YAML documents of `text` as kubectl reads a file (sigs.k8s.io/yaml): a key written
+/// twice in one mapping keeps its last value. kubectl says nothing of it; a warning names
+/// the first such key and its line, since the earlier value is lost.
+pub fn yaml_documents(text: &str, source: &str) -> Result<Vec<Value>, serde_saphyr::Error> {
+    match serde_saphyr::from_multiple(text) {
+        Err(err) => match duplicate_key(&err) {
+            Some((key, line, column)) => {
+                tracing::warn!(
+                    "{source}: line {line} column {column}: the key {key} is written twice in one mapping; the last value is kept, as kubectl keeps it"
+                );
+                let options = serde_saphyr::options! {
+                    duplicate_keys: serde_saphyr::DuplicateKeyPolicy::LastWins,
+                };
+                serde_saphyr::from_multiple_with_options(text, options)
+            }
+            None => Err(err),
+        },
+        parsed => parsed,
+    }
+}
+
+/// The key (quoted), line and column of a mapping's key written twice, if that is `err`.
+fn duplicate_key(mut err: &serde_saphyr::Error) -> Option<(String, u64, u64)> {
+    while let serde_saphyr::Error::WithSnippet { error, .. } = err {
+        err = error;
+    }
+    match err {
+        serde_saphyr::Error::DuplicateMappingKey { key, location } => Some((
+            key.as_deref()
+                .map_or_else(|| "(not a string)".to_owned(), |k| format!("{k:?}")),
+            location.line(),
+            location.column(),
+        )),
+        _ => None,
     }
 }
 
@@ -181,5 +218,17 @@ mod tests {
         );
         let text = "kind: ConfigMap\n---\napiVersion: dynrec.dev/v1alpha1\nkind: ReconcilerDefinition\nmetadata: {name: a}\nspec:\n  for: {apiVersion: v1, kind: ConfigMap}\n  steps: []\n";
         assert_eq!(parse_documents(text, "a.yaml").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_key_written_twice_keeps_its_last_value_as_kubectl_does() {
+        let text = "a: 1\nb:\n  c: first\n  c: last\n---\nd: [1]\n";
+        let parsed = serde_saphyr::from_multiple::<Value>(text).unwrap_err();
+        assert_eq!(duplicate_key(&parsed), Some(("\"c\"".to_owned(), 4, 3)));
+        let documents = yaml_documents(text, "a.yaml").unwrap();
+        assert_eq!(documents[0]["b"]["c"], "last");
+        assert_eq!(documents[1]["d"][0], 1);
+        let error = yaml_documents("a: [1\n", "a.yaml").unwrap_err();
+        assert_eq!(duplicate_key(&error), None, "{error}");
     }
 }

@@ -45,7 +45,9 @@ pub use compile::{CompiledDefinition, Plan, compile, compile_at, kinds_to_check}
 pub use crd::{PLURAL, definition_crd, definition_gvk, parent_crd};
 pub use error::{DefinitionError, DefinitionErrors};
 pub use expr::{Bindings, EvalError, Expression, Template};
-pub use load::{Loaded, load_dir, load_file, parse_documents, parse_rgd_value, parse_value};
+pub use load::{
+    Loaded, load_dir, load_file, parse_documents, parse_rgd_value, parse_value, yaml_documents,
+};
 pub use model::{
     ChildSetStep, ChildStep, DefinitionMeta, DefinitionSpec, FinalizerStep, GROUP, IfStep, KIND,
     KindRef, KroConventions, ManagerKind, ParentSchema, ReconcilerDefinition, RefSelector, RefStep,

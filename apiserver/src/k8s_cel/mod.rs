@@ -3,14 +3,7 @@
 //! regex, URL, IP/CIDR, quantity), JSON values with integers as `int`, and a compile step that refuses
 //! functions and variables the environment does not have, as kube's type checker does.
 
-mod bind;
 mod check;
-mod lists;
-mod net;
-mod opaque;
-mod quantity;
-mod regex;
-mod url;
 mod value;
 
 use std::sync::{Arc, LazyLock};
@@ -21,16 +14,7 @@ pub(crate) use value::to_val;
 /// The environment every rule is compiled and run in, built once per process.
 static ENV: LazyLock<Result<Arc<cel::Env>, String>> = LazyLock::new(|| {
     let mut env = cel::Env::stdlib();
-    let extensions = [
-        cel::extensions::strings,
-        bind::extension,
-        lists::extension,
-        regex::extension,
-        url::extension,
-        net::extension,
-        quantity::extension,
-    ];
-    for extension in extensions {
+    for extension in [cel::extensions::strings, dynrec_k8s_cel::extension] {
         env.add_extension(extension).map_err(|e| e.to_string())?;
     }
     Ok(Arc::new(env))

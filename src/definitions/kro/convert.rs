@@ -1,8 +1,6 @@
 //! `dynrec convert kro`: the ReconcilerDefinition an RGD runs as, in YAML, with comments
 //! saying where its semantics differ from KRO's, for users moving to the native format.
 
-use serde_json::Value;
-
 use super::model::ResourceGraphDefinition;
 use super::translate::{parse_rgd, translate};
 use crate::definitions::{DefinitionError, DefinitionErrors};
@@ -10,7 +8,7 @@ use crate::definitions::{DefinitionError, DefinitionErrors};
 /// The ReconcilerDefinition of every RGD in `text` (YAML documents; other kinds are
 /// skipped), each a commented YAML document.
 pub fn convert(text: &str, source: &str) -> Result<String, DefinitionErrors> {
-    let documents: Vec<Value> = serde_saphyr::from_multiple(text)
+    let documents = crate::definitions::yaml_documents(text, source)
         .map_err(|err| DefinitionError::new("", format!("not YAML: {err}")).in_source(source))?;
     let mut out = String::new();
     let mut errors = Vec::new();

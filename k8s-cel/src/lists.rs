@@ -8,7 +8,7 @@ use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
 
 /// Registers the list functions on `env`.
-pub(super) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
+pub(crate) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_member_overload("isSorted", "list.isSorted()", LIST_TYPE, vec![], is_sorted)?;
     env.add_member_overload("sum", "list.sum()", LIST_TYPE, vec![], sum)?;
     env.add_member_overload("min", "list.min()", LIST_TYPE, vec![], min)?;

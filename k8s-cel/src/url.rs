@@ -6,7 +6,7 @@ use cel::common::types::{CelBool, CelList, CelMap, CelMapKey, CelString};
 use cel::common::value::Val;
 use cel::{DeclarationError, Env, ExecutionError};
 
-use super::opaque::opaque_val;
+use crate::opaque::opaque_val;
 
 /// A URL as `url()` parses it (Go's `url.ParseRequestURI`: absolute URIs and absolute paths).
 #[derive(Clone, Debug, PartialEq)]
@@ -20,7 +20,7 @@ pub(crate) struct Url {
 opaque_val!(Url, URL_TYPE, "kubernetes.URL");
 
 /// Registers `url`, `isURL` and the `URL` accessors on `env`.
-pub(super) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
+pub(crate) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_type(URL_TYPE.to_owned())?;
     cel::add_overload!(env, fn url: (CelString) -> Result<Url>)?;
     cel::add_overload!(env, fn is_url: (CelString) -> CelBool, name = "isURL")?;

@@ -30,4 +30,4 @@ macro_rules! opaque_val {
     };
 }
 
-pub(super) use opaque_val;
+pub(crate) use opaque_val;

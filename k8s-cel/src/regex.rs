@@ -6,7 +6,7 @@ use cel::{DeclarationError, Env, ExecutionError};
 use regex::Regex;
 
 /// Registers `find` and `findAll` on `env`.
-pub(super) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
+pub(crate) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
     cel::add_member_overload!(env, fn find: (CelString, CelString) -> Result<CelString>)?;
     cel::add_member_overload!(env, fn find_all: (CelString, CelString) -> Result<CelList>)?;
     cel::add_member_overload!(env, fn find_all_n: (CelString, CelString, CelInt) -> Result<CelList>,

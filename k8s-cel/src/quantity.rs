@@ -7,7 +7,7 @@
 use cel::common::types::{CelBool, CelDouble, CelInt, CelString};
 use cel::{DeclarationError, Env, ExecutionError};
 
-use super::opaque::opaque_val;
+use crate::opaque::opaque_val;
 
 /// A resource quantity in nano-units.
 #[derive(Clone, Debug, PartialEq)]
@@ -18,7 +18,7 @@ opaque_val!(Quantity, QUANTITY_TYPE, "kubernetes.Quantity");
 const NANOS: i128 = 1_000_000_000;
 
 /// Registers the quantity functions on `env`.
-pub(super) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
+pub(crate) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_type(QUANTITY_TYPE.to_owned())?;
     cel::add_overload!(env, fn quantity: (CelString) -> Result<Quantity>)?;
     cel::add_overload!(env, fn is_quantity: (CelString) -> CelBool)?;

@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use cel::common::types::{CelBool, CelInt, CelString};
 use cel::{DeclarationError, Env, ExecutionError};
 
-use super::opaque::opaque_val;
+use crate::opaque::opaque_val;
 
 /// An IP address.
 #[derive(Clone, Debug, PartialEq)]
@@ -23,7 +23,7 @@ opaque_val!(Ip, IP_TYPE, "net.IP");
 opaque_val!(Cidr, CIDR_TYPE, "net.CIDR");
 
 /// Registers the IP and CIDR functions on `env`.
-pub(super) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
+pub(crate) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_type(IP_TYPE.to_owned())?;
     env.add_type(CIDR_TYPE.to_owned())?;
     cel::add_overload!(env, fn ip: (CelString) -> Result<Ip>)?;

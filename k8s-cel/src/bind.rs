@@ -8,7 +8,7 @@ use cel::parser::{Macro, MacroExprHelper, ParseError};
 use cel::{DeclarationError, Env};
 
 /// Registers the `cel.bind` macro on `env`.
-pub(super) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
+pub(crate) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_macro(Macro::receiver("bind", 3, expand))
 }
 

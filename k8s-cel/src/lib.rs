@@ -1,0 +1,31 @@
+//! Kubernetes' CEL libraries, as kube-apiserver enables them for CRD validation rules and
+//! KRO for its expressions: lists (`isSorted`, `sum`, `min`, `max`, `indexOf`,
+//! `lastIndexOf`) with cel-go's sets extension, regex (`find`, `findAll`), URL (`url()`),
+//! IP and CIDR (`ip()`, `cidr()`), quantity (`quantity()`), and cel-go's `cel.bind`.
+//! The embedded API server and dynrec's definitions share them.
+
+mod bind;
+mod lists;
+mod net;
+mod opaque;
+mod quantity;
+mod regex;
+mod url;
+
+use cel::{DeclarationError, Env};
+
+/// Registers every library on `env`.
+pub fn extension(env: &mut Env) -> Result<(), DeclarationError> {
+    let extensions = [
+        bind::extension,
+        lists::extension,
+        regex::extension,
+        url::extension,
+        net::extension,
+        quantity::extension,
+    ];
+    for extension in extensions {
+        env.add_extension(extension)?;
+    }
+    Ok(())
+}
