@@ -234,7 +234,12 @@ struct Tally {
 
 impl Tally {
     /// Prints a case's crash points' result and counts it.
-    fn count(&mut self, source: &str, case: &DefinitionCase, explored: Result<CrashReport, String>) {
+    fn count(
+        &mut self,
+        source: &str,
+        case: &DefinitionCase,
+        explored: Result<CrashReport, String>,
+    ) {
         let report = match explored {
             Ok(report) => report,
             Err(stopped) => {

@@ -335,26 +335,28 @@ impl<'a> CrashPoints<'a> {
             .await
     }
 
-    /// Fresh reconciles until one writes nothing; the last one's writes when none of
-    /// [`SETTLE_ROUNDS`] did.
+    /// Fresh reconciles until one changes nothing (no write of it is accepted); the last
+    /// one's writes when none of [`SETTLE_ROUNDS`] did. The phase's `now` moves on a second each, as a restarted
+    /// process reconciles later.
     async fn settle(
         &self,
         started: &StartedConfig,
         phase: &CrashPhase<'_>,
         kinds: &mut BTreeSet<Gvk>,
     ) -> Result<Option<Vec<Write>>, String> {
-        let fresh = CrashPhase {
-            label: phase.label.clone(),
-            step: None,
-            now: phase.now,
-            failures: Vec::new(),
-        };
         let mut last = Vec::new();
-        for _ in 0..SETTLE_ROUNDS {
+        for round in 1..=SETTLE_ROUNDS {
+            let fresh = CrashPhase {
+                label: phase.label.clone(),
+                step: None,
+                now: later(phase.now, round)?,
+                failures: Vec::new(),
+            };
             let hook = CrashHook::crashing_after(None);
+            let landed = started.recording().landed_writes();
             self.reconcile(started, &fresh, &hook).await?;
             last = hook.writes();
-            if last.is_empty() {
+            if started.recording().landed_writes() == landed {
                 return Ok(None);
             }
             kinds.extend(last.iter().map(|w| w.gvk.clone()));
@@ -399,6 +401,17 @@ impl<'a> CrashPoints<'a> {
             &self.request.name,
         )
     }
+}
+
+/// `now` (the wall clock when `None`) plus `seconds`.
+fn later(now: Option<Timestamp>, seconds: usize) -> Result<Option<Timestamp>, String> {
+    let Some(now) = now else {
+        return Ok(None);
+    };
+    let seconds = i64::try_from(seconds).map_err(|e| e.to_string())?;
+    now.checked_add(jiff::SignedDuration::from_secs(seconds))
+        .map(Some)
+        .map_err(|e| format!("now: {e}"))
 }
 
 /// `does not settle: ...` when the fresh reconciles kept writing.

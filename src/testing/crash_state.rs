@@ -192,36 +192,51 @@ pub(super) fn differences_from(uncrashed: &Snapshot, crashed: &Snapshot) -> Vec<
         let in_group =
             |snapshot: &Snapshot| -> Vec<ObjectId> { members(snapshot, &group).cloned().collect() };
         let (want, got) = (in_group(uncrashed), in_group(crashed));
-        if got.len() > want.len() && !want.is_empty() {
-            let names: Vec<String> = got.iter().map(short).collect();
+        if want.is_empty() {
+            continue;
+        }
+        let names = |ids: &[ObjectId]| ids.iter().map(short).collect::<Vec<_>>().join(", ");
+        if got.len() > want.len() {
             broken.push(format!(
                 "duplicate: {} {}s{} where the uncrashed run has {}: {}",
                 got.len(),
                 group.gvk.kind,
                 group.owned(),
                 want.len(),
-                names.join(", ")
+                names(&got)
+            ));
+        } else {
+            broken.push(format!(
+                "renamed: the {}{}{} is {} where the uncrashed run's is {}",
+                group.gvk.kind,
+                if got.len() == 1 { "" } else { "s" },
+                group.owned(),
+                names(&got),
+                names(&want)
             ));
         }
     }
     for id in &extra {
         let object = &crashed.0[*id];
         let group = sibling_group(id, object);
-        let duplicate = members(uncrashed, &group).next().is_some()
-            && members(crashed, &group).count() > members(uncrashed, &group).count();
-        if duplicate {
+        if members(uncrashed, &group).next().is_some() {
             continue;
         }
         match owners(object).is_empty() {
             true => broken.push(format!(
                 "orphan: {id} has no ownerReference, and the uncrashed run has no such object"
             )),
-            false => broken.push(format!("extra: {id} is not in the uncrashed run's end state")),
+            false => broken.push(format!(
+                "extra: {id} is not in the uncrashed run's end state"
+            )),
         }
     }
     for (id, want) in &uncrashed.0 {
         let Some(got) = crashed.0.get(id) else {
-            broken.push(format!("missing: {id} (the uncrashed run has it)"));
+            let group = sibling_group(id, want);
+            if !counted.contains(&group) {
+                broken.push(format!("missing: {id} (the uncrashed run has it)"));
+            }
             continue;
         };
         for owner in owners(want) {
@@ -271,9 +286,14 @@ pub(super) fn left_behind(
 ) -> Vec<String> {
     let mut broken = Vec::new();
     if after.contains(parent) {
-        broken.push(format!("left behind: the deleted parent {parent} is still there"));
+        broken.push(format!(
+            "left behind: the deleted parent {parent} is still there"
+        ));
     }
-    for id in before.ids().filter(|id| *id != parent && after.contains(id)) {
+    for id in before
+        .ids()
+        .filter(|id| *id != parent && after.contains(id))
+    {
         if !given.contains(id) {
             broken.push(format!(
                 "left behind: {id}, made by the reconciles, outlives its deleted parent {parent}"

@@ -73,9 +73,7 @@ impl CrashHook {
         let state = self.0.clone();
         Reactor::new(move |action| {
             let mut state = state.lock();
-            let crashed = state
-                .crash_after
-                .is_some_and(|k| state.writes.len() >= k);
+            let crashed = state.crash_after.is_some_and(|k| state.writes.len() >= k);
             if crashed {
                 return Some(ApiStatus::new(500, "InternalError", CRASHED));
             }
