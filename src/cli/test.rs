@@ -253,10 +253,10 @@ impl Tally {
             return println!("ok    {source}: {} ({points} crash points)", case.name);
         }
         self.failed += 1;
+        let crashed = report.findings.iter().filter(|f| f.crash.is_some()).count();
         println!(
-            "FAIL  {source}: {} ({} of {points} crash points, or uncrashed runs, broke)",
-            case.name,
-            report.findings.len()
+            "FAIL  {source}: {} ({crashed} of {points} crash points broke it)",
+            case.name
         );
         for finding in &report.findings {
             for line in finding.to_string().lines() {
