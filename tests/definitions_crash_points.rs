@@ -106,7 +106,8 @@ fn a_child_named_with_a_random_suffix_is_caught_after_a_crash() {
     let out = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert!(
-        out.contains("FAIL  ") && out.contains("a ticket gets a receipt (1 of 2 crash points broke it)"),
+        out.contains("FAIL  ")
+            && out.contains("a ticket gets a receipt (1 of 2 crash points broke it)"),
         "{out}"
     );
     let crash = "  reconcile: after write 1 of 2: apply v1/ConfigMap default/t1-";
