@@ -314,3 +314,16 @@ async fn a_rust_reconciler_that_orphans_its_child_after_a_crash_is_caught() {
         "{crash}"
     );
 }
+
+#[test]
+fn a_definition_that_writes_the_time_into_its_status_does_not_settle() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = "  - sync:\n      status:\n        seen: \"${string(now)}\"\n";
+    let output = test_tickets(dir.path(), steps, &["--crash-points"]);
+    let out = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(
+        out.contains("a ticket gets a receipt (broken without a crash)\n  reconcile: without a crash:\n    does not settle: 10 fresh reconciles each changed something, the last wrote: update example.com/v1/Ticket default/t1 status\n"),
+        "{out}"
+    );
+}

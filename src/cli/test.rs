@@ -254,10 +254,11 @@ impl Tally {
         }
         self.failed += 1;
         let crashed = report.findings.iter().filter(|f| f.crash.is_some()).count();
-        println!(
-            "FAIL  {source}: {} ({crashed} of {points} crash points broke it)",
-            case.name
-        );
+        let which = match crashed {
+            0 => "broken without a crash".to_string(),
+            n => format!("{n} of {points} crash points broke it"),
+        };
+        println!("FAIL  {source}: {} ({which})", case.name);
         for finding in &report.findings {
             for line in finding.to_string().lines() {
                 println!("  {line}");

@@ -30,6 +30,16 @@ impl ObjectId {
     }
 }
 
+impl ObjectId {
+    fn of(gvk: &Gvk, object: &kube::api::DynamicObject) -> Self {
+        Self::new(
+            gvk,
+            object.metadata.namespace.as_deref(),
+            object.metadata.name.as_deref().unwrap_or_default(),
+        )
+    }
+}
+
 impl fmt::Display for ObjectId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.namespace {
@@ -55,11 +65,7 @@ impl Snapshot {
                 .await
                 .map_err(|e| format!("reading the end state: {e}"))?;
             for object in listed {
-                let id = ObjectId::new(
-                    gvk,
-                    object.metadata.namespace.as_deref(),
-                    object.metadata.name.as_deref().unwrap_or_default(),
-                );
+                let id = ObjectId::of(gvk, &object);
                 let value = serde_json::to_value(&object).map_err(|e| e.to_string())?;
                 objects.insert(id, comparable(value));
             }
@@ -139,6 +145,27 @@ fn copy_marks(value: &mut Value, marked: &Value) {
         }
         _ => {}
     }
+}
+
+/// The resourceVersion of every object of `kinds` (Events left out): when none changed, a
+/// reconcile changed nothing (an update that changes nothing keeps it).
+pub(super) async fn versions(
+    client: &Client,
+    kinds: &BTreeSet<Gvk>,
+) -> Result<BTreeMap<ObjectId, String>, String> {
+    let mut versions = BTreeMap::new();
+    for gvk in kinds.iter().filter(|g| g.kind != "Event") {
+        let listed = client
+            .api_reader()
+            .list(gvk, &ListOptions::default())
+            .await
+            .map_err(|e| format!("reading the state: {e}"))?;
+        for object in listed {
+            let id = ObjectId::of(gvk, &object);
+            versions.insert(id, object.metadata.resource_version.unwrap_or_default());
+        }
+    }
+    Ok(versions)
 }
 
 /// `object` without what two equal runs do not share.

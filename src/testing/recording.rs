@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -42,7 +42,6 @@ pub(super) struct Recording {
     observed: Mutex<Observed>,
     reactors: Mutex<Vec<Reactor>>,
     generated: AtomicU32,
-    landed: AtomicUsize,
     kinds: Mutex<HashMap<(String, String, String), String>>,
 }
 
@@ -70,7 +69,6 @@ impl Recording {
             observed: Mutex::default(),
             reactors: Mutex::new(reactors),
             generated: AtomicU32::new(0),
-            landed: AtomicUsize::new(0),
             kinds: Mutex::default(),
         })
     }
@@ -83,11 +81,6 @@ impl Recording {
     /// What was observed so far, forgotten here (the next call starts afresh).
     pub(super) fn take(&self) -> Observed {
         std::mem::take(&mut *self.observed.lock())
-    }
-
-    /// How many writes (Events left out) the server has accepted so far.
-    pub(super) fn landed_writes(&self) -> usize {
-        self.landed.load(Ordering::SeqCst)
     }
 
     /// Replaces the reactors (for the next requests).
@@ -116,14 +109,7 @@ impl Recording {
                 return status_response(&ApiStatus::new(400, "BadRequest", err.to_string()));
             }
         };
-        let mut write = false;
         if let Some(target) = parse_path(parts.uri.path()) {
-            let verb = verb_of(&parts.method, &target, &query_pairs(parts.uri.query()));
-            write = target.plural != "events"
-                && matches!(
-                    verb,
-                    "create" | "update" | "patch" | "delete" | "deletecollection"
-                );
             match self.intercept(&router, &parts, &target, &bytes).await {
                 Intercept::Forward => {}
                 Intercept::Rewrite(body) => {
@@ -134,14 +120,10 @@ impl Recording {
             }
         }
         let request = http::Request::from_parts(parts, axum::body::Body::from(bytes));
-        let response = match router.oneshot(request).await {
+        match router.oneshot(request).await {
             Ok(response) => response,
             Err(never) => match never {},
-        };
-        if write && response.status().is_success() {
-            self.landed.fetch_add(1, Ordering::SeqCst);
         }
-        response
     }
 
     async fn intercept(
