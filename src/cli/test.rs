@@ -124,7 +124,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let compiled = controllers.started.clone();
             (Runner::Live(Box::new(controllers), args.timeout), compiled)
         }
-        false => (Runner::InProcess, compile(&loaded, args.strict).await?),
+        false => {
+            let crds = case_crds(&case_files)?;
+            (
+                Runner::InProcess,
+                compile(&loaded, &crds, args.strict).await?,
+            )
+        }
     };
     let mut tally = Tally::default();
     for path in &case_files {
@@ -204,14 +210,21 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The definitions compiled for in-process runs, checked against the built-in kinds'
-/// schemas of an embedded server.
+/// The definitions compiled for in-process runs, checked against the schemas of an embedded
+/// server serving the built-in kinds and the cases' `apiResources` CRDs.
 async fn compile(
     loaded: &[dynrec::definitions::Loaded],
+    crds: &[kube::api::DynamicObject],
     strict: bool,
 ) -> anyhow::Result<Vec<Arc<CompiledDefinition>>> {
     tracing::info!(target: CLUSTER_TARGET, "cluster: embedded API server (in-process, one per case)");
-    let client = Client::new(ApiServer::new().client());
+    let server = ApiServer::new();
+    let crds = crds.iter().map(serde_json::to_value);
+    let crds = crds.collect::<Result<Vec<_>, _>>()?;
+    server
+        .seed(crds)
+        .map_err(|e| anyhow::anyhow!("the cases' apiResources: {e}"))?;
+    let client = Client::new(server.client());
     let config = Config::new(client.clone(), "dynrec-test");
     let definitions =
         Definitions::new(&Manager::new(client, ManagerOptions::default()), &config).strict(strict);
