@@ -489,3 +489,22 @@ fn a_definition_of_a_kind_a_case_crd_serves_is_checked_against_that_crd() {
         text(&output)
     );
 }
+
+#[test]
+fn timeout_is_refused_for_chainsaw_tests_which_take_theirs_from_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = dynrec(&[
+        "test",
+        "--chainsaw",
+        "--timeout",
+        "5s",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(
+        text(&output)
+            .contains("the argument '--chainsaw' cannot be used with '--timeout <DURATION>'"),
+        "{}",
+        text(&output)
+    );
+}

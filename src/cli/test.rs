@@ -64,8 +64,15 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["update", "chainsaw", "kro"])]
     crash_points: bool,
     /// Definition cases on a cluster: how long each reconcile's expectation may take to
-    /// hold, and the cleanup to finish (e.g. 30s, 2m, 500ms).
-    #[arg(long, value_parser = parse_duration, default_value = "30s", value_name = "DURATION")]
+    /// hold, and the cleanup to finish (e.g. 30s, 2m, 500ms). Chainsaw tests take their
+    /// timeouts from the test files (`spec.timeouts`), so not with --chainsaw or --kro.
+    #[arg(
+        long,
+        value_parser = parse_duration,
+        default_value = "30s",
+        value_name = "DURATION",
+        conflicts_with_all = ["chainsaw", "kro"]
+    )]
     timeout: Duration,
 }
 
