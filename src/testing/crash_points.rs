@@ -210,7 +210,7 @@ impl<'a> CrashPoints<'a> {
             Target::Deletion => "deletion".to_string(),
         };
         let parent = self.parent_id();
-        let mut uncrashed = self.run(target, None).await?;
+        let uncrashed = self.run(target, None).await?;
         if target == Target::Deletion && !uncrashed.before_deletion.contains(&parent) {
             return Ok(());
         }
@@ -228,19 +228,27 @@ impl<'a> CrashPoints<'a> {
             });
             return Ok(());
         }
-        let again = self.run(target, None).await?;
-        uncrashed.end = uncrashed.end.masked_by(&again.end);
         let of = uncrashed.writes.len();
+        if of == 0 {
+            return Ok(());
+        }
+        let again = self.run(target, None).await?;
+        // After a deletion, the objects from before it are judged by `left_behind`.
+        let expected = uncrashed
+            .end
+            .masked_by(&again.end)
+            .without(&uncrashed.before_deletion);
         for after in 1..=of {
             let crashed = self.run(target, Some(after)).await?;
             report.crash_points += 1;
             let mut broken = unsettled(&crashed);
-            broken.extend(differences_from(&uncrashed.end, &crashed.end));
+            let before = &crashed.before_deletion;
+            let compared = crashed.end.without(before);
+            broken.extend(differences_from(&expected, &compared));
+            broken.extend(finalizers_left(&crashed.end));
             if target == Target::Deletion {
-                let (before, initial) = (&crashed.before_deletion, &crashed.initial);
-                let left = left_behind(before, initial, &parent, &crashed.end);
-                broken.retain(|b| !b.starts_with("extra:") && !b.starts_with("orphan:"));
-                broken.extend(left);
+                let initial = &crashed.initial;
+                broken.extend(left_behind(before, initial, &parent, &crashed.end));
             }
             if !broken.is_empty() {
                 report.findings.push(CrashFinding {

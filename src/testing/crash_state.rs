@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+use kube::api::DynamicObject;
 use serde_json::Value;
 
 use super::value_diff::differences;
@@ -31,7 +32,7 @@ impl ObjectId {
 }
 
 impl ObjectId {
-    fn of(gvk: &Gvk, object: &kube::api::DynamicObject) -> Self {
+    fn of(gvk: &Gvk, object: &DynamicObject) -> Self {
         Self::new(
             gvk,
             object.metadata.namespace.as_deref(),
@@ -58,17 +59,9 @@ impl Snapshot {
     /// Reads every object of `kinds` (Events left out) through `client`.
     pub(super) async fn read(client: &Client, kinds: &BTreeSet<Gvk>) -> Result<Self, String> {
         let mut objects = BTreeMap::new();
-        for gvk in kinds.iter().filter(|g| g.kind != "Event") {
-            let listed = client
-                .api_reader()
-                .list(gvk, &ListOptions::default())
-                .await
-                .map_err(|e| format!("reading the end state: {e}"))?;
-            for object in listed {
-                let id = ObjectId::of(gvk, &object);
-                let value = serde_json::to_value(&object).map_err(|e| e.to_string())?;
-                objects.insert(id, comparable(value));
-            }
+        for (id, object) in list_all(client, kinds).await? {
+            let value = serde_json::to_value(&object).map_err(|e| e.to_string())?;
+            objects.insert(id, comparable(value));
         }
         Ok(Self(objects))
     }
@@ -81,6 +74,13 @@ impl Snapshot {
     /// The identities of its objects.
     pub(super) fn ids(&self) -> impl Iterator<Item = &ObjectId> {
         self.0.keys()
+    }
+
+    /// This end state without the objects `other` holds.
+    pub(super) fn without(&self, other: &Snapshot) -> Self {
+        let mut kept = self.clone();
+        kept.0.retain(|id, _| !other.contains(id));
+        kept
     }
 
     /// This end state with each field that differs from `other`'s (another uncrashed run)
@@ -153,19 +153,29 @@ pub(super) async fn versions(
     client: &Client,
     kinds: &BTreeSet<Gvk>,
 ) -> Result<BTreeMap<ObjectId, String>, String> {
-    let mut versions = BTreeMap::new();
+    let listed = list_all(client, kinds).await?;
+    let versions = listed.into_iter().map(|(id, object)| {
+        let version = object.metadata.resource_version.unwrap_or_default();
+        (id, version)
+    });
+    Ok(versions.collect())
+}
+
+/// Every object of `kinds` but Events, from the API server.
+async fn list_all(
+    client: &Client,
+    kinds: &BTreeSet<Gvk>,
+) -> Result<Vec<(ObjectId, DynamicObject)>, String> {
+    let mut all = Vec::new();
     for gvk in kinds.iter().filter(|g| g.kind != "Event") {
         let listed = client
             .api_reader()
             .list(gvk, &ListOptions::default())
             .await
             .map_err(|e| format!("reading the state: {e}"))?;
-        for object in listed {
-            let id = ObjectId::of(gvk, &object);
-            versions.insert(id, object.metadata.resource_version.unwrap_or_default());
-        }
+        all.extend(listed.into_iter().map(|o| (ObjectId::of(gvk, &o), o)));
     }
-    Ok(versions)
+    Ok(all)
 }
 
 /// `object` without what two equal runs do not share.
@@ -205,7 +215,8 @@ fn comparable(mut object: Value) -> Value {
     object
 }
 
-/// Every way `crashed` differs from `uncrashed`, one line (or block) each.
+/// Every way `crashed` differs from `uncrashed` (finalizers aside: [`finalizers_left`]),
+/// one line (or block) each.
 pub(super) fn differences_from(uncrashed: &Snapshot, crashed: &Snapshot) -> Vec<String> {
     let crashed = &crashed.masked_like(uncrashed);
     let mut broken = Vec::new();
@@ -279,7 +290,6 @@ pub(super) fn differences_from(uncrashed: &Snapshot, crashed: &Snapshot) -> Vec<
             broken.push(lines.join("\n  "));
         }
     }
-    broken.extend(finalizers_left(crashed));
     broken
 }
 
