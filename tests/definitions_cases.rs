@@ -410,3 +410,101 @@ fn a_write_expected_under_another_verb_says_which_verb_it_was() {
         text(&ran)
     );
 }
+
+/// A definition of a kind only a case's `apiResources` CRD serves.
+const GADGETS: &str = r#"apiVersion: dynrec.dev/v1alpha1
+kind: ReconcilerDefinition
+metadata:
+  name: gadgets
+spec:
+  for: {apiVersion: example.com/v1, kind: Gadget}
+  steps:
+  - child:
+      id: config
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: "${self.metadata.name}-config"}
+        data: {color: "${self.spec.colour}"}
+"#;
+
+const GADGET_CASES: &str = r#"definition: gadgets
+cases:
+- name: a gadget
+  apiResources:
+  - apiVersion: apiextensions.k8s.io/v1
+    kind: CustomResourceDefinition
+    metadata: {name: gadgets.example.com}
+    spec:
+      group: example.com
+      scope: Namespaced
+      names: {kind: Gadget, plural: gadgets, singular: gadget, listKind: GadgetList}
+      versions:
+      - name: v1
+        served: true
+        storage: true
+        subresources: {status: {}}
+        schema:
+          openAPIV3Schema:
+            type: object
+            properties:
+              spec: {type: object, properties: {color: {type: string}}}
+              status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+  given:
+  - {apiVersion: example.com/v1, kind: Gadget, metadata: {name: g1, namespace: default}, spec: {color: red}}
+"#;
+
+#[test]
+fn a_definition_of_a_kind_a_case_crd_serves_is_checked_against_that_crd() {
+    let dir = tempfile::tempdir().unwrap();
+    let (definition, cases) = (
+        dir.path().join("gadgets.yaml"),
+        dir.path().join("cases.yaml"),
+    );
+    std::fs::write(&definition, GADGETS).unwrap();
+    std::fs::write(&cases, GADGET_CASES).unwrap();
+    let run = || {
+        dynrec(&[
+            "test",
+            "-f",
+            definition.to_str().unwrap(),
+            cases.to_str().unwrap(),
+        ])
+    };
+    let output = run();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(
+        text(&output).contains(
+            "spec.steps[0].child.template.data.color: ${self.spec.colour}: self.spec has no field \"colour\"; its fields are: color"
+        ),
+        "{}",
+        text(&output)
+    );
+    std::fs::write(&definition, GADGETS.replace("colour", "color")).unwrap();
+    let output = run();
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        stdout(&output).contains("1 passed, 0 failed"),
+        "{}",
+        text(&output)
+    );
+}
+
+#[test]
+fn timeout_is_refused_for_chainsaw_tests_which_take_theirs_from_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = dynrec(&[
+        "test",
+        "--chainsaw",
+        "--timeout",
+        "5s",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(
+        text(&output)
+            .contains("the argument '--chainsaw' cannot be used with '--timeout <DURATION>'"),
+        "{}",
+        text(&output)
+    );
+}

@@ -18,8 +18,8 @@ use dynrec::reconcilers::Config;
 use dynrec::runtime::{CLUSTER_TARGET, ClusterArgs, Manager, ManagerOptions};
 use dynrec::testing::chainsaw::parse_duration;
 use dynrec::testing::{
-    DefinitionCases, ExpectAt, Phase, Recorded, live_skip_reason, parse_cases,
-    rewrite_expectations, run_case, run_case_live,
+    CrashReport, DefinitionCase, DefinitionCases, ExpectAt, Phase, Recorded, explore_case,
+    live_skip_reason, parse_cases, rewrite_expectations, run_case, run_case_live,
 };
 
 use super::definitions::{load, print_warnings};
@@ -56,9 +56,23 @@ pub struct Args {
     /// in-process unless --kubeconfig or --context names one.
     #[command(flatten)]
     cluster: ClusterArgs,
+    /// Explore crashes: run each case's reconciles once per write they make, the process
+    /// dying right after that write, then fresh reconciles until nothing changes; fail
+    /// where the end state is not the uncrashed run's (an object missing, orphaned,
+    /// duplicated or different, a finalizer left on a deleted object), also for the
+    /// reconciled object's deletion. In-process only.
+    #[arg(long, conflicts_with_all = ["update", "chainsaw", "kro"])]
+    crash_points: bool,
     /// Definition cases on a cluster: how long each reconcile's expectation may take to
-    /// hold, and the cleanup to finish (e.g. 30s, 2m, 500ms).
-    #[arg(long, value_parser = parse_duration, default_value = "30s", value_name = "DURATION")]
+    /// hold, and the cleanup to finish (e.g. 30s, 2m, 500ms). Chainsaw tests take their
+    /// timeouts from the test files (`spec.timeouts`), so not with --chainsaw or --kro.
+    #[arg(
+        long,
+        value_parser = parse_duration,
+        default_value = "30s",
+        value_name = "DURATION",
+        conflicts_with_all = ["chainsaw", "kro"]
+    )]
     timeout: Duration,
 }
 
@@ -73,7 +87,7 @@ impl Runner {
     async fn run(
         &self,
         definition: &Arc<CompiledDefinition>,
-        case: &dynrec::testing::DefinitionCase,
+        case: &DefinitionCase,
     ) -> Result<Vec<Phase>, String> {
         match self {
             Runner::InProcess => run_case(definition, case).await,
@@ -106,6 +120,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if live && args.update {
         bail!("--update records what an in-process reconcile writes; run it without a cluster");
     }
+    if live && args.crash_points {
+        bail!("--crash-points crashes in-process reconciles; run it without a cluster");
+    }
     let (runner, compiled) = match live {
         true => {
             let crds = case_crds(&case_files)?;
@@ -114,7 +131,16 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let compiled = controllers.started.clone();
             (Runner::Live(Box::new(controllers), args.timeout), compiled)
         }
-        false => (Runner::InProcess, compile(&loaded, args.strict).await?),
+        false => {
+            // A case file that cannot be read is reported when it runs, after the
+            // definitions' own errors; without the cases' CRDs, a kind only they serve is
+            // loaded unchecked.
+            let crds = case_crds(&case_files).unwrap_or_default();
+            (
+                Runner::InProcess,
+                compile(&loaded, &crds, args.strict).await?,
+            )
+        }
     };
     let mut tally = Tally::default();
     for path in &case_files {
@@ -130,6 +156,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             if let (Runner::Live(..), Some(reason)) = (&runner, live_skip_reason(case)) {
                 println!("skip  {source}: {} ({reason})", case.name);
+                continue;
+            }
+            if args.crash_points {
+                tally.count(&source, case, explore_case(&definition, case).await);
                 continue;
             }
             let phases = match runner.run(&definition, case).await {
@@ -190,14 +220,21 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The definitions compiled for in-process runs, checked against the built-in kinds'
-/// schemas of an embedded server.
+/// The definitions compiled for in-process runs, checked against the schemas of an embedded
+/// server serving the built-in kinds and the cases' `apiResources` CRDs.
 async fn compile(
     loaded: &[dynrec::definitions::Loaded],
+    crds: &[kube::api::DynamicObject],
     strict: bool,
 ) -> anyhow::Result<Vec<Arc<CompiledDefinition>>> {
     tracing::info!(target: CLUSTER_TARGET, "cluster: embedded API server (in-process, one per case)");
-    let client = Client::new(ApiServer::new().client());
+    let server = ApiServer::new();
+    let crds = crds.iter().map(serde_json::to_value);
+    let crds = crds.collect::<Result<Vec<_>, _>>()?;
+    server
+        .seed(crds)
+        .map_err(|e| anyhow::anyhow!("the cases' apiResources: {e}"))?;
+    let client = Client::new(server.client());
     let config = Config::new(client.clone(), "dynrec-test");
     let definitions =
         Definitions::new(&Manager::new(client, ManagerOptions::default()), &config).strict(strict);
@@ -216,6 +253,42 @@ struct Tally {
     passed: usize,
     failed: usize,
     updated: usize,
+}
+
+impl Tally {
+    /// Prints a case's crash points' result and counts it.
+    fn count(
+        &mut self,
+        source: &str,
+        case: &DefinitionCase,
+        explored: Result<CrashReport, String>,
+    ) {
+        let report = match explored {
+            Ok(report) => report,
+            Err(stopped) => {
+                self.failed += 1;
+                return print_stopped(source, &case.name, &stopped);
+            }
+        };
+        let points = report.crash_points;
+        if report.findings.is_empty() {
+            self.passed += 1;
+            return println!("ok    {source}: {} ({points} crash points)", case.name);
+        }
+        self.failed += 1;
+        let crashed = report.findings.iter().filter(|f| f.crash.is_some()).count();
+        let which = match crashed {
+            0 => "broken without a crash".to_string(),
+            n => format!("{n} of {points} crash points broke it"),
+        };
+        println!("FAIL  {source}: {} ({which})", case.name);
+        for finding in &report.findings {
+            for line in finding.to_string().lines() {
+                println!("  {line}");
+            }
+        }
+        println!();
+    }
 }
 
 impl std::fmt::Display for Tally {

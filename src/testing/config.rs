@@ -19,7 +19,7 @@ use crate::reconcilers::Config;
 use crate::tracker::Tracker;
 
 /// How long the test tracker's tracks last (as in reconciler.io's harness).
-const TRACK_LEASE: Duration = Duration::from_secs(24 * 3600);
+pub(super) const TRACK_LEASE: Duration = Duration::from_secs(24 * 3600);
 
 /// The namespaces every embedded server starts with.
 const BUILT_IN_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];

@@ -129,7 +129,7 @@ pub fn expectations(case: &DefinitionCase) -> impl Iterator<Item = &Expect> {
     std::iter::once(&case.expect).chain(case.steps.iter().map(|s| &s.expect))
 }
 
-fn objects(values: &[Value], field: &str) -> Result<Vec<DynamicObject>, String> {
+pub(super) fn objects(values: &[Value], field: &str) -> Result<Vec<DynamicObject>, String> {
     values
         .iter()
         .enumerate()
@@ -138,7 +138,7 @@ fn objects(values: &[Value], field: &str) -> Result<Vec<DynamicObject>, String> 
 }
 
 /// The request: the case's, or the first given object of the definition's kind.
-fn request_of(
+pub(super) fn request_of(
     definition: &CompiledDefinition,
     case: &DefinitionCase,
     given: &[DynamicObject],
@@ -161,7 +161,7 @@ fn request_of(
         })
 }
 
-fn reactors(failures: &[Failure]) -> Vec<Reactor> {
+pub(super) fn reactors(failures: &[Failure]) -> Vec<Reactor> {
     failures.iter().map(|f| f.induced().into()).collect()
 }
 
@@ -172,12 +172,8 @@ async fn reconcile(
     request: &ObjectKey,
     now: Option<&str>,
 ) -> Result<Recorded, String> {
-    let now = match now {
-        Some(text) => Some(text.parse::<Timestamp>().map_err(|e| format!("now: {e}"))?),
-        None => None,
-    };
     let options = RequestOptions {
-        now,
+        now: parse_now(now)?,
         ..Default::default()
     };
     let reconcile = reconciler.reconcile_with(request, options);
@@ -194,6 +190,12 @@ async fn reconcile(
     recorded.error = outcome.error.is_some();
     recorded.error_message = outcome.error.map(|e| e.to_string());
     Ok(recorded)
+}
+
+/// A case's or step's `now`, parsed (RFC 3339).
+pub(super) fn parse_now(now: Option<&str>) -> Result<Option<Timestamp>, String> {
+    now.map(|text| text.parse::<Timestamp>().map_err(|e| format!("now: {e}")))
+        .transpose()
 }
 
 /// The objects `request` tracks by name, in a stable order.

@@ -16,6 +16,9 @@ mod case;
 mod case_update;
 pub mod chainsaw;
 mod config;
+mod crash_points;
+mod crash_state;
+mod crash_writes;
 mod definition_cases;
 mod definition_live;
 mod definition_run;
@@ -36,6 +39,10 @@ mod webhook;
 pub use case::{Callback, Failures, StashedValue, TestCase, TestSuite, TestTable};
 pub use case_update::{ExpectAt, rewrite_expectations};
 pub use config::{ExpectConfig, StartedConfig};
+pub use crash_points::{
+    Crash, CrashFinding, CrashPoints, CrashReport, ReconcilerFactory, SETTLE_ROUNDS, explore_case,
+};
+pub use crash_writes::Write;
 pub use definition_cases::{
     CaseError, DefinitionCase, DefinitionCases, Expect, Failure, RequestKey, Step, parse_cases,
 };

@@ -11,6 +11,8 @@ pub struct Action {
     pub verb: String,
     /// The API group ("" for core).
     pub group: String,
+    /// The API version (`v1`).
+    pub version: String,
     /// The kind (`ConfigMap`; `ConfigMapList` for lists).
     pub kind: String,
     /// The namespace, if any.
@@ -19,6 +21,8 @@ pub struct Action {
     pub name: Option<String>,
     /// The subresource, if any.
     pub subresource: Option<String>,
+    /// Whether a `patch` is a server-side apply.
+    pub apply: bool,
     /// The body, if any.
     pub body: Option<Value>,
 }

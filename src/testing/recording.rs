@@ -153,6 +153,7 @@ impl Recording {
         let action = Action {
             verb: verb.into(),
             group: target.group.clone(),
+            version: target.version.clone(),
             kind: if verb == "list" {
                 format!("{kind}List")
             } else {
@@ -161,6 +162,7 @@ impl Recording {
             namespace: target.namespace.clone(),
             name,
             subresource: target.subresource.clone(),
+            apply: patch_type(parts) == APPLY_PATCH,
             body,
         };
         self.record(&action, parts, &query, bytes);
@@ -213,13 +215,8 @@ impl Recording {
             "update" if status => observed.status_updates.push(object()),
             "update" => observed.updates.push(object()),
             "patch" => {
-                let patch_type = parts
-                    .headers
-                    .get(CONTENT_TYPE)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or_default()
-                    .to_string();
-                if patch_type == "application/apply-patch+yaml" {
+                let patch_type = patch_type(parts).to_string();
+                if action.apply {
                     let apply = ApplyRef {
                         group: action.group.clone(),
                         kind: action.kind.clone(),
@@ -329,6 +326,18 @@ impl Service<http::Request<kube::client::Body>> for RecordingService {
         let recording = self.recording.clone();
         Box::pin(async move { Ok(recording.handle(router, request).await) })
     }
+}
+
+/// The content type of server-side apply patches.
+const APPLY_PATCH: &str = "application/apply-patch+yaml";
+
+/// A request's content type (empty when it has none).
+fn patch_type(parts: &Parts) -> &str {
+    parts
+        .headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
 }
 
 /// The resource a path names; `None` for discovery and other non-resource paths.
