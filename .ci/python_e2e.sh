@@ -4,7 +4,7 @@
 #
 # The client comes from PyPI into a venv under the build directory; the suite is copied into
 # the installed `kubernetes` package at run time (its tests import kubernetes.e2e_test.base),
-# never into this repository. Fails on any failure except the seven tests deselected below.
+# never into this repository. Fails on any failure except the eight tests deselected below.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,8 +55,16 @@ needs_kubelet=(
   "e2e_test/test_utils.py::TestUtils::test_metrics_utilities_integration"
   "aio/e2e_test/test_dynamic_client.py::TestDynamicClient::test_pod_apis"
 )
+# This one races inside the client: the informer's stop() can only cut a watch whose response
+# has arrived, so a stop() in the few milliseconds between the informer's list and its watch's
+# response waits until the server ends the watch (here 30 min, kube-apiserver 30-60 min). The
+# test stops right after the list, with no event to come; it hangs on any server, about one run
+# in fifty here (reproduced with a script that stops the informer right after its list).
+client_races=(
+  "e2e_test/test_informer.py::TestSharedInformerE2E::test_cache_populated_after_start"
+)
 deselect=()
-for test in "${needs_kubelet[@]}"; do
+for test in "${needs_kubelet[@]}" "${client_races[@]}"; do
   deselect+=(--deselect "kubernetes/$test")
 done
 
