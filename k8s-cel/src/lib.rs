@@ -14,6 +14,32 @@ mod url;
 
 use cel::{DeclarationError, Env};
 
+/// CEL's reserved words: no identifier may be one (kube escapes a property named so as
+/// `__word__`).
+pub const RESERVED_WORDS: &[&str] = &[
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
 /// Registers every library on `env`.
 pub fn extension(env: &mut Env) -> Result<(), DeclarationError> {
     let extensions = [

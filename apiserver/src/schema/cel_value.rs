@@ -59,35 +59,10 @@ pub(super) fn typed_val<'a>(node: &Node, value: &'a Value) -> Box<dyn Val + 'a> 
     }
 }
 
-/// CEL's reserved words, which kube escapes as `__word__` when they name a property.
-const RESERVED: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
-
 /// A property name as a CEL field name, escaped as kube escapes it (`__` → `__underscores__`,
 /// `.` → `__dot__`, `-` → `__dash__`, `/` → `__slash__`, reserved words → `__word__`).
 fn escape(name: &str) -> String {
-    if RESERVED.contains(&name) {
+    if dynrec_k8s_cel::RESERVED_WORDS.contains(&name) {
         return format!("__{name}__");
     }
     let mut out = String::with_capacity(name.len());

@@ -12,8 +12,8 @@ use crate::definitions::DefinitionError;
 /// KRO's default limit of dimensions (`--rgd-max-collection-dimension-size`).
 const MAX_DIMENSIONS: usize = 10;
 
-/// Names an iterator may not take: KRO's reserved words, CEL's reserved symbols and the
-/// names dynrec binds.
+/// Names an iterator may not take besides CEL's reserved words
+/// ([`dynrec_k8s_cel::RESERVED_WORDS`]): KRO's reserved words and the names dynrec binds.
 const RESERVED: &[&str] = &[
     "apiVersion",
     "context",
@@ -48,26 +48,6 @@ const RESERVED: &[&str] = &[
     "variables",
     "vars",
     "version",
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "return",
-    "var",
-    "void",
-    "while",
     "child",
     "now",
 ];
@@ -170,7 +150,7 @@ fn iterator_name<'a>(
             "resource {id:?}: forEach iterator name {name:?} is not valid: must be lowerCamelCase"
         ));
     }
-    if RESERVED.contains(&name) {
+    if RESERVED.contains(&name) || dynrec_k8s_cel::RESERVED_WORDS.contains(&name) {
         return Err(format!(
             "resource {id:?}: forEach iterator name {name:?} is a reserved keyword"
         ));
