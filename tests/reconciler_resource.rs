@@ -33,9 +33,11 @@ use dynrec::object::{ConditionSet, Gvk, ObjectKey};
 use dynrec::reconcilers::{
     Config, Context, Draft, Outcome, Predicate, ReconcileError, ReconcileResult,
     ResourceReconciler, RootReconciler, Sequence, StatusPolicy, SubReconciler, SyncReconciler,
+    WithFinalizer,
 };
 use dynrec::testing::{
-    ApiStatus, Event, ExpectConfig, ReconcilerTestCase, TestObject, TrackRequest, induce_failure,
+    ApiStatus, Event, ExpectConfig, PatchRef, ReconcilerTestCase, TestObject, TrackRequest,
+    induce_failure,
 };
 use futures::future::BoxFuture;
 use harness_common::*;
@@ -302,6 +304,33 @@ async fn resource_reconciler() {
             ),
             root(|config| {
                 let sub = syncing(mutate_status).sync_during_finalization(true);
+                ResourceReconciler::new(gvk(), sub, config.clone())
+                    .status_policy(StatusPolicy::OwnedDuringDeletion)
+            }),
+        ),
+        (
+            // KRO's instances write DELETING during deletion; the status write after their
+            // last finalizer is cleared finds the resource gone, which is no error.
+            "status of a deleting resource whose last finalizer the reconcile cleared",
+            ReconcilerTestCase {
+                config: ExpectConfig {
+                    expect_events: vec![Event::normal(
+                        &terminating().build(),
+                        reasons::FINALIZER_PATCHED,
+                        r#"Patched finalizer "test.finalizer""#,
+                    )],
+                    expect_patches: vec![PatchRef::merge(
+                        &terminating().build(),
+                        r#"{"metadata":{"finalizers":null,"resourceVersion":"999"}}"#,
+                    )],
+                    expect_status_updates: vec![with_status_fields(json!({"Reconciler": "ran"}))],
+                    ..given(vec![terminating().build()]).config
+                },
+                ..given(vec![])
+            },
+            root(|config| {
+                let sub = syncing(mutate_status).sync_during_finalization(true);
+                let sub = WithFinalizer::new("test.finalizer", sub);
                 ResourceReconciler::new(gvk(), sub, config.clone())
                     .status_policy(StatusPolicy::OwnedDuringDeletion)
             }),

@@ -242,6 +242,12 @@ impl ResourceReconciler {
                 log_replaced(&outcome);
                 Outcome::done()
             }
+            // The reconcile cleared the last finalizer of a resource being deleted: it is gone,
+            // and so is the status there was to write.
+            Err(err) if err.is_not_found() && resource.metadata.deletion_timestamp.is_some() => {
+                debug!(%err, "the deleted resource is gone, its status with it");
+                outcome
+            }
             Err(err) => {
                 debug!(%err, "unable to update status");
                 let message = format!("Failed to update status: {}", err.server_message());
