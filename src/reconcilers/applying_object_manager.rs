@@ -15,7 +15,9 @@ use kube::api::DynamicObject;
 use serde_json::{Map, Value};
 use tracing::{debug, info};
 
-use super::object_manager::{Write, child_name, prepare, present, record, report_write, track};
+use super::object_manager::{
+    Write, child_name, prepare, present, record, report_write, require_for_children, track,
+};
 use super::{Context, Draft, ObjectManager, ReconcileError, Setup, ValidationError};
 use crate::object::Gvk;
 
@@ -76,15 +78,13 @@ impl ObjectManager for ApplyingObjectManager {
     }
 
     fn setup(&self, setup: &mut Setup) -> Result<(), ValidationError> {
-        setup.require(&self.name, &self.child_type, "", super::WRITE);
-        if !self.finalizer.is_empty()
-            && let Some(resource) = setup.resource_type().cloned()
-        {
-            setup.require(&self.name, &resource, "", &["patch"]);
-        }
-        if self.track_desired {
-            setup.watch_tracked(self.child_type.clone());
-        }
+        require_for_children(
+            setup,
+            &self.name,
+            &self.child_type,
+            &self.finalizer,
+            self.track_desired,
+        );
         Ok(())
     }
 

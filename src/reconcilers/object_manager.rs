@@ -83,6 +83,26 @@ impl ObjectManager for Arc<dyn ObjectManager> {
 /// What [`ObjectManager::manage`] returns.
 type Managed = Result<Option<Arc<DynamicObject>>, ReconcileError>;
 
+/// What a manager of `child_type` objects needs: write them, patch the resource's
+/// finalizer when it adds one, and watch what it tracks (objects without owner references).
+pub(super) fn require_for_children(
+    setup: &mut Setup,
+    manager: &str,
+    child_type: &Gvk,
+    finalizer: &str,
+    track_desired: bool,
+) {
+    setup.require(manager, child_type, "", super::WRITE);
+    if !finalizer.is_empty()
+        && let Some(resource) = setup.resource_type().cloned()
+    {
+        setup.require(manager, &resource, "", &["patch"]);
+    }
+    if track_desired {
+        setup.watch_tracked(child_type.clone());
+    }
+}
+
 /// The actual object, unless it is absent (none, or never persisted).
 pub(super) fn present(actual: Option<&Arc<DynamicObject>>) -> Option<&Arc<DynamicObject>> {
     actual.filter(|a| a.metadata.creation_timestamp.is_some())

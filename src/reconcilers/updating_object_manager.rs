@@ -20,7 +20,9 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tracing::{debug, info};
 
-use super::object_manager::{Write, child_name, prepare, present, record, report_write, track};
+use super::object_manager::{
+    Write, child_name, prepare, present, record, report_write, require_for_children, track,
+};
 use super::steps::{Harmonize, Merge, Sanitize};
 use super::{Context, Draft, ObjectManager, ReconcileError, Setup, ValidationError};
 use crate::object::Gvk;
@@ -139,15 +141,13 @@ impl ObjectManager for UpdatingObjectManager {
     }
 
     fn setup(&self, setup: &mut Setup) -> Result<(), ValidationError> {
-        setup.require(&self.name, &self.child_type, "", super::WRITE);
-        if !self.finalizer.is_empty()
-            && let Some(resource) = setup.resource_type().cloned()
-        {
-            setup.require(&self.name, &resource, "", &["patch"]);
-        }
-        if self.track_desired {
-            setup.watch_tracked(self.child_type.clone());
-        }
+        require_for_children(
+            setup,
+            &self.name,
+            &self.child_type,
+            &self.finalizer,
+            self.track_desired,
+        );
         Ok(())
     }
 
