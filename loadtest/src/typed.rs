@@ -3,6 +3,8 @@
 //! process (`dynrec-loadtest typed-controller`) so it is measured as dynrec is.
 
 use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +18,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
+use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use crate::widgets::{Widget, child_name, desired_data};
@@ -23,7 +26,7 @@ use crate::widgets::{Widget, child_name, desired_data};
 /// What each reconcile reads and writes with.
 struct Context {
     client: kube::Client,
-    /// ConfigMaps from a reflector of their own: kube-runtime's `owns` keeps no store.
+    /// ConfigMaps from a reflector of their own.
     config_maps: Store<ConfigMap>,
     /// The Events dynrec records too: `Created` for a child, `StatusUpdated`.
     recorder: Recorder,
@@ -31,19 +34,46 @@ struct Context {
 
 /// Runs the controller with `workers` concurrent reconciles until the process is killed.
 pub async fn run(client: kube::Client, workers: u16) -> Result<()> {
-    let (config_maps, writer) = reflector::store();
-    let reflect = watcher(Api::<ConfigMap>::all(client.clone()), Default::default())
-        .default_backoff()
-        .reflect(writer);
-    tokio::spawn(reflect.for_each(|_| async {}));
-    config_maps.wait_until_ready().await?;
     let context = Arc::new(Context {
         client: client.clone(),
-        config_maps,
+        config_maps: reflect(&client).await?,
         recorder: recorder(&client, "typed-widgets"),
     });
-    Controller::new(Api::<Widget>::all(client.clone()), Default::default())
-        .owns(Api::<ConfigMap>::all(client), Default::default())
+    let controller = Controller::new(Api::<Widget>::all(client.clone()), Default::default())
+        .owns(Api::<ConfigMap>::all(client), Default::default());
+    drive(controller, workers, reconcile, context).await;
+    Ok(())
+}
+
+/// A reflector of every `K` in the cluster, filled before this returns (kube-runtime's `owns`
+/// keeps no store).
+pub async fn reflect<K>(client: &kube::Client) -> Result<Store<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store();
+    let stream = watcher(Api::<K>::all(client.clone()), Default::default())
+        .default_backoff()
+        .reflect(writer);
+    tokio::spawn(stream.for_each(|_| async {}));
+    store.wait_until_ready().await?;
+    Ok(store)
+}
+
+/// Runs `controller` with `workers` concurrent reconciles, a failed one retried after 100 ms
+/// and printed, until the process is killed.
+pub async fn drive<K, C, F, Fut>(
+    controller: Controller<K>,
+    workers: u16,
+    reconcile: F,
+    context: Arc<C>,
+) where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    C: Send + Sync + 'static,
+    F: FnMut(Arc<K>, Arc<C>) -> Fut,
+    Fut: Future<Output = Result<Action, kube::Error>> + Send + 'static,
+{
+    controller
         .with_config(Config::default().concurrency(workers))
         .run(
             reconcile,
@@ -56,7 +86,6 @@ pub async fn run(client: kube::Client, workers: u16) -> Result<()> {
             }
         })
         .await;
-    Ok(())
 }
 
 /// Creates or fixes the widget's ConfigMap, then marks it ready for its generation.

@@ -4,26 +4,23 @@
 //! wants, read from reflectors of their own, and writing the definition's status and Events.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Result;
-use futures::StreamExt;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::typed::{record, recorder};
+use crate::typed::{drive, record, recorder, reflect};
 use crate::webapps::{self, WebApp, WebAppStatus};
 
 /// The field manager of the baseline's applies.
@@ -38,21 +35,6 @@ struct Context {
     recorder: Recorder,
 }
 
-/// A reflector of every `K` in the cluster, filled before this returns.
-async fn reflect<K>(client: &kube::Client) -> Result<Store<K>>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync,
-    K: 'static,
-{
-    let (store, writer) = reflector::store();
-    let stream = watcher(Api::<K>::all(client.clone()), Default::default())
-        .default_backoff()
-        .reflect(writer);
-    tokio::spawn(stream.for_each(|_| async {}));
-    store.wait_until_ready().await?;
-    Ok(store)
-}
-
 /// Runs the controller with `workers` concurrent reconciles until the process is killed.
 pub async fn run(client: kube::Client, workers: u16) -> Result<()> {
     let context = Arc::new(Context {
@@ -62,22 +44,11 @@ pub async fn run(client: kube::Client, workers: u16) -> Result<()> {
         recorder: recorder(&client, "typed-webapps"),
         client: client.clone(),
     });
-    Controller::new(Api::<WebApp>::all(client.clone()), Default::default())
+    let controller = Controller::new(Api::<WebApp>::all(client.clone()), Default::default())
         .owns(Api::<Deployment>::all(client.clone()), Default::default())
         .owns(Api::<Service>::all(client.clone()), Default::default())
-        .owns(Api::<Ingress>::all(client), Default::default())
-        .with_config(Config::default().concurrency(workers))
-        .run(
-            reconcile,
-            |_, _, _| Action::requeue(Duration::from_millis(100)),
-            context,
-        )
-        .for_each(|result| async move {
-            if let Err(err) = result {
-                eprintln!("reconcile failed: {err}");
-            }
-        })
-        .await;
+        .owns(Api::<Ingress>::all(client), Default::default());
+    drive(controller, workers, reconcile, context).await;
     Ok(())
 }
 
