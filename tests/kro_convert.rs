@@ -45,10 +45,20 @@ fn api(
     Api::namespaced_with(kube.clone(), "default", &ar)
 }
 
-/// Runs the definitions of `text` on a fresh server, applies `instance`, and returns the
-/// children (by kind and name) once the instance is ACTIVE, without the fields that differ
-/// between servers.
-async fn children_of(text: &str, source: &str, instance: Value) -> Vec<Value> {
+/// A kind of child: group, version, kind, plural.
+type ChildKind = (&'static str, &'static str, &'static str, &'static str);
+
+/// The kinds of the webapp example's children.
+const WEBAPP_CHILDREN: [ChildKind; 3] = [
+    ("apps", "v1", "Deployment", "deployments"),
+    ("", "v1", "Service", "services"),
+    ("networking.k8s.io", "v1", "Ingress", "ingresses"),
+];
+
+/// Runs the definitions of `text` on a fresh server, applies `instance` (of group
+/// `kro.run`, namespace `default`), and returns its children of `kinds` (by kind and name)
+/// once the instance is ACTIVE, without the fields that differ between servers.
+async fn children_of(text: &str, source: &str, instance: Value, kinds: &[ChildKind]) -> Vec<Value> {
     let server = ApiServer::new();
     let kube = server.client();
     let client = Client::new(kube.clone());
@@ -67,10 +77,18 @@ async fn children_of(text: &str, source: &str, instance: Value) -> Vec<Value> {
             .await
             .unwrap();
     });
-    let webapps = api(&kube, "kro.run", "v1alpha1", "WebApp", "webapps");
-    webapps
+    let kind = instance["kind"].as_str().unwrap();
+    let name = instance["metadata"]["name"].as_str().unwrap().to_owned();
+    let instances = api(
+        &kube,
+        "kro.run",
+        "v1alpha1",
+        kind,
+        &dynrec::kro::plural(kind),
+    );
+    instances
         .patch(
-            "site",
+            &name,
             &PatchParams::apply("test").force(),
             &Patch::Apply(instance),
         )
@@ -78,7 +96,7 @@ async fn children_of(text: &str, source: &str, instance: Value) -> Vec<Value> {
         .unwrap();
     let deadline = Instant::now() + DEADLINE;
     loop {
-        let found = webapps.get("site").await.unwrap();
+        let found = instances.get(&name).await.unwrap();
         if found.data["status"]["state"] == "ACTIVE" {
             break;
         }
@@ -90,11 +108,7 @@ async fn children_of(text: &str, source: &str, instance: Value) -> Vec<Value> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let mut children = Vec::new();
-    for (group, version, kind, plural) in [
-        ("apps", "v1", "Deployment", "deployments"),
-        ("", "v1", "Service", "services"),
-        ("networking.k8s.io", "v1", "Ingress", "ingresses"),
-    ] {
+    for &(group, version, kind, plural) in kinds {
         for object in api(&kube, group, version, kind, plural)
             .list(&Default::default())
             .await
@@ -112,7 +126,8 @@ async fn children_of(text: &str, source: &str, instance: Value) -> Vec<Value> {
                 spec.remove("clusterIPs");
             }
             children.push(
-                json!({"kind": kind, "name": object.metadata.name, "labels": labels, "spec": spec}),
+                json!({"kind": kind, "name": object.metadata.name, "labels": labels,
+                "spec": spec, "data": object.data["data"]}),
             );
         }
     }
@@ -146,10 +161,67 @@ async fn the_converted_definition_makes_the_same_objects_as_the_rgd() {
     let instance = json!({"apiVersion": "kro.run/v1alpha1", "kind": "WebApp",
         "metadata": {"name": "site", "namespace": "default"},
         "spec": {"name": "site", "ingress": {"enabled": true}}});
-    let from_rgd = children_of(&rgd, "webapp.yaml", instance.clone()).await;
-    let from_definition = children_of(&converted, "converted.yaml", instance).await;
+    let from_rgd = children_of(&rgd, "webapp.yaml", instance.clone(), &WEBAPP_CHILDREN).await;
+    let from_definition =
+        children_of(&converted, "converted.yaml", instance, &WEBAPP_CHILDREN).await;
     assert_eq!(from_rgd.len(), 3, "{from_rgd:#?}");
     assert_eq!(from_rgd, from_definition);
+}
+
+#[tokio::test]
+async fn a_converted_collection_labels_its_items_in_foreach_order_as_kro_does() {
+    let rgd = r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: teams}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Teams
+    spec: {names: "[]string"}
+  resources:
+  - id: configs
+    forEach:
+    - team: ${schema.spec.names}
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.metadata.name}-${team}"}
+      data: {team: "${team}"}
+"#;
+    let dir = std::env::temp_dir().join(format!("dynrec-kro-collection-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("teams.yaml");
+    std::fs::write(&file, rgd).unwrap();
+    let (code, converted, stderr) = convert(&file);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(code, Some(0), "{stderr}");
+    let instance = json!({"apiVersion": "kro.run/v1alpha1", "kind": "Teams",
+        "metadata": {"name": "org", "namespace": "default"},
+        "spec": {"names": ["red", "blue", "green"]}});
+    let config_maps = [("", "v1", "ConfigMap", "configmaps")];
+    let from_rgd = children_of(rgd, "teams.yaml", instance.clone(), &config_maps).await;
+    let from_definition = children_of(&converted, "converted.yaml", instance, &config_maps).await;
+    assert_eq!(from_rgd, from_definition);
+    let positions: Vec<(&Value, &Value, &Value)> = from_definition
+        .iter()
+        .map(|c| {
+            let labels = &c["labels"];
+            (
+                &c["name"],
+                &labels["kro.run/collection-index"],
+                &labels["kro.run/collection-size"],
+            )
+        })
+        .collect();
+    assert_eq!(
+        positions,
+        [
+            (&json!("org-blue"), &json!("1"), &json!("3")),
+            (&json!("org-green"), &json!("2"), &json!("3")),
+            (&json!("org-red"), &json!("0"), &json!("3")),
+        ]
+    );
 }
 
 #[test]

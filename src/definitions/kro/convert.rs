@@ -52,7 +52,7 @@ fn header(rgd: &ResourceGraphDefinition, source: &str) -> String {
         "conditions are dynrec's: {Id}Ready a resource, {Id}Resolved an externalRef, and Ready (KRO's InstanceManaged, GraphResolved and ResourcesReady are not written)".to_owned(),
     ];
     if resources.iter().any(|r| !r.for_each.is_empty()) {
-        notes.push("a forEach resource is a childSet: its items are the cartesian product of the dimensions (the first the outer loop), an item is `each` (with several dimensions, a map of the iterators: `each.<name>`), and its id is the template's metadata.name (namespace/name when the template sets a namespace)".to_owned());
+        notes.push("a forEach resource is a childSet: its items are the cartesian product of the dimensions (the first the outer loop), an item is `each` (with several dimensions, a map of the iterators: `each.<name>`), its id is the template's metadata.name (namespace/name when the template sets a namespace), and with spec.kro each item is labelled kro.run/collection-index and kro.run/collection-size".to_owned());
     }
     if resources.iter().any(|r| r.external_ref.is_some()) {
         notes.push("an externalRef is a ref step: a missing object makes {Id}Resolved and Ready False until it exists".to_owned());
