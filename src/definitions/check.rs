@@ -400,6 +400,12 @@ struct Checker<'a> {
     needs: BTreeSet<String>,
 }
 
+/// Why `omit()` (KRO's `pkg/cel/library/omit.go`) is refused, and what to write instead.
+const UNBOUND_OMIT: &str = "omit() (KRO's sentinel removing a template field) is not bound in dynrec: leave the field out with an optional entry of the map holding it, e.g. ${{'name': x, ?'policy': c ? optional.of(p) : optional.none()}}";
+
+/// Why KRO's `runtime` library of custom status conditions is refused.
+const UNBOUND_RUNTIME: &str = "runtime (KRO's library of custom status conditions: runtime.newCondition, runtime.condition) is not bound in dynrec";
+
 /// Names that are CEL types or constants, not bindings.
 pub const TYPE_NAMES: [&str; 11] = [
     "int",
@@ -440,6 +446,9 @@ impl Checker<'_> {
                 }
                 if TYPE_NAMES.contains(&name.as_str()) {
                     return Ok(Ty::Dyn);
+                }
+                if name == "runtime" {
+                    return Err(fail(UNBOUND_RUNTIME.to_owned()));
                 }
                 let known: Vec<&str> = self.scope.vars.keys().map(String::as_str).collect();
                 Err(fail(format!(
@@ -505,6 +514,9 @@ impl Checker<'_> {
                     && let ([container, ..], [_, key]) = (args.as_slice(), call.args.as_slice())
                 {
                     self.note_absent_entry(expr, container, key);
+                }
+                if call.func_name == "omit" && call.target.is_none() {
+                    return Err(fail(UNBOUND_OMIT.to_owned()));
                 }
                 self.call(&call.func_name, &args, &call.args).map_err(fail)
             }
@@ -1249,6 +1261,19 @@ mod tests {
             e.contains("self.spec.size is a number, which has no field \"value\""),
             "{e}"
         );
+    }
+
+    #[test]
+    fn kros_omit_and_runtime_are_refused_naming_the_native_way() {
+        let e = error("self.spec.size > 1 ? self.spec.size : omit()");
+        assert!(e.contains(UNBOUND_OMIT), "{e}");
+        let e = error("runtime.newCondition({'type': 'A', 'status': 'True'})");
+        assert!(e.contains(UNBOUND_RUNTIME), "{e}");
+        // The way omit() points to checks, and leaves the entry out when none.
+        let entry = "{'name': 'x', ?'policy': 1 > 2 ? optional.of('p') : optional.none()}";
+        let e = Expression::compile(entry, "p").unwrap();
+        check(&e, &scope(), &mut Findings::default()).unwrap();
+        assert_eq!(crate::cel::evaluate_closed(entry), Ok(json!({"name": "x"})));
     }
 
     #[test]
