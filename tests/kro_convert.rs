@@ -189,12 +189,8 @@ spec:
       metadata: {name: "${schema.metadata.name}-${team}"}
       data: {team: "${team}"}
 "#;
-    let dir = std::env::temp_dir().join(format!("dynrec-kro-collection-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("teams.yaml");
-    std::fs::write(&file, rgd).unwrap();
-    let (code, converted, stderr) = convert(&file);
-    std::fs::remove_dir_all(&dir).unwrap();
+    let files = Files::new("kro-convert-collection", &[("teams.yaml", rgd)]);
+    let (code, converted, stderr) = files.convert(&["teams.yaml"]);
     assert_eq!(code, Some(0), "{stderr}");
     let instance = json!({"apiVersion": "kro.run/v1alpha1", "kind": "Teams",
         "metadata": {"name": "org", "namespace": "default"},
