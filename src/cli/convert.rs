@@ -12,7 +12,7 @@ use anyhow::Context;
 use dynrec::apiserver::ApiServer;
 use dynrec::client::Client;
 use dynrec::definitions::{
-    CompiledDefinition, DefinitionErrors, Definitions, Loaded, parse_documents, yaml_documents,
+    CompiledDefinition, DefinitionErrors, Definitions, Loaded, parse_values, yaml_documents,
 };
 use dynrec::reconcilers::Config;
 use dynrec::runtime::{Manager, ManagerOptions};
@@ -43,30 +43,34 @@ enum From {
 /// A file given to convert.
 struct Input {
     source: String,
-    text: String,
+    documents: Vec<Value>,
+}
+
+impl Input {
     /// Its CustomResourceDefinitions.
-    crds: Vec<Value>,
+    fn crds(&self) -> impl Iterator<Item = &Value> {
+        let is_crd = |d: &&Value| d["kind"] == "CustomResourceDefinition";
+        self.documents.iter().filter(is_crd)
+    }
 }
 
 /// Prints the converted definitions of the files whose RGDs compile; every error at once.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let From::Kro { files } = args.from;
     let mut inputs = Vec::new();
+    let mut errors = Vec::new();
     for file in &files {
         let source = file.display().to_string();
         let text = std::fs::read_to_string(file).with_context(|| format!("reading {source}"))?;
-        let crds = yaml_documents(&text, &source)
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|d| d["kind"] == "CustomResourceDefinition")
-            .collect();
-        inputs.push(Input { source, text, crds });
+        match yaml_documents(&text, &source) {
+            Ok(documents) => inputs.push(Input { source, documents }),
+            Err(err) => errors.push(format!("{source}: not YAML: {err}")),
+        }
     }
-    let mut errors = Vec::new();
     let mut converted = Vec::new();
     for input in &inputs {
-        match dynrec::kro::convert(&input.text, &input.source) {
-            Ok(text) if text.is_empty() && input.crds.is_empty() => errors.push(format!(
+        match dynrec::kro::convert(&input.documents, &input.source) {
+            Ok(text) if text.is_empty() && input.crds().next().is_none() => errors.push(format!(
                 "{}: no ResourceGraphDefinition or CustomResourceDefinition in this file",
                 input.source
             )),
@@ -92,7 +96,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// compiles, so an RGD may use the kind of another, in whichever order they are given.
 async fn check(inputs: &[Input]) -> anyhow::Result<Vec<(String, DefinitionErrors)>> {
     let server = ApiServer::new();
-    let crds = inputs.iter().flat_map(|input| input.crds.iter().cloned());
+    let crds = inputs.iter().flat_map(|input| input.crds().cloned());
     server
         .seed(crds)
         .map_err(|e| anyhow::anyhow!("the files' CustomResourceDefinitions: {e}"))?;
@@ -101,8 +105,8 @@ async fn check(inputs: &[Input]) -> anyhow::Result<Vec<(String, DefinitionErrors
     let definitions = Definitions::new(&Manager::new(client, ManagerOptions::default()), &config);
     let mut pending: Vec<(&str, Loaded)> = Vec::new();
     for input in inputs {
-        // A file that does not parse is refused by the conversion already.
-        let loaded = parse_documents(&input.text, &input.source).unwrap_or_default();
+        // An RGD that does not translate is refused by the conversion already.
+        let loaded = parse_values(input.documents.clone(), &input.source).unwrap_or_default();
         let rgds = loaded
             .into_iter()
             .filter(|l| l.definition.spec.kro.is_some());

@@ -1,18 +1,18 @@
 //! `dynrec convert kro`: the ReconcilerDefinition an RGD runs as, in YAML, with comments
 //! saying where its semantics differ from KRO's, for users moving to the native format.
 
+use serde_json::Value;
+
 use super::model::ResourceGraphDefinition;
 use super::translate::{parse_rgd, translate};
 use crate::definitions::{DefinitionError, DefinitionErrors};
 
-/// The ReconcilerDefinition of every RGD in `text` (YAML documents; other kinds are
+/// The ReconcilerDefinition of every RGD of a file's `documents` (other kinds are
 /// skipped), each a commented YAML document.
-pub fn convert(text: &str, source: &str) -> Result<String, DefinitionErrors> {
-    let documents = crate::definitions::yaml_documents(text, source)
-        .map_err(|err| DefinitionError::new("", format!("not YAML: {err}")).in_source(source))?;
+pub fn convert(documents: &[Value], source: &str) -> Result<String, DefinitionErrors> {
     let mut out = String::new();
     let mut errors = Vec::new();
-    for (index, document) in documents.into_iter().enumerate() {
+    for (index, document) in documents.iter().cloned().enumerate() {
         if document["kind"].as_str() != Some(super::model::KIND) {
             continue;
         }
