@@ -257,6 +257,21 @@ async fn optional_chains_are_type_checked_at_load() {
 }
 
 #[tokio::test]
+async fn bytes_written_into_an_object_are_refused_at_load_with_the_encodings() {
+    let text = definition(&child(
+        "c",
+        "      includeWhen: [\"${hash.md5(self.spec.greeting) != b''}\"]\n",
+        "{digest: \"${hash.md5(self.spec.greeting)}\", b64: \"${base64.encode(hash.sha256(self.spec.greeting))}\", hex: \"${'%x'.format([hash.fnv64a(self.spec.greeting)])}\", raw: \"${base64.encode(self.spec.greeting)}\", id: \"id-${base64.decode('aGk=')}\"}",
+    ));
+    assert_eq!(
+        errors_of(&text).await,
+        "spec.steps[0].child.template.data.digest: ${hash.md5(self.spec.greeting)} yields bytes, which cannot be written into an object: encode them, as base64 with ${base64.encode(hash.md5(self.spec.greeting))} or as hex with ${'%x'.format([hash.md5(self.spec.greeting)])}\n\
+         spec.steps[0].child.template.data.raw: ${base64.encode(self.spec.greeting)}: base64.encode takes (bytes), not (a string): convert the string with bytes(...) (at 1:14 of the expression)\n  base64.encode(self.spec.greeting)\n               ^\n\
+         spec.steps[0].child.template.data.id: ${base64.decode('aGk=')} yields bytes, which cannot be written into an object: encode them, as base64 with ${base64.encode(base64.decode('aGk='))} or as hex with ${'%x'.format([base64.decode('aGk=')])}"
+    );
+}
+
+#[tokio::test]
 async fn one_mistake_is_one_error() {
     // A child set whose template reads an unknown binding, and a sync that counts its
     // children: only the unknown binding is reported, not a follow-on type error.

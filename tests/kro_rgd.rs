@@ -462,7 +462,7 @@ spec:
 }
 
 #[tokio::test]
-async fn a_collection_makes_a_child_per_item_and_prunes_removed_items() {
+async fn a_collection_makes_a_child_per_item_labelled_and_listed_in_foreach_order() {
     let running = Running::start().await;
     running
         .apply(
@@ -475,6 +475,9 @@ spec:
     apiVersion: v1alpha1
     kind: Teams
     spec: {names: "[]string"}
+    status:
+      first: ${teamConfigs[0].data.team}
+      order: ${teamConfigs.map(c, c.data.team)}
   resources:
   - id: teamConfigs
     forEach:
@@ -501,12 +504,36 @@ spec:
         c["data"]["team"] == "red"
     })
     .await;
-    assert_eq!(red["metadata"]["labels"]["kro.run/node-id"], "teamConfigs");
-    config_maps.get("org-blue").await.unwrap();
+    let labels = &red["metadata"]["labels"];
+    assert_eq!(labels["kro.run/node-id"], "teamConfigs");
+    // KRO's position in the forEach, not in name order (org-blue sorts first).
+    assert_eq!(labels["kro.run/collection-index"], "0");
+    assert_eq!(labels["kro.run/collection-size"], "2");
+    let blue = config_maps.get("org-blue").await.unwrap();
+    let labels = blue.metadata.labels.unwrap();
+    assert_eq!(labels["kro.run/collection-index"], "1");
+    assert_eq!(labels["kro.run/collection-size"], "2");
+    let instances = running.api("kro.run/v1alpha1", "Teams");
+    let instance = object_where(&instances, "org", "the instance to be ACTIVE", |i| {
+        i["status"]["state"] == "ACTIVE"
+    })
+    .await;
+    assert_eq!(instance["status"]["first"], "red");
+    assert_eq!(instance["status"]["order"], json!(["red", "blue"]));
     running
         .apply("apiVersion: kro.run/v1alpha1\nkind: Teams\nmetadata: {name: org, namespace: default}\nspec: {names: [blue]}")
         .await
         .unwrap();
+    object_where(
+        &config_maps,
+        "org-blue",
+        "the item's labels to follow the forEach",
+        |c| {
+            c["metadata"]["labels"]["kro.run/collection-index"] == "0"
+                && c["metadata"]["labels"]["kro.run/collection-size"] == "1"
+        },
+    )
+    .await;
     eventually("the removed item's child to be deleted", || async {
         config_maps
             .get_opt("org-red")

@@ -77,6 +77,11 @@ mod tests {
                 "XrY7u+Ae7tCTyyK7j1rNww==",
             ),
             ("base64.encode(hash.md5(''))", "1B2M2Y8AsgTpgAmY7PhCfg=="),
+            // Hex, as KRO's documentation writes a digest (`sha256sum`'s output).
+            (
+                "'%x'.format([hash.md5('')])",
+                "d41d8cd98f00b204e9800998ecf8427e",
+            ),
             ("string(base64.decode('aGVsbG8='))", "hello"),
             (
                 "[1, 2, 3, 4].slice(1, 3).map(i, string(i)).join(',')",

@@ -79,7 +79,7 @@ pub fn main() -> std::process::ExitCode {
             Command::Test(args) => test::run(args).await,
             Command::Ducks(args) => ducks::run(args).await,
             Command::Rbac(args) => rbac::run(args).await,
-            Command::Convert(args) => convert::run(args),
+            Command::Convert(args) => convert::run(args).await,
         }
     });
     match result {

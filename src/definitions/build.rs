@@ -22,7 +22,7 @@ use super::error::MissingObject;
 use super::expr::{Bindings, json_type};
 use super::model::ManagerKind;
 use crate::client::ListOptions;
-use crate::definitions::kro::{ChildGroup, INSTANCE_ID_LABEL, KroInstance};
+use crate::definitions::kro::{ChildGroup, INSTANCE_ID_LABEL, KroInstance, label_collection_item};
 use crate::object::{ConditionSet, Gvk, ObjectKey};
 use crate::reconcilers::{
     ApplyingObjectManager, ChildReconciler, ChildSetReconciler, ChildSetResult, Config, Context,
@@ -352,11 +352,8 @@ fn child_set_reconciler(plan: Arc<ChildSetPlan>, shared: Arc<Shared>) -> ChildSe
     let reflect = {
         let (plan, shared) = (plan.clone(), shared.clone());
         move |ctx: &Context, parent: &mut Draft, result: &ChildSetResult| {
-            let children: Vec<DynamicObject> = result
-                .children
-                .iter()
-                .filter_map(|c| c.child.clone())
-                .collect();
+            let order = ctx.stash().clear::<Vec<String>>(&order_key(&plan.child.id));
+            let children = in_for_each_order(result, &order.unwrap_or_default());
             bind(
                 ctx,
                 &plan.child.id,
@@ -424,8 +421,8 @@ async fn desired_children(
             ))));
         }
     };
-    let mut children = Vec::with_capacity(items.len());
-    for item in items {
+    let (size, mut children, mut order) = (items.len(), Vec::new(), Vec::new());
+    for (index, item) in items.into_iter().enumerate() {
         let mut b = b.clone();
         b.insert("each".into(), Arc::new(item));
         let id = plan
@@ -437,9 +434,40 @@ async fn desired_children(
             .template
             .evaluate(&b, ctx.now())
             .map_err(ReconcileError::from_error)?;
-        children.push(finish_child(ctx, shared, &plan.child, parent, value, Some(&id)).await?);
+        let mut child = finish_child(ctx, shared, &plan.child, parent, value, Some(&id)).await?;
+        if shared.kro {
+            label_collection_item(&mut child, index, size);
+        }
+        children.push(child);
+        order.push(id);
     }
+    ctx.stash().store(&order_key(&plan.child.id), order);
     Ok(children)
+}
+
+/// Where the item ids of a child-set step are kept, in `forEach` order, for its binding.
+fn order_key(id: &str) -> String {
+    format!("dynrec.dev/order/{id}")
+}
+
+/// The children of a set in `forEach` order (`order`, their item ids), as KRO lists a
+/// collection; those no longer desired (being deleted) last.
+fn in_for_each_order(result: &ChildSetResult, order: &[String]) -> Vec<DynamicObject> {
+    let positions: BTreeMap<&str, usize> = order
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.as_str(), i))
+        .collect();
+    let mut children: Vec<(usize, DynamicObject)> = result
+        .children
+        .iter()
+        .filter_map(|c| {
+            let position = positions.get(c.id.as_str()).copied();
+            Some((position.unwrap_or(order.len()), c.child.clone()?))
+        })
+        .collect();
+    children.sort_by_key(|(position, _)| *position);
+    children.into_iter().map(|(_, child)| child).collect()
 }
 
 /// Whether every step it depends on is there and every `includeWhen` holds; when not,

@@ -268,6 +268,10 @@ pub fn check_template(
                         found.errors.push(unwritable_optional(expression, &inner));
                         ty = Ty::Dyn;
                     }
+                    Ok(t) if holds_bytes(&t) => {
+                        found.errors.push(unwritable_bytes(expression, &t));
+                        ty = Ty::Dyn;
+                    }
                     Ok(t) if matches!(text, Text::Whole(_)) => ty = t,
                     Ok(_) => {}
                     Err(e) => {
@@ -319,8 +323,41 @@ fn fits(ty: &Ty, schema: &Schema) -> bool {
         Ty::String | Ty::Timestamp | Ty::Duration => wanted == "string",
         Ty::List(_) => wanted == "array",
         Ty::Map(_) | Ty::Object(_) => wanted == "object",
-        Ty::Optional(_) => false,
+        Ty::Optional(_) | Ty::Bytes => false,
     }
+}
+
+/// Whether a value of type `ty` is bytes, or a list of them (nested).
+fn holds_bytes(ty: &Ty) -> bool {
+    match ty {
+        Ty::Bytes => true,
+        Ty::List(items) => holds_bytes(items),
+        _ => false,
+    }
+}
+
+/// Bytes cannot be written into an object (nor JSON, nor a string): they must be encoded,
+/// as KRO says (`pkg/cel/conversion`), with `base64.encode` or as hex with `'%x'.format`.
+fn unwritable_bytes(expression: &Expression, ty: &Ty) -> DefinitionError {
+    let source = expression.source();
+    let (what, encoded, hex) = match ty {
+        Ty::Bytes => (
+            "bytes".to_owned(),
+            format!("base64.encode({source})"),
+            format!("'%x'.format([{source}])"),
+        ),
+        _ => (
+            "a list of bytes".to_owned(),
+            format!("({source}).map(b, base64.encode(b))"),
+            format!("({source}).map(b, '%x'.format([b]))"),
+        ),
+    };
+    DefinitionError::new(
+        expression.path(),
+        format!(
+            "${{{source}}} yields {what}, which cannot be written into an object: encode them, as base64 with ${{{encoded}}} or as hex with ${{{hex}}}"
+        ),
+    )
 }
 
 /// An optional cannot be written into an object: its value or a default must be.
@@ -363,6 +400,12 @@ struct Checker<'a> {
     needs: BTreeSet<String>,
 }
 
+/// Why `omit()` (KRO's `pkg/cel/library/omit.go`) is refused, and what to write instead.
+const UNBOUND_OMIT: &str = "omit() (KRO's sentinel removing a template field) is not bound in dynrec: leave the field out with an optional entry of the map holding it, e.g. ${{'name': x, ?'policy': c ? optional.of(p) : optional.none()}}";
+
+/// Why KRO's `runtime` library of custom status conditions is refused.
+const UNBOUND_RUNTIME: &str = "runtime (KRO's library of custom status conditions: runtime.newCondition, runtime.condition) is not bound in dynrec";
+
 /// Names that are CEL types or constants, not bindings.
 pub const TYPE_NAMES: [&str; 11] = [
     "int",
@@ -392,7 +435,7 @@ impl Checker<'_> {
                 }
                 LiteralValue::String(_) => Ty::String,
                 LiteralValue::Null => Ty::Null,
-                LiteralValue::Bytes(_) => Ty::Dyn,
+                LiteralValue::Bytes(_) => Ty::Bytes,
             }),
             Expr::Ident(name) => {
                 if let Some(ty) = self.bound(name) {
@@ -403,6 +446,9 @@ impl Checker<'_> {
                 }
                 if TYPE_NAMES.contains(&name.as_str()) {
                     return Ok(Ty::Dyn);
+                }
+                if name == "runtime" {
+                    return Err(fail(UNBOUND_RUNTIME.to_owned()));
                 }
                 let known: Vec<&str> = self.scope.vars.keys().map(String::as_str).collect();
                 Err(fail(format!(
@@ -468,6 +514,9 @@ impl Checker<'_> {
                     && let ([container, ..], [_, key]) = (args.as_slice(), call.args.as_slice())
                 {
                     self.note_absent_entry(expr, container, key);
+                }
+                if call.func_name == "omit" && call.target.is_none() {
+                    return Err(fail(UNBOUND_OMIT.to_owned()));
                 }
                 self.call(&call.func_name, &args, &call.args).map_err(fail)
             }
@@ -771,6 +820,7 @@ impl Checker<'_> {
             "matches" | "startsWith" | "endsWith" | "contains" | "bool" => Ty::Bool,
             "split" => Ty::List(Box::new(Ty::String)),
             "timestamp" => Ty::Timestamp,
+            "bytes" => Ty::Bytes,
             "duration" => Ty::Duration,
             _ => Ty::Dyn,
         })
@@ -816,12 +866,11 @@ fn library_function(library: &str, function: &str, args: &[Ty]) -> Result<Ty, St
         ("strings", "quote") => (&[Ty::String], Ty::String),
         ("random", "seededString") => (&[Ty::Number, Ty::String], Ty::String),
         ("random", "seededInt") => (&[Ty::Number, Ty::Number, Ty::String], Ty::Number),
-        // Bytes have no type of their own here: a digest is checked as anything.
-        ("hash", "fnv64a" | "sha256" | "md5") => (&[Ty::String], Ty::Dyn),
+        ("hash", "fnv64a" | "sha256" | "md5") => (&[Ty::String], Ty::Bytes),
         ("json", "unmarshal") => (&[Ty::String], Ty::Dyn),
         ("json", "marshal") => (&[Ty::Dyn], Ty::String),
-        ("base64", "encode") => (&[Ty::Dyn], Ty::String),
-        ("base64", "decode") => (&[Ty::String], Ty::Dyn),
+        ("base64", "encode") => (&[Ty::Bytes], Ty::String),
+        ("base64", "decode") => (&[Ty::String], Ty::Bytes),
         ("lists", "range") => (&[Ty::Number], Ty::List(Box::new(Ty::Number))),
         ("lists", "setAtIndex" | "insertAtIndex") => (&[Ty::Dyn, Ty::Number, Ty::Dyn], Ty::Dyn),
         ("lists", "removeAtIndex") => (&[Ty::Dyn, Ty::Number], Ty::Dyn),
@@ -839,13 +888,17 @@ fn library_function(library: &str, function: &str, args: &[Ty]) -> Result<Ty, St
     match fits {
         true => Ok(result),
         false => Err(format!(
-            "{library}.{function} takes ({}), not ({})",
+            "{library}.{function} takes ({}), not ({}){}",
             params
                 .iter()
                 .map(Ty::describe)
                 .collect::<Vec<_>>()
                 .join(", "),
-            args.iter().map(Ty::describe).collect::<Vec<_>>().join(", ")
+            args.iter().map(Ty::describe).collect::<Vec<_>>().join(", "),
+            match (params, args) {
+                ([Ty::Bytes], [Ty::String]) => ": convert the string with bytes(...)",
+                _ => "",
+            }
         )),
     }
 }
@@ -1208,6 +1261,19 @@ mod tests {
             e.contains("self.spec.size is a number, which has no field \"value\""),
             "{e}"
         );
+    }
+
+    #[test]
+    fn kros_omit_and_runtime_are_refused_naming_the_native_way() {
+        let e = error("self.spec.size > 1 ? self.spec.size : omit()");
+        assert!(e.contains(UNBOUND_OMIT), "{e}");
+        let e = error("runtime.newCondition({'type': 'A', 'status': 'True'})");
+        assert!(e.contains(UNBOUND_RUNTIME), "{e}");
+        // The way omit() points to checks, and leaves the entry out when none.
+        let entry = "{'name': 'x', ?'policy': 1 > 2 ? optional.of('p') : optional.none()}";
+        let e = Expression::compile(entry, "p").unwrap();
+        check(&e, &scope(), &mut Findings::default()).unwrap();
+        assert_eq!(crate::cel::evaluate_closed(entry), Ok(json!({"name": "x"})));
     }
 
     #[test]

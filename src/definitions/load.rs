@@ -64,6 +64,11 @@ pub fn parse_rgd_value(value: Value, source: &str) -> Result<Loaded, DefinitionE
 pub fn parse_documents(text: &str, source: &str) -> Result<Vec<Loaded>, DefinitionErrors> {
     let documents = yaml_documents(text, source)
         .map_err(|err| DefinitionError::new("", format!("not YAML: {err}")).in_source(source))?;
+    parse_values(documents, source)
+}
+
+/// As [`parse_documents`], of a file's documents already read.
+pub fn parse_values(documents: Vec<Value>, source: &str) -> Result<Vec<Loaded>, DefinitionErrors> {
     let mut loaded = Vec::new();
     let mut errors = Vec::new();
     for (index, document) in documents.into_iter().enumerate() {

@@ -46,7 +46,8 @@ pub use crd::{PLURAL, definition_crd, definition_gvk, parent_crd};
 pub use error::{DefinitionError, DefinitionErrors};
 pub use expr::{Bindings, EvalError, Expression, Template};
 pub use load::{
-    Loaded, load_dir, load_file, parse_documents, parse_rgd_value, parse_value, yaml_documents,
+    Loaded, load_dir, load_file, parse_documents, parse_rgd_value, parse_value, parse_values,
+    yaml_documents,
 };
 pub use model::{
     ChildSetStep, ChildStep, DefinitionMeta, DefinitionSpec, FinalizerStep, GROUP, IfStep, KIND,

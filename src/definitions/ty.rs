@@ -20,6 +20,8 @@ pub enum Ty {
     Number,
     /// A string.
     String,
+    /// Bytes (`b'...'`, `hash.md5(...)`): never written into an object as they are.
+    Bytes,
     /// null.
     Null,
     /// A timestamp (`now`, `timestamp(...)`).
@@ -63,6 +65,7 @@ impl Ty {
             Ty::Number => json!({"type": "number"}),
             Ty::String => json!({"type": "string"}),
             Ty::Timestamp => json!({"type": "string", "format": "date-time"}),
+            Ty::Bytes => json!({"type": "string", "format": "byte"}),
             Ty::List(items) => json!({"type": "array", "items": items.openapi()}),
             Ty::Map(values) => json!({"type": "object", "additionalProperties": values.openapi()}),
             Ty::Object(schema) => {
@@ -95,6 +98,7 @@ impl Ty {
             Ty::Bool => "a bool",
             Ty::Number => "a number",
             Ty::String => "a string",
+            Ty::Bytes => "bytes",
             Ty::Null => "null",
             Ty::Timestamp => "a timestamp",
             Ty::Duration => "a duration",
@@ -111,6 +115,7 @@ impl Ty {
             Ty::Bool => "bool".into(),
             Ty::Number => "number".into(),
             Ty::String => "string".into(),
+            Ty::Bytes => "bytes".into(),
             Ty::Null => "null".into(),
             Ty::Timestamp => "timestamp".into(),
             Ty::Duration => "duration".into(),
@@ -126,6 +131,7 @@ impl Ty {
             Ty::Bool => "false",
             Ty::Number => "0",
             Ty::String => "''",
+            Ty::Bytes => "b''",
             Ty::List(_) => "[]",
             Ty::Map(_) | Ty::Object(_) => "{}",
             _ => "...",
@@ -144,6 +150,7 @@ impl Ty {
             Ty::List(_) => Some(5),
             Ty::Map(_) | Ty::Object(_) => Some(6),
             Ty::Optional(_) => Some(7),
+            Ty::Bytes => Some(8),
         }
     }
 
@@ -165,6 +172,9 @@ impl Ty {
 pub fn same(a: &Ty, b: &Ty) -> bool {
     matches!(
         (a, b),
-        (Ty::Bool, Ty::Bool) | (Ty::Number, Ty::Number) | (Ty::String, Ty::String)
+        (Ty::Bool, Ty::Bool)
+            | (Ty::Number, Ty::Number)
+            | (Ty::String, Ty::String)
+            | (Ty::Bytes, Ty::Bytes)
     )
 }

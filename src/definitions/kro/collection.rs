@@ -6,8 +6,15 @@
 
 use std::collections::BTreeMap;
 
+use kube::api::DynamicObject;
+
 use super::expressions::{Renames, expressions, rename, rename_in_text, variables};
 use crate::definitions::DefinitionError;
+
+/// The label holding a collection item's position in its `forEach` (`"0"`, `"1"`, ...).
+pub const COLLECTION_INDEX_LABEL: &str = "kro.run/collection-index";
+/// The label holding the number of items of a collection.
+pub const COLLECTION_SIZE_LABEL: &str = "kro.run/collection-size";
 
 /// KRO's default limit of dimensions (`--rgd-max-collection-dimension-size`).
 const MAX_DIMENSIONS: usize = 10;
@@ -210,6 +217,15 @@ pub(super) fn check_identity(
             "resource {id:?}: all forEach dimensions must be used to produce a unique resource identity (metadata.name or metadata.namespace), missing: {missing:?}"
         ),
     ))
+}
+
+/// Labels a collection's item as KRO does: its position in the `forEach` and the
+/// collection's size (`pkg/controller/instance/resources.go`, `applyDecoratorMetadata`),
+/// over any the template sets.
+pub fn label_collection_item(child: &mut DynamicObject, index: usize, size: usize) {
+    let labels = child.metadata.labels.get_or_insert_with(Default::default);
+    labels.insert(COLLECTION_INDEX_LABEL.to_owned(), index.to_string());
+    labels.insert(COLLECTION_SIZE_LABEL.to_owned(), size.to_string());
 }
 
 #[cfg(test)]

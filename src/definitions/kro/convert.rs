@@ -1,18 +1,18 @@
 //! `dynrec convert kro`: the ReconcilerDefinition an RGD runs as, in YAML, with comments
 //! saying where its semantics differ from KRO's, for users moving to the native format.
 
+use serde_json::Value;
+
 use super::model::ResourceGraphDefinition;
 use super::translate::{parse_rgd, translate};
 use crate::definitions::{DefinitionError, DefinitionErrors};
 
-/// The ReconcilerDefinition of every RGD in `text` (YAML documents; other kinds are
+/// The ReconcilerDefinition of every RGD of a file's `documents` (other kinds are
 /// skipped), each a commented YAML document.
-pub fn convert(text: &str, source: &str) -> Result<String, DefinitionErrors> {
-    let documents = crate::definitions::yaml_documents(text, source)
-        .map_err(|err| DefinitionError::new("", format!("not YAML: {err}")).in_source(source))?;
+pub fn convert(documents: &[Value], source: &str) -> Result<String, DefinitionErrors> {
     let mut out = String::new();
     let mut errors = Vec::new();
-    for (index, document) in documents.into_iter().enumerate() {
+    for (index, document) in documents.iter().cloned().enumerate() {
         if document["kind"].as_str() != Some(super::model::KIND) {
             continue;
         }
@@ -52,7 +52,7 @@ fn header(rgd: &ResourceGraphDefinition, source: &str) -> String {
         "conditions are dynrec's: {Id}Ready a resource, {Id}Resolved an externalRef, and Ready (KRO's InstanceManaged, GraphResolved and ResourcesReady are not written)".to_owned(),
     ];
     if resources.iter().any(|r| !r.for_each.is_empty()) {
-        notes.push("a forEach resource is a childSet: its items are the cartesian product of the dimensions (the first the outer loop), an item is `each` (with several dimensions, a map of the iterators: `each.<name>`), and its id is the template's metadata.name (namespace/name when the template sets a namespace)".to_owned());
+        notes.push("a forEach resource is a childSet: its items are the cartesian product of the dimensions (the first the outer loop), an item is `each` (with several dimensions, a map of the iterators: `each.<name>`), its id is the template's metadata.name (namespace/name when the template sets a namespace), and with spec.kro each item is labelled kro.run/collection-index and kro.run/collection-size".to_owned());
     }
     if resources.iter().any(|r| r.external_ref.is_some()) {
         notes.push("an externalRef is a ref step: a missing object makes {Id}Resolved and Ready False until it exists".to_owned());

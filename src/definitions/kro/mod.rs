@@ -15,6 +15,7 @@ mod ownership;
 mod simpleschema;
 mod translate;
 
+pub use collection::{COLLECTION_INDEX_LABEL, COLLECTION_SIZE_LABEL, label_collection_item};
 pub use conditions::{GRAPH_RESOLVED, INSTANCE_MANAGED, RESOURCES_READY};
 pub use controller::{ResourceGraphDefinitions, rgd_crd, rgd_gvk};
 pub use convert::convert;

@@ -484,6 +484,10 @@ fn status_field(value: &Value, path: &str) -> Result<Value, DefinitionError> {
         Value::Object(_) => {
             Ok(json!({"type": "object", "properties": status_schema(value, path)?}))
         }
+        Value::Array(_) if path == "spec.schema.status.conditions" => Err(DefinitionError::new(
+            path,
+            "KRO's custom conditions (a list of ${runtime.newCondition(...)}) are not supported by dynrec: the instance's conditions are KRO's own (InstanceManaged, GraphResolved, ResourcesReady, Ready)",
+        )),
         _ => Err(DefinitionError::new(
             path,
             "a status field is a ${...} expression (or text holding some), or a map of such fields",
@@ -556,6 +560,17 @@ pub fn locate(mut error: DefinitionError, origins: &[(String, String)]) -> Defin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kros_custom_conditions_are_refused_saying_so() {
+        let rgd = "apiVersion: kro.run/v1alpha1\nkind: ResourceGraphDefinition\nmetadata: {name: r}\nspec:\n  schema:\n    apiVersion: v1alpha1\n    kind: R\n    status:\n      conditions: [\"${runtime.newCondition({'type': 'A', 'status': 'True'})}\"]\n";
+        let rgd = parse_rgd(serde_saphyr::from_str(rgd).unwrap()).unwrap();
+        let errors = translate(&rgd).unwrap_err().to_string();
+        assert!(
+            errors.starts_with("spec.schema.status.conditions: KRO's custom conditions (a list of ${runtime.newCondition(...)}) are not supported by dynrec"),
+            "{errors}"
+        );
+    }
 
     #[test]
     fn plurals_follow_kros_pluralizer() {
