@@ -239,6 +239,38 @@ fn plan_beside_a_running_run_plans_against_its_server_and_leaves_its_kubeconfig(
 }
 
 #[test]
+fn run_refuses_an_invalid_definition_saying_what_is_wrong_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let definition = dir.path().join("copy.yaml");
+    std::fs::write(
+        &definition,
+        "apiVersion: dynrec.dev/v1alpha1\nkind: ReconcilerDefinition\n\
+         metadata: {name: copy}\n\
+         spec:\n  for: {apiVersion: v1, kind: ConfigMap}\n  steps:\n\
+         \x20   - child:\n        id: copy\n        template:\n\
+         \x20         apiVersion: v1\n          kind: Secret\n\
+         \x20         metadata: {name: '${self.metadata.nme}'}\n",
+    )
+    .unwrap();
+    let out = run(
+        dynrec()
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .args(["run", "--embedded", "-f", "copy.yaml"]),
+        DEADLINE,
+    );
+    assert!(!out.status.success(), "{}", out.stderr);
+    let problem = r#"self.metadata has no field "nme""#;
+    assert_eq!(out.stderr.matches(problem).count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains(r#"error: starting definition "copy" of copy.yaml"#),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
 fn each_subcommand_s_help_lists_only_its_flags() {
     let help = |command: &str| {
         let output = run(dynrec().args([command, "--help"]), DEADLINE);

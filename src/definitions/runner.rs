@@ -114,7 +114,7 @@ pub struct Definitions {
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     /// The definition is not valid.
-    #[error("{0}")]
+    #[error(transparent)]
     Invalid(#[from] DefinitionErrors),
     /// Its parent CRD could not be installed.
     #[error("cannot install the CRD of {kind}: {error}")]

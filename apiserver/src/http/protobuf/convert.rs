@@ -25,7 +25,7 @@ use serde_json::Value;
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
     /// The wire format is broken.
-    #[error("{0}")]
+    #[error(transparent)]
     Wire(#[from] prost::DecodeError),
     /// A timestamp is out of range.
     #[error("invalid timestamp: {0}")]
