@@ -286,3 +286,44 @@ pub(super) struct Exclusion {
     /// What is false, or which step is excluded.
     pub message: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn reads_of(sources: &[&str]) -> BindingReads {
+        let expressions: Vec<Expression> = sources
+            .iter()
+            .map(|source| Expression::compile(source, "p").unwrap())
+            .collect();
+        BindingReads::of(&expressions.iter().collect::<Vec<_>>())
+    }
+
+    fn widget() -> DynamicObject {
+        serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w", "namespace": "ns"},
+            "spec": {"size": 3}, "status": {"conditions": [{"type": "Ready"}]}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn self_is_bound_with_the_fields_read_and_steps_only_when_read() {
+        let reads = reads_of(&[
+            "self.metadata.name + configMap.data.a",
+            "self.spec.size > 1",
+        ]);
+        assert_eq!(
+            reads.parent(&widget()).unwrap(),
+            json!({"metadata": {"name": "w", "namespace": "ns"}, "spec": {"size": 3}})
+        );
+        assert!(reads.reads("configMap"));
+        assert!(!reads.reads("secret"));
+        let whole = serde_json::to_value(widget()).unwrap();
+        for reads in [reads_of(&["size(self) > 1"]), BindingReads::everything()] {
+            assert_eq!(reads.parent(&widget()).unwrap(), whole);
+        }
+        assert!(BindingReads::everything().reads("secret"));
+    }
+}
