@@ -39,7 +39,7 @@ mod view;
 
 pub(crate) use errors::describe;
 pub(crate) use json::to_json;
-pub(crate) use reads::VariableReads;
+pub(crate) use reads::{VariableReads, field_chain};
 
 use direct::Direct;
 use reads::Reads;

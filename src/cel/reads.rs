@@ -275,7 +275,7 @@ impl VariableReads {
 }
 
 /// `name.f1.f2...` as the variable and its field names, if `expr` is such a chain.
-fn field_chain(expr: &IdedExpr) -> Option<(&str, Vec<String>)> {
+pub(crate) fn field_chain(expr: &IdedExpr) -> Option<(&str, Vec<String>)> {
     match &expr.expr {
         Expr::Ident(name) => Some((name.as_str(), Vec::new())),
         Expr::Select(select) if !select.test => {

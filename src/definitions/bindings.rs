@@ -1,13 +1,14 @@
 //! What the steps of one definition share during a request: the values bound by earlier
 //! steps (kept in the request's stash) and the condition set they mark.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use kube::api::DynamicObject;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::compile::{ChildPlan, upper_camel};
-use super::expr::Bindings;
+use super::expr::{Bindings, Expression};
 use crate::client::ListOptions;
 use crate::object::ConditionSet;
 use crate::reconcilers::{Context, Draft, ReconcileError};
@@ -27,27 +28,87 @@ pub struct Shared {
     /// are found by KRO's labels instead of ownerReferences (so they may be in another
     /// namespace, or cluster-scoped).
     pub kro: bool,
+    /// What the definition's expressions read of the bindings.
+    pub reads: BindingReads,
+}
+
+/// What a definition's expressions read: the top-level fields of `self`, and which steps'
+/// bindings. `self` is bound with only those fields, and a step's result is bound only when
+/// an expression reads it.
+#[derive(Clone, Debug)]
+pub struct BindingReads {
+    /// The fields of `self` read (`None`: `self` is read whole).
+    self_fields: Option<BTreeSet<String>>,
+    /// The names the expressions read (`None`: any name).
+    names: Option<BTreeSet<String>>,
+}
+
+impl BindingReads {
+    /// What `expressions` read.
+    pub fn of(expressions: &[&Expression]) -> Self {
+        let mut self_fields = Some(BTreeSet::new());
+        let mut names = BTreeSet::new();
+        for expression in expressions {
+            names.extend(expression.variables());
+            for path in expression.paths_read("self").unwrap_or_default() {
+                match (path.first(), &mut self_fields) {
+                    (Some(field), Some(fields)) => drop(fields.insert(field.clone())),
+                    (None, _) => self_fields = None,
+                    (Some(_), None) => {}
+                }
+            }
+        }
+        Self {
+            self_fields,
+            names: Some(names),
+        }
+    }
+
+    /// What every expression could read: `self` whole and every binding.
+    pub fn everything() -> Self {
+        Self {
+            self_fields: None,
+            names: None,
+        }
+    }
+
+    /// Whether an expression may read the binding `name`.
+    pub fn reads(&self, name: &str) -> bool {
+        self.names.as_ref().is_none_or(|names| names.contains(name))
+    }
+
+    /// `parent` as `self`: as JSON, with only the top-level fields the expressions read.
+    pub fn parent(&self, parent: &DynamicObject) -> Result<Value, serde_json::Error> {
+        let (Some(read), Value::Object(data)) = (&self.self_fields, &parent.data) else {
+            return serde_json::to_value(parent);
+        };
+        let mut fields = Map::with_capacity(read.len());
+        if let Some(types) = &parent.types {
+            for (name, value) in [("apiVersion", &types.api_version), ("kind", &types.kind)] {
+                if read.contains(name) {
+                    fields.insert(name.to_owned(), Value::String(value.clone()));
+                }
+            }
+        }
+        if read.contains("metadata") {
+            fields.insert(
+                "metadata".to_owned(),
+                serde_json::to_value(&parent.metadata)?,
+            );
+        }
+        for name in read {
+            if let Some(value) = data.get(name) {
+                fields.insert(name.clone(), value.clone());
+            }
+        }
+        Ok(Value::Object(fields))
+    }
 }
 
 /// Binds `value` as `id` for the later steps of this request.
-pub fn bind(ctx: &Context, id: &str, value: Value) {
+fn bind(ctx: &Context, id: &str, value: Value) {
     ctx.stash()
         .store(&format!("{BINDING_PREFIX}{id}"), Arc::new(value));
-}
-
-/// `self` (the parent as it is now) and every value bound so far in this request.
-pub fn bindings(ctx: &Context, parent: &DynamicObject) -> Result<Bindings, ReconcileError> {
-    let mut bindings = Bindings::new();
-    let parent = serde_json::to_value(parent).map_err(ReconcileError::from_error)?;
-    bindings.insert("self".into(), Arc::new(parent));
-    for key in ctx.stash().keys() {
-        if let Some(id) = key.strip_prefix(BINDING_PREFIX)
-            && let Some(value) = ctx.stash().retrieve::<Arc<Value>>(&key)
-        {
-            bindings.insert(id.to_owned(), value);
-        }
-    }
-    Ok(bindings)
 }
 
 /// An object as expressions read it (without `managedFields`).
@@ -79,6 +140,37 @@ pub fn error_message(error: &ReconcileError) -> String {
 }
 
 impl Shared {
+    /// `self` (the parent as it is now, as far as the expressions read it) and every value
+    /// bound so far in this request.
+    pub fn bindings(
+        &self,
+        ctx: &Context,
+        parent: &DynamicObject,
+    ) -> Result<Bindings, ReconcileError> {
+        let mut bindings = Bindings::new();
+        let parent = self
+            .reads
+            .parent(parent)
+            .map_err(ReconcileError::from_error)?;
+        bindings.insert("self".into(), Arc::new(parent));
+        for key in ctx.stash().keys() {
+            if let Some(id) = key.strip_prefix(BINDING_PREFIX)
+                && let Some(value) = ctx.stash().retrieve::<Arc<Value>>(&key)
+            {
+                bindings.insert(id.to_owned(), value);
+            }
+        }
+        Ok(bindings)
+    }
+
+    /// Binds `value` (made by `make`) as `id` for the later steps of this request, if an
+    /// expression reads it.
+    pub fn bind(&self, ctx: &Context, id: &str, make: impl FnOnce() -> Value) {
+        if self.reads.reads(id) {
+            bind(ctx, id, make());
+        }
+    }
+
     /// Which objects of a kind may be children of `parent`: those it controls in its
     /// namespace, or, for an RGD, those labelled with its UID in any namespace.
     pub fn children_of(&self, parent: &DynamicObject) -> Option<ListOptions> {
@@ -193,4 +285,45 @@ pub(super) struct Exclusion {
     pub reason: &'static str,
     /// What is false, or which step is excluded.
     pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn reads_of(sources: &[&str]) -> BindingReads {
+        let expressions: Vec<Expression> = sources
+            .iter()
+            .map(|source| Expression::compile(source, "p").unwrap())
+            .collect();
+        BindingReads::of(&expressions.iter().collect::<Vec<_>>())
+    }
+
+    fn widget() -> DynamicObject {
+        serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w", "namespace": "ns"},
+            "spec": {"size": 3}, "status": {"conditions": [{"type": "Ready"}]}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn self_is_bound_with_the_fields_read_and_steps_only_when_read() {
+        let reads = reads_of(&[
+            "self.metadata.name + configMap.data.a",
+            "self.spec.size > 1",
+        ]);
+        assert_eq!(
+            reads.parent(&widget()).unwrap(),
+            json!({"metadata": {"name": "w", "namespace": "ns"}, "spec": {"size": 3}})
+        );
+        assert!(reads.reads("configMap"));
+        assert!(!reads.reads("secret"));
+        let whole = serde_json::to_value(widget()).unwrap();
+        for reads in [reads_of(&["size(self) > 1"]), BindingReads::everything()] {
+            assert_eq!(reads.parent(&widget()).unwrap(), whole);
+        }
+        assert!(BindingReads::everything().reads("secret"));
+    }
 }

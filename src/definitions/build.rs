@@ -13,7 +13,8 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
-use super::bindings::{Exclusion, Readiness, Shared, bind, bindings, child_json, error_message};
+use super::bindings::{BindingReads, Exclusion, Readiness, Shared, child_json, error_message};
+use super::cached_fields::expressions;
 use super::child_permissions::child_permissions;
 use super::compile::{
     ChildPlan, ChildSetPlan, CompiledDefinition, Plan, RefPlan, SyncPlan, upper_camel,
@@ -21,6 +22,7 @@ use super::compile::{
 use super::error::MissingObject;
 use super::expr::{Bindings, json_type};
 use super::model::ManagerKind;
+use super::object_template::BuildError;
 use crate::client::ListOptions;
 use crate::definitions::kro::{ChildGroup, INSTANCE_ID_LABEL, KroInstance, label_collection_item};
 use crate::object::{ConditionSet, Gvk, ObjectKey};
@@ -60,6 +62,11 @@ pub fn root_reconciler(
         conditions: conditions.clone(),
         owns_status: definition.owns_status,
         kro: definition.kro.is_some(),
+        // A KRO instance's expressions may read what no step's expression names.
+        reads: match definition.kro {
+            None => BindingReads::of(&expressions(&definition.steps)),
+            Some(_) => BindingReads::everything(),
+        },
     });
     let current: Vec<(String, Gvk)> = definition.child_steps();
     inventory
@@ -154,8 +161,9 @@ fn build_step(plan: &Plan, shared: &Arc<Shared>) -> Box<dyn SubReconciler> {
             let decide = {
                 let key = key.clone();
                 let condition = condition.clone();
+                let shared = shared.clone();
                 SyncReconciler::new(move |ctx: &Context, parent: &mut Draft| {
-                    let decided = bindings(ctx, parent).and_then(|b| {
+                    let decided = shared.bindings(ctx, parent).and_then(|b| {
                         condition
                             .test(&b, ctx.now())
                             .map_err(ReconcileError::from_error)
@@ -291,14 +299,14 @@ fn child_reconciler(plan: Arc<ChildPlan>, shared: Arc<Shared>) -> ChildReconcile
               parent: &mut Draft,
               child: Option<&DynamicObject>,
               error: Option<&ReconcileError>| {
-            bind(ctx, &plan.id, child.map_or(Value::Null, child_json));
+            shared.bind(ctx, &plan.id, || child.map_or(Value::Null, child_json));
             let excluded = ctx.stash().clear::<Exclusion>(&excluded_key(&plan.id));
             let state = match (error, excluded, child) {
                 (Some(error), _, _) => Err(format!("{}: {}", plan.path, error_message(error))),
                 (None, Some(because), _) => Ok(Readiness::Excluded(because)),
                 (None, None, None) => Ok(Readiness::Missing),
                 (None, None, Some(child)) => {
-                    readiness(ctx, parent, &plan, std::slice::from_ref(child))
+                    readiness(ctx, &shared, parent, &plan, std::slice::from_ref(child))
                 }
             };
             shared.reflect(ctx, parent, &plan, state);
@@ -333,15 +341,11 @@ async fn desired_child(
     plan: &ChildPlan,
     parent: &DynamicObject,
 ) -> Result<Option<DynamicObject>, ReconcileError> {
-    let b = bindings(ctx, parent)?;
+    let b = shared.bindings(ctx, parent)?;
     if !included(ctx, plan, &b)? {
         return Ok(None);
     }
-    let value = plan
-        .template
-        .evaluate(&b, ctx.now())
-        .map_err(ReconcileError::from_error)?;
-    finish_child(ctx, shared, plan, parent, value, None)
+    finish_child(ctx, shared, plan, parent, &b, None)
         .await
         .map(Some)
 }
@@ -354,18 +358,16 @@ fn child_set_reconciler(plan: Arc<ChildSetPlan>, shared: Arc<Shared>) -> ChildSe
         move |ctx: &Context, parent: &mut Draft, result: &ChildSetResult| {
             let order = ctx.stash().clear::<Vec<String>>(&order_key(&plan.child.id));
             let children = in_for_each_order(result, &order.unwrap_or_default());
-            bind(
-                ctx,
-                &plan.child.id,
-                Value::Array(children.iter().map(child_json).collect()),
-            );
+            shared.bind(ctx, &plan.child.id, || {
+                Value::Array(children.iter().map(child_json).collect())
+            });
             let excluded = ctx
                 .stash()
                 .clear::<Exclusion>(&excluded_key(&plan.child.id));
             let state = match (result.aggregate_error(), excluded) {
                 (Some(error), _) => Err(format!("{}: {}", plan.child.path, error_message(&error))),
                 (None, Some(because)) => Ok(Readiness::Excluded(because)),
-                (None, None) => readiness(ctx, parent, &plan.child, &children),
+                (None, None) => readiness(ctx, &shared, parent, &plan.child, &children),
             };
             shared.reflect(ctx, parent, &plan.child, state);
             Ok(())
@@ -403,7 +405,7 @@ async fn desired_children(
     plan: &ChildSetPlan,
     parent: &DynamicObject,
 ) -> Result<Vec<DynamicObject>, ReconcileError> {
-    let b = bindings(ctx, parent)?;
+    let b = shared.bindings(ctx, parent)?;
     if !included(ctx, &plan.child, &b)? {
         return Ok(Vec::new());
     }
@@ -429,12 +431,7 @@ async fn desired_children(
             .item_id
             .evaluate_string(&b, ctx.now())
             .map_err(ReconcileError::from_error)?;
-        let value = plan
-            .child
-            .template
-            .evaluate(&b, ctx.now())
-            .map_err(ReconcileError::from_error)?;
-        let mut child = finish_child(ctx, shared, &plan.child, parent, value, Some(&id)).await?;
+        let mut child = finish_child(ctx, shared, &plan.child, parent, &b, Some(&id)).await?;
         if shared.kro {
             label_collection_item(&mut child, index, size);
         }
@@ -503,29 +500,24 @@ fn excluded_key(id: &str) -> String {
     format!("dynrec.dev/excluded/{id}")
 }
 
-/// A child as evaluated, with the definition's labels, its item id and a default namespace.
+/// A child built from its template over `b`, with the definition's labels, its item id
+/// and a default namespace.
 async fn finish_child(
     ctx: &Context,
     shared: &Shared,
     plan: &ChildPlan,
     parent: &DynamicObject,
-    mut value: Value,
+    b: &Bindings,
     item_id: Option<&str>,
 ) -> Result<DynamicObject, ReconcileError> {
     let resolved = ctx.config().client.resolve(&plan.gvk).await?;
-    if resolved.namespaced
-        && value
-            .pointer("/metadata/namespace")
-            .is_none_or(Value::is_null)
-    {
-        value["metadata"]["namespace"] = json!(parent.metadata.namespace);
-    }
-    let mut child = crate::object::from_json(value).map_err(|err| {
-        ReconcileError::msg(format!(
-            "{}.template does not make an object: {err}",
-            plan.path
-        ))
+    let mut child = plan.object.build(b, ctx.now()).map_err(|err| match err {
+        BuildError::Eval(err) => ReconcileError::from_error(err),
+        BuildError::Object(_) => ReconcileError::msg(format!("{}.template {err}", plan.path)),
     })?;
+    if resolved.namespaced && child.metadata.namespace.is_none() {
+        child.metadata.namespace = parent.metadata.namespace.clone();
+    }
     let labels = child.metadata.labels.get_or_insert_with(Default::default);
     labels.insert(DEFINITION_LABEL.into(), shared.definition.clone());
     labels.insert(STEP_LABEL.into(), plan.id.clone());
@@ -664,11 +656,18 @@ impl<M: ObjectManager> ObjectManager for Renaming<M> {
 /// Evaluates `readyWhen` over each child (bound as `child` and by the step's id).
 fn readiness(
     ctx: &Context,
+    shared: &Shared,
     parent: &DynamicObject,
     plan: &ChildPlan,
     children: &[DynamicObject],
 ) -> Result<Readiness, String> {
-    let b = bindings(ctx, parent).map_err(|e| e.to_string())?;
+    if plan.ready_when.is_empty() {
+        let names = children
+            .iter()
+            .map(|c| c.metadata.name.clone().unwrap_or_default());
+        return Ok(Readiness::Ready(names.collect()));
+    }
+    let b = shared.bindings(ctx, parent).map_err(|e| e.to_string())?;
     let mut names = Vec::new();
     for child in children {
         let name = child.metadata.name.clone().unwrap_or_default();
@@ -698,7 +697,7 @@ fn readiness(
 fn sync_reconciler(plan: Arc<SyncPlan>, shared: Arc<Shared>) -> SyncReconciler {
     let name = plan.path.clone();
     SyncReconciler::new(move |ctx: &Context, parent: &mut Draft| {
-        bindings(ctx, parent).and_then(|b| {
+        shared.bindings(ctx, parent).and_then(|b| {
             let (status, missing) = match shared.kro {
                 false => (plan.status.evaluate(&b, ctx.now()), Vec::new()),
                 true => match plan.status.evaluate_available(&b, ctx.now()) {
@@ -767,14 +766,14 @@ fn ref_reconciler(plan: Arc<RefPlan>, shared: Arc<Shared>) -> SyncReconciler {
         let (plan, shared) = (plan.clone(), shared.clone());
         Box::pin(async move {
             let deleting = parent.metadata.deletion_timestamp.is_some();
-            match resolve_ref(ctx, parent, &plan).await {
+            match resolve_ref(ctx, &shared, parent, &plan).await {
                 Ok((value, message)) => {
-                    bind(ctx, &plan.id, value);
+                    shared.bind(ctx, &plan.id, || value);
                     shared.mark_true(ctx, parent, &plan.condition, "Resolved", &message);
                     Ok(())
                 }
                 Err(_) if deleting => {
-                    bind(ctx, &plan.id, Value::Null);
+                    shared.bind(ctx, &plan.id, || Value::Null);
                     Ok(())
                 }
                 Err(err) => Err(err),
@@ -791,10 +790,11 @@ fn ref_reconciler(plan: Arc<RefPlan>, shared: Arc<Shared>) -> SyncReconciler {
 
 async fn resolve_ref(
     ctx: &Context,
+    shared: &Shared,
     parent: &DynamicObject,
     plan: &RefPlan,
 ) -> Result<(Value, String), ReconcileError> {
-    let b = bindings(ctx, parent)?;
+    let b = shared.bindings(ctx, parent)?;
     let eval = |text: &super::expr::Text| {
         text.evaluate_string(&b, ctx.now())
             .map_err(ReconcileError::from_error)

@@ -97,7 +97,7 @@ fn child_plans(steps: &[Plan]) -> Vec<(&ChildPlan, bool)> {
 }
 
 /// Every expression of the steps.
-fn expressions(steps: &[Plan]) -> Vec<&Expression> {
+pub(super) fn expressions(steps: &[Plan]) -> Vec<&Expression> {
     steps
         .iter()
         .flat_map(|step| match step {

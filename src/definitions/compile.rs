@@ -14,6 +14,7 @@ use super::model::{
     ChildSetStep, ChildStep, GROUP, KIND, KroConventions, ManagerKind, ReconcilerDefinition,
     RefStep, Step, SyncStep, VERSION,
 };
+use super::object_template::ObjectTemplate;
 use super::schema::{Lookup, Schema, Schemas};
 use super::status_types::inferred_properties;
 use super::ty::Ty;
@@ -30,6 +31,8 @@ pub struct ChildPlan {
     pub gvk: Gvk,
     /// The child.
     pub template: Template,
+    /// The child's template compiled into a builder of the object.
+    pub object: ObjectTemplate,
     /// All true, or the child is deleted.
     pub include_when: Vec<Expression>,
     /// All true over `child` for the child to be ready.
@@ -711,6 +714,7 @@ impl Compiler {
             id: parts.id.to_owned(),
             path: self.at(path),
             gvk,
+            object: ObjectTemplate::new(&template),
             template,
             include_when,
             ready_when,

@@ -16,7 +16,7 @@ use jiff::Timestamp;
 use serde_json::{Map, Value};
 
 use super::error::DefinitionError;
-use crate::cel::{CelError, VariableReads, env, invalid, to_chrono};
+use crate::cel::{CelError, VariableReads, env, field_chain, invalid, to_chrono};
 
 /// The values an expression may read, by name.
 pub type Bindings = BTreeMap<String, Arc<Value>>;
@@ -28,6 +28,28 @@ pub struct Expression {
     path: String,
     program: Arc<Program>,
     reads: Arc<VariableReads>,
+    /// The field chain the expression is, if it is nothing else (`self.metadata.name`).
+    chain: Option<Arc<FieldChain>>,
+}
+
+/// An expression that is only a field chain of one binding, read from the binding's JSON
+/// without the interpreter where it ends at a scalar (a string, number, bool or null): the
+/// value the interpreter would give. Anything else (a map or list, whose keys CEL reorders,
+/// or a missing field, whose error is CEL's) is left to the interpreter.
+#[derive(Debug)]
+struct FieldChain {
+    variable: String,
+    fields: Vec<String>,
+}
+
+impl FieldChain {
+    fn read<'a>(&self, bindings: &'a Bindings) -> Option<&'a Value> {
+        let mut value = bindings.get(&self.variable)?.as_ref();
+        for field in &self.fields {
+            value = value.as_object()?.get(field)?;
+        }
+        (!value.is_array() && !value.is_object()).then_some(value)
+    }
 }
 
 impl fmt::Debug for Expression {
@@ -67,11 +89,18 @@ impl Expression {
                 .at(line, column, snippet)
         })?;
         let reads = Arc::new(VariableReads::of(program.expression()));
+        let chain = field_chain(program.expression()).map(|(variable, fields)| {
+            Arc::new(FieldChain {
+                variable: variable.to_owned(),
+                fields,
+            })
+        });
         Ok(Self {
             source: source.to_owned(),
             path: path.to_owned(),
             program: Arc::new(program),
             reads,
+            chain,
         })
     }
 
@@ -110,9 +139,13 @@ impl Expression {
         self.reads.paths_read(name)
     }
 
-    /// Evaluates over `bindings` and `now`. Only the bindings the expression names are
-    /// bound, each converted only as far as the expression reads it.
+    /// Evaluates over `bindings` and `now`. A field chain ending at a scalar is read
+    /// directly; otherwise only the bindings the expression names are bound, each
+    /// converted only as far as the expression reads it.
     pub fn evaluate(&self, bindings: &Bindings, now: Timestamp) -> Result<Value, EvalError> {
+        if let Some(value) = self.chain.as_ref().and_then(|c| c.read(bindings)) {
+            return Ok(value.clone());
+        }
         let env = env().map_err(|e| self.error(e.to_string()))?;
         let mut ctx = cel::Context::with_env(env);
         for name in self.reads.names() {
@@ -230,17 +263,7 @@ impl Text {
                 for segment in segments {
                     match segment {
                         Segment::Literal(t) => out.push_str(t),
-                        Segment::Expr(e) => match e.evaluate(bindings, now)? {
-                            Value::String(s) => out.push_str(&s),
-                            Value::Null => {}
-                            v @ (Value::Number(_) | Value::Bool(_)) => out.push_str(&v.to_string()),
-                            other => {
-                                return Err(e.error(format!(
-                                    "{} cannot be written into a string",
-                                    json_type(&other)
-                                )));
-                            }
-                        },
+                        Segment::Expr(e) => write_text(&mut out, &e.evaluate(bindings, now)?, e)?,
                     }
                 }
                 Ok(Value::String(out))
@@ -270,6 +293,27 @@ impl Text {
             }),
         }
     }
+}
+
+/// Writes `value`, the value of `expression` in an interpolated string, as text: a string
+/// as it is, a number or bool as JSON writes it, null as nothing; a list or map is an error.
+pub(super) fn write_text(
+    out: &mut String,
+    value: &Value,
+    expression: &Expression,
+) -> Result<(), EvalError> {
+    match value {
+        Value::String(s) => out.push_str(s),
+        Value::Null => {}
+        Value::Number(_) | Value::Bool(_) => out.push_str(&value.to_string()),
+        other => {
+            return Err(expression.error(format!(
+                "{} cannot be written into a string",
+                json_type(other)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A piece of a string: text, or the source of a `${...}`.

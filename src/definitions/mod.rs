@@ -23,6 +23,7 @@ pub mod kro;
 mod load;
 mod model;
 mod object_controller;
+mod object_template;
 mod plan;
 mod presence;
 mod published;
@@ -38,6 +39,7 @@ pub use admission::{
     IMPERSONATION_PATH, IMPERSONATION_WEBHOOK, WebhookEndpoint, impersonation_webhook,
     impersonation_webhook_configuration,
 };
+pub use bindings::BindingReads;
 pub use build::{
     DEFINITION_LABEL, ITEM_ANNOTATION, Inventory, STEP_LABEL, controller_name, root_reconciler,
 };
@@ -54,6 +56,7 @@ pub use model::{
     KindRef, KroConventions, ManagerKind, ParentSchema, ReconcilerDefinition, RefSelector, RefStep,
     ServiceAccountRef, Step, SyncStep, VERSION,
 };
+pub use object_template::{BuildError, ObjectTemplate};
 pub use plan::{InstancePlan, PlannedWrite, plan, render};
 pub use published::SOURCE_ANNOTATION;
 pub use runner::{Definitions, FINALIZER, IdentityPolicy, StartError};
