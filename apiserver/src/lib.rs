@@ -26,6 +26,7 @@
 mod admission;
 mod apply;
 mod auth;
+mod autoscaler;
 mod binding_update;
 mod catalog;
 mod config_data;

@@ -208,6 +208,7 @@ impl State {
         self.objects.raise_rv(rv);
         let stored = self.commit_put(&info.key(), object, ChangeKind::Added);
         self.after_write_of_kind(info, &stored);
+        self.run_autoscalers();
         Ok(stored)
     }
 
