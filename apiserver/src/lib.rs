@@ -34,6 +34,7 @@ mod core_validation;
 mod error;
 mod faults;
 mod go_order;
+mod hpa_validation;
 mod http;
 mod json_order;
 mod k8s_cel;

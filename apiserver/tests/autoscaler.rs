@@ -262,3 +262,31 @@ async fn a_v1_hpa_scales_and_gets_a_v1_status() {
     assert_eq!(status["desiredReplicas"], 2, "{status}");
     assert!(status.get("conditions").is_none(), "{status}");
 }
+
+#[tokio::test]
+async fn crossed_or_missing_bounds_and_targets_are_refused_as_kube_refuses_them() {
+    let (_server, client) = server();
+    let (code, status) = post_json(&client, HPAS, &hpa("web", deployment_ref("web"), 5, 2)).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "HorizontalPodAutoscaler.autoscaling \"web\" is invalid: spec.maxReplicas: Invalid \
+         value: 2: must be greater than or equal to `minReplicas`"
+    );
+    let nameless = json!({"apiVersion": "apps/v1", "kind": "Deployment"});
+    let (code, status) = post_json(&client, HPAS, &hpa("web", nameless, 0, 2)).await;
+    assert_eq!(code, 422, "{status}");
+    let fields: Vec<&Value> = status["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cause| &cause["field"])
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            &json!("spec.minReplicas"),
+            &json!("spec.scaleTargetRef.name")
+        ]
+    );
+}

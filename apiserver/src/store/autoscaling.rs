@@ -4,7 +4,7 @@
 //! until they settle (a rescale is followed by the pass kube's next sync makes). No timer:
 //! with no metrics, nothing but a write changes what a pass decides.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -26,6 +26,9 @@ pub struct AutoscaleQueue {
     pending: VecDeque<(String, String)>,
     /// Whether passes are running (writes they make queue, and do not run, more).
     running: bool,
+    /// The HPAs that rescaled their target in this run: each does at most once, so that
+    /// a run ends even if a target does not keep the replicas written into it.
+    rescaled: BTreeSet<(String, String)>,
 }
 
 impl AutoscaleQueue {
@@ -114,6 +117,7 @@ impl State {
             self.autoscale(&namespace, &name);
         }
         self.autoscale_queue.running = false;
+        self.autoscale_queue.rescaled.clear();
     }
 
     /// One pass over an HPA: scale its target into range, then write its status if it
@@ -129,6 +133,10 @@ impl State {
             Err(error) => Err(error.as_str()),
         };
         let pass = autoscaler::reconcile(&hpa, read, &now);
+        let hpa_id = (namespace.to_string(), name.to_string());
+        if pass.rescale.is_some() && !self.autoscale_queue.rescaled.insert(hpa_id) {
+            return;
+        }
         let mut status = pass.status;
         if let (Some(replicas), Ok(target)) = (pass.rescale, &target)
             && let Err(error) = self.write_scale(target, replicas)
