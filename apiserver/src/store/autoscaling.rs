@@ -4,7 +4,6 @@
 //! until they settle (a rescale is followed by the pass kube's next sync makes). No timer:
 //! with no metrics, nothing but a write changes what a pass decides.
 
-use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -19,26 +18,6 @@ use crate::scale::{scale_of, with_replicas};
 
 /// The field manager of the controller's writes, as in a cluster.
 const MANAGER: &str = "kube-controller-manager";
-
-/// HPAs (namespace, name) waiting for a pass, each once.
-#[derive(Default)]
-pub struct AutoscaleQueue {
-    pending: VecDeque<(String, String)>,
-    /// Whether passes are running (writes they make queue, and do not run, more).
-    running: bool,
-    /// The HPAs that rescaled their target in this run: each does at most once, so that
-    /// a run ends even if a target does not keep the replicas written into it.
-    rescaled: BTreeSet<(String, String)>,
-}
-
-impl AutoscaleQueue {
-    fn push(&mut self, namespace: &str, name: &str) {
-        let hpa = (namespace.to_string(), name.to_string());
-        if !self.pending.contains(&hpa) {
-            self.pending.push_back(hpa);
-        }
-    }
-}
 
 /// Where HPAs are stored (both versions).
 fn hpa_key() -> ResourceKey {
@@ -109,15 +88,13 @@ impl State {
     /// Runs a pass over each queued HPA, until none is queued (unless passes are already
     /// running further up: they take what is queued).
     pub(super) fn run_autoscalers(&mut self) {
-        if self.autoscale_queue.running {
+        if !self.autoscale_queue.start() {
             return;
         }
-        self.autoscale_queue.running = true;
-        while let Some((namespace, name)) = self.autoscale_queue.pending.pop_front() {
+        while let Some((namespace, name)) = self.autoscale_queue.pop() {
             self.autoscale(&namespace, &name);
         }
-        self.autoscale_queue.running = false;
-        self.autoscale_queue.rescaled.clear();
+        self.autoscale_queue.finish();
     }
 
     /// One pass over an HPA: scale its target into range, then write its status if it
@@ -133,8 +110,7 @@ impl State {
             Err(error) => Err(error.as_str()),
         };
         let pass = autoscaler::reconcile(&hpa, read, &now);
-        let hpa_id = (namespace.to_string(), name.to_string());
-        if pass.rescale.is_some() && !self.autoscale_queue.rescaled.insert(hpa_id) {
+        if pass.rescale.is_some() && !self.autoscale_queue.first_rescale(namespace, name) {
             return;
         }
         let mut status = pass.status;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::autoscaling::AutoscaleQueue;
+use super::autoscale_queue::AutoscaleQueue;
 use super::encoded::Encoded;
 use super::gc_queue::GcQueue;
 use super::kinds::Kinds;
