@@ -26,6 +26,7 @@
 mod admission;
 mod apply;
 mod auth;
+mod autoscaler;
 mod binding_update;
 mod catalog;
 mod config_data;
@@ -33,6 +34,7 @@ mod core_validation;
 mod error;
 mod faults;
 mod go_order;
+mod hpa_validation;
 mod http;
 mod json_order;
 mod k8s_cel;

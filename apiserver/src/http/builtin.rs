@@ -38,6 +38,7 @@ protobuf_kinds! {
     "apps/v1" "ReplicaSet" => k8s_openapi::api::apps::v1::ReplicaSet, k8s_pb::api::apps::v1::ReplicaSet;
     "batch/v1" "Job" => k8s_openapi::api::batch::v1::Job, k8s_pb::api::batch::v1::Job;
     "batch/v1" "CronJob" => k8s_openapi::api::batch::v1::CronJob, k8s_pb::api::batch::v1::CronJob;
+    "autoscaling/v1" "HorizontalPodAutoscaler" => k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler, k8s_pb::api::autoscaling::v1::HorizontalPodAutoscaler;
     "coordination.k8s.io/v1" "Lease" => k8s_openapi::api::coordination::v1::Lease, k8s_pb::api::coordination::v1::Lease;
     "events.k8s.io/v1" "Event" => k8s_openapi::api::events::v1::Event, k8s_pb::api::events::v1::Event;
     "v1" "Binding" => k8s_openapi::api::core::v1::Binding, k8s_pb::api::core::v1::Binding;

@@ -24,6 +24,7 @@ impl State {
         if *key == cluster_roles_key() {
             self.aggregate_cluster_roles();
         }
+        self.queue_autoscalers_after_removal(key, last);
         let uid = meta::uid(last).to_string();
         if self.objects.has_dependents(&uid) {
             self.gc_queue.push(Work::OwnerGone(uid));
@@ -76,7 +77,8 @@ impl State {
         }
     }
 
-    /// Runs queued follow-up work until none is left.
+    /// Runs queued follow-up work until none is left: garbage collection, then the
+    /// autoscalers.
     pub(super) fn run_pending(&mut self) {
         while let Some(work) = self.gc_queue.pop() {
             match work {
@@ -86,6 +88,7 @@ impl State {
                 Work::Crd(name) => self.advance_crd(&name),
             }
         }
+        self.run_autoscalers();
     }
 
     fn live_object(&self, location: &Location) -> Option<Arc<Value>> {

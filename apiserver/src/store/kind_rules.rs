@@ -93,6 +93,7 @@ impl State {
         if info.key() == cluster_roles_key() {
             self.aggregate_cluster_roles();
         }
+        self.queue_autoscalers_after_write(info, stored);
         self.after_load_of_kind(&info.key(), stored);
     }
 

@@ -7,6 +7,8 @@
 //! collection, the rules of particular kinds) orchestrate those parts.
 
 mod aggregation;
+mod autoscale_queue;
+mod autoscaling;
 mod body;
 mod builtin_defaults;
 mod cluster;

@@ -1,5 +1,5 @@
 //! The state of the server, composed of parts that each own their data: the objects and
-//! their indexes, the watch hub, the garbage-collection queue, the served kinds and the
+//! their indexes, the watch hub, the garbage-collection and autoscaler queues, the served kinds and the
 //! durable storage. Its methods here read objects and commit changes, which every write
 //! goes through; the writes themselves are in the sibling files.
 
@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::autoscale_queue::AutoscaleQueue;
 use super::encoded::Encoded;
 use super::gc_queue::GcQueue;
 use super::kinds::Kinds;
@@ -24,6 +25,7 @@ pub struct State {
     pub(super) objects: Objects,
     pub(super) watch: WatchHub,
     pub(super) gc_queue: GcQueue,
+    pub(super) autoscale_queue: AutoscaleQueue,
     pub(super) storage: Storage,
     /// The warnings gathered by the current write.
     pub(super) warnings: Vec<String>,
@@ -39,6 +41,7 @@ impl State {
             objects: Objects::default(),
             watch: WatchHub::new(config),
             gc_queue: GcQueue::default(),
+            autoscale_queue: AutoscaleQueue::default(),
             storage,
             warnings: Vec::new(),
             root_ca: None,

@@ -113,6 +113,7 @@ impl State {
         let mut object = check_body(info, body)?;
         crate::typecheck::check(info, &object)?;
         crate::workloads::validate(info, &object)?;
+        crate::hpa_validation::validate(info, &object)?;
         let namespace = self.resolve_namespace(info, namespace, &object)?;
         let name = self.choose_name(info, &object)?;
         self.validate_object(info, &name, &object, None)?;
@@ -208,6 +209,7 @@ impl State {
         self.objects.raise_rv(rv);
         let stored = self.commit_put(&info.key(), object, ChangeKind::Added);
         self.after_write_of_kind(info, &stored);
+        self.run_autoscalers();
         Ok(stored)
     }
 
@@ -354,6 +356,7 @@ impl State {
         if target == Target::Main {
             crate::workloads::validate(info, &result)?;
             crate::workload_updates::validate(info, &result, old)?;
+            crate::hpa_validation::validate(info, &result)?;
         }
         self.prepare_update_of_kind(info, old, &mut result, target)?;
         self.enforce_schema(info, &mut result, Some(old), options.field_validation)?;

@@ -23,6 +23,7 @@ module_pairs!(
     apps => api::apps::v1,
     authentication => api::authentication::v1,
     authorization => api::authorization::v1,
+    autoscaling => api::autoscaling::v1,
     policy => api::policy::v1,
     rbac => api::rbac::v1,
     batch => api::batch::v1,
@@ -263,6 +264,10 @@ messages! {
     authorization SubjectRulesReviewStatus { resource_rules, non_resource_rules, incomplete, evaluation_error };
     authorization ResourceRule { verbs, api_groups, resources, resource_names };
     authorization NonResourceRule { verbs, non_resource_ur_ls => non_resource_urls };
+    autoscaling HorizontalPodAutoscaler { metadata, spec, status };
+    autoscaling HorizontalPodAutoscalerSpec { scale_target_ref, min_replicas: ptr, max_replicas, target_cpu_utilization_percentage: ptr };
+    autoscaling CrossVersionObjectReference { kind, name, api_version };
+    autoscaling HorizontalPodAutoscalerStatus { observed_generation: ptr, last_scale_time, current_replicas, desired_replicas, current_cpu_utilization_percentage: ptr };
 }
 
 /// The values of one `extra` key of a user (authentication and authorization each have

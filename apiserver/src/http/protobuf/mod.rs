@@ -125,6 +125,33 @@ mod tests {
     }
 
     #[test]
+    fn a_v1_autoscaler_decodes_as_kubectl_autoscale_sends_it() {
+        use k8s_pb::api::autoscaling::v1 as pb_autoscaling;
+        let hpa = pb_autoscaling::HorizontalPodAutoscaler {
+            metadata: meta("web"),
+            spec: Some(pb_autoscaling::HorizontalPodAutoscalerSpec {
+                scale_target_ref: Some(pb_autoscaling::CrossVersionObjectReference {
+                    kind: Some("Deployment".into()),
+                    name: Some("web".into()),
+                    api_version: Some("apps/v1".into()),
+                }),
+                min_replicas: Some(2),
+                max_replicas: Some(5),
+                target_cpu_utilization_percentage: Some(50),
+            }),
+            status: Some(Default::default()),
+        };
+        let json = decode(&body("autoscaling/v1", "HorizontalPodAutoscaler", &hpa)).unwrap();
+        assert_eq!(
+            json["spec"],
+            serde_json::json!({
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "minReplicas": 2, "maxReplicas": 5, "targetCPUUtilizationPercentage": 50,
+            })
+        );
+    }
+
+    #[test]
     fn a_deployment_keeps_required_fields_and_drops_zero_values() {
         let container = pb_core::Container {
             name: Some("nginx".into()),
