@@ -781,11 +781,13 @@ async fn a_definition_waits_for_a_kind_not_served_yet_and_starts_when_it_appears
     })
     .await;
     assert_eq!(made.data["spec"], json!({"owner": "g1"}));
-    let definition = definitions.get("greeters").await.unwrap();
-    assert_eq!(
-        condition(&definition, "Compiled").unwrap()["status"],
-        "True"
-    );
+    // The definition's status is written after its controller starts, which may be after
+    // the controller made the gadget.
+    eventually("the definition says Compiled", || async {
+        let definition = definitions.get("greeters").await.ok()?;
+        (condition(&definition, "Compiled")?["status"] == "True").then_some(())
+    })
+    .await;
     running.stop().await;
 }
 
