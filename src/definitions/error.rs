@@ -16,6 +16,10 @@ pub struct DefinitionError {
     pub snippet: Option<String>,
     /// The file (or cluster object) the definition came from.
     pub source: Option<String>,
+    /// The expression (without `${}`) the message is about, quoted before it.
+    pub expression: Option<String>,
+    /// Other places where the same holds (a warning said once for all of them).
+    pub also: Vec<String>,
 }
 
 impl DefinitionError {
@@ -27,6 +31,20 @@ impl DefinitionError {
             position: None,
             snippet: None,
             source: None,
+            expression: None,
+            also: Vec::new(),
+        }
+    }
+
+    /// An error about `expression` (its source, without `${}`) at `path`.
+    pub fn about(
+        path: impl Into<String>,
+        expression: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            expression: Some(expression.into()),
+            ..Self::new(path, message)
         }
     }
 
@@ -35,6 +53,23 @@ impl DefinitionError {
         self.position = Some((line, column));
         self.snippet = Some(snippet.into());
         self
+    }
+
+    /// The same error at a position of its expression, with the line there and a caret
+    /// under the column.
+    pub fn at_position(self, line: usize, column: usize) -> Self {
+        let text = self
+            .expression
+            .as_deref()
+            .and_then(|e| e.lines().nth(line.saturating_sub(1)))
+            .unwrap_or_default();
+        let pad: String = text
+            .chars()
+            .take(column.saturating_sub(1))
+            .map(|_| ' ')
+            .collect();
+        let snippet = format!("  {text}\n  {pad}^");
+        self.at(line, column, snippet)
     }
 
     /// The same error, saying which file or object it came from.
@@ -76,12 +111,21 @@ impl fmt::Display for DefinitionError {
         if !self.path.is_empty() {
             write!(f, "{}: ", self.path)?;
         }
+        if let Some(expression) = &self.expression {
+            write!(f, "${{{expression}}}: ")?;
+        }
         write!(f, "{}", self.message)?;
         if let Some((line, column)) = self.position {
             write!(f, " (at {line}:{column} of the expression)")?;
         }
         if let Some(snippet) = &self.snippet {
             write!(f, "\n{snippet}")?;
+        }
+        if let Some((first, rest)) = self.also.split_first() {
+            write!(f, "\n  and {} more: {first}", self.also.len())?;
+            for place in rest {
+                write!(f, ", {place}")?;
+            }
         }
         Ok(())
     }

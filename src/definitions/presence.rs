@@ -3,8 +3,10 @@
 //! `includeWhen` of its step or in the condition of an `if` around it.
 
 use cel::common::ast::{Expr, IdedExpr, LiteralValue};
+use serde_json::Value;
 
-use super::render::render;
+use super::error::DefinitionError;
+use super::render::{quote, render};
 
 /// The paths (`self.spec.name`, `service`) known to be present where `expr` is `holds`.
 pub fn facts(expr: &IdedExpr, holds: bool) -> Vec<String> {
@@ -67,4 +69,63 @@ pub fn unbound_step(name: &str, field: &str) -> String {
     format!(
         "{name} may be null here (its step has includeWhen, or is an optional ref): read {name}.?{field}, or guard with {name} != null"
     )
+}
+
+/// The paths (`deployment.spec.selector.matchLabels`) a child's template sets, present on
+/// its binding once the child exists: every field with a value, down to the leaves, a
+/// `${...}` value's field but nothing under it, and no field whose key is computed.
+pub fn set_by_template(name: &str, template: &Value) -> Vec<String> {
+    let mut paths = Vec::new();
+    collect_set(name, template, &mut paths);
+    paths
+}
+
+fn collect_set(path: &str, value: &Value, paths: &mut Vec<String>) {
+    let inner: Vec<(String, &Value)> = match value {
+        Value::Object(fields) => fields
+            .iter()
+            .filter(|(key, _)| !key.contains("${"))
+            .map(|(key, value)| (field_read(path, key), value))
+            .collect(),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| (format!("{path}[{i}]"), item))
+            .collect(),
+        _ => Vec::new(),
+    };
+    if inner.is_empty() {
+        paths.push(path.to_owned());
+    }
+    for (read, value) in inner {
+        if !value.is_null() {
+            collect_set(&read, value, paths);
+        }
+    }
+}
+
+/// How the checker renders the read of `key` on `path`: `.key`, or `['odd-key']`.
+fn field_read(path: &str, key: &str) -> String {
+    let identifier = key.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && key.chars().all(|c| c.is_alphanumeric() || c == '_');
+    match identifier {
+        true => format!("{path}.{key}"),
+        false => format!("{path}[{}]", quote(key)),
+    }
+}
+
+/// `warnings` with those saying the same of the same read (one absent field read by
+/// several expressions) said once, at the first place, listing the others.
+pub fn said_once(warnings: Vec<DefinitionError>) -> Vec<DefinitionError> {
+    let mut kept: Vec<DefinitionError> = Vec::new();
+    for warning in warnings {
+        let same = kept.iter_mut().find(|k| {
+            k.expression.is_some() && warning.expression.is_some() && k.message == warning.message
+        });
+        match same {
+            Some(first) => first.also.push(warning.path),
+            None => kept.push(warning),
+        }
+    }
+    kept
 }
