@@ -340,6 +340,53 @@ async fn a_kind_of_a_group_not_served_yet_is_a_warning() {
     );
 }
 
+/// The warnings compiling `text` gives (it must compile).
+async fn warnings_of(text: &str) -> Vec<String> {
+    let loaded = parse_documents(text, "widgets.yaml").unwrap();
+    let server = ApiServer::new();
+    let mut schemas = Schemas::default();
+    schemas
+        .fetch(&server.client(), kinds_to_check(&loaded[0].definition))
+        .await;
+    let compiled = compile(&loaded[0].definition, &schemas).unwrap();
+    compiled.warnings.iter().map(ToString::to_string).collect()
+}
+
+#[tokio::test]
+async fn what_a_childs_template_sets_is_present_and_a_repeated_warning_is_said_once() {
+    let deployment = r#"  - child:
+      id: web
+      template:
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: "${self.metadata.name}"}
+        spec:
+          selector:
+            matchLabels: {app: web}
+          template:
+            metadata:
+              labels: {app: web}
+            spec:
+              containers:
+              - {name: web, image: "${self.spec.greeting}"}
+"#;
+    // The Deployment's selector and its container's name are set by its template; its
+    // replicas are not (nor required, nor defaulted by the schema).
+    let reader = child(
+        "config",
+        "",
+        "{app: \"${web.spec.selector.matchLabels['app']}\", container: \"${web.spec.template.spec.containers[0].name}\", replicas: \"${string(web.spec.replicas)}\", size: \"${string(self.spec.size)}\"}",
+    );
+    let warnings = warnings_of(&definition(&format!("{deployment}{reader}"))).await;
+    assert_eq!(
+        warnings,
+        [
+            "spec.steps[0].child.template.spec.template.spec.containers[0].image: ${self.spec.greeting}: self.spec may be absent (the schema neither requires nor defaults it): read it as self.?spec and what is under it with .?field, or guard it with has(self.spec) (at 1:5 of the expression)\n  self.spec.greeting\n      ^\n  and 1 more: spec.steps[1].child.template.data.size",
+            "spec.steps[1].child.template.data.replicas: ${string(web.spec.replicas)}: web.spec.replicas may be absent (the schema neither requires nor defaults it): read it as web.spec.?replicas.orValue(0), or guard it with has(web.spec.replicas) (at 1:16 of the expression)\n  string(web.spec.replicas)\n                 ^",
+        ]
+    );
+}
+
 #[tokio::test]
 async fn plain_template_text_reads_no_binding_even_when_it_parses_as_cel() {
     // `a-b.example.com` parses as CEL (`a - b.example.com`), but a template string without

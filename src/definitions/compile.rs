@@ -8,13 +8,13 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::check::{Findings, Scope, check_condition, check_list, check_template};
-use super::presence::{said_once, set_by_template};
 use super::error::{DefinitionError, DefinitionErrors};
 use super::expr::{Expression, Template, Text, condition};
 use super::model::{
     ChildSetStep, ChildStep, GROUP, KIND, KroConventions, ManagerKind, ReconcilerDefinition,
     RefStep, Step, SyncStep, VERSION,
 };
+use super::presence::{said_once, set_by_template};
 use super::schema::{Lookup, Schema, Schemas};
 use super::status_types::inferred_properties;
 use super::ty::Ty;

@@ -72,8 +72,9 @@ pub fn unbound_step(name: &str, field: &str) -> String {
 }
 
 /// The paths (`deployment.spec.selector.matchLabels`) a child's template sets, present on
-/// its binding once the child exists: every field with a value, down to the leaves, a
-/// `${...}` value's field but nothing under it, and no field whose key is computed.
+/// its binding once the child exists: every field with a value, down to the leaves (each
+/// also as a map entry, `matchLabels['app']`), a `${...}` value's field but nothing under
+/// it, and no field whose key is computed.
 pub fn set_by_template(name: &str, template: &Value) -> Vec<String> {
     let mut paths = Vec::new();
     collect_set(name, template, &mut paths);
@@ -84,12 +85,23 @@ fn collect_set(path: &str, value: &Value, paths: &mut Vec<String>) {
     let inner: Vec<(String, &Value)> = match value {
         Value::Object(fields) => fields
             .iter()
-            .filter(|(key, _)| !key.contains("${"))
-            .map(|(key, value)| (field_read(path, key), value))
+            .filter(|(key, value)| !key.contains("${") && !value.is_null())
+            .map(|(key, value)| {
+                let indexed = format!("{path}[{}]", quote(key));
+                match is_name(key) {
+                    // Read as a field (`.app`), or as a map's entry (`['app']`).
+                    true => {
+                        paths.push(indexed);
+                        (format!("{path}.{key}"), value)
+                    }
+                    false => (indexed, value),
+                }
+            })
             .collect(),
         Value::Array(items) => items
             .iter()
             .enumerate()
+            .filter(|(_, item)| !item.is_null())
             .map(|(i, item)| (format!("{path}[{i}]"), item))
             .collect(),
         _ => Vec::new(),
@@ -98,20 +110,16 @@ fn collect_set(path: &str, value: &Value, paths: &mut Vec<String>) {
         paths.push(path.to_owned());
     }
     for (read, value) in inner {
-        if !value.is_null() {
-            collect_set(&read, value, paths);
-        }
+        collect_set(&read, value, paths);
     }
 }
 
-/// How the checker renders the read of `key` on `path`: `.key`, or `['odd-key']`.
-fn field_read(path: &str, key: &str) -> String {
-    let identifier = key.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
-        && key.chars().all(|c| c.is_alphanumeric() || c == '_');
-    match identifier {
-        true => format!("{path}.{key}"),
-        false => format!("{path}[{}]", quote(key)),
-    }
+/// Whether `key` can be read as a field (`.key`), as the checker renders such a read.
+fn is_name(key: &str) -> bool {
+    key.chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+        && key.chars().all(|c| c.is_alphanumeric() || c == '_')
 }
 
 /// `warnings` with those saying the same of the same read (one absent field read by
