@@ -10,16 +10,25 @@ pub struct DefinitionError {
     pub path: String,
     /// What is wrong.
     pub message: String,
-    /// The 1-based line and column inside the expression, when one is at fault.
-    pub position: Option<(usize, usize)>,
-    /// The expression's line with a caret under the column.
-    pub snippet: Option<String>,
+    /// Where inside the expression, when one is at fault.
+    pub position: Option<Box<Position>>,
     /// The file (or cluster object) the definition came from.
     pub source: Option<String>,
     /// The expression (without `${}`) the message is about, quoted before it.
-    pub expression: Option<String>,
+    pub expression: Option<Box<str>>,
     /// Other places where the same holds (a warning said once for all of them).
     pub also: Vec<String>,
+}
+
+/// A place in an expression.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Position {
+    /// The 1-based line.
+    pub line: usize,
+    /// The 1-based column.
+    pub column: usize,
+    /// The expression's line with a caret under the column.
+    pub snippet: String,
 }
 
 impl DefinitionError {
@@ -29,7 +38,6 @@ impl DefinitionError {
             path: path.into(),
             message: message.into(),
             position: None,
-            snippet: None,
             source: None,
             expression: None,
             also: Vec::new(),
@@ -43,15 +51,18 @@ impl DefinitionError {
         message: impl Into<String>,
     ) -> Self {
         Self {
-            expression: Some(expression.into()),
+            expression: Some(expression.into().into()),
             ..Self::new(path, message)
         }
     }
 
     /// The same error at a position of an expression.
     pub fn at(mut self, line: usize, column: usize, snippet: impl Into<String>) -> Self {
-        self.position = Some((line, column));
-        self.snippet = Some(snippet.into());
+        self.position = Some(Box::new(Position {
+            line,
+            column,
+            snippet: snippet.into(),
+        }));
         self
     }
 
@@ -115,11 +126,13 @@ impl fmt::Display for DefinitionError {
             write!(f, "${{{expression}}}: ")?;
         }
         write!(f, "{}", self.message)?;
-        if let Some((line, column)) = self.position {
-            write!(f, " (at {line}:{column} of the expression)")?;
-        }
-        if let Some(snippet) = &self.snippet {
-            write!(f, "\n{snippet}")?;
+        if let Some(position) = &self.position {
+            let Position {
+                line,
+                column,
+                snippet,
+            } = &**position;
+            write!(f, " (at {line}:{column} of the expression)\n{snippet}")?;
         }
         if let Some((first, rest)) = self.also.split_first() {
             write!(f, "\n  and {} more: {first}", self.also.len())?;

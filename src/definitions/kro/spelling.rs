@@ -141,9 +141,9 @@ impl Spellings {
         if let Some(expression) = &error.expression
             && let Some(spelling) = self.find(&error.path, expression)
         {
-            error.expression = Some(spelling.written.clone());
-            if let Some((line, column)) = error.position {
-                let (line, column) = spelling.written_position(line, column);
+            error.expression = Some(spelling.written.as_str().into());
+            if let Some(position) = error.position.take() {
+                let (line, column) = spelling.written_position(position.line, position.column);
                 error = error.at_position(line, column);
             }
             names.extend(&spelling.renames);
@@ -228,7 +228,7 @@ fn quoted_first(error: &mut DefinitionError) {
     if start != 2 || !error.message[end..].starts_with("}: ") {
         return;
     }
-    let expression = error.message[start..end].trim().to_owned();
+    let expression = error.message[start..end].trim().into();
     error.message = error.message[end + 3..].to_owned();
     error.expression = Some(expression);
 }
