@@ -3,7 +3,7 @@
 //! publishes (ConfigMap, Deployment) and the definition's own (Widget).
 
 use dynrec::apiserver::ApiServer;
-use dynrec::definitions::{Schemas, compile, kinds_to_check, parse_documents};
+use dynrec::definitions::{CompiledDefinition, Schemas, compile, kinds_to_check, parse_documents};
 
 /// A Widget definition whose steps are `steps` (YAML, indented under `steps:`).
 fn definition(steps: &str) -> String {
@@ -46,6 +46,17 @@ async fn errors_of(text: &str) -> String {
         }
     }
     out.join("\n")
+}
+
+/// The first definition of `text`, compiled (it must compile).
+async fn compiled(text: &str) -> CompiledDefinition {
+    let loaded = parse_documents(text, "widgets.yaml").unwrap();
+    let server = ApiServer::new();
+    let mut schemas = Schemas::default();
+    schemas
+        .fetch(&server.client(), kinds_to_check(&loaded[0].definition))
+        .await;
+    compile(&loaded[0].definition, &schemas).unwrap()
 }
 
 const CONFIG_MAP: &str = "        apiVersion: v1\n        kind: ConfigMap\n        metadata: {name: \"${self.metadata.name}\"}\n";
@@ -316,13 +327,7 @@ async fn a_kind_of_a_group_not_served_yet_is_a_warning() {
             .replace("kind: ConfigMap", "kind: Gadget")
             .replace("        data: {}\n", ""),
     );
-    let loaded = parse_documents(&text, "widgets.yaml").unwrap();
-    let server = ApiServer::new();
-    let mut schemas = Schemas::default();
-    schemas
-        .fetch(&server.client(), kinds_to_check(&loaded[0].definition))
-        .await;
-    let compiled = compile(&loaded[0].definition, &schemas).unwrap();
+    let compiled = compiled(&text).await;
     let warnings: Vec<String> = compiled.warnings.iter().map(ToString::to_string).collect();
     assert_eq!(
         warnings,
@@ -338,18 +343,6 @@ async fn a_kind_of_a_group_not_served_yet_is_a_warning() {
             .collect::<Vec<_>>(),
         ["example.org/v1/Gadget"]
     );
-}
-
-/// The warnings compiling `text` gives (it must compile).
-async fn warnings_of(text: &str) -> Vec<String> {
-    let loaded = parse_documents(text, "widgets.yaml").unwrap();
-    let server = ApiServer::new();
-    let mut schemas = Schemas::default();
-    schemas
-        .fetch(&server.client(), kinds_to_check(&loaded[0].definition))
-        .await;
-    let compiled = compile(&loaded[0].definition, &schemas).unwrap();
-    compiled.warnings.iter().map(ToString::to_string).collect()
 }
 
 #[tokio::test]
@@ -377,7 +370,8 @@ async fn what_a_childs_template_sets_is_present_and_a_repeated_warning_is_said_o
         "",
         "{app: \"${web.spec.selector.matchLabels['app']}\", container: \"${web.spec.template.spec.containers[0].name}\", replicas: \"${string(web.spec.replicas)}\", size: \"${string(self.spec.size)}\"}",
     );
-    let warnings = warnings_of(&definition(&format!("{deployment}{reader}"))).await;
+    let compiled = compiled(&definition(&format!("{deployment}{reader}"))).await;
+    let warnings: Vec<String> = compiled.warnings.iter().map(ToString::to_string).collect();
     assert_eq!(
         warnings,
         [

@@ -143,30 +143,25 @@ fn an_rgds_errors_quote_its_names_with_positions_in_the_written_text() {
         ]
     );
 
-    // A syntax error's position after a renamed word.
-    let rgd = SERVICE.replace(
-        "image: ${schema.spec.image}\n        n:",
-        "image: ${schema.spec.image +}\n        n:",
-    );
-    let (code, stderr) = plan(&rgd, false);
-    assert_eq!(code, Some(1), "{stderr}");
-    assert_eq!(
-        stderr,
-        "error: rgd.yaml (document 1): spec.resources[2] (id configs).template.data.image: ${schema.spec.image +}: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER} (at 1:20 of the expression)
+    let cases = [
+        // A syntax error's position after a renamed word.
+        (
+            ("image: ${schema.spec.image}\n        n:", "image: ${schema.spec.image +}\n        n:"),
+            "error: rgd.yaml (document 1): spec.resources[2] (id configs).template.data.image: ${schema.spec.image +}: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER} (at 1:20 of the expression)
   schema.spec.image +
-                     ^"
-    );
-    // The resource's own id in its readyWhen (dynrec reads it as `child`).
-    let rgd = SERVICE.replace(
-        "        n: ${name}\n",
-        "        n: ${name}\n    readyWhen:\n    - ${configs.data.n == 1}\n",
-    );
-    let (code, stderr) = plan(&rgd, false);
-    assert_eq!(code, Some(1), "{stderr}");
-    assert_eq!(
-        stderr,
-        "error: rgd.yaml (document 1): spec.resources[2] (id configs).readyWhen[0]: ${configs.data.n == 1}: cannot compare a string with a number (at 1:16 of the expression)
+                     ^",
+        ),
+        // The resource's own id in its readyWhen (dynrec reads it as `child`).
+        (
+            ("        n: ${name}\n", "        n: ${name}\n    readyWhen:\n    - ${configs.data.n == 1}\n"),
+            "error: rgd.yaml (document 1): spec.resources[2] (id configs).readyWhen[0]: ${configs.data.n == 1}: cannot compare a string with a number (at 1:16 of the expression)
   configs.data.n == 1
-                 ^"
-    );
+                 ^",
+        ),
+    ];
+    for ((from, to), expected) in cases {
+        let (code, stderr) = plan(&SERVICE.replace(from, to), false);
+        assert_eq!(code, Some(1), "{stderr}");
+        assert_eq!(stderr, expected);
+    }
 }
