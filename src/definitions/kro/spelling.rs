@@ -22,14 +22,21 @@ struct Spelling {
     renames: Vec<Renamed>,
 }
 
-/// The expressions of an RGD whose translation renamed something.
+/// The expressions of an RGD whose translation renamed something (none for a definition
+/// not translated from an RGD).
 #[derive(Clone, Debug, Default)]
-pub struct Spellings(Vec<Spelling>);
+pub struct Spellings {
+    of_rgd: bool,
+    found: Vec<Spelling>,
+}
 
 impl Spellings {
     /// The expressions of `rgd` paired with those of its translation.
     pub fn of(rgd: &ResourceGraphDefinition, translated: &Translated) -> Self {
-        let mut spellings = Spellings::default();
+        let mut spellings = Spellings {
+            of_rgd: true,
+            found: Vec::new(),
+        };
         let steps = &translated.definition.spec.steps;
         let place = |path: String| locate_path(&path, &translated.origins);
         for (i, (resource, step)) in rgd.spec.resources.iter().zip(steps).enumerate() {
@@ -122,7 +129,7 @@ impl Spellings {
                 continue;
             }
             if let Some(renames) = renamings(written, renamed) {
-                self.0.push(Spelling {
+                self.found.push(Spelling {
                     at: at.to_owned(),
                     written: written.to_owned(),
                     renamed: renamed.to_owned(),
@@ -148,6 +155,16 @@ impl Spellings {
             }
             names.extend(&spelling.renames);
         }
+        let instance = Renamed {
+            written: "schema".into(),
+            written_at: 0,
+            renamed: "self".into(),
+            renamed_at: 0,
+        };
+        // `self` is never a name an RGD gives (it is reserved): it is always KRO's `schema`.
+        if self.of_rgd && error.expression.is_some() {
+            names.push(&instance);
+        }
         for spelling in self.under(&error.path) {
             let quoted = format!("${{{}}}", spelling.renamed);
             if error.message.contains(&quoted) {
@@ -164,7 +181,7 @@ impl Spellings {
     /// The spellings whose place `path` is at or under, the most specific first.
     fn under(&self, path: &str) -> Vec<&Spelling> {
         let mut found: Vec<&Spelling> = self
-            .0
+            .found
             .iter()
             .filter(|s| {
                 path.strip_prefix(s.at.as_str()).is_some_and(|rest| {
