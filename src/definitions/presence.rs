@@ -137,3 +137,38 @@ pub fn said_once(warnings: Vec<DefinitionError>) -> Vec<DefinitionError> {
     }
     kept
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_template_sets_its_fields_not_computed_keys_nor_what_is_under_an_expression() {
+        let template = json!({"metadata": {"labels": {"app": "web", "app.kubernetes.io/name": "web"}},
+            "spec": {"selector": "${self.spec.selector}", "ports": [{"port": 80}], "none": null,
+                     "data": {"${self.spec.key}": "v"}}});
+        let set: std::collections::BTreeSet<String> =
+            set_by_template("web", &template).into_iter().collect();
+        assert_eq!(
+            set,
+            [
+                "web['metadata']",
+                "web.metadata['labels']",
+                "web.metadata.labels['app']",
+                "web.metadata.labels.app",
+                "web.metadata.labels['app.kubernetes.io/name']",
+                "web['spec']",
+                "web.spec['data']",
+                "web.spec.data",
+                "web.spec['ports']",
+                "web.spec.ports[0]['port']",
+                "web.spec.ports[0].port",
+                "web.spec['selector']",
+                "web.spec.selector",
+            ]
+            .map(String::from)
+            .into()
+        );
+    }
+}
