@@ -3,7 +3,7 @@
 //! publishes (ConfigMap, Deployment) and the definition's own (Widget).
 
 use dynrec::apiserver::ApiServer;
-use dynrec::definitions::{Schemas, compile, kinds_to_check, parse_documents};
+use dynrec::definitions::{CompiledDefinition, Schemas, compile, kinds_to_check, parse_documents};
 
 /// A Widget definition whose steps are `steps` (YAML, indented under `steps:`).
 fn definition(steps: &str) -> String {
@@ -46,6 +46,17 @@ async fn errors_of(text: &str) -> String {
         }
     }
     out.join("\n")
+}
+
+/// The first definition of `text`, compiled (it must compile).
+async fn compiled(text: &str) -> CompiledDefinition {
+    let loaded = parse_documents(text, "widgets.yaml").unwrap();
+    let server = ApiServer::new();
+    let mut schemas = Schemas::default();
+    schemas
+        .fetch(&server.client(), kinds_to_check(&loaded[0].definition))
+        .await;
+    compile(&loaded[0].definition, &schemas).unwrap()
 }
 
 const CONFIG_MAP: &str = "        apiVersion: v1\n        kind: ConfigMap\n        metadata: {name: \"${self.metadata.name}\"}\n";
@@ -331,13 +342,7 @@ async fn a_kind_of_a_group_not_served_yet_is_a_warning() {
             .replace("kind: ConfigMap", "kind: Gadget")
             .replace("        data: {}\n", ""),
     );
-    let loaded = parse_documents(&text, "widgets.yaml").unwrap();
-    let server = ApiServer::new();
-    let mut schemas = Schemas::default();
-    schemas
-        .fetch(&server.client(), kinds_to_check(&loaded[0].definition))
-        .await;
-    let compiled = compile(&loaded[0].definition, &schemas).unwrap();
+    let compiled = compiled(&text).await;
     let warnings: Vec<String> = compiled.warnings.iter().map(ToString::to_string).collect();
     assert_eq!(
         warnings,
@@ -352,6 +357,42 @@ async fn a_kind_of_a_group_not_served_yet_is_a_warning() {
             .map(ToString::to_string)
             .collect::<Vec<_>>(),
         ["example.org/v1/Gadget"]
+    );
+}
+
+#[tokio::test]
+async fn what_a_childs_template_sets_is_present_and_a_repeated_warning_is_said_once() {
+    let deployment = r#"  - child:
+      id: web
+      template:
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: "${self.metadata.name}"}
+        spec:
+          selector:
+            matchLabels: {app: web}
+          template:
+            metadata:
+              labels: {app: web}
+            spec:
+              containers:
+              - {name: web, image: "${self.spec.greeting}"}
+"#;
+    // The Deployment's selector and its container's name are set by its template; its
+    // replicas are not (nor required, nor defaulted by the schema).
+    let reader = child(
+        "config",
+        "",
+        "{app: \"${web.spec.selector.matchLabels['app']}\", container: \"${web.spec.template.spec.containers[0].name}\", replicas: \"${string(web.spec.replicas)}\", size: \"${string(self.spec.size)}\"}",
+    );
+    let compiled = compiled(&definition(&format!("{deployment}{reader}"))).await;
+    let warnings: Vec<String> = compiled.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        warnings,
+        [
+            "spec.steps[0].child.template.spec.template.spec.containers[0].image: ${self.spec.greeting}: self.spec may be absent (the schema neither requires nor defaults it): read it as self.?spec and what is under it with .?field, or guard it with has(self.spec) (at 1:5 of the expression)\n  self.spec.greeting\n      ^\n  and 1 more: spec.steps[1].child.template.data.size",
+            "spec.steps[1].child.template.data.replicas: ${string(web.spec.replicas)}: web.spec.replicas may be absent (the schema neither requires nor defaults it): read it as web.spec.?replicas.orValue(0), or guard it with has(web.spec.replicas) (at 1:16 of the expression)\n  string(web.spec.replicas)\n                 ^",
+        ]
     );
 }
 

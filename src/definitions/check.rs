@@ -56,6 +56,11 @@ impl Scope {
         }
     }
 
+    /// Knows `paths` present here (what a child's template sets, on its binding).
+    pub fn know(&mut self, paths: impl IntoIterator<Item = String>) {
+        self.facts.extend(paths);
+    }
+
     /// The same scope where `condition` is known to be `holds`.
     pub fn given(&self, condition: &Expression, holds: bool) -> Scope {
         let mut scope = self.clone();
@@ -111,20 +116,9 @@ pub fn check(
 
 /// A node's message as an error of the expression, with its position.
 fn located(expression: &Expression, e: NodeError) -> DefinitionError {
-    let error = DefinitionError::new(
-        expression.path(),
-        format!("${{{}}}: {}", expression.source(), e.message),
-    );
+    let error = DefinitionError::about(expression.path(), expression.source(), e.message);
     match expression.position_of(e.id) {
-        Some((line, column)) => {
-            let text = expression
-                .source()
-                .lines()
-                .nth(line - 1)
-                .unwrap_or_default();
-            let pad: String = text.chars().take(column - 1).map(|_| ' ').collect();
-            error.at(line, column, format!("  {text}\n  {pad}^"))
-        }
+        Some((line, column)) => error.at_position(line, column),
         None => error,
     }
 }
@@ -153,11 +147,11 @@ pub fn check_list(
     match check(expression, scope, found)? {
         Ty::List(items) => Ok(*items),
         Ty::Dyn => Ok(Ty::Dyn),
-        other => Err(DefinitionError::new(
+        other => Err(DefinitionError::about(
             expression.path(),
+            expression.source(),
             format!(
-                "${{{}}}: expected a list, the expression yields {}{}",
-                expression.source(),
+                "expected a list, the expression yields {}{}",
                 other.describe(),
                 unwrap_hint(&other)
             ),
@@ -176,11 +170,11 @@ fn expect(
     if ok(&ty) {
         return Ok(());
     }
-    Err(DefinitionError::new(
+    Err(DefinitionError::about(
         expression.path(),
+        expression.source(),
         format!(
-            "${{{}}}: expected {wanted}, the expression yields {}{}",
-            expression.source(),
+            "expected {wanted}, the expression yields {}{}",
             ty.describe(),
             unwrap_hint(&ty)
         ),

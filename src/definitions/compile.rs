@@ -15,6 +15,7 @@ use super::model::{
     RefStep, Step, SyncStep, VERSION,
 };
 use super::object_template::ObjectTemplate;
+use super::presence::{said_once, set_by_template};
 use super::schema::{Lookup, Schema, Schemas};
 use super::status_types::inferred_properties;
 use super::ty::Ty;
@@ -285,6 +286,7 @@ pub fn compile_at(
 ) -> Result<CompiledDefinition, DefinitionErrors> {
     let mut compiler = Compiler {
         infer_status: definition.spec.kro.is_some() && definition.spec.schema.is_some(),
+        kro: definition.spec.kro.is_some(),
         inferred_status: None,
         origins: origins.to_vec(),
         schemas: schemas.clone(),
@@ -360,7 +362,7 @@ pub fn compile_at(
         }
         conditions.push(extra.clone());
     }
-    let mut warnings = std::mem::take(&mut compiler.found.warnings);
+    let mut warnings = said_once(std::mem::take(&mut compiler.found.warnings));
     if definition.spec.strict {
         compiler.errors.append(&mut warnings);
     }
@@ -436,6 +438,9 @@ struct ChildParts<'a> {
 struct Compiler {
     /// Whether the generated CRD's status fields take their expressions' types (KRO's).
     infer_status: bool,
+    /// Whether the definition has KRO's conventions (a status field that cannot be
+    /// computed is left out).
+    kro: bool,
     /// The status fields' schemas so inferred.
     inferred_status: Option<serde_json::Map<String, Value>>,
     /// Path prefixes and the places they stand for in what was written.
@@ -519,7 +524,10 @@ impl Compiler {
                         p.depends_on = needs.into_iter().collect();
                         let ty = Ty::of_optional(self.schemas.get(&p.gvk));
                         match c.include_when.is_empty() && p.depends_on.is_empty() {
-                            true => scope.bind(&c.id, ty),
+                            true => {
+                                scope.bind(&c.id, ty);
+                                scope.know(set_by_template(&c.id, &c.template));
+                            }
                             false => scope.bind_maybe_null(&c.id, ty),
                         }
                         Plan::Child(Arc::new(p))
@@ -785,7 +793,10 @@ impl Compiler {
         );
         let failed = !found.errors.is_empty();
         self.errors.extend(found.errors);
-        self.found.warnings.extend(found.warnings);
+        // KRO leaves out a status field that cannot be computed: no read there fails.
+        if !self.kro {
+            self.found.warnings.extend(found.warnings);
+        }
         self.found.needs.extend(found.needs);
         if !step.status.is_object() {
             self.error(&status_path, "status must be a map of fields");

@@ -10,12 +10,25 @@ pub struct DefinitionError {
     pub path: String,
     /// What is wrong.
     pub message: String,
-    /// The 1-based line and column inside the expression, when one is at fault.
-    pub position: Option<(usize, usize)>,
-    /// The expression's line with a caret under the column.
-    pub snippet: Option<String>,
+    /// Where inside the expression, when one is at fault.
+    pub position: Option<Box<Position>>,
     /// The file (or cluster object) the definition came from.
     pub source: Option<String>,
+    /// The expression (without `${}`) the message is about, quoted before it.
+    pub expression: Option<Box<str>>,
+    /// Other places where the same holds (a warning said once for all of them).
+    pub also: Vec<String>,
+}
+
+/// A place in an expression.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Position {
+    /// The 1-based line.
+    pub line: usize,
+    /// The 1-based column.
+    pub column: usize,
+    /// The expression's line with a caret under the column.
+    pub snippet: String,
 }
 
 impl DefinitionError {
@@ -25,16 +38,49 @@ impl DefinitionError {
             path: path.into(),
             message: message.into(),
             position: None,
-            snippet: None,
             source: None,
+            expression: None,
+            also: Vec::new(),
+        }
+    }
+
+    /// An error about `expression` (its source, without `${}`) at `path`.
+    pub fn about(
+        path: impl Into<String>,
+        expression: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            expression: Some(expression.into().into()),
+            ..Self::new(path, message)
         }
     }
 
     /// The same error at a position of an expression.
     pub fn at(mut self, line: usize, column: usize, snippet: impl Into<String>) -> Self {
-        self.position = Some((line, column));
-        self.snippet = Some(snippet.into());
+        self.position = Some(Box::new(Position {
+            line,
+            column,
+            snippet: snippet.into(),
+        }));
         self
+    }
+
+    /// The same error at a position of its expression, with the line there and a caret
+    /// under the column.
+    pub fn at_position(self, line: usize, column: usize) -> Self {
+        let text = self
+            .expression
+            .as_deref()
+            .and_then(|e| e.lines().nth(line.saturating_sub(1)))
+            .unwrap_or_default();
+        let pad: String = text
+            .chars()
+            .take(column.saturating_sub(1))
+            .map(|_| ' ')
+            .collect();
+        let snippet = format!("  {text}\n  {pad}^");
+        self.at(line, column, snippet)
     }
 
     /// The same error, saying which file or object it came from.
@@ -76,12 +122,23 @@ impl fmt::Display for DefinitionError {
         if !self.path.is_empty() {
             write!(f, "{}: ", self.path)?;
         }
-        write!(f, "{}", self.message)?;
-        if let Some((line, column)) = self.position {
-            write!(f, " (at {line}:{column} of the expression)")?;
+        if let Some(expression) = &self.expression {
+            write!(f, "${{{expression}}}: ")?;
         }
-        if let Some(snippet) = &self.snippet {
-            write!(f, "\n{snippet}")?;
+        write!(f, "{}", self.message)?;
+        if let Some(position) = &self.position {
+            let Position {
+                line,
+                column,
+                snippet,
+            } = &**position;
+            write!(f, " (at {line}:{column} of the expression)\n{snippet}")?;
+        }
+        if let Some((first, rest)) = self.also.split_first() {
+            write!(f, "\n  and {} more: {first}", self.also.len())?;
+            for place in rest {
+                write!(f, ", {place}")?;
+            }
         }
         Ok(())
     }

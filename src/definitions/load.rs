@@ -19,6 +19,9 @@ pub struct Loaded {
     /// For a definition read from a KRO ResourceGraphDefinition: the prefixes of its paths
     /// and the RGD paths they stand for (its errors name the RGD's).
     pub origins: Vec<(String, String)>,
+    /// For a definition read from a KRO ResourceGraphDefinition: its expressions as
+    /// written (its messages quote those, not their translation).
+    pub spellings: crate::definitions::kro::Spellings,
 }
 
 impl Loaded {
@@ -28,12 +31,20 @@ impl Loaded {
             source: source.into(),
             definition,
             origins: Vec::new(),
+            spellings: Default::default(),
         }
     }
 
     /// An error of this definition at its place in what was written, and its source.
     pub fn locate(&self, error: DefinitionError) -> DefinitionError {
-        crate::definitions::kro::locate(error, &self.origins).in_source(&self.source)
+        self.as_written(error).in_source(&self.source)
+    }
+
+    /// An error of this definition at its place in what was written, in its words (a KRO
+    /// RGD's paths and expressions).
+    pub fn as_written(&self, error: DefinitionError) -> DefinitionError {
+        let located = crate::definitions::kro::locate(error, &self.origins);
+        self.spellings.respell(located)
     }
 }
 
@@ -52,10 +63,12 @@ pub fn parse_rgd_value(value: Value, source: &str) -> Result<Loaded, DefinitionE
     };
     let rgd = crate::definitions::kro::parse_rgd(value).map_err(|e| in_source(e.into()))?;
     let translated = crate::definitions::kro::translate(&rgd).map_err(in_source)?;
+    let spellings = crate::definitions::kro::Spellings::of(&rgd, &translated);
     Ok(Loaded {
         source: source.to_owned(),
         definition: translated.definition,
         origins: translated.origins,
+        spellings,
     })
 }
 

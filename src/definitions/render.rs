@@ -78,7 +78,7 @@ fn literal_source(literal: &LiteralValue) -> Option<String> {
 }
 
 /// A string literal: single-quoted when that needs no escapes.
-fn quote(text: &str) -> String {
+pub fn quote(text: &str) -> String {
     if text
         .chars()
         .any(|c| matches!(c, '\'' | '\\') || c.is_control())

@@ -208,7 +208,7 @@ impl Definitions {
         )?;
         compiled.warnings = std::mem::take(&mut compiled.warnings)
             .into_iter()
-            .map(|w| crate::definitions::kro::locate(w, &loaded.origins))
+            .map(|w| loaded.as_written(w))
             .collect();
         Ok(compiled)
     }

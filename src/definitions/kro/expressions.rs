@@ -12,13 +12,32 @@ pub type Renames = BTreeMap<String, String>;
 
 /// `expression` (CEL, without `${}`) with its variables renamed.
 pub fn rename(expression: &str, renames: &Renames) -> String {
+    walk(expression, |word| renames.get(word).cloned()).0
+}
+
+/// A variable renamed in an expression: its name as written and where (in characters),
+/// and what it became and where that is in the renamed text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Renamed {
+    /// The name as written.
+    pub written: String,
+    /// Its offset in the written expression.
+    pub written_at: usize,
+    /// What it became.
+    pub renamed: String,
+    /// Its offset in the renamed expression.
+    pub renamed_at: usize,
+}
+
+/// `expression` (CEL, without `${}`) with its variables renamed, and each renaming.
+pub fn rename_tracked(expression: &str, renames: &Renames) -> (String, Vec<Renamed>) {
     walk(expression, |word| renames.get(word).cloned())
 }
 
 /// The variables `expression` (CEL, without `${}`) reads, in order, each once.
 pub fn variables(expression: &str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
-    walk(expression, |word| {
+    let _ = walk(expression, |word| {
         if !found.iter().any(|f| f == word) {
             found.push(word.to_owned());
         }
@@ -28,16 +47,22 @@ pub fn variables(expression: &str) -> Vec<String> {
 }
 
 /// `expression` with each variable (an identifier not after `.` nor in a string literal)
-/// replaced by what `replace` gives for it, if anything.
-fn walk(expression: &str, mut replace: impl FnMut(&str) -> Option<String>) -> String {
+/// replaced by what `replace` gives for it, if anything, and each replacement.
+fn walk(
+    expression: &str,
+    mut replace: impl FnMut(&str) -> Option<String>,
+) -> (String, Vec<Renamed>) {
     let chars: Vec<char> = expression.chars().collect();
     let mut out = String::with_capacity(expression.len());
+    let mut out_chars = 0;
+    let mut renamed = Vec::new();
     let mut i = 0;
     let mut previous_significant = ' ';
     while i < chars.len() {
         let c = chars[i];
         if let Some(end) = string_literal_end(&chars, i) {
             out.extend(&chars[i..end]);
+            out_chars += end - i;
             i = end;
             previous_significant = '"';
             continue;
@@ -52,8 +77,21 @@ fn walk(expression: &str, mut replace: impl FnMut(&str) -> Option<String>) -> St
                 .then(|| replace(&word))
                 .flatten()
             {
-                Some(to) => out.push_str(&to),
-                None => out.push_str(&word),
+                Some(to) => {
+                    out.push_str(&to);
+                    let length = to.chars().count();
+                    renamed.push(Renamed {
+                        written: word,
+                        written_at: start,
+                        renamed: to,
+                        renamed_at: out_chars,
+                    });
+                    out_chars += length;
+                }
+                None => {
+                    out.push_str(&word);
+                    out_chars += i - start;
+                }
             }
             previous_significant = 'a';
             continue;
@@ -62,9 +100,10 @@ fn walk(expression: &str, mut replace: impl FnMut(&str) -> Option<String>) -> St
             previous_significant = c;
         }
         out.push(c);
+        out_chars += 1;
         i += 1;
     }
-    out
+    (out, renamed)
 }
 
 /// Where the string literal starting at `i` ends (one past its closing quote), if one

@@ -13,6 +13,7 @@ mod instance;
 mod model;
 mod ownership;
 mod simpleschema;
+mod spelling;
 mod translate;
 
 pub use collection::{COLLECTION_INDEX_LABEL, COLLECTION_SIZE_LABEL, label_collection_item};
@@ -26,6 +27,7 @@ pub use model::{
 };
 pub use ownership::children_of;
 pub use simpleschema::spec_schema;
+pub use spelling::Spellings;
 pub use translate::{
     FINALIZER, INSTANCE_ID_LABEL, OWNED_LABEL, RGD_NAME_LABEL, Translated, locate, parse_rgd,
     plural, translate,

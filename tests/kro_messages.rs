@@ -1,0 +1,167 @@
+//! An RGD's load-time messages in its own words, through `dynrec plan` on the embedded API
+//! server: the expression quoted as written (KRO's `schema`, a forEach iterator, a
+//! resource's id), the hint's rewrite in those names, the position and caret in the written
+//! text; and no noise: no warning for status fields (KRO leaves out what cannot be
+//! computed), none for fields a resource's template sets, one for a read repeated.
+
+mod dynrec_cli_common;
+
+use dynrec_cli_common::{dynrec, text};
+
+/// A service from scratch: a Deployment, a Service reading the Deployment's selector and
+/// port, a ConfigMap for each name, status from the Deployment and the Service.
+const SERVICE: &str = r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: svc}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Svc
+    spec:
+      image: string | required=true
+      port: integer | default=8080
+      names: "[]string"
+    status:
+      availableReplicas: ${deployment.status.availableReplicas}
+      clusterIP: ${service.spec.clusterIP}
+  resources:
+  - id: deployment
+    template:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: {name: "${schema.metadata.name}"}
+      spec:
+        selector:
+          matchLabels: {app: "${schema.metadata.name}"}
+        template:
+          metadata:
+            labels: {app: "${schema.metadata.name}"}
+          spec:
+            containers:
+            - name: app
+              image: ${schema.spec.image}
+              ports:
+              - containerPort: ${schema.spec.port}
+  - id: service
+    template:
+      apiVersion: v1
+      kind: Service
+      metadata: {name: "${schema.metadata.name}"}
+      spec:
+        selector: ${deployment.spec.selector.matchLabels}
+        ports:
+        - port: ${schema.spec.port}
+          targetPort: ${deployment.spec.template.spec.containers[0].ports[0].containerPort}
+  - id: configs
+    forEach:
+    - name: ${schema.spec.names}
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.metadata.name + '-' + name}"}
+      data:
+        image: ${schema.spec.image}
+        n: ${name}
+"#;
+
+/// `dynrec plan --embedded [--strict] -f` on `rgd`: its exit code and stderr.
+fn plan(rgd: &str, strict: bool) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rgd.yaml");
+    std::fs::write(&file, rgd).unwrap();
+    let file = file.to_string_lossy().into_owned();
+    let mut args = vec!["plan", "--embedded", "-f", &file];
+    if strict {
+        args.insert(1, "--strict");
+    }
+    let output = dynrec(&args);
+    let stderr = String::from_utf8_lossy(&output.stderr)
+        .replace(&file, "rgd.yaml")
+        .trim_end()
+        .to_owned();
+    assert!(!stderr.contains("panicked"), "{}", text(&output));
+    (output.status.code(), stderr)
+}
+
+/// The one warning of [`SERVICE`]: `schema.spec` may be absent (KRO's instance CRD does not
+/// require `spec`), said once for the five reads under it.
+const SPEC_MAY_BE_ABSENT: &str = "rgd.yaml (document 1): spec.resources[0] (id deployment).template.spec.template.spec.containers[0].image: ${schema.spec.image}: schema.spec may be absent (the schema neither requires nor defaults it): read it as schema.?spec and what is under it with .?field, or guard it with has(schema.spec) (at 1:7 of the expression)
+  schema.spec.image
+        ^
+  and 4 more: spec.resources[0] (id deployment).template.spec.template.spec.containers[0].ports[0].containerPort, spec.resources[1] (id service).template.spec.ports[0].port, spec.resources[2] (id configs).forEach[0], spec.resources[2] (id configs).template.data.image";
+
+#[test]
+fn an_rgds_warning_quotes_what_it_wrote_once_for_a_repeated_read_and_never_for_status() {
+    let (code, stderr) = plan(SERVICE, false);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr, format!("warning: {SPEC_MAY_BE_ABSENT}"));
+
+    // Strict: the same read is an error, said the same way; status reads still are not
+    // (a status field that cannot be computed is left out, it does not fail).
+    let (code, stderr) = plan(SERVICE, true);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(stderr, format!("error: {SPEC_MAY_BE_ABSENT}"));
+
+    // Guarded, nothing is left to say.
+    let guarded = SERVICE
+        .replace("${schema.spec.image}", "${schema.?spec.?image.orValue('')}")
+        .replace("${schema.spec.port}", "${schema.?spec.?port.orValue(8080)}")
+        .replace("${schema.spec.names}", "${schema.?spec.?names.orValue([])}");
+    let (code, stderr) = plan(&guarded, true);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr, "");
+}
+
+#[test]
+fn an_rgds_errors_quote_its_names_with_positions_in_the_written_text() {
+    let rgd = SERVICE.replace("n: ${name}", "n: ${name.foo}")
+        + r#"  - id: extra
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.metadata.name + schema.spec.nam}"}
+      data:
+        port: ${schema.spec.port}
+"#;
+    let (code, stderr) = plan(&rgd, false);
+    assert_eq!(code, Some(1), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        errors,
+        [
+            // A forEach iterator is named as written (dynrec reads it as `each`).
+            "error: rgd.yaml (document 1): spec.resources[2] (id configs).template.data.n: ${name.foo}: name is a string, which has no field \"foo\" (at 1:5 of the expression)",
+            "  name.foo",
+            "      ^",
+            // After a renamed word (`schema`, read as `self`), the column is the written one.
+            "rgd.yaml (document 1): spec.resources[3] (id extra).template.metadata.name: ${schema.metadata.name + schema.spec.nam}: schema.spec has no field \"nam\"; its fields are: image, names, port (at 1:35 of the expression)",
+            "  schema.metadata.name + schema.spec.nam",
+            "                                    ^",
+            // An expression quoted inside the message is the written one too.
+            "rgd.yaml (document 1): spec.resources[3] (id extra).template.data.port: expected a string, ${schema.spec.port} yields a number",
+        ]
+    );
+
+    let cases = [
+        // A syntax error's position after a renamed word.
+        (
+            ("image: ${schema.spec.image}\n        n:", "image: ${schema.spec.image +}\n        n:"),
+            "error: rgd.yaml (document 1): spec.resources[2] (id configs).template.data.image: ${schema.spec.image +}: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER} (at 1:20 of the expression)
+  schema.spec.image +
+                     ^",
+        ),
+        // The resource's own id in its readyWhen (dynrec reads it as `child`).
+        (
+            ("        n: ${name}\n", "        n: ${name}\n    readyWhen:\n    - ${configs.data.n == 1}\n"),
+            "error: rgd.yaml (document 1): spec.resources[2] (id configs).readyWhen[0]: ${configs.data.n == 1}: cannot compare a string with a number (at 1:16 of the expression)
+  configs.data.n == 1
+                 ^",
+        ),
+    ];
+    for ((from, to), expected) in cases {
+        let (code, stderr) = plan(&SERVICE.replace(from, to), false);
+        assert_eq!(code, Some(1), "{stderr}");
+        assert_eq!(stderr, expected);
+    }
+}
