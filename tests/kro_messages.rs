@@ -158,6 +158,11 @@ fn an_rgds_errors_quote_its_names_with_positions_in_the_written_text() {
   configs.data.n == 1
                  ^",
         ),
+        // The rewrites a message suggests name the iterator as written too.
+        (
+            ("n: ${name}", "n: ${hash.md5(name)}"),
+            "error: rgd.yaml (document 1): spec.resources[2] (id configs).template.data.n: ${hash.md5(name)} yields bytes, which cannot be written into an object: encode them, as base64 with ${base64.encode(hash.md5(name))} or as hex with ${'%x'.format([hash.md5(name)])}",
+        ),
     ];
     for ((from, to), expected) in cases {
         let (code, stderr) = plan(&SERVICE.replace(from, to), false);

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::expressions::{Renamed, expressions};
+use super::expressions::{Renamed, Renames, expressions, rename};
 use super::model::{Resource, ResourceGraphDefinition};
 use super::translate::Translated;
 use crate::definitions::error::locate_path;
@@ -329,10 +329,17 @@ fn written_names(message: &str, names: &[&Renamed]) -> String {
         last = end;
     }
     pieces.push((last, message.len(), true));
+    // A quoted expression is the RGD's already, or one the message suggests (`${base64.encode(
+    // hash.md5(each))}`): its variables are renamed back. No RGD expression reads a variable
+    // named as the translation names them (they are reserved).
+    let back: Renames = by_length
+        .iter()
+        .map(|r| (r.renamed.clone(), r.written.clone()))
+        .collect();
     for (start, end, prose) in pieces {
         let text = &message[start..end];
         if !prose {
-            out.push_str(text);
+            out.push_str(&rename(text, &back));
             continue;
         }
         let chars: Vec<char> = text.chars().collect();
