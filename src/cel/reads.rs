@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue, operators};
 use cel::common::types::{
     CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
 };
@@ -236,6 +236,21 @@ impl VariableReads {
                 _ => self.walk(&select.operand, bound),
             },
             Expr::Call(call) => {
+                // x.a.?b: `b` of the chain x.a is read, and x.a resolved whole as a name.
+                if let Some((name, path, field)) = optional_select(call)
+                    && !bound.iter().any(|b| b == name)
+                {
+                    self.record(name, path.clone(), Some(field));
+                    // Bound with the values of what it holds, not only their presence.
+                    if let Some(chain) = self
+                        .chains
+                        .iter_mut()
+                        .find(|c| c.variable == name && c.path == path)
+                    {
+                        chain.tested = None;
+                    }
+                    return;
+                }
                 if let Some(target) = &call.target {
                     self.walk(target, bound);
                 }
@@ -272,6 +287,21 @@ impl VariableReads {
             Expr::Literal(_) | Expr::Unspecified => {}
         }
     }
+}
+
+/// `x.a.?b` as the chain `x.a` (its variable and field names) and the field `b`.
+fn optional_select(call: &CallExpr) -> Option<(&str, Vec<String>, &str)> {
+    if call.func_name != operators::OPT_SELECT || call.target.is_some() {
+        return None;
+    }
+    let [operand, field] = call.args.as_slice() else {
+        return None;
+    };
+    let Expr::Literal(LiteralValue::String(field)) = &field.expr else {
+        return None;
+    };
+    let (name, path) = field_chain(operand)?;
+    Some((name, path, field.inner()))
 }
 
 /// `name.f1.f2...` as the variable and its field names, if `expr` is such a chain.
@@ -389,6 +419,10 @@ mod tests {
             ),
             (
                 "self.spec.?size.orValue(1) == 1",
+                fields(&[("spec", fields(&[("size", Reads::Whole)]))]),
+            ),
+            (
+                "self.?spec.?size.orValue(1) == 1",
                 fields(&[("spec", Reads::Whole)]),
             ),
             ("self == self", Reads::Whole),
@@ -442,6 +476,13 @@ mod tests {
             "has(self.spec.size) && size(self.spec) == 3",
             "has(self.spec.tags.x)",
             "has(self.spec.missing) || self.spec.size == 3",
+            "self.?spec.?size.orValue(1) == 3",
+            "self.?missing.orValue(1) == 1",
+            "self.?spec.?missing.hasValue()",
+            "self.spec.?tags.orValue('') == 'x' && self.spec.size == 3",
+            "has(self.spec.tags) && self.spec.?size.orValue(0) == 3",
+            "self.metadata.?labels.orValue({}).size() == 1 && self.metadata.name == 'w'",
+            "self.spec.missing.?deeper.hasValue()",
         ] {
             let program = env.compile(source).unwrap();
             let reads = VariableReads::of(program.expression());
@@ -449,9 +490,17 @@ mod tests {
             whole.add_variable_as_val("self", to_val(&object));
             let mut projected = cel::Context::with_env(env.clone());
             projected.add_variable_as_val("self", project(&object, &reads.reads["self"]));
+            let mut by_chains = cel::Context::with_env(env.clone());
+            reads.bind_json(&mut by_chains, "self", &object);
+            let expected = format!("{:?}", program.execute(&whole));
             assert_eq!(
                 format!("{:?}", program.execute(&projected)),
-                format!("{:?}", program.execute(&whole)),
+                expected,
+                "{source}"
+            );
+            assert_eq!(
+                format!("{:?}", program.execute(&by_chains)),
+                expected,
                 "{source}"
             );
         }
