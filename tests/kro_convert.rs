@@ -310,8 +310,8 @@ fn converting_type_checks_the_expressions_as_run_does() {
     assert_eq!(
         stderr,
         format!(
-            "error: {file} (document 1): spec.resources[0] (id thing).template.data.digest: ${{hash.md5(self.spec.name)}} yields bytes, which cannot be written into an object: encode them, as base64 with ${{base64.encode(hash.md5(self.spec.name))}} or as hex with ${{'%x'.format([hash.md5(self.spec.name)])}}\n\
-             {file} (document 1): spec.resources[0] (id thing).template.data.name: ${{self.spec.nam}}: self.spec has no field \"nam\"; its fields are: name (at 1:10 of the expression)\n  self.spec.nam\n           ^\n"
+            "error: {file} (document 1): spec.resources[0] (id thing).template.data.digest: ${{hash.md5(schema.spec.name)}} yields bytes, which cannot be written into an object: encode them, as base64 with ${{base64.encode(hash.md5(schema.spec.name))}} or as hex with ${{'%x'.format([hash.md5(schema.spec.name)])}}\n\
+             {file} (document 1): spec.resources[0] (id thing).template.data.name: ${{schema.spec.nam}}: schema.spec has no field \"nam\"; its fields are: name (at 1:12 of the expression)\n  schema.spec.nam\n             ^\n"
         )
     );
 }
