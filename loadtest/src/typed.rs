@@ -145,24 +145,36 @@ async fn reconcile(widget: Arc<Widget>, context: Arc<Context>) -> Result<Action,
             last_transition_time: Time(jiff::Timestamp::now()),
             observed_generation: generation,
         };
-        let name = widget.name_any();
         let patch = json!({"status": {
             "observedGeneration": generation,
             "conditions": [condition("ConfigMapReady"), condition("Ready")],
         }});
-        Api::<Widget>::namespaced(context.client.clone(), &namespace)
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await?;
-        let reference = widget.object_ref(&());
-        record(
-            &context.recorder,
-            &reference,
-            "StatusUpdated",
-            "Updated status",
-        )
-        .await?;
+        write_status(&context.client, &context.recorder, &*widget, &patch).await?;
     }
     Ok(Action::await_change())
+}
+
+/// Merge-patches the status of `object` and records `StatusUpdated`, as dynrec does.
+pub async fn write_status<K>(
+    client: &kube::Client,
+    recorder: &Recorder,
+    object: &K,
+    patch: &serde_json::Value,
+) -> Result<(), kube::Error>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+    K: Clone + DeserializeOwned + Debug,
+{
+    let namespace = object.namespace().unwrap_or_default();
+    Api::<K>::namespaced(client.clone(), &namespace)
+        .patch_status(
+            &object.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(patch),
+        )
+        .await?;
+    let reference = object.object_ref(&());
+    record(recorder, &reference, "StatusUpdated", "Updated status").await
 }
 
 /// The Event recorder of the baseline controller `controller`.

@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::typed::{drive, record, recorder, reflect};
+use crate::typed::{drive, record, recorder, reflect, write_status};
 use crate::webapps::{self, WebApp, WebAppStatus};
 
 /// The field manager of the baseline's applies.
@@ -98,17 +98,7 @@ async fn reconcile(webapp: Arc<WebApp>, context: Arc<Context>) -> Result<Action,
     let wanted = status(&webapp, available, host.as_deref());
     if !same_status(webapp.status.as_ref(), &wanted) {
         let patch = json!({"status": wanted});
-        Api::<WebApp>::namespaced(context.client.clone(), &namespace)
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await?;
-        let reference = webapp.object_ref(&());
-        record(
-            &context.recorder,
-            &reference,
-            "StatusUpdated",
-            "Updated status",
-        )
-        .await?;
+        write_status(&context.client, &context.recorder, &*webapp, &patch).await?;
     }
     Ok(Action::await_change())
 }
