@@ -239,7 +239,7 @@ fn plan_beside_a_running_run_plans_against_its_server_and_leaves_its_kubeconfig(
 }
 
 #[test]
-fn run_refuses_an_invalid_definition_saying_what_is_wrong_once() {
+fn run_and_rbac_refuse_an_invalid_definition_saying_what_is_wrong_once() {
     let dir = tempfile::tempdir().unwrap();
     let definition = dir.path().join("copy.yaml");
     std::fs::write(
@@ -259,15 +259,22 @@ fn run_refuses_an_invalid_definition_saying_what_is_wrong_once() {
             .args(["run", "--embedded", "-f", "copy.yaml"]),
         DEADLINE,
     );
+    let rbac = run(
+        dynrec()
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .args(["rbac", "-f", "copy.yaml"]),
+        DEADLINE,
+    );
+    assert!(!rbac.status.success(), "{}", rbac.stderr);
     assert!(!out.status.success(), "{}", out.stderr);
     let problem = r#"self.metadata has no field "nme""#;
-    assert_eq!(out.stderr.matches(problem).count(), 1, "{}", out.stderr);
-    assert!(
-        out.stderr
-            .contains(r#"error: starting definition "copy" of copy.yaml"#),
-        "{}",
-        out.stderr
-    );
+    let located = r#"error: starting definition "copy": copy.yaml (document 1): spec.steps[0].child.template.metadata.name: ${self.metadata.nme}: self.metadata has no field "nme""#;
+    for (what, stderr) in [("run", &out.stderr), ("rbac", &rbac.stderr)] {
+        assert_eq!(stderr.matches(problem).count(), 1, "{what}: {stderr}");
+        assert_eq!(stderr.matches("copy.yaml").count(), 1, "{what}: {stderr}");
+        assert!(stderr.contains(located), "{what}: {stderr}");
+    }
 }
 
 #[test]

@@ -15,7 +15,7 @@ use kube::api::DynamicObject;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::definitions::print_warnings;
+use super::definitions::{print_warnings, starting_error};
 
 /// How long the controllers get to stop once the tests are done.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -67,7 +67,7 @@ pub async fn start(
         let compiled = definitions
             .start_from_file(definition)
             .await
-            .with_context(|| format!("starting the definition of {}", definition.source))?;
+            .map_err(|error| starting_error(definition, error))?;
         print_warnings(&compiled, &definition.source);
         started.push(compiled);
     }

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use dynrec::definitions::{CompiledDefinition, DefinitionErrors, Loaded, load_dir};
+use dynrec::definitions::{CompiledDefinition, DefinitionErrors, Loaded, StartError, load_dir};
 
 /// The definitions of every file or directory in `paths`; all errors at once. A path that
 /// holds none is said on stderr (its other documents are not used).
@@ -51,4 +51,16 @@ pub fn print_warnings(compiled: &CompiledDefinition, source: &str) {
     for warning in &compiled.warnings {
         eprintln!("warning: {source}: {warning}");
     }
+}
+
+/// `error` starting `definition`, with what it does not say itself: the definition's name,
+/// and its file when the error does not name it (`starting definition "web" of web.yaml
+/// (document 1): cannot install …`, `starting definition "web": web.yaml (document 1): spec…`).
+pub fn starting_error(definition: &Loaded, error: StartError) -> anyhow::Error {
+    let name = &definition.definition.metadata.name;
+    let context = match error.names_its_source() {
+        true => format!("starting definition {name:?}"),
+        false => format!("starting definition {name:?} of {}", definition.source),
+    };
+    anyhow::Error::new(error).context(context)
 }

@@ -27,7 +27,7 @@ use dynrec::rbac::{self, RoleKind, Rule};
 use dynrec::reconcilers::{Config, Permission};
 use dynrec::runtime::{Manager, ManagerOptions, manager_permissions, rbac_watch_permissions};
 
-use super::definitions::load;
+use super::definitions::{load, starting_error};
 
 /// The example controllers `dynrec rbac --example` knows.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -316,7 +316,7 @@ async fn run_controllers(
         let compiled = definitions
             .start(definition)
             .await
-            .with_context(|| format!("in {}", definition.source))?;
+            .map_err(|error| starting_error(definition, error))?;
         let Some(account) = definitions.identity(&compiled.name) else {
             continue;
         };

@@ -20,7 +20,7 @@ use dynrec::reconcilers::Config;
 use dynrec::runtime::{BindAddress, Manager, RunArgs, connect, manager_options, shutdown_signal};
 use dynrec::webhook::{CertSource, WebhookServer, service_certificate};
 
-use super::definitions::{load, print_warnings};
+use super::definitions::{load, print_warnings, starting_error};
 
 /// The examples `dynrec run` runs on the embedded default.
 const BUNDLED: [(&str, &str); 3] = [
@@ -127,7 +127,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 tokio::spawn(start_when_served(definitions.clone(), definition.clone()));
             }
             Err(error) => {
-                return Err(error).with_context(|| format!("starting {}", name_of(definition)));
+                return Err(starting_error(definition, error));
             }
         }
     }
@@ -162,7 +162,7 @@ async fn start_when_served(definitions: Definitions, definition: Loaded) {
             Ok(compiled) => return started(&compiled, &definition),
             Err(StartError::KindNotServed { .. }) => {}
             Err(error) => {
-                return eprintln!("error: starting {}: {error}", name_of(&definition));
+                return eprintln!("error: {:#}", starting_error(&definition, error));
             }
         }
     }
@@ -223,13 +223,6 @@ fn service_name(text: &str) -> anyhow::Result<(String, String)> {
         }
         _ => anyhow::bail!("--webhook-service {text:?}: expected NAMESPACE/NAME"),
     }
-}
-
-fn name_of(loaded: &Loaded) -> String {
-    format!(
-        "definition {:?} of {}",
-        loaded.definition.metadata.name, loaded.source
-    )
 }
 
 /// `NAMESPACE/NAME`, or `NAME` in `namespace` (dynrec's own, as Flux's

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::error::{DefinitionError, DefinitionErrors};
-use super::model::{KIND, ReconcilerDefinition};
+use super::model::{KIND, ReconcilerDefinition, STEP_KINDS};
 
 /// A definition and where it came from.
 #[derive(Clone, Debug)]
@@ -150,11 +150,69 @@ fn duplicate_key(mut err: &serde_saphyr::Error) -> Option<(String, u64, u64)> {
 
 /// A definition from its JSON form (a file's document or a cluster object).
 pub fn parse_value(value: Value) -> Result<ReconcilerDefinition, DefinitionError> {
-    serde_path_to_error::deserialize(value).map_err(|err| {
+    serde_path_to_error::deserialize(&value).map_err(|err| {
+        let at = value_at(&value, err.path());
         let path = err.path().to_string();
         let path = if path == "." { String::new() } else { path };
-        DefinitionError::new(path, err.into_inner().to_string())
+        let message = match at {
+            Some(Value::Object(step)) if is_step(&path) && step.len() != 1 => step_shape(step),
+            _ => err.into_inner().to_string(),
+        };
+        DefinitionError::new(path, message)
     })
+}
+
+/// The value at `path` of `value`, if there is one.
+fn value_at<'a>(value: &'a Value, path: &serde_path_to_error::Path) -> Option<&'a Value> {
+    use serde_path_to_error::Segment;
+    path.iter().try_fold(value, |value, segment| match segment {
+        Segment::Seq { index } => value.get(index),
+        Segment::Map { key } | Segment::Enum { variant: key } => value.get(key),
+        Segment::Unknown => None,
+    })
+}
+
+/// Whether `path` names a step (`spec.steps[0]`, `spec.steps[1].if.then[0]`).
+fn is_step(path: &str) -> bool {
+    let Some((list, index)) = path.strip_suffix(']').and_then(|p| p.rsplit_once('[')) else {
+        return false;
+    };
+    index.parse::<usize>().is_ok()
+        && ["steps", "then", "else"]
+            .iter()
+            .any(|steps| list.rsplit('.').next() == Some(steps))
+}
+
+/// What is wrong with a step that is not one key naming its kind.
+fn step_shape(step: &serde_json::Map<String, Value>) -> String {
+    let kinds: Vec<&str> = step
+        .keys()
+        .filter(|k| STEP_KINDS.contains(&k.as_str()))
+        .map(String::as_str)
+        .collect();
+    let others: Vec<&str> = step
+        .keys()
+        .filter(|k| !STEP_KINDS.contains(&k.as_str()))
+        .map(String::as_str)
+        .collect();
+    let advice = match (kinds.as_slice(), others.as_slice()) {
+        ([], []) => "it has none".to_owned(),
+        ([kind], others) => format!(
+            "move {} under {kind} (`- {kind}: {{{}: ...}}`)",
+            others.join(", "),
+            others[0]
+        ),
+        ([], others) => format!("it has {}, none of them a step's kind", others.join(", ")),
+        (kinds, _) => format!(
+            "it names {} kinds ({}): write each as its own step",
+            kinds.len(),
+            kinds.join(", ")
+        ),
+    };
+    format!(
+        "a step is a map with one key, its kind ({}), holding the step's fields: {advice}",
+        STEP_KINDS.join(", ")
+    )
 }
 
 /// The definitions of one file.
@@ -236,6 +294,46 @@ mod tests {
         );
         let text = "kind: ConfigMap\n---\napiVersion: dynrec.dev/v1alpha1\nkind: ReconcilerDefinition\nmetadata: {name: a}\nspec:\n  for: {apiVersion: v1, kind: ConfigMap}\n  steps: []\n";
         assert_eq!(parse_documents(text, "a.yaml").unwrap().len(), 1);
+    }
+
+    fn step_error(steps: &str) -> String {
+        let text = format!(
+            "apiVersion: dynrec.dev/v1alpha1\nkind: ReconcilerDefinition\nmetadata: {{name: a}}\nspec:\n  for: {{apiVersion: v1, kind: ConfigMap}}\n  steps:\n{steps}"
+        );
+        parse_documents(&text, "a.yaml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_step_not_one_key_naming_its_kind_is_refused_saying_how_to_write_it() {
+        let kinds = "(child, childSet, sync, ref, if, finalizer)";
+        assert_eq!(
+            step_error("  - id: c\n    child: {template: {}}\n"),
+            format!(
+                "a.yaml (document 1): spec.steps[0]: a step is a map with one key, its kind {kinds}, holding the step's fields: move id under child (`- child: {{id: ...}}`)"
+            )
+        );
+        assert!(
+            step_error("  - child: {id: c, template: {}}\n  - if:\n      condition: x\n      then:\n      - child: {id: d, template: {}}\n        sync: {status: {}}\n")
+                .starts_with("a.yaml (document 1): spec.steps[1].if.then[0]: a step is a map with one key, its kind"),
+        );
+        assert!(step_error("  - {}\n").ends_with("holding the step's fields: it has none"),);
+        assert!(
+            step_error("  - {id: c, template: {}}\n")
+                .ends_with("it has id, template, none of them a step's kind"),
+        );
+    }
+
+    #[test]
+    fn every_step_kind_is_a_step_s_key() {
+        for kind in STEP_KINDS {
+            let error = step_error(&format!("  - {kind}: 5\n"));
+            assert!(
+                error.contains(&format!("spec.steps[0].{kind}: invalid type")),
+                "{kind}: {error}"
+            );
+        }
+        let error = step_error("  - childs: 5\n");
+        assert!(error.contains("unknown variant `childs`"), "{error}");
     }
 
     #[test]

@@ -163,6 +163,9 @@ fn namespaced() -> String {
     "Namespaced".into()
 }
 
+/// The key naming each kind of [`Step`], as written.
+pub const STEP_KINDS: [&str; 6] = ["child", "childSet", "sync", "ref", "if", "finalizer"];
+
 /// One step of a definition.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

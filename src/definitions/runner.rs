@@ -145,6 +145,14 @@ pub enum StartError {
     ServiceAccountRequired,
 }
 
+impl StartError {
+    /// Whether its message already names the file (and document) the definition came from,
+    /// so a caller adding context names only the definition.
+    pub fn names_its_source(&self) -> bool {
+        matches!(self, Self::Invalid(_) | Self::KindNotServed { .. })
+    }
+}
+
 impl Definitions {
     /// Definitions run by `manager`; `config` is the one their reconcilers are built with.
     pub fn new(manager: &Manager, config: &Config) -> Self {
