@@ -440,7 +440,9 @@ async fn a_failing_expression_sets_ready_false_naming_the_step_and_the_expressio
     assert_eq!(ready["reason"], "NoteFailed", "{ready}");
     let message = ready["message"].as_str().unwrap();
     assert!(
-        message.starts_with("spec.steps[0].child: spec.steps[0].child.template.data.first: ${self.spec.name.split(',')[1]}: "),
+        message.starts_with(
+            "spec.steps[0].child.template.data.first: ${self.spec.name.split(',')[1]}: "
+        ),
         "{message}"
     );
     running.stop().await;

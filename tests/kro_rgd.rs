@@ -461,6 +461,128 @@ spec:
     running.stop().await;
 }
 
+/// The instance once its `ResourcesReady` is False with a message containing `text`.
+async fn waiting_with(instances: &Api<DynamicObject>, name: &str, text: &str) -> Value {
+    object_where(
+        instances,
+        name,
+        &format!("ResourcesReady saying {text:?}"),
+        |i| {
+            condition(i, "ResourcesReady").is_some_and(|c| {
+                c["status"] == "False" && c["message"].as_str().is_some_and(|m| m.contains(text))
+            })
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+async fn data_not_there_yet_is_waited_for_as_kro_waits_not_an_error() {
+    let running = Running::start().await;
+    let config_maps = running.api("v1", "ConfigMap");
+    running
+        .apply("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: default}\ndata: {other: x}")
+        .await
+        .unwrap();
+    // A template reading a key its source does not have yet.
+    running
+        .apply_active_rgd(
+            r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: copier}
+spec:
+  schema: {apiVersion: v1alpha1, kind: Copier, spec: {}}
+  resources:
+  - id: settings
+    externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {name: settings}}
+  - id: copy
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.metadata.name}-copy"}
+      data: {value: "${settings.data.value}"}
+"#,
+        )
+        .await;
+    running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: Copier\nmetadata: {name: c, namespace: default}\nspec: {}")
+        .await
+        .unwrap();
+    let copiers = running.api("kro.run/v1alpha1", "Copier");
+    let waiting = waiting_with(&copiers, "c", "no such key: value").await;
+    assert_eq!(
+        condition(&waiting, "Ready").unwrap()["message"],
+        "awaiting resource readiness: CopyReady: spec.resources[1] (id copy).template.data.value: ${settings.data.value}: no such key: value"
+    );
+    assert_eq!(waiting["status"]["state"], "IN_PROGRESS", "{waiting}");
+    running
+        .apply("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: default}\ndata: {other: x, value: hello}")
+        .await
+        .unwrap();
+    object_where(&copiers, "c", "the copier to be ACTIVE", |i| {
+        i["status"]["state"] == "ACTIVE"
+    })
+    .await;
+    assert_eq!(
+        config_maps.get("c-copy").await.unwrap().data["data"]["value"],
+        "hello"
+    );
+    // A readyWhen reading a status field its controller has not written yet.
+    running
+        .apply_active_rgd(
+            r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: app}
+spec:
+  schema: {apiVersion: v1alpha1, kind: App, spec: {}}
+  resources:
+  - id: deployment
+    readyWhen: ["${deployment.status.availableReplicas == deployment.spec.replicas}"]
+    template:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: {name: "${schema.metadata.name}"}
+      spec:
+        replicas: 1
+        selector: {matchLabels: {app: "${schema.metadata.name}"}}
+        template:
+          metadata: {labels: {app: "${schema.metadata.name}"}}
+          spec: {containers: [{name: main, image: nginx}]}
+"#,
+        )
+        .await;
+    running
+        .apply("apiVersion: kro.run/v1alpha1\nkind: App\nmetadata: {name: a, namespace: default}\nspec: {}")
+        .await
+        .unwrap();
+    let apps = running.api("kro.run/v1alpha1", "App");
+    let waiting = waiting_with(&apps, "a", "no such key: availableReplicas").await;
+    let message = condition(&waiting, "Ready").unwrap()["message"].to_string();
+    assert!(
+        message.starts_with(
+            "\"awaiting resource readiness: DeploymentReady: Deployment a: readyWhen ${"
+        ) && message.ends_with("} waits for its data: no such key: availableReplicas\""),
+        "{message}"
+    );
+    assert_eq!(waiting["status"]["state"], "IN_PROGRESS", "{waiting}");
+    running
+        .api("apps/v1", "Deployment")
+        .patch_status(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"replicas": 1, "availableReplicas": 1}})),
+        )
+        .await
+        .unwrap();
+    object_where(&apps, "a", "the app to be ACTIVE", |i| {
+        i["status"]["state"] == "ACTIVE"
+    })
+    .await;
+    running.stop().await;
+}
+
 #[tokio::test]
 async fn a_collection_makes_a_child_per_item_labelled_and_listed_in_foreach_order() {
     let running = Running::start().await;

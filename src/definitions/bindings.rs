@@ -120,6 +120,16 @@ pub fn child_json(object: &DynamicObject) -> Value {
     value
 }
 
+/// An error of the step at `path` as its condition's message shows it: led by the step's
+/// path unless the error names a place in the step already (an expression's error does).
+pub fn step_error_message(path: &str, error: &ReconcileError) -> String {
+    let message = error_message(error);
+    match message.strip_prefix(path) {
+        Some(rest) if rest.starts_with(['.', ':', '[']) => message,
+        _ => format!("{path}: {message}"),
+    }
+}
+
 /// An error as a condition's message shows it: an API server's refusal as what was
 /// attempted and the server's message and reason, anything else as it displays.
 pub fn error_message(error: &ReconcileError) -> String {

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
-use super::bindings::{BindingReads, Exclusion, Readiness, Shared, child_json, error_message};
+use super::bindings::{BindingReads, Exclusion, Readiness, Shared, child_json, step_error_message};
 use super::cached_fields::expressions;
 use super::child_permissions::child_permissions;
 use super::compile::{
@@ -278,7 +278,7 @@ impl<S: SubReconciler> SubReconciler for Guarded<S> {
         if let Some(error) = &outcome.error
             && parent.metadata.deletion_timestamp.is_none()
         {
-            let message = format!("{}: {}", self.path, error_message(error));
+            let message = step_error_message(&self.path, error);
             let condition = self
                 .condition
                 .clone()
@@ -302,7 +302,7 @@ fn child_reconciler(plan: Arc<ChildPlan>, shared: Arc<Shared>) -> ChildReconcile
             shared.bind(ctx, &plan.id, || child.map_or(Value::Null, child_json));
             let excluded = ctx.stash().clear::<Exclusion>(&excluded_key(&plan.id));
             let state = match (error, excluded, child) {
-                (Some(error), _, _) => Err(format!("{}: {}", plan.path, error_message(error))),
+                (Some(error), _, _) => Err(step_error_message(&plan.path, error)),
                 (None, Some(because), _) => Ok(Readiness::Excluded(because)),
                 (None, None, None) => Ok(Readiness::Missing),
                 (None, None, Some(child)) => {
@@ -365,7 +365,7 @@ fn child_set_reconciler(plan: Arc<ChildSetPlan>, shared: Arc<Shared>) -> ChildSe
                 .stash()
                 .clear::<Exclusion>(&excluded_key(&plan.child.id));
             let state = match (result.aggregate_error(), excluded) {
-                (Some(error), _) => Err(format!("{}: {}", plan.child.path, error_message(&error))),
+                (Some(error), _) => Err(step_error_message(&plan.child.path, &error)),
                 (None, Some(because)) => Ok(Readiness::Excluded(because)),
                 (None, None) => readiness(ctx, &shared, parent, &plan.child, &children),
             };
@@ -653,7 +653,9 @@ impl<M: ObjectManager> ObjectManager for Renaming<M> {
     }
 }
 
-/// Evaluates `readyWhen` over each child (bound as `child` and by the step's id).
+/// Evaluates `readyWhen` over each child (bound as `child` and by the step's id). For an
+/// RGD, an expression whose data is not there yet (a status field not written) means not
+/// ready, as KRO waits for it, rather than failed.
 fn readiness(
     ctx: &Context,
     shared: &Shared,
@@ -683,6 +685,14 @@ fn readiness(
                         "{} {name}: readyWhen ${{{}}} is false",
                         plan.gvk.kind,
                         expression.source()
+                    )));
+                }
+                Err(err) if shared.kro && err.is_data_pending() => {
+                    return Ok(Readiness::NotReady(format!(
+                        "{} {name}: readyWhen ${{{}}} waits for its data: {}",
+                        plan.gvk.kind,
+                        expression.source(),
+                        err.message
                     )));
                 }
                 Err(err) => return Err(err.to_string()),

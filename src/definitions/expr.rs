@@ -70,6 +70,17 @@ pub struct EvalError {
     pub message: String,
 }
 
+impl EvalError {
+    /// Whether it failed only because the data it reads is not there yet: a key absent, a
+    /// name not bound, an index past a list's end. KRO waits for such an expression to
+    /// evaluate (its `celDataPendingPatterns`) instead of calling it an error.
+    pub fn is_data_pending(&self) -> bool {
+        ["no such key", "undeclared reference", "index out of range"]
+            .iter()
+            .any(|pending| self.message.starts_with(pending))
+    }
+}
+
 impl Expression {
     /// Compiles `source` (without `${}`), written at `path` in the definition.
     pub fn compile(source: &str, path: &str) -> Result<Self, DefinitionError> {

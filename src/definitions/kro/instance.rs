@@ -16,6 +16,7 @@ use tracing::info;
 use super::conditions::{is_ready, mark_deleting, mark_not_managed, summarize};
 use super::ownership::children_of;
 use super::translate::{FINALIZER, OWNED_LABEL, RGD_NAME_LABEL};
+use crate::definitions::EvalError;
 use crate::definitions::error::MissingObject;
 use crate::object::{Gvk, ObjectKey};
 use crate::reconcilers::{
@@ -187,8 +188,13 @@ impl SubReconciler for KroInstance {
         let outcome = self.inner.reconcile(ctx, instance).await;
         let error = outcome.error.as_ref().filter(|e| !e.is_halt());
         let failure = error.map(ToString::to_string);
-        // As KRO: an external reference not found yet is waited for, not an error.
-        let missing = error.is_some_and(|e| e.find_cause::<MissingObject>().is_some());
+        // As KRO: an external reference not found yet, or an expression whose data is not
+        // there yet (a status field not written), is waited for, not an error.
+        let missing = error.is_some_and(|e| {
+            e.find_cause::<MissingObject>().is_some()
+                || e.find_cause::<EvalError>()
+                    .is_some_and(EvalError::is_data_pending)
+        });
         let failed = match summarize(instance, ctx.now(), failure.as_deref(), missing) {
             Ok(failed) => failed,
             Err(error) => return Outcome::err(ReconcileError::from_error(error)),
