@@ -477,7 +477,7 @@ async fn waiting_with(instances: &Api<DynamicObject>, name: &str, text: &str) ->
 }
 
 #[tokio::test]
-async fn data_not_there_yet_is_waited_for_as_kro_waits_not_an_error() {
+async fn data_not_there_yet_and_dependencies_not_ready_are_waited_for_as_kro_waits() {
     let running = Running::start().await;
     let config_maps = running.api("v1", "ConfigMap");
     running
@@ -550,6 +550,12 @@ spec:
         template:
           metadata: {labels: {app: "${schema.metadata.name}"}}
           spec: {containers: [{name: main, image: nginx}]}
+  - id: config
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.metadata.name}-config"}
+      data: {deployment: "${deployment.metadata.name}"}
 "#,
         )
         .await;
@@ -567,6 +573,8 @@ spec:
         "{message}"
     );
     assert_eq!(waiting["status"]["state"], "IN_PROGRESS", "{waiting}");
+    // As KRO's dependents, the ConfigMap reading the Deployment waits for it to be ready.
+    assert!(config_maps.get_opt("a-config").await.unwrap().is_none());
     running
         .api("apps/v1", "Deployment")
         .patch_status(
@@ -580,6 +588,10 @@ spec:
         i["status"]["state"] == "ACTIVE"
     })
     .await;
+    assert_eq!(
+        config_maps.get("a-config").await.unwrap().data["data"]["deployment"],
+        "a"
+    );
     running.stop().await;
 }
 

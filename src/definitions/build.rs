@@ -25,7 +25,7 @@ use super::model::ManagerKind;
 use super::object_template::BuildError;
 use crate::client::ListOptions;
 use crate::definitions::kro::{ChildGroup, INSTANCE_ID_LABEL, KroInstance, label_collection_item};
-use crate::object::{ConditionSet, Gvk, ObjectKey};
+use crate::object::{ConditionSet, Gvk, ObjectKey, StatusExt};
 use crate::reconcilers::{
     ApplyingObjectManager, ChildReconciler, ChildSetReconciler, ChildSetResult, Config, Context,
     Draft, IfThen, ObjectManager, Outcome, ParentAndChild, Permission, Predicate, ReconcileError,
@@ -125,7 +125,8 @@ fn build_step(plan: &Plan, shared: &Arc<Shared>) -> Box<dyn SubReconciler> {
                 Some(child.condition.clone()),
                 shared,
             )
-            .requiring(child_permissions(child, &child.path)),
+            .requiring(child_permissions(child, &child.path))
+            .waiting_for(&child.waits_for),
         ),
         Plan::ChildSet(set) => Box::new(
             Guarded::new(
@@ -135,7 +136,8 @@ fn build_step(plan: &Plan, shared: &Arc<Shared>) -> Box<dyn SubReconciler> {
                 Some(set.child.condition.clone()),
                 shared,
             )
-            .requiring(child_permissions(&set.child, &set.child.path)),
+            .requiring(child_permissions(&set.child, &set.child.path))
+            .waiting_for(&set.child.waits_for),
         ),
         Plan::Sync(sync) => Box::new(Guarded::new(
             sync_reconciler(sync.clone(), shared.clone()),
@@ -229,6 +231,8 @@ struct Guarded<S> {
     shared: Arc<Shared>,
     /// What the step needs besides what its reconciler declares.
     requires: Vec<Permission>,
+    /// For an RGD: the steps (and their conditions) that must be ready before it runs.
+    waits_for: Vec<(String, String)>,
 }
 
 impl<S> Guarded<S> {
@@ -246,6 +250,7 @@ impl<S> Guarded<S> {
             condition,
             shared: shared.clone(),
             requires: Vec::new(),
+            waits_for: Vec::new(),
         }
     }
 
@@ -253,6 +258,24 @@ impl<S> Guarded<S> {
     fn requiring(mut self, permissions: Vec<Permission>) -> Self {
         self.requires = permissions;
         self
+    }
+
+    /// For an RGD, runs only once `steps` are ready (their conditions True).
+    fn waiting_for(mut self, steps: &[(String, String)]) -> Self {
+        if self.shared.kro {
+            self.waits_for = steps.to_vec();
+        }
+        self
+    }
+
+    /// The first step it waits for that is not ready yet.
+    fn waiting(&self, parent: &Draft) -> Option<&str> {
+        self.waits_for
+            .iter()
+            .find(
+                |(_, condition)| !matches!(parent.condition(condition), Ok(Some(c)) if c.is_true()),
+            )
+            .map(|(id, _)| id.as_str())
     }
 }
 
@@ -274,6 +297,13 @@ impl<S: SubReconciler> SubReconciler for Guarded<S> {
     }
 
     async fn reconcile(&self, ctx: &Context, parent: &mut Draft) -> Outcome {
+        if let (Some(waiting), Some(condition)) = (self.waiting(parent), &self.condition) {
+            // As KRO: a resource is not applied (nor deleted) until what it reads is ready.
+            let message = format!("waiting for {waiting} to be ready");
+            self.shared
+                .mark_false(ctx, parent, condition, "Waiting", &message);
+            return Outcome::done();
+        }
         let outcome = self.inner.reconcile(ctx, parent).await;
         if let Some(error) = &outcome.error
             && parent.metadata.deletion_timestamp.is_none()

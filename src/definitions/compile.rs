@@ -45,6 +45,10 @@ pub struct ChildPlan {
     /// The steps that may be excluded (or missing) whose bindings it reads: when one is,
     /// this step is excluded too.
     pub depends_on: Vec<String>,
+    /// The earlier child steps whose bindings it reads, with their conditions: an RGD's
+    /// resource waits until those are True, as KRO's dependents wait for their
+    /// dependencies to be ready.
+    pub waits_for: Vec<(String, String)>,
 }
 
 /// A child-set step, compiled.
@@ -509,8 +513,13 @@ impl Compiler {
             }
         };
         let mut plans = Vec::new();
+        let mut child_conditions: BTreeMap<String, String> = BTreeMap::new();
         for index in order {
             let step = &steps[index];
+            let waits_for: Vec<(String, String)> = reads(step)
+                .into_iter()
+                .filter_map(|id| Some((id.clone(), child_conditions.get(&id)?.clone())))
+                .collect();
             let step_path = format!("{path}[{index}].{}", step.kind());
             if let Some(id) = step.id() {
                 self.check_id(id, &format!("{step_path}.id"));
@@ -522,6 +531,8 @@ impl Compiler {
                     let needs = std::mem::replace(&mut self.found.needs, outer);
                     planned.map(|mut p| {
                         p.depends_on = needs.into_iter().collect();
+                        p.waits_for = waits_for;
+                        child_conditions.insert(c.id.clone(), p.condition.clone());
                         let ty = Ty::of_optional(self.schemas.get(&p.gvk));
                         match c.include_when.is_empty() && p.depends_on.is_empty() {
                             true => {
@@ -539,6 +550,8 @@ impl Compiler {
                     let needs = std::mem::replace(&mut self.found.needs, outer);
                     planned.map(|mut p| {
                         p.child.depends_on = needs.into_iter().collect();
+                        p.child.waits_for = waits_for;
+                        child_conditions.insert(c.id.clone(), p.child.condition.clone());
                         let item = Ty::of_optional(self.schemas.get(&p.child.gvk));
                         scope.bind(&c.id, Ty::List(Box::new(item)));
                         Plan::ChildSet(Arc::new(p))
@@ -732,6 +745,7 @@ impl Compiler {
                 .unwrap_or_else(|| format!("{}Ready", upper_camel(parts.id))),
             manager: parts.manager,
             depends_on: Vec::new(),
+            waits_for: Vec::new(),
         })
     }
 

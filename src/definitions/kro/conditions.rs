@@ -52,7 +52,8 @@ pub fn summarize<S: StatusExt + ?Sized>(
         .into_iter()
         .filter(|c| !ORDER.contains(&c.type_.as_str()) && !c.is_true())
         .collect();
-    waiting.sort_by_key(|c| c.status != "False");
+    // A resource waiting for another is not the cause: the one it waits for is named.
+    waiting.sort_by_key(|c| (c.status != "False", c.reason.as_deref() == Some("Waiting")));
     let waiting = waiting.into_iter().next();
     keep_only_kro_conditions(object)?;
     let set = kro_set();
