@@ -4,13 +4,15 @@
 //! as the RGD wrote it: the expression quoted as written, the names in the message (and
 //! its suggested rewrite) the RGD's, the position and caret in the written text.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::expressions::{Renamed, Renames, expressions, rename};
 use super::model::{Resource, ResourceGraphDefinition};
 use super::translate::Translated;
 use crate::definitions::error::locate_path;
-use crate::definitions::{DefinitionError, Step};
+use crate::definitions::{DefinitionError, Expression, Step, Written};
 
 /// One expression of an RGD: where, as written, as translated, and what was renamed.
 #[derive(Clone, Debug)]
@@ -27,7 +29,7 @@ struct Spelling {
 #[derive(Clone, Debug, Default)]
 pub struct Spellings {
     of_rgd: bool,
-    found: Vec<Spelling>,
+    found: Vec<Arc<Spelling>>,
 }
 
 impl Spellings {
@@ -129,12 +131,12 @@ impl Spellings {
                 continue;
             }
             if let Some(renames) = renamings(written, renamed) {
-                self.found.push(Spelling {
+                self.found.push(Arc::new(Spelling {
                     at: at.to_owned(),
                     written: written.to_owned(),
                     renamed: renamed.to_owned(),
                     renames,
-                });
+                }));
             }
         }
     }
@@ -155,13 +157,7 @@ impl Spellings {
             }
             names.extend(&spelling.renames);
         }
-        let instance = Renamed {
-            written: "schema".into(),
-            written_at: 0,
-            renamed: "self".into(),
-            renamed_at: 0,
-        };
-        // `self` is never a name an RGD gives (it is reserved): it is always KRO's `schema`.
+        let instance = instance();
         if self.of_rgd && error.expression.is_some() {
             names.push(&instance);
         }
@@ -178,9 +174,19 @@ impl Spellings {
         error
     }
 
+    /// Gives each of `expressions` the translation renamed the text it was written as, so
+    /// that every message while reconciling quotes it, and names its variables, as written.
+    pub fn spell<'a>(&self, expressions: impl IntoIterator<Item = &'a mut Expression>) {
+        for expression in expressions {
+            if let Some(spelling) = self.find(expression.path(), expression.source()) {
+                expression.written_as(spelling.clone());
+            }
+        }
+    }
+
     /// The spellings whose place `path` is at or under, the most specific first.
-    fn under(&self, path: &str) -> Vec<&Spelling> {
-        let mut found: Vec<&Spelling> = self
+    fn under(&self, path: &str) -> Vec<&Arc<Spelling>> {
+        let mut found: Vec<&Arc<Spelling>> = self
             .found
             .iter()
             .filter(|s| {
@@ -193,7 +199,7 @@ impl Spellings {
         found
     }
 
-    fn find(&self, path: &str, renamed: &str) -> Option<&Spelling> {
+    fn find(&self, path: &str, renamed: &str) -> Option<&Arc<Spelling>> {
         self.under(path).into_iter().find(|s| s.renamed == renamed)
     }
 }
@@ -215,6 +221,30 @@ impl Spelling {
         }
         let written = written.unwrap_or_else(|| offset.saturating_add_signed(shift));
         position_of(&self.written, written)
+    }
+}
+
+impl Written for Spelling {
+    fn text(&self) -> &str {
+        &self.written
+    }
+
+    fn respell(&self, message: &str) -> String {
+        let instance = instance();
+        let mut names: Vec<&Renamed> = self.renames.iter().collect();
+        names.push(&instance);
+        written_names(message, &names)
+    }
+}
+
+/// KRO's `schema`, the instance, which dynrec reads as `self`. `self` is never a name an
+/// RGD gives (it is reserved): in a message about an RGD it is always `schema`.
+fn instance() -> Renamed {
+    Renamed {
+        written: "schema".into(),
+        written_at: 0,
+        renamed: "self".into(),
+        renamed_at: 0,
     }
 }
 
