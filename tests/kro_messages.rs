@@ -1,8 +1,10 @@
-//! An RGD's load-time messages in its own words, through `dynrec plan` on the embedded API
-//! server: the expression quoted as written (KRO's `schema`, a forEach iterator, a
+//! An RGD's messages in its own words. At load time, through `dynrec plan` on the embedded
+//! API server: the expression quoted as written (KRO's `schema`, a forEach iterator, a
 //! resource's id), the hint's rewrite in those names, the position and caret in the written
 //! text; and no noise: no warning for status fields (KRO leaves out what cannot be
-//! computed), none for fields a resource's template sets, one for a read repeated.
+//! computed), none for fields a resource's template sets, one for a read repeated. While
+//! reconciling, through `dynrec test` (in-process, on the embedded API server): an
+//! instance's `ResourcesReady` message quotes the failing expression as written.
 
 mod dynrec_cli_common;
 
@@ -169,4 +171,103 @@ fn an_rgds_errors_quote_its_names_with_positions_in_the_written_text() {
         assert_eq!(code, Some(1), "{stderr}");
         assert_eq!(stderr, expected);
     }
+}
+
+/// An app whose expressions can each fail while reconciling: a key absent from a map, a
+/// division by zero, a field a forEach item lacks, a readyWhen on the resource's own id.
+const FAILING: &str = r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: app}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: App
+    spec:
+      labels: "map[string]string"
+      count: integer | default=1
+      divisor: integer | default=1
+      workers: "[]map[string]string"
+  resources:
+  - id: config
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.metadata.name}"}
+      data:
+        team: ${schema.spec.labels.team}
+        per: ${string(schema.spec.count / schema.spec.divisor)}
+  - id: workers
+    forEach:
+    - worker: ${schema.spec.?workers.orValue([])}
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.metadata.name + '-' + worker.name}"}
+      data:
+        size: ${worker.size}
+    readyWhen:
+    - ${workers.data.zone == 'a'}
+"#;
+
+/// A `dynrec test` case: the instance `a1` with `spec`, whose status write says the
+/// resources failed with `message` (its `ResourcesReady` condition and KRO's state).
+fn failing_case(spec: &str, message: &str) -> String {
+    format!(
+        r#"- name: "spec {spec}"
+  given:
+  - apiVersion: kro.run/v1alpha1
+    kind: App
+    metadata: {{name: a1, namespace: default, uid: 11111111-1111-1111-1111-111111111111, generation: 1}}
+    spec: {spec}
+  expect:
+    statusUpdates:
+    - status:
+        state: ERROR
+        (conditions[?type == 'ResourcesReady']):
+        - {{status: "False", reason: NotReady, message: "resource reconciliation failed: {message}"}}
+"#
+    )
+}
+
+#[test]
+fn an_rgds_errors_while_reconciling_quote_what_it_wrote_on_the_instance() {
+    let cases = [
+        (
+            "{labels: {owner: me}, count: 1, divisor: 1}",
+            "spec.resources[0] (id config): spec.resources[0] (id config).template.data.team: ${schema.spec.labels.team}: no such key: team",
+        ),
+        (
+            "{labels: {team: a}, count: 1, divisor: 0}",
+            "spec.resources[0] (id config): spec.resources[0] (id config).template.data.per: ${string(schema.spec.count / schema.spec.divisor)}: division by zero: 1 / 0",
+        ),
+        // The forEach iterator as written (dynrec reads it as a field of `each`).
+        (
+            "{labels: {team: a}, count: 1, divisor: 1, workers: [{name: x}]}",
+            "spec.resources[1] (id workers): spec.resources[1] (id workers).template.data.size: ${worker.size}: no such key: size",
+        ),
+        // The resource's own id in its readyWhen (dynrec reads it as `child`).
+        (
+            "{labels: {team: a}, count: 1, divisor: 1, workers: [{name: x, size: s}]}",
+            "spec.resources[1] (id workers).readyWhen[0]: ${workers.data.zone == 'a'}: no such key: zone",
+        ),
+    ];
+    let file = cases
+        .iter()
+        .map(|(spec, message)| failing_case(spec, message))
+        .collect::<String>();
+    let dir = tempfile::tempdir().unwrap();
+    let rgd = dir.path().join("rgd.yaml");
+    let cases_file = dir.path().join("cases.yaml");
+    std::fs::write(&rgd, FAILING).unwrap();
+    std::fs::write(&cases_file, format!("definition: app\ncases:\n{file}")).unwrap();
+    let output = dynrec(&[
+        "test",
+        "-f",
+        &rgd.to_string_lossy(),
+        &cases_file.to_string_lossy(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("4 passed, 0 failed"), "{}", text(&output));
 }

@@ -440,6 +440,43 @@ mod tests {
     }
 
     #[test]
+    fn an_expression_is_quoted_and_named_as_written_in_its_evaluation_errors() {
+        let (written, renamed) = (
+            "worker.size + schema.spec.n",
+            "each.worker.size + self.spec.n",
+        );
+        let spellings = Spellings {
+            of_rgd: true,
+            found: vec![Arc::new(Spelling {
+                at: "spec.resources[1] (id workers)".into(),
+                written: written.into(),
+                renamed: renamed.into(),
+                renames: renamings(written, renamed).unwrap(),
+            })],
+        };
+        let message = "self.spec.n is not each.worker.size";
+        let compile = |path: &str| Expression::compile(renamed, path).unwrap();
+        // Elsewhere (another resource, a native definition), it is quoted as compiled.
+        let mut elsewhere = compile("spec.resources[0] (id config).data.size");
+        spellings.spell([&mut elsewhere]);
+        assert_eq!(elsewhere.to_string(), format!("${{{renamed}}}"));
+        assert_eq!(
+            elsewhere.error(message).to_string(),
+            format!("spec.resources[0] (id config).data.size: ${{{renamed}}}: {message}")
+        );
+        let mut spelled = compile("spec.resources[1] (id workers).template.data.size");
+        spellings.spell([&mut spelled]);
+        assert_eq!(spelled.source(), renamed);
+        assert_eq!(spelled.to_string(), format!("${{{written}}}"));
+        assert_eq!(
+            spelled.error(message).to_string(),
+            format!(
+                "spec.resources[1] (id workers).template.data.size: ${{{written}}}: schema.spec.n is not worker.size"
+            )
+        );
+    }
+
+    #[test]
     fn names_in_a_message_are_the_written_ones_outside_quotes() {
         let renames = renamings("worker.a + schema.b", "each.worker.a + self.b").unwrap();
         let names: Vec<&Renamed> = renames.iter().collect();
