@@ -3,12 +3,19 @@
 //! resource's id), the hint's rewrite in those names, the position and caret in the written
 //! text; and no noise: no warning for status fields (KRO leaves out what cannot be
 //! computed), none for fields a resource's template sets, one for a read repeated. While
-//! reconciling, through `dynrec test` (in-process, on the embedded API server): an
-//! instance's `ResourcesReady` message quotes the failing expression as written.
+//! reconciling, through `dynrec test` (in-process, on the embedded API server) and `dynrec
+//! run` against `dynrec apiserver`: an instance's `ResourcesReady` message and the log
+//! quote the failing expression as written.
 
 mod dynrec_cli_common;
+mod process_common;
 
 use dynrec_cli_common::{dynrec, text};
+use dynrec_test_support::eventually;
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use kube::core::GroupVersionKind;
+use process_common::{client, start_apiserver, start_controller};
+use serde_json::json;
 
 /// A service from scratch: a Deployment, a Service reading the Deployment's selector and
 /// port, a ConfigMap for each name, status from the Deployment and the Service.
@@ -270,4 +277,62 @@ fn an_rgds_errors_while_reconciling_quote_what_it_wrote_on_the_instance() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("4 passed, 0 failed"), "{}", text(&output));
+}
+
+#[tokio::test]
+async fn dynrec_run_logs_and_writes_an_rgds_error_while_reconciling_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = start_apiserver(dir.path(), "127.0.0.1:0", &[]);
+    let rgd = dir.path().join("rgd.yaml");
+    std::fs::write(&rgd, FAILING).unwrap();
+    let log = dir.path().join("run.log");
+    let _run = start_controller(dir.path(), &rgd, &log, None, &[]);
+
+    let gvk = GroupVersionKind::gvk("kro.run", "v1alpha1", "App");
+    let apps: Api<DynamicObject> = Api::namespaced_with(
+        client(&url),
+        "default",
+        &ApiResource::from_gvk_with_plural(&gvk, "apps"),
+    );
+    let instance: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "kro.run/v1alpha1", "kind": "App",
+        "metadata": {"name": "a1"}, "spec": {"labels": {"owner": "me"}}
+    }))
+    .unwrap();
+    eventually("the App kind is served and a1 created", || async {
+        apps.create(&PostParams::default(), &instance).await.is_ok()
+    })
+    .await;
+
+    let error = "spec.resources[0] (id config).template.data.team: ${schema.spec.labels.team}: no such key: team";
+    let resources_ready = || async {
+        let app = apps.get("a1").await.unwrap();
+        let conditions = app.data["status"]["conditions"].as_array().cloned();
+        conditions
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c["type"] == "ResourcesReady" && c["status"] == "False")
+    };
+    eventually("ResourcesReady is False", || async {
+        resources_ready().await.is_some()
+    })
+    .await;
+    assert_eq!(
+        resources_ready().await.unwrap()["message"],
+        format!("resource reconciliation failed: spec.resources[0] (id config): {error}")
+    );
+    let logged = "object=default/a1";
+    eventually("the failure is logged", || async {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        text.lines()
+            .any(|l| l.contains("reconcile failed") && l.contains(logged))
+    })
+    .await;
+    let text = std::fs::read_to_string(&log).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("reconcile failed") && l.contains(logged))
+        .unwrap();
+    assert!(line.ends_with(&format!("error={error:?}")), "{line}");
+    assert!(!text.contains("self.spec"), "{text}");
 }
