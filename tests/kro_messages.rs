@@ -1,12 +1,21 @@
-//! An RGD's load-time messages in its own words, through `dynrec plan` on the embedded API
-//! server: the expression quoted as written (KRO's `schema`, a forEach iterator, a
+//! An RGD's messages in its own words. At load time, through `dynrec plan` on the embedded
+//! API server: the expression quoted as written (KRO's `schema`, a forEach iterator, a
 //! resource's id), the hint's rewrite in those names, the position and caret in the written
 //! text; and no noise: no warning for status fields (KRO leaves out what cannot be
-//! computed), none for fields a resource's template sets, one for a read repeated.
+//! computed), none for fields a resource's template sets, one for a read repeated. While
+//! reconciling, through `dynrec test` (in-process, on the embedded API server) and `dynrec
+//! run` against `dynrec apiserver`: an instance's `ResourcesReady` message and the log
+//! quote the failing expression as written.
 
 mod dynrec_cli_common;
+mod process_common;
 
 use dynrec_cli_common::{dynrec, text};
+use dynrec_test_support::eventually;
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use kube::core::GroupVersionKind;
+use process_common::{client, start_apiserver, start_controller};
+use serde_json::json;
 
 /// A service from scratch: a Deployment, a Service reading the Deployment's selector and
 /// port, a ConfigMap for each name, status from the Deployment and the Service.
@@ -169,4 +178,161 @@ fn an_rgds_errors_quote_its_names_with_positions_in_the_written_text() {
         assert_eq!(code, Some(1), "{stderr}");
         assert_eq!(stderr, expected);
     }
+}
+
+/// An app whose expressions can each fail while reconciling: a key absent from a map, a
+/// division by zero, a field a forEach item lacks, a readyWhen on the resource's own id.
+const FAILING: &str = r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: app}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: App
+    spec:
+      labels: "map[string]string"
+      count: integer | default=1
+      divisor: integer | default=1
+      workers: "[]map[string]string"
+  resources:
+  - id: config
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.metadata.name}"}
+      data:
+        team: ${schema.spec.labels.team}
+        per: ${string(schema.spec.count / schema.spec.divisor)}
+  - id: workers
+    forEach:
+    - worker: ${schema.spec.?workers.orValue([])}
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.metadata.name + '-' + worker.name}"}
+      data:
+        size: ${worker.size}
+    readyWhen:
+    - ${workers.data.zone == 'a'}
+"#;
+
+/// A `dynrec test` case: the instance `a1` with `spec`, whose status write says the
+/// resources failed with `message` (its `ResourcesReady` condition and KRO's state).
+fn failing_case(spec: &str, message: &str) -> String {
+    format!(
+        r#"- name: "spec {spec}"
+  given:
+  - apiVersion: kro.run/v1alpha1
+    kind: App
+    metadata: {{name: a1, namespace: default, uid: 11111111-1111-1111-1111-111111111111, generation: 1}}
+    spec: {spec}
+  expect:
+    statusUpdates:
+    - status:
+        state: ERROR
+        (conditions[?type == 'ResourcesReady']):
+        - {{status: "False", reason: NotReady, message: "resource reconciliation failed: {message}"}}
+"#
+    )
+}
+
+#[test]
+fn an_rgds_errors_while_reconciling_quote_what_it_wrote_on_the_instance() {
+    let cases = [
+        (
+            "{labels: {owner: me}, count: 1, divisor: 1}",
+            "spec.resources[0] (id config): spec.resources[0] (id config).template.data.team: ${schema.spec.labels.team}: no such key: team",
+        ),
+        (
+            "{labels: {team: a}, count: 1, divisor: 0}",
+            "spec.resources[0] (id config): spec.resources[0] (id config).template.data.per: ${string(schema.spec.count / schema.spec.divisor)}: division by zero: 1 / 0",
+        ),
+        // The forEach iterator as written (dynrec reads it as a field of `each`).
+        (
+            "{labels: {team: a}, count: 1, divisor: 1, workers: [{name: x}]}",
+            "spec.resources[1] (id workers): spec.resources[1] (id workers).template.data.size: ${worker.size}: no such key: size",
+        ),
+        // The resource's own id in its readyWhen (dynrec reads it as `child`).
+        (
+            "{labels: {team: a}, count: 1, divisor: 1, workers: [{name: x, size: s}]}",
+            "spec.resources[1] (id workers).readyWhen[0]: ${workers.data.zone == 'a'}: no such key: zone",
+        ),
+    ];
+    let file = cases
+        .iter()
+        .map(|(spec, message)| failing_case(spec, message))
+        .collect::<String>();
+    let dir = tempfile::tempdir().unwrap();
+    let rgd = dir.path().join("rgd.yaml");
+    let cases_file = dir.path().join("cases.yaml");
+    std::fs::write(&rgd, FAILING).unwrap();
+    std::fs::write(&cases_file, format!("definition: app\ncases:\n{file}")).unwrap();
+    let output = dynrec(&[
+        "test",
+        "-f",
+        &rgd.to_string_lossy(),
+        &cases_file.to_string_lossy(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("4 passed, 0 failed"), "{}", text(&output));
+}
+
+#[tokio::test]
+async fn dynrec_run_logs_and_writes_an_rgds_error_while_reconciling_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = start_apiserver(dir.path(), "127.0.0.1:0", &[]);
+    let rgd = dir.path().join("rgd.yaml");
+    std::fs::write(&rgd, FAILING).unwrap();
+    let log = dir.path().join("run.log");
+    let _run = start_controller(dir.path(), &rgd, &log, None, &[]);
+
+    let gvk = GroupVersionKind::gvk("kro.run", "v1alpha1", "App");
+    let apps: Api<DynamicObject> = Api::namespaced_with(
+        client(&url),
+        "default",
+        &ApiResource::from_gvk_with_plural(&gvk, "apps"),
+    );
+    let instance: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "kro.run/v1alpha1", "kind": "App",
+        "metadata": {"name": "a1"}, "spec": {"labels": {"owner": "me"}}
+    }))
+    .unwrap();
+    eventually("the App kind is served and a1 created", || async {
+        apps.create(&PostParams::default(), &instance).await.is_ok()
+    })
+    .await;
+
+    let error = "spec.resources[0] (id config).template.data.team: ${schema.spec.labels.team}: no such key: team";
+    let resources_ready = || async {
+        let app = apps.get("a1").await.unwrap();
+        let conditions = app.data["status"]["conditions"].as_array().cloned();
+        conditions
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c["type"] == "ResourcesReady" && c["status"] == "False")
+    };
+    eventually("ResourcesReady is False", || async {
+        resources_ready().await.is_some()
+    })
+    .await;
+    assert_eq!(
+        resources_ready().await.unwrap()["message"],
+        format!("resource reconciliation failed: spec.resources[0] (id config): {error}")
+    );
+    let logged = "object=default/a1";
+    eventually("the failure is logged", || async {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        text.lines()
+            .any(|l| l.contains("reconcile failed") && l.contains(logged))
+    })
+    .await;
+    let text = std::fs::read_to_string(&log).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("reconcile failed") && l.contains(logged))
+        .unwrap();
+    assert!(line.ends_with(&format!("error={error:?}")), "{line}");
+    assert!(!text.contains("self.spec"), "{text}");
 }

@@ -177,10 +177,7 @@ fn build_step(plan: &Plan, shared: &Arc<Shared>) -> Box<dyn SubReconciler> {
             let holds = Predicate::new(move |ctx: &Context, _: &DynamicObject| {
                 ctx.stash().retrieve::<bool>(&key).unwrap_or(false)
             });
-            let because = format!(
-                "the condition ${{{}}} chose the other branch",
-                condition.source()
-            );
+            let because = format!("the condition {condition} chose the other branch");
             let then_steps = branch(then, otherwise, shared, &because);
             let else_steps = branch(otherwise, then, shared, &because);
             let flow = IfThen::new(holds, Sequence::new(then_steps))
@@ -519,7 +516,7 @@ fn included(ctx: &Context, plan: &ChildPlan, b: &Bindings) -> Result<bool, Recon
         {
             return exclude(Exclusion {
                 reason: "NotIncluded",
-                message: format!("includeWhen ${{{}}} is false", expression.source()),
+                message: format!("includeWhen {expression} is false"),
             });
         }
     }
@@ -712,9 +709,8 @@ fn readiness(
                 Ok(true) => {}
                 Ok(false) => {
                     return Ok(Readiness::NotReady(format!(
-                        "{} {name}: readyWhen ${{{}}} is false",
-                        plan.gvk.kind,
-                        expression.source()
+                        "{} {name}: readyWhen {expression} is false",
+                        plan.gvk.kind
                     )));
                 }
                 Err(err) if shared.kro && err.is_data_pending() => {

@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::check::{Findings, Scope, check_condition, check_list, check_template};
 use super::error::{DefinitionError, DefinitionErrors};
 use super::expr::{Expression, Template, Text, condition};
+use super::kro::Spellings;
 use super::model::{
     ChildSetStep, ChildStep, GROUP, KIND, KroConventions, ManagerKind, ReconcilerDefinition,
     RefStep, Step, SyncStep, VERSION,
@@ -277,22 +278,25 @@ pub fn compile(
     definition: &ReconcilerDefinition,
     schemas: &Schemas,
 ) -> Result<CompiledDefinition, DefinitionErrors> {
-    compile_at(definition, schemas, &[])
+    compile_at(definition, schemas, &[], &Spellings::default())
 }
 
 /// Compiles `definition` as [`compile`] does, its expressions and steps named at their
 /// places in what was written: `origins` are path prefixes of the definition and those
-/// they stand for (a KRO RGD's), so messages while reconciling name the RGD's paths.
+/// they stand for (a KRO RGD's), so messages while reconciling name the RGD's paths, and
+/// `spellings` the expressions as written, so those messages quote them in the RGD's words.
 pub fn compile_at(
     definition: &ReconcilerDefinition,
     schemas: &Schemas,
     origins: &[(String, String)],
+    spellings: &Spellings,
 ) -> Result<CompiledDefinition, DefinitionErrors> {
     let mut compiler = Compiler {
         infer_status: definition.spec.kro.is_some() && definition.spec.schema.is_some(),
         kro: definition.spec.kro.is_some(),
         inferred_status: None,
         origins: origins.to_vec(),
+        spellings: spellings.clone(),
         schemas: schemas.clone(),
         errors: Vec::new(),
         warnings: Vec::new(),
@@ -449,6 +453,8 @@ struct Compiler {
     inferred_status: Option<serde_json::Map<String, Value>>,
     /// Path prefixes and the places they stand for in what was written.
     origins: Vec<(String, String)>,
+    /// The expressions as written, for those the translation renamed.
+    spellings: Spellings,
     schemas: Schemas,
     errors: Vec<DefinitionError>,
     /// Kinds not served yet.
@@ -643,7 +649,8 @@ impl Compiler {
         let mut expressions = Vec::new();
         for (i, text) in texts.iter().enumerate() {
             let path = self.at(&format!("{path}[{i}]"));
-            if let Some(e) = self.keep(condition(text, &path)) {
+            if let Some(mut e) = self.keep(condition(text, &path)) {
+                self.spellings.spell([&mut e]);
                 let checked = check_condition(&e, scope, &mut self.found);
                 if self.keep(checked).is_some() {
                     expressions.push(e);
@@ -678,7 +685,8 @@ impl Compiler {
             );
         }
         self.check_kind(&gvk, &format!("{template_path}.kind"));
-        let compiled = self.keep(Template::compile(template, &template_path))?;
+        let mut compiled = self.keep(Template::compile(template, &template_path))?;
+        self.spellings.spell(compiled.expressions_mut());
         let schema = self.schemas.get(&gvk).cloned();
         let mut found = Findings::default();
         check_template(
@@ -756,7 +764,8 @@ impl Compiler {
         scope: &Scope,
     ) -> Option<ChildSetPlan> {
         let for_each_path = self.at(&format!("{path}.forEach"));
-        let for_each = self.keep(condition(&step.for_each, &for_each_path));
+        let mut for_each = self.keep(condition(&step.for_each, &for_each_path));
+        self.spellings.spell(for_each.as_mut());
         let item = match &for_each {
             Some(for_each) => {
                 let checked = check_list(for_each, scope, &mut self.found);
@@ -789,7 +798,8 @@ impl Compiler {
 
     fn sync(&mut self, step: &SyncStep, path: &str, scope: &Scope) -> Option<SyncPlan> {
         let status_path = self.at(&format!("{path}.status"));
-        let status = self.keep(Template::compile(&step.status, &status_path))?;
+        let mut status = self.keep(Template::compile(&step.status, &status_path))?;
+        self.spellings.spell(status.expressions_mut());
         let status_schema = match scope.self_schema() {
             Some(schema) => match schema.field("status") {
                 super::schema::Field::Known(s) => Some(s),
@@ -841,7 +851,8 @@ impl Compiler {
         self.check_kind(&gvk, &format!("{path}.kind"));
         let text = |value: &str, field: &str, this: &mut Self| -> Option<Text> {
             let text_path = this.at(&format!("{path}.{field}"));
-            let text = this.keep(Text::parse(value, &text_path))?;
+            let mut text = this.keep(Text::parse(value, &text_path))?;
+            this.spellings.spell(text.expressions_mut());
             for e in text.expressions() {
                 let checked = super::check::check(e, scope, &mut this.found);
                 this.keep(checked);

@@ -30,6 +30,17 @@ pub struct Expression {
     reads: Arc<VariableReads>,
     /// The field chain the expression is, if it is nothing else (`self.metadata.name`).
     chain: Option<Arc<FieldChain>>,
+    /// How it was written, when a translation renamed its variables.
+    written: Option<Arc<dyn Written>>,
+}
+
+/// How an expression was written before a translation renamed its variables (a KRO RGD's
+/// `schema`, read as `self`): what every message about it quotes, in the written names.
+pub trait Written: fmt::Debug + Send + Sync {
+    /// The expression as written (without `${}`).
+    fn text(&self) -> &str;
+    /// A message about the translated expression, in the written names.
+    fn respell(&self, message: &str) -> String;
 }
 
 /// An expression that is only a field chain of one binding, read from the binding's JSON
@@ -55,6 +66,13 @@ impl FieldChain {
 impl fmt::Debug for Expression {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: ${{{}}}", self.path, self.source)
+    }
+}
+
+/// `${...}` as written: how every message quotes the expression.
+impl fmt::Display for Expression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "${{{}}}", self.written())
     }
 }
 
@@ -112,12 +130,24 @@ impl Expression {
             program: Arc::new(program),
             reads,
             chain,
+            written: None,
         })
     }
 
-    /// The expression as written (without `${}`).
+    /// The expression compiled (without `${}`): for a translated one, the translation.
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// The expression as its author wrote it (without `${}`), which messages quote: the
+    /// source, or for a translated one (a KRO RGD's) the text before the translation.
+    pub fn written(&self) -> &str {
+        self.written.as_deref().map_or(&self.source, |w| w.text())
+    }
+
+    /// Gives a translated expression the text it was written as.
+    pub fn written_as(&mut self, written: Arc<dyn Written>) {
+        self.written = Some(written);
     }
 
     /// Where it is written in the definition.
@@ -186,12 +216,16 @@ impl Expression {
         }
     }
 
-    /// An evaluation error of this expression.
+    /// An evaluation error of this expression, quoting it as written.
     pub fn error(&self, message: impl Into<String>) -> EvalError {
+        let message = message.into();
         EvalError {
             path: self.path.clone(),
-            expression: self.source.clone(),
-            message: message.into(),
+            expression: self.written().to_owned(),
+            message: match &self.written {
+                Some(written) => written.respell(&message),
+                None => message,
+            },
         }
     }
 }
@@ -256,6 +290,21 @@ impl Text {
             Text::Whole(e) => vec![e],
             Text::Interpolated(segments) => segments
                 .iter()
+                .filter_map(|s| match s {
+                    Segment::Expr(e) => Some(e),
+                    Segment::Literal(_) => None,
+                })
+                .collect(),
+        }
+    }
+
+    /// The expressions in it, to give them their written text.
+    pub fn expressions_mut(&mut self) -> Vec<&mut Expression> {
+        match self {
+            Text::Literal(_) => Vec::new(),
+            Text::Whole(e) => vec![e],
+            Text::Interpolated(segments) => segments
+                .iter_mut()
                 .filter_map(|s| match s {
                     Segment::Expr(e) => Some(e),
                     Segment::Literal(_) => None,
@@ -437,6 +486,22 @@ impl Template {
             Template::Text(t) => t.expressions(),
             Template::List(items) => items.iter().flat_map(Template::expressions).collect(),
             Template::Map(fields) => fields.iter().flat_map(|(_, t)| t.expressions()).collect(),
+            Template::Plain(_) => Vec::new(),
+        }
+    }
+
+    /// Every expression in the template, to give them their written text.
+    pub fn expressions_mut(&mut self) -> Vec<&mut Expression> {
+        match self {
+            Template::Text(t) => t.expressions_mut(),
+            Template::List(items) => items
+                .iter_mut()
+                .flat_map(Template::expressions_mut)
+                .collect(),
+            Template::Map(fields) => fields
+                .iter_mut()
+                .flat_map(|(_, t)| t.expressions_mut())
+                .collect(),
             Template::Plain(_) => Vec::new(),
         }
     }

@@ -46,7 +46,7 @@ pub use build::{
 pub use compile::{CompiledDefinition, Plan, compile, compile_at, kinds_to_check};
 pub use crd::{PLURAL, definition_crd, definition_gvk, parent_crd};
 pub use error::{DefinitionError, DefinitionErrors, Position};
-pub use expr::{Bindings, EvalError, Expression, Template};
+pub use expr::{Bindings, EvalError, Expression, Template, Written};
 pub use load::{
     Loaded, load_dir, load_file, parse_documents, parse_rgd_value, parse_value, parse_values,
     yaml_documents,

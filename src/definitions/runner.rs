@@ -209,11 +209,10 @@ impl Definitions {
             .await;
         let mut definition = loaded.definition.clone();
         definition.spec.strict |= self.strict;
-        let mut compiled = compile_at(&definition, &schemas, &loaded.origins).map_err(
-            |DefinitionErrors(errors)| {
+        let mut compiled = compile_at(&definition, &schemas, &loaded.origins, &loaded.spellings)
+            .map_err(|DefinitionErrors(errors)| {
                 DefinitionErrors(errors.into_iter().map(|e| loaded.locate(e)).collect())
-            },
-        )?;
+            })?;
         compiled.warnings = std::mem::take(&mut compiled.warnings)
             .into_iter()
             .map(|w| loaded.as_written(w))

@@ -66,13 +66,25 @@ pub fn start_widgets_controller(
     rust_log: Option<&str>,
     extra: &[&str],
 ) -> ChildGuard {
+    start_controller(dir, &widgets_definition(), log, rust_log, extra)
+}
+
+/// Starts `dynrec run -f definitions` on `dir/kubeconfig`, without leader election and
+/// with `extra` flags, its log going to `log` (appended).
+pub fn start_controller(
+    dir: &Path,
+    definitions: &Path,
+    log: &Path,
+    rust_log: Option<&str>,
+    extra: &[&str],
+) -> ChildGuard {
     let mut command = Command::new(env!("CARGO_BIN_EXE_dynrec"));
     command
         .arg("run")
         .arg("--kubeconfig")
         .arg(dir.join("kubeconfig"))
         .arg("-f")
-        .arg(widgets_definition())
+        .arg(definitions)
         .arg("--leader-elect=false")
         .args(extra)
         .env_remove("NO_COLOR")

@@ -4,13 +4,15 @@
 //! as the RGD wrote it: the expression quoted as written, the names in the message (and
 //! its suggested rewrite) the RGD's, the position and caret in the written text.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::expressions::{Renamed, Renames, expressions, rename};
 use super::model::{Resource, ResourceGraphDefinition};
 use super::translate::Translated;
 use crate::definitions::error::locate_path;
-use crate::definitions::{DefinitionError, Step};
+use crate::definitions::{DefinitionError, Expression, Step, Written};
 
 /// One expression of an RGD: where, as written, as translated, and what was renamed.
 #[derive(Clone, Debug)]
@@ -27,7 +29,7 @@ struct Spelling {
 #[derive(Clone, Debug, Default)]
 pub struct Spellings {
     of_rgd: bool,
-    found: Vec<Spelling>,
+    found: Vec<Arc<Spelling>>,
 }
 
 impl Spellings {
@@ -129,12 +131,12 @@ impl Spellings {
                 continue;
             }
             if let Some(renames) = renamings(written, renamed) {
-                self.found.push(Spelling {
+                self.found.push(Arc::new(Spelling {
                     at: at.to_owned(),
                     written: written.to_owned(),
                     renamed: renamed.to_owned(),
                     renames,
-                });
+                }));
             }
         }
     }
@@ -155,13 +157,7 @@ impl Spellings {
             }
             names.extend(&spelling.renames);
         }
-        let instance = Renamed {
-            written: "schema".into(),
-            written_at: 0,
-            renamed: "self".into(),
-            renamed_at: 0,
-        };
-        // `self` is never a name an RGD gives (it is reserved): it is always KRO's `schema`.
+        let instance = instance();
         if self.of_rgd && error.expression.is_some() {
             names.push(&instance);
         }
@@ -178,9 +174,19 @@ impl Spellings {
         error
     }
 
+    /// Gives each of `expressions` the translation renamed the text it was written as, so
+    /// that every message while reconciling quotes it, and names its variables, as written.
+    pub fn spell<'a>(&self, expressions: impl IntoIterator<Item = &'a mut Expression>) {
+        for expression in expressions {
+            if let Some(spelling) = self.find(expression.path(), expression.source()) {
+                expression.written_as(spelling.clone());
+            }
+        }
+    }
+
     /// The spellings whose place `path` is at or under, the most specific first.
-    fn under(&self, path: &str) -> Vec<&Spelling> {
-        let mut found: Vec<&Spelling> = self
+    fn under(&self, path: &str) -> Vec<&Arc<Spelling>> {
+        let mut found: Vec<&Arc<Spelling>> = self
             .found
             .iter()
             .filter(|s| {
@@ -193,7 +199,7 @@ impl Spellings {
         found
     }
 
-    fn find(&self, path: &str, renamed: &str) -> Option<&Spelling> {
+    fn find(&self, path: &str, renamed: &str) -> Option<&Arc<Spelling>> {
         self.under(path).into_iter().find(|s| s.renamed == renamed)
     }
 }
@@ -215,6 +221,30 @@ impl Spelling {
         }
         let written = written.unwrap_or_else(|| offset.saturating_add_signed(shift));
         position_of(&self.written, written)
+    }
+}
+
+impl Written for Spelling {
+    fn text(&self) -> &str {
+        &self.written
+    }
+
+    fn respell(&self, message: &str) -> String {
+        let instance = instance();
+        let mut names: Vec<&Renamed> = self.renames.iter().collect();
+        names.push(&instance);
+        written_names(message, &names)
+    }
+}
+
+/// KRO's `schema`, the instance, which dynrec reads as `self`. `self` is never a name an
+/// RGD gives (it is reserved): in a message about an RGD it is always `schema`.
+fn instance() -> Renamed {
+    Renamed {
+        written: "schema".into(),
+        written_at: 0,
+        renamed: "self".into(),
+        renamed_at: 0,
     }
 }
 
@@ -407,6 +437,43 @@ mod tests {
         assert_eq!(spelling.written_position(1, 2), (1, 1));
         assert_eq!(spelling.written_position(2, 7), (2, 9));
         assert_eq!(spelling.written_position(1, 13), (1, 15));
+    }
+
+    #[test]
+    fn an_expression_is_quoted_and_named_as_written_in_its_evaluation_errors() {
+        let (written, renamed) = (
+            "worker.size + schema.spec.n",
+            "each.worker.size + self.spec.n",
+        );
+        let spellings = Spellings {
+            of_rgd: true,
+            found: vec![Arc::new(Spelling {
+                at: "spec.resources[1] (id workers)".into(),
+                written: written.into(),
+                renamed: renamed.into(),
+                renames: renamings(written, renamed).unwrap(),
+            })],
+        };
+        let message = "self.spec.n is not each.worker.size";
+        let compile = |path: &str| Expression::compile(renamed, path).unwrap();
+        // Elsewhere (another resource, a native definition), it is quoted as compiled.
+        let mut elsewhere = compile("spec.resources[0] (id config).data.size");
+        spellings.spell([&mut elsewhere]);
+        assert_eq!(elsewhere.to_string(), format!("${{{renamed}}}"));
+        assert_eq!(
+            elsewhere.error(message).to_string(),
+            format!("spec.resources[0] (id config).data.size: ${{{renamed}}}: {message}")
+        );
+        let mut spelled = compile("spec.resources[1] (id workers).template.data.size");
+        spellings.spell([&mut spelled]);
+        assert_eq!(spelled.source(), renamed);
+        assert_eq!(spelled.to_string(), format!("${{{written}}}"));
+        assert_eq!(
+            spelled.error(message).to_string(),
+            format!(
+                "spec.resources[1] (id workers).template.data.size: ${{{written}}}: schema.spec.n is not worker.size"
+            )
+        );
     }
 
     #[test]
