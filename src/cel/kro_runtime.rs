@@ -52,6 +52,7 @@ pub(crate) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
 
 /// Rewrites the bare keys of `runtime.newCondition({...})` into strings, refusing what
 /// KRO's macro refuses; any other `x.newCondition(...)` is left as written.
+#[allow(clippy::ptr_arg)] // the expander's signature is `Macro::receiver`'s
 fn expand_new_condition(
     helper: &mut MacroExprHelper<'_>,
     target: &mut Option<IdedExpr>,
