@@ -414,10 +414,14 @@ const UNBOUND_RUNTIME: &str = "runtime (KRO's library of custom status condition
 /// an object of four strings.
 pub fn kro_condition_ty() -> Ty {
     let string = serde_json::json!({"type": "string"});
-    Ty::Object(Schema::of_crd(
-        serde_json::json!({"type": "object", "properties": {
-        "type": string, "status": string, "reason": string, "message": string}}),
-    ))
+    let condition = serde_json::json!({"type": "object", "properties": {
+        "type": string, "status": string, "reason": string, "message": string}});
+    // Under a root, so that it is not an object's root (no apiVersion, kind, metadata).
+    let holder = Schema::of_crd(serde_json::json!({"properties": {"condition": condition}}));
+    match holder.field("condition") {
+        Field::Known(schema) => Ty::Object(schema),
+        _ => Ty::Dyn,
+    }
 }
 
 /// Names that are CEL types or constants, not bindings.
@@ -1286,8 +1290,20 @@ mod tests {
     fn kros_omit_and_runtime_are_refused_naming_the_native_way() {
         let e = error("self.spec.size > 1 ? self.spec.size : omit()");
         assert!(e.contains(UNBOUND_OMIT), "{e}");
-        let e = error("runtime.newCondition({'type': 'A', 'status': 'True'})");
+        let e = error("runtime.newCondition({type: 'A', status: 'True'})");
         assert!(e.contains(UNBOUND_RUNTIME), "{e}");
+        // In KRO's custom conditions, runtime's results are conditions of four fields.
+        let conditions = scope().with_runtime();
+        let read = |source: &str| {
+            let e = Expression::compile(source, "spec.x").unwrap();
+            check(&e, &conditions, &mut Findings::default()).map_err(|e| e.to_string())
+        };
+        assert!(read("runtime.condition(self, 'Ready').status == 'True'").is_ok());
+        let e = read("runtime.condition(self, 'Ready').state").unwrap_err();
+        assert!(
+            e.contains("has no field \"state\"; its fields are: message, reason, status, type"),
+            "{e}"
+        );
         // The way omit() points to checks, and leaves the entry out when none.
         let entry = "{'name': 'x', ?'policy': 1 > 2 ? optional.of('p') : optional.none()}";
         let e = Expression::compile(entry, "p").unwrap();
