@@ -160,12 +160,7 @@ async fn the_authors_conditions_replace_kros_degrade_to_error_and_give_the_wire_
     assert_eq!(app["status"]["state"], "ACTIVE", "{app}");
 
     // The block removed: the wire is KRO's four again.
-    let without: String = WEBAPP
-        .lines()
-        .take_while(|l| l.trim() != "conditions:")
-        .chain(WEBAPP.lines().skip_while(|l| l.trim() != "resources:"))
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let without = webapp_with(None);
     running.apply_active_rgd(&without).await;
     object_where(&apps, "shop", "KRO's conditions back, Ready", |app| {
         types(app)
@@ -253,28 +248,25 @@ fn plan(rgd: &str) -> (Option<i32>, String) {
 }
 
 /// [`WEBAPP`] with its conditions replaced by `conditions` (list items `        - TEXT`,
-/// each written as a folded YAML string).
-fn webapp_with(conditions: &str) -> String {
-    let conditions: String = conditions
-        .lines()
+/// each written as a folded YAML string), or without any.
+fn webapp_with(conditions: Option<&str>) -> String {
+    let block: String = conditions
+        .into_iter()
+        .flat_map(str::lines)
         .map(|l| {
             format!(
                 "        - >-\n          {}\n",
-                l.trim_start_matches(" ").trim_start_matches("- ")
+                l.trim_start().trim_start_matches("- ")
             )
         })
         .collect();
-    let head: String = WEBAPP
-        .lines()
-        .take_while(|l| l.trim() != "conditions:")
-        .map(|l| format!("{l}\n"))
-        .collect();
-    let tail: String = WEBAPP
-        .lines()
-        .skip_while(|l| l.trim() != "resources:")
-        .map(|l| format!("{l}\n"))
-        .collect();
-    format!("{head}      conditions:\n{conditions}{tail}")
+    let head = WEBAPP.lines().take_while(|l| l.trim() != "conditions:");
+    let block = conditions.map(|_| format!("      conditions:\n{block}"));
+    let tail = WEBAPP.lines().skip_while(|l| l.trim() != "resources:");
+    head.map(|l| format!("{l}\n"))
+        .chain(block)
+        .chain(tail.map(|l| format!("{l}\n")))
+        .collect()
 }
 
 #[test]
@@ -325,7 +317,7 @@ fn bad_conditions_are_refused_at_load_naming_the_entry_and_position() {
         ),
     ];
     for (conditions, at, want) in cases {
-        let (code, stderr) = plan(&webapp_with(&conditions));
+        let (code, stderr) = plan(&webapp_with(Some(&conditions)));
         assert_eq!(code, Some(1), "{conditions}: {stderr}");
         assert!(
             stderr.contains(at) && stderr.contains(want),
@@ -346,8 +338,8 @@ fn bad_conditions_are_refused_at_load_naming_the_entry_and_position() {
     );
 
     // A position is given: the caret under the literal type read from schema.
-    let (_, stderr) = plan(&webapp_with(
+    let (_, stderr) = plan(&webapp_with(Some(
         "        - ${runtime.newCondition({type: 'B', status: runtime.condition(schema, 'Redy').status})}\n",
-    ));
+    )));
     assert!(stderr.contains("(at 1:"), "{stderr}");
 }
