@@ -2,7 +2,8 @@
 //! (`pkg/cel/environment.go`): cel-go's `base64.encode`/`base64.decode` (ext.Encoders) and
 //! `lists.range` with the list member functions `slice`, `flatten`, `distinct`, `sort`…
 //! (ext.Lists), and KRO's `hash.fnv64a`, `hash.sha256` and `hash.md5`
-//! (`pkg/cel/library/hash.go`: the digest of a string, as bytes).
+//! (`pkg/cel/library/hash.go`: the digest of a string, as bytes), and its `runtime` library
+//! of custom status conditions (`kro_runtime`).
 
 use cel::common::types::{CelBytes, CelString};
 use cel::{DeclarationError, Env};
@@ -13,14 +14,14 @@ use ring::digest::{SHA256, digest};
 const FNV64_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV64_PRIME: u64 = 0x0000_0100_0000_01b3;
 
-/// Registers the encoders, lists and hash libraries on `env`.
+/// Registers the encoders, lists, hash and runtime libraries on `env`.
 pub(crate) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_extension(cel::extensions::encoders)?;
     env.add_extension(cel::extensions::lists)?;
     cel::add_overload!(env, fn fnv64a: (CelString) -> CelBytes, name = "hash.fnv64a")?;
     cel::add_overload!(env, fn sha256: (CelString) -> CelBytes, name = "hash.sha256")?;
     cel::add_overload!(env, fn md5: (CelString) -> CelBytes, name = "hash.md5")?;
-    Ok(())
+    super::kro_runtime::extension(env)
 }
 
 /// The FNV-1a 64-bit hash of the string's bytes, big-endian (Go's `fnv.New64a().Sum`).

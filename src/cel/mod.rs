@@ -33,6 +33,7 @@ mod dynamic;
 mod errors;
 mod json;
 mod kro;
+mod kro_runtime;
 mod random;
 mod reads;
 mod view;

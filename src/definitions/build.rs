@@ -96,6 +96,10 @@ pub fn root_reconciler(
                 })
                 .collect();
             let instance = KroInstance::new(steps, &kro.resource_graph_definition, groups);
+            let instance = match &definition.custom_conditions {
+                Some(custom) => instance.with_custom_conditions(custom.clone(), shared.clone()),
+                None => instance,
+            };
             ResourceReconciler::new(definition.for_kind.clone(), instance, config.clone())
         }
     }

@@ -26,6 +26,8 @@ pub struct Scope {
     /// Whether the step checked here is excluded when a binding it reads is null (instead
     /// of failing), so such reads are not warned about.
     excludes_dependents: bool,
+    /// Whether KRO's `runtime` library is bound (in a custom status condition only).
+    runtime: bool,
 }
 
 impl Scope {
@@ -66,6 +68,14 @@ impl Scope {
         let mut scope = self.clone();
         scope.facts.extend(facts(condition.ast(), holds));
         scope
+    }
+
+    /// The same scope with KRO's `runtime` library bound (for KRO's custom conditions).
+    pub fn with_runtime(&self) -> Scope {
+        Scope {
+            runtime: true,
+            ..self.clone()
+        }
     }
 
     /// The schema of `self`, when known.
@@ -398,7 +408,21 @@ struct Checker<'a> {
 const UNBOUND_OMIT: &str = "omit() (KRO's sentinel removing a template field) is not bound in dynrec: leave the field out with an optional entry of the map holding it, e.g. ${{'name': x, ?'policy': c ? optional.of(p) : optional.none()}}";
 
 /// Why KRO's `runtime` library of custom status conditions is refused.
-const UNBOUND_RUNTIME: &str = "runtime (KRO's library of custom status conditions: runtime.newCondition, runtime.condition) is not bound in dynrec";
+const UNBOUND_RUNTIME: &str = "runtime (KRO's library of custom status conditions: runtime.newCondition, runtime.condition) is only available in spec.schema.status.conditions";
+
+/// The type of a KRO condition (`runtime.newCondition(...)`, `runtime.condition(...)`):
+/// an object of four strings.
+pub fn kro_condition_ty() -> Ty {
+    let string = serde_json::json!({"type": "string"});
+    let condition = serde_json::json!({"type": "object", "properties": {
+        "type": string, "status": string, "reason": string, "message": string}});
+    // Under a root, so that it is not an object's root (no apiVersion, kind, metadata).
+    let holder = Schema::of_crd(serde_json::json!({"properties": {"condition": condition}}));
+    match holder.field("condition") {
+        Field::Known(schema) => Ty::Object(schema),
+        _ => Ty::Dyn,
+    }
+}
 
 /// Names that are CEL types or constants, not bindings.
 pub const TYPE_NAMES: [&str; 11] = [
@@ -673,7 +697,10 @@ impl Checker<'_> {
     fn library(&self, target: &IdedExpr) -> Option<&'static str> {
         match &target.expr {
             Expr::Ident(name) if self.bound(name).is_none() => {
-                LIBRARIES.iter().copied().find(|l| l == name)
+                match name == "runtime" && self.scope.runtime {
+                    true => Some("runtime"),
+                    false => LIBRARIES.iter().copied().find(|l| l == name),
+                }
             }
             _ => None,
         }
@@ -868,6 +895,8 @@ fn library_function(library: &str, function: &str, args: &[Ty]) -> Result<Ty, St
         ("lists", "range") => (&[Ty::Number], Ty::List(Box::new(Ty::Number))),
         ("lists", "setAtIndex" | "insertAtIndex") => (&[Ty::Dyn, Ty::Number, Ty::Dyn], Ty::Dyn),
         ("lists", "removeAtIndex") => (&[Ty::Dyn, Ty::Number], Ty::Dyn),
+        ("runtime", "newCondition") => (&[Ty::Dyn], kro_condition_ty()),
+        ("runtime", "condition") => (&[Ty::Dyn, Ty::String], kro_condition_ty()),
         _ => {
             return Err(format!(
                 "{library}.{function} is not a function; the libraries have strings.quote(string), random.seededString(int, string), random.seededInt(int, int, string), hash.fnv64a(string), hash.sha256(string), hash.md5(string), json.unmarshal(string), json.marshal(value), base64.encode(bytes), base64.decode(string), lists.range(int), lists.setAtIndex(list, int, value), lists.insertAtIndex(list, int, value) and lists.removeAtIndex(list, int)"
@@ -1261,8 +1290,20 @@ mod tests {
     fn kros_omit_and_runtime_are_refused_naming_the_native_way() {
         let e = error("self.spec.size > 1 ? self.spec.size : omit()");
         assert!(e.contains(UNBOUND_OMIT), "{e}");
-        let e = error("runtime.newCondition({'type': 'A', 'status': 'True'})");
+        let e = error("runtime.newCondition({type: 'A', status: 'True'})");
         assert!(e.contains(UNBOUND_RUNTIME), "{e}");
+        // In KRO's custom conditions, runtime's results are conditions of four fields.
+        let conditions = scope().with_runtime();
+        let read = |source: &str| {
+            let e = Expression::compile(source, "spec.x").unwrap();
+            check(&e, &conditions, &mut Findings::default()).map_err(|e| e.to_string())
+        };
+        assert!(read("runtime.condition(self, 'Ready').status == 'True'").is_ok());
+        let e = read("runtime.condition(self, 'Ready').state").unwrap_err();
+        assert!(
+            e.contains("has no field \"state\"; its fields are: message, reason, status, type"),
+            "{e}"
+        );
         // The way omit() points to checks, and leaves the entry out when none.
         let entry = "{'name': 'x', ?'policy': 1 > 2 ? optional.of('p') : optional.none()}";
         let e = Expression::compile(entry, "p").unwrap();

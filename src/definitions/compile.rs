@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::check::{Findings, Scope, check_condition, check_list, check_template};
 use super::error::{DefinitionError, DefinitionErrors};
 use super::expr::{Expression, Template, Text, condition};
-use super::kro::Spellings;
+use super::kro::{CustomConditions, Spellings};
 use super::model::{
     ChildSetStep, ChildStep, GROUP, KIND, KroConventions, ManagerKind, ReconcilerDefinition,
     RefStep, Step, SyncStep, VERSION,
@@ -207,6 +207,8 @@ pub struct CompiledDefinition {
     pub not_served: BTreeSet<Gvk>,
     /// KRO's conventions on the instances, for a definition read from an RGD.
     pub kro: Option<KroConventions>,
+    /// KRO's custom status conditions, compiled (when the RGD has some).
+    pub custom_conditions: Option<Arc<CustomConditions>>,
 }
 
 impl CompiledDefinition {
@@ -342,7 +344,19 @@ pub fn compile_at(
         super::crd::parent_crd(&for_kind, schema)
     });
     let scope = Scope::default().with("self", Ty::of_optional(compiler.schemas.get(&for_kind)));
-    let steps = compiler.steps(&definition.spec.steps, "spec.steps", scope);
+    let (steps, scope) = compiler.steps_in(&definition.spec.steps, "spec.steps", scope);
+    let custom_conditions = definition
+        .spec
+        .kro
+        .as_ref()
+        .filter(|kro| !kro.conditions.is_empty())
+        .and_then(|kro| {
+            let path = compiler.at("spec.kro.conditions");
+            CustomConditions::compile(&kro.conditions, &path, &scope)
+                .map_err(|errors| compiler.errors.extend(errors))
+                .ok()
+        })
+        .map(Arc::new);
     let mut conditions: Vec<String> = steps.iter().flat_map(Plan::conditions).collect();
     let mut seen = BTreeSet::new();
     for (i, condition) in conditions.iter().enumerate() {
@@ -397,6 +411,7 @@ pub fn compile_at(
         warnings,
         not_served: compiler.not_served,
         kro: definition.spec.kro.clone(),
+        custom_conditions,
     })
 }
 
@@ -507,7 +522,12 @@ impl Compiler {
     }
 
     /// Compiles a list of steps in the order of their bindings.
-    fn steps(&mut self, steps: &[Step], path: &str, mut scope: Scope) -> Vec<Plan> {
+    fn steps(&mut self, steps: &[Step], path: &str, scope: Scope) -> Vec<Plan> {
+        self.steps_in(steps, path, scope).0
+    }
+
+    /// The plans of `steps`, and the scope after them (every step's binding).
+    fn steps_in(&mut self, steps: &[Step], path: &str, mut scope: Scope) -> (Vec<Plan>, Scope) {
         let order = match order_by_bindings(steps, &scope) {
             Ok(order) => order,
             Err(cycle) => {
@@ -515,7 +535,7 @@ impl Compiler {
                     path,
                     format!("cycle between bindings: {}", cycle.join(" -> ")),
                 );
-                return Vec::new();
+                return (Vec::new(), scope);
             }
         };
         let mut plans = Vec::new();
@@ -627,7 +647,7 @@ impl Compiler {
             }
             plans.extend(planned);
         }
-        plans
+        (plans, scope)
     }
 
     fn check_id(&mut self, id: &str, path: &str) {

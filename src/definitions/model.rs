@@ -88,6 +88,12 @@ pub struct KroConventions {
     /// The ResourceGraphDefinition's name, on each instance as the label
     /// `kro.run/resource-graph-definition-name`.
     pub resource_graph_definition: String,
+    /// KRO's custom status conditions (an RGD's `spec.schema.status.conditions`): each a
+    /// `${...}` returning `runtime.newCondition(...)` or a list of them. When given, only
+    /// they are written to `status.conditions` (KRO's four are still computed, and read
+    /// with `runtime.condition(self, 'Ready')`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<String>,
 }
 
 /// A ServiceAccount, by namespace and name (definitions are cluster-scoped).

@@ -13,8 +13,8 @@ pub const INSTANCE_MANAGED: &str = "InstanceManaged";
 pub const GRAPH_RESOLVED: &str = "GraphResolved";
 /// Every resource of the graph is created and ready.
 pub const RESOURCES_READY: &str = "ResourcesReady";
-/// The conditions in the order KRO lists them (`Ready` last).
-const ORDER: [&str; 4] = [INSTANCE_MANAGED, GRAPH_RESOLVED, RESOURCES_READY, "Ready"];
+/// KRO's built-in conditions, in the order KRO lists them (`Ready` last).
+pub const BUILT_IN: [&str; 4] = [INSTANCE_MANAGED, GRAPH_RESOLVED, RESOURCES_READY, "Ready"];
 
 fn kro_set() -> ConditionSet {
     ConditionSet::living(&[INSTANCE_MANAGED, GRAPH_RESOLVED, RESOURCES_READY])
@@ -50,7 +50,7 @@ pub fn summarize<S: StatusExt + ?Sized>(
     let mut waiting: Vec<_> = object
         .conditions()?
         .into_iter()
-        .filter(|c| !ORDER.contains(&c.type_.as_str()) && !c.is_true())
+        .filter(|c| !BUILT_IN.contains(&c.type_.as_str()) && !c.is_true())
         .collect();
     // A resource waiting for another is not the cause: the one it waits for is named.
     waiting.sort_by_key(|c| (c.status != "False", c.reason.as_deref() == Some("Waiting")));
@@ -131,19 +131,22 @@ pub fn is_ready<S: StatusExt + ?Sized>(object: &S) -> bool {
 
 fn keep_only_kro_conditions<S: StatusExt + ?Sized>(object: &mut S) -> Result<(), ConditionError> {
     let conditions = object.conditions()?;
-    if conditions.iter().all(|c| ORDER.contains(&c.type_.as_str())) {
+    if conditions
+        .iter()
+        .all(|c| BUILT_IN.contains(&c.type_.as_str()))
+    {
         return Ok(());
     }
     let kept = conditions
         .into_iter()
-        .filter(|c| ORDER.contains(&c.type_.as_str()))
+        .filter(|c| BUILT_IN.contains(&c.type_.as_str()))
         .collect();
     Ok(object.set_conditions(kept)?)
 }
 
 fn sort<S: StatusExt + ?Sized>(object: &mut S) -> Result<(), ConditionError> {
     let mut conditions = object.conditions()?;
-    let position = |type_: &str| ORDER.iter().position(|t| *t == type_);
+    let position = |type_: &str| BUILT_IN.iter().position(|t| *t == type_);
     if conditions.is_sorted_by_key(|c| position(&c.type_)) {
         return Ok(());
     }

@@ -6,19 +6,22 @@
 //! without evaluating a template.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::{Value, json};
-use tracing::info;
+use tracing::{info, warn};
 
-use super::conditions::{is_ready, mark_deleting, mark_not_managed, summarize};
+use super::conditions::{RESOURCES_READY, is_ready, mark_deleting, mark_not_managed, summarize};
+use super::custom_conditions::{CustomConditions, stamp};
 use super::ownership::children_of;
 use super::translate::{FINALIZER, OWNED_LABEL, RGD_NAME_LABEL};
 use crate::definitions::EvalError;
+use crate::definitions::bindings::Shared;
 use crate::definitions::error::MissingObject;
-use crate::object::{Gvk, ObjectKey};
+use crate::object::{Condition, Gvk, INITIALIZING, ObjectKey, StatusExt};
 use crate::reconcilers::{
     Context, Draft, Outcome, ReconcileError, ReconcileResult, Setup, SubReconciler,
     ValidationError, clear_finalizer,
@@ -44,6 +47,9 @@ pub struct KroInstance {
     rgd: String,
     /// The steps' children, in the order the steps run.
     groups: Vec<ChildGroup>,
+    /// The RGD's custom conditions (written instead of KRO's), and the bindings of the
+    /// steps they read.
+    custom: Option<(Arc<CustomConditions>, Arc<Shared>)>,
 }
 
 impl KroInstance {
@@ -53,7 +59,80 @@ impl KroInstance {
             inner: Box::new(inner),
             rgd: rgd.to_owned(),
             groups,
+            custom: None,
         }
+    }
+
+    /// Writes the RGD's custom `conditions` instead of KRO's, evaluated over the steps'
+    /// bindings in `shared`.
+    pub fn with_custom_conditions(
+        mut self,
+        conditions: Arc<CustomConditions>,
+        shared: Arc<Shared>,
+    ) -> Self {
+        self.custom = Some((conditions, shared));
+        self
+    }
+
+    /// Evaluates the custom conditions over the steps' bindings, `self` the instance with
+    /// KRO's built-in conditions (just computed) as its conditions, and writes them in
+    /// place of the built-ins; returns whether evaluating them failed (KRO's `ERROR`).
+    fn write_custom_conditions(
+        &self,
+        ctx: &Context,
+        instance: &mut Draft,
+        previous: &[Condition],
+    ) -> Result<bool, ReconcileError> {
+        let Some((conditions, shared)) = &self.custom else {
+            return Ok(false);
+        };
+        let mut bindings = shared.bindings(ctx, instance)?;
+        let mut schema = bindings
+            .get("self")
+            .map(|s| (**s).clone())
+            .unwrap_or_default();
+        let built_in = instance.conditions().map_err(ReconcileError::from_error)?;
+        schema["status"] = json!({"conditions": built_in});
+        bindings.insert("self".into(), Arc::new(schema));
+        let evaluation = conditions.evaluate(&bindings, ctx.now());
+        let failed = !evaluation.failures.is_empty();
+        if failed {
+            warn!(failures = %evaluation.failures.join("; "), "custom conditions degraded; setting state ERROR");
+        }
+        let written = stamp(
+            evaluation,
+            previous,
+            instance.metadata.generation,
+            ctx.now(),
+        );
+        instance
+            .set_conditions(written)
+            .map_err(ReconcileError::from_error)?;
+        Ok(failed)
+    }
+
+    /// The custom conditions on the wire while the instance is deleted, as KRO keeps them:
+    /// unchanged, with KRO's `ResourcesReady` (deleting) over them.
+    fn deletion_conditions(
+        &self,
+        instance: &mut Draft,
+        previous: Option<Vec<Condition>>,
+    ) -> Result<(), ReconcileError> {
+        let Some(previous) = previous else {
+            return Ok(());
+        };
+        let mut deleting: Vec<Condition> = instance
+            .condition(RESOURCES_READY)
+            .map_err(ReconcileError::from_error)?
+            .into_iter()
+            .collect();
+        for condition in &mut deleting {
+            condition.observed_generation = instance.metadata.generation;
+        }
+        deleting.extend(previous.into_iter().filter(|c| c.type_ != RESOURCES_READY));
+        instance
+            .set_conditions(deleting)
+            .map_err(ReconcileError::from_error)
     }
 
     /// Adds the finalizer and the labels KRO puts on an instance, in one patch.
@@ -159,30 +238,50 @@ impl SubReconciler for KroInstance {
     }
 
     async fn reconcile(&self, ctx: &Context, instance: &mut Draft) -> Outcome {
+        // With custom conditions, the wire holds the author's: KRO's are computed afresh.
+        let previous = match &self.custom {
+            None => None,
+            Some(_) => match take_conditions(ctx, instance) {
+                Ok(previous) => Some(previous),
+                Err(error) => return Outcome::err(error),
+            },
+        };
+        let custom = previous.is_some();
         if instance.metadata.deletion_timestamp.is_some() {
-            return match self.delete_in_reverse(ctx, instance).await {
-                Ok(false) => {
-                    mark_deleting(instance, ctx.now(), None).ok();
-                    stamp_status(instance, State::Deleting);
-                    Outcome::ok(ReconcileResult::requeue_after(DELETION_POLL))
+            let blocked = match self.delete_in_reverse(ctx, instance).await {
+                Ok(true) => {
+                    return match clear_finalizer(ctx, instance, FINALIZER).await {
+                        Ok(()) => Outcome::done(),
+                        Err(error) => Outcome::err(error),
+                    };
                 }
-                Ok(true) => match clear_finalizer(ctx, instance, FINALIZER).await {
-                    Ok(()) => Outcome::done(),
-                    Err(error) => Outcome::err(error),
-                },
-                Err(error) => {
-                    mark_deleting(instance, ctx.now(), Some(&error.to_string())).ok();
-                    stamp_status(instance, State::Deleting);
-                    Outcome::err(error)
-                }
+                Ok(false) => None,
+                Err(error) => Some(error),
+            };
+            let message = blocked.as_ref().map(ToString::to_string);
+            mark_deleting(instance, ctx.now(), message.as_deref()).ok();
+            stamp_status(instance, State::Deleting, !custom);
+            if let Err(error) = self.deletion_conditions(instance, previous) {
+                return Outcome::err(error);
+            }
+            return match blocked {
+                None => Outcome::ok(ReconcileResult::requeue_after(DELETION_POLL)),
+                Some(error) => Outcome::err(error),
             };
         }
         if let Err(error) = self.claim(ctx, instance).await {
-            let marked = mark_not_managed(instance, ctx.now(), &error.to_string());
-            stamp_status(instance, State::Error);
+            let marked = match previous {
+                // As KRO: the author's conditions stay as they were, the state is ERROR.
+                Some(previous) => instance
+                    .set_conditions(previous)
+                    .map_err(ReconcileError::from_error),
+                None => mark_not_managed(instance, ctx.now(), &error.to_string())
+                    .map_err(ReconcileError::from_error),
+            };
+            stamp_status(instance, State::Error, !custom);
             return match marked {
                 Ok(()) => Outcome::err(error),
-                Err(marking) => Outcome::err(ReconcileError::from_error(marking)),
+                Err(marking) => Outcome::err(marking),
             };
         }
         let outcome = self.inner.reconcile(ctx, instance).await;
@@ -204,7 +303,15 @@ impl SubReconciler for KroInstance {
             (false, true) => State::Error,
             (false, false) => State::InProgress,
         };
-        stamp_status(instance, state);
+        let degraded = match &previous {
+            Some(previous) => match self.write_custom_conditions(ctx, instance, previous) {
+                Ok(degraded) => degraded,
+                Err(error) => return Outcome::err(error),
+            },
+            None => false,
+        };
+        let state = if degraded { State::Error } else { state };
+        stamp_status(instance, state, !custom);
         outcome
     }
 }
@@ -234,9 +341,35 @@ impl State {
     }
 }
 
-/// Writes KRO's `status.state` and the instance's generation on each condition.
-fn stamp_status(instance: &mut Draft, state: State) {
-    let generation = instance.metadata.generation;
+/// The instance's conditions (the author's custom ones on the wire, without those the
+/// root initialized for this request), taken off it, and the root's conditions initialized
+/// again in their place (as on an instance without any).
+fn take_conditions(ctx: &Context, instance: &mut Draft) -> Result<Vec<Condition>, ReconcileError> {
+    // Times are stored to the second.
+    let now = Some(ctx.now().as_second());
+    let initialized_now = |c: &Condition| {
+        c.reason.as_deref() == Some(INITIALIZING)
+            && c.last_transition_time.as_ref().map(|t| t.0.as_second()) == now
+    };
+    let previous = instance
+        .conditions()
+        .map_err(ReconcileError::from_error)?
+        .into_iter()
+        .filter(|c| !initialized_now(c))
+        .collect();
+    instance
+        .set_conditions(Vec::new())
+        .map_err(ReconcileError::from_error)?;
+    ctx.conditions(instance)
+        .initialize()
+        .map_err(ReconcileError::from_error)?;
+    Ok(previous)
+}
+
+/// Writes KRO's `status.state`, and, with `generations`, the instance's generation on each
+/// condition (custom conditions carry their own).
+fn stamp_status(instance: &mut Draft, state: State, generations: bool) {
+    let generation = instance.metadata.generation.filter(|_| generations);
     let status = &mut instance.to_mut().data["status"];
     if !status.is_object() {
         *status = json!({});

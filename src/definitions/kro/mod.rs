@@ -8,6 +8,7 @@ mod collection;
 mod conditions;
 mod controller;
 mod convert;
+mod custom_conditions;
 mod expressions;
 mod instance;
 mod model;
@@ -20,6 +21,7 @@ pub use collection::{COLLECTION_INDEX_LABEL, COLLECTION_SIZE_LABEL, label_collec
 pub use conditions::{GRAPH_RESOLVED, INSTANCE_MANAGED, RESOURCES_READY};
 pub use controller::{ResourceGraphDefinitions, rgd_crd, rgd_gvk};
 pub use convert::convert;
+pub use custom_conditions::{CustomConditions, Evaluation, stamp};
 pub use instance::{ChildGroup, KroInstance};
 pub use model::{
     ExternalRef, ExternalRefMetadata, GROUP, GraphSpec, InstanceSchema, KIND, LabelSelector,

@@ -49,6 +49,13 @@ impl Spellings {
             let at = place(format!("spec.steps[{}].sync.status", steps.len() - 1));
             spellings.pair_values(&at, &rgd.spec.schema.status, &sync.status);
         }
+        if let (Some(kro), Some(written)) = (
+            &translated.definition.spec.kro,
+            rgd.spec.schema.status.get("conditions"),
+        ) {
+            let renamed = Value::from(kro.conditions.clone());
+            spellings.pair_values("spec.schema.status.conditions", written, &renamed);
+        }
         spellings
     }
 

@@ -103,7 +103,10 @@ pub fn translate(rgd: &ResourceGraphDefinition) -> Result<Translated, Definition
     let spec = spec_schema(&schema.spec, &schema.types, "spec.schema.spec")
         .map_err(|e| errors.push(e))
         .unwrap_or_default();
-    let status = status_schema(&schema.status, "spec.schema.status")
+    let (fields, conditions) = custom_conditions(&schema.status)
+        .map_err(|e| errors.push(e))
+        .unwrap_or_default();
+    let status = status_schema(&fields, "spec.schema.status")
         .map_err(|e| errors.push(e))
         .unwrap_or_default();
     let mut steps = Vec::new();
@@ -122,13 +125,13 @@ pub fn translate(rgd: &ResourceGraphDefinition) -> Result<Translated, Definition
             Err(error) => errors.push(error),
         }
     }
-    if schema.status.as_object().is_some_and(|s| !s.is_empty()) {
+    if fields.as_object().is_some_and(|s| !s.is_empty()) {
         let sync_path = format!("spec.steps[{}].sync", steps.len());
         origins.push((format!("{sync_path}.status"), "spec.schema.status".into()));
         origins.push((sync_path, "spec.schema.status".into()));
         steps.push(Step::Sync(SyncStep {
             id: "status".into(),
-            status: rename_in_value(&schema.status, &schema_renames()),
+            status: rename_in_value(&fields, &schema_renames()),
             condition: None,
         }));
     }
@@ -140,6 +143,10 @@ pub fn translate(rgd: &ResourceGraphDefinition) -> Result<Translated, Definition
         ("spec.schema".into(), "spec.schema".into()),
         ("spec.for".into(), "spec.schema".into()),
         ("spec.steps".into(), "spec.resources".into()),
+        (
+            "spec.kro.conditions".into(),
+            "spec.schema.status.conditions".into(),
+        ),
     ]);
     if !errors.is_empty() {
         return Err(DefinitionErrors(errors));
@@ -186,6 +193,10 @@ pub fn translate(rgd: &ResourceGraphDefinition) -> Result<Translated, Definition
             service_account: None,
             kro: Some(KroConventions {
                 resource_graph_definition: rgd.name().to_owned(),
+                conditions: conditions
+                    .iter()
+                    .map(|c| rename_in_text(c, &schema_renames()))
+                    .collect(),
             }),
         },
         status: None,
@@ -484,15 +495,47 @@ fn status_field(value: &Value, path: &str) -> Result<Value, DefinitionError> {
         Value::Object(_) => {
             Ok(json!({"type": "object", "properties": status_schema(value, path)?}))
         }
-        Value::Array(_) if path == "spec.schema.status.conditions" => Err(DefinitionError::new(
-            path,
-            "KRO's custom conditions (a list of ${runtime.newCondition(...)}) are not supported by dynrec: the instance's conditions are KRO's own (InstanceManaged, GraphResolved, ResourcesReady, Ready)",
-        )),
         _ => Err(DefinitionError::new(
             path,
             "a status field is a ${...} expression (or text holding some), or a map of such fields",
         )),
     }
+}
+
+/// The status fields without `conditions`, and KRO's custom conditions (`conditions`: a
+/// list of `${...}`, each returning `runtime.newCondition(...)` or a list of them).
+fn custom_conditions(status: &Value) -> Result<(Value, Vec<String>), DefinitionError> {
+    let path = "spec.schema.status.conditions";
+    let mut fields = status.clone();
+    let Some(given) = fields.as_object_mut().and_then(|f| f.remove("conditions")) else {
+        return Ok((fields, Vec::new()));
+    };
+    let Value::Array(entries) = given else {
+        return Err(DefinitionError::new(
+            path,
+            format!(
+                "status.conditions must be a list of ${{runtime.newCondition(...)}} expressions, found {}",
+                kind_of(&given)
+            ),
+        ));
+    };
+    let conditions = entries
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| match entry {
+            Value::String(text) if super::expressions::whole_expression(text).is_some() => {
+                Ok(text.clone())
+            }
+            other => Err(DefinitionError::new(
+                format!("{path}[{i}]"),
+                format!(
+                    "status.conditions[{i}] must be a CEL expression string (${{...}}), found {}",
+                    kind_of(other)
+                ),
+            )),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((fields, conditions))
 }
 
 /// The instance CRD's schema, as KRO synthesizes it: `state` and `conditions` added to the
@@ -562,14 +605,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn kros_custom_conditions_are_refused_saying_so() {
-        let rgd = "apiVersion: kro.run/v1alpha1\nkind: ResourceGraphDefinition\nmetadata: {name: r}\nspec:\n  schema:\n    apiVersion: v1alpha1\n    kind: R\n    status:\n      conditions: [\"${runtime.newCondition({'type': 'A', 'status': 'True'})}\"]\n";
-        let rgd = parse_rgd(serde_saphyr::from_str(rgd).unwrap()).unwrap();
-        let errors = translate(&rgd).unwrap_err().to_string();
+    fn custom_conditions_are_carried_in_kros_conventions() {
+        let rgd = |conditions: &str| {
+            let text = format!(
+                "apiVersion: kro.run/v1alpha1\nkind: ResourceGraphDefinition\nmetadata: {{name: r}}\nspec:\n  schema:\n    apiVersion: v1alpha1\n    kind: R\n    status:\n      conditions: {conditions}\n"
+            );
+            translate(&parse_rgd(serde_saphyr::from_str(&text).unwrap()).unwrap())
+        };
+        let translated = rgd("[\"${runtime.condition(schema, 'Ready')}\"]").unwrap();
+        let kro = translated.definition.spec.kro.unwrap();
+        assert_eq!(kro.conditions, ["${runtime.condition(self, 'Ready')}"]);
         assert!(
-            errors.starts_with("spec.schema.status.conditions: KRO's custom conditions (a list of ${runtime.newCondition(...)}) are not supported by dynrec"),
+            translated.definition.spec.steps.is_empty(),
+            "no status fields, no sync step"
+        );
+        let errors = rgd("[1]").unwrap_err().to_string();
+        assert!(
+            errors.starts_with("spec.schema.status.conditions[0]: status.conditions[0] must be a CEL expression string"),
             "{errors}"
         );
+        let errors = rgd("x").unwrap_err().to_string();
+        assert!(errors.contains("must be a list of"), "{errors}");
     }
 
     #[test]
