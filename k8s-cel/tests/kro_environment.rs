@@ -238,7 +238,10 @@ fn comprehension_mistakes_are_errors_at_their_place() {
         "{accumulator}"
     );
     let range = error("'abc'.all(i, v, true)");
-    assert!(range.contains("got string, want list or map"), "{range}");
+    assert!(
+        range.contains("string") && range.contains("list or map"),
+        "{range}"
+    );
     // a call with an arity no macro has stays a call, to no function
     let arity = error("[1].transformList(i, v)");
     assert!(arity.contains("transformList"), "{arity}");
