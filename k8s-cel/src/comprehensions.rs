@@ -65,6 +65,12 @@ pub(crate) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
             expand(kind, helper, target, args).map(Some)
         }))?;
     }
+    for (name, forms) in ARITIES {
+        env.add_macro(Macro::receiver_var_arg(name, move |helper, _, args| {
+            let at = args.first().map_or(0, |arg| arg.id);
+            Err(wrong_arity(helper, at, name, forms, args.len()))
+        }))?;
+    }
     let keys: Function = iteration_keys;
     env.add_overload(ITERATION_KEYS, "@iterationKeys_dyn", vec![DYN_TYPE], keys)?;
     let insert_entry: Function = insert_entry;
@@ -82,6 +88,40 @@ pub(crate) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
         insert_entries,
     )?;
     Ok(())
+}
+
+/// The forms of each macro, for the error of a call with another number of arguments.
+const ARITIES: [(&str, &str); 7] = [
+    ("all", "(var, predicate) or (key, value, predicate)"),
+    ("exists", "(var, predicate) or (key, value, predicate)"),
+    ("existsOne", "(var, predicate) or (key, value, predicate)"),
+    ("exists_one", "(var, predicate) or (key, value, predicate)"),
+    (
+        "transformList",
+        "(key, value, transform) or (key, value, filter, transform)",
+    ),
+    (
+        "transformMap",
+        "(key, value, transform) or (key, value, filter, transform)",
+    ),
+    (
+        "transformMapEntry",
+        "(key, value, transform) or (key, value, filter, transform)",
+    ),
+];
+
+/// The error of `name` called with `given` arguments, none of its `forms`.
+fn wrong_arity(
+    helper: &MacroExprHelper<'_>,
+    at: u64,
+    name: &str,
+    forms: &str,
+    given: usize,
+) -> ParseError {
+    helper.new_error(
+        at,
+        format!("{name}() takes {forms}, not {given} argument(s)"),
+    )
 }
 
 /// The two variable names, as cel-go checks them.

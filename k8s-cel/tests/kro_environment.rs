@@ -242,7 +242,16 @@ fn comprehension_mistakes_are_errors_at_their_place() {
         range.contains("string") && range.contains("list or map"),
         "{range}"
     );
-    // a call with an arity no macro has stays a call, to no function
     let arity = error("[1].transformList(i, v)");
-    assert!(arity.contains("transformList"), "{arity}");
+    assert!(
+        arity.contains(
+            "transformList() takes (key, value, transform) or (key, value, filter, transform), not 2 argument(s)"
+        ),
+        "{arity}"
+    );
+    let arity = error("{'a': 1}.all(k, v, w, true)");
+    assert!(
+        arity.contains("all() takes (var, predicate) or (key, value, predicate), not 4"),
+        "{arity}"
+    );
 }
