@@ -472,6 +472,12 @@ impl Checker<'_> {
                 })
             }
             Expr::Call(call) => {
+                if let Some(meant) = self.misspelt_macro(call) {
+                    return Err(fail(format!(
+                        "{}() is not a function; did you mean {meant}()? (a macro: its first arguments name the variables it binds)",
+                        call.func_name
+                    )));
+                }
                 let mut args = Vec::with_capacity(call.args.len());
                 for (i, arg) in call.args.iter().enumerate() {
                     let given = match (call.func_name.as_str(), i) {
@@ -654,6 +660,19 @@ impl Checker<'_> {
                     .replace(&format!("has({path})"), &format!("{key} in {base}")),
             });
         }
+    }
+
+    /// The macro a call on a target to no macro meant, when its name is a near miss and
+    /// its first argument a name nothing binds (`x.transfromMap(k, v, ...)`).
+    fn misspelt_macro(&self, call: &cel::common::ast::CallExpr) -> Option<&'static str> {
+        let first_unbound = matches!(
+            call.args.first().map(|a| &a.expr),
+            Some(Expr::Ident(name)) if self.bound(name).is_none()
+        );
+        if call.target.is_none() || !first_unbound {
+            return None;
+        }
+        super::macro_spelling::misspelt_macro(&call.func_name)
     }
 
     /// The type of a comprehension variable or binding in scope.
