@@ -96,6 +96,46 @@ impl Write for Logs {
 }
 
 #[tokio::test]
+async fn kros_semver_and_two_variable_comprehensions_read_the_resource() {
+    let server = ApiServer::new();
+    let ctx = context(&server, noon());
+    for (source, holds) in [
+        ("self.spec.ports.all(i, port, port > i)", true),
+        (
+            "self.spec.ports.exists(i, port, i == 1 && port == 443)",
+            true,
+        ),
+        (
+            "self.metadata.labels.existsOne(k, v, k == 'tier' && v == 'Frontend')",
+            true,
+        ),
+        (
+            "self.spec.ports.transformList(i, port, port + i) == [80, 444]",
+            true,
+        ),
+        (
+            "self.spec.ports.transformMap(i, port, i > 0, port) == {1: 443}",
+            true,
+        ),
+        (
+            "self.metadata.labels.transformMapEntry(k, v, {v: k}) == {'Frontend': 'tier'}",
+            true,
+        ),
+        ("semver('1.28.0').isGreaterThan(semver('1.27.9'))", true),
+        (
+            "semver('v' + string(self.spec.replicas), true).major() == 3",
+            true,
+        ),
+        // a failing call is false, as any failed condition
+        ("semver('latest').major() == 0", false),
+    ] {
+        let predicate =
+            Predicate::<DynamicObject>::cel(source).unwrap_or_else(|e| panic!("{source}: {e}"));
+        assert_eq!(predicate.test(&ctx, &widget(3)), holds, "{source}");
+    }
+}
+
+#[tokio::test]
 async fn failures_are_false_and_logged_with_the_expression() {
     let server = ApiServer::new();
     let ctx = context(&server, noon());

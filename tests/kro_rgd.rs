@@ -1010,3 +1010,87 @@ spec:
     .await;
     running.stop().await;
 }
+
+#[tokio::test]
+async fn kros_semver_and_two_variable_comprehensions_run_in_an_rgd() {
+    let running = Running::start().await;
+    running
+        .apply_active_rgd(
+            r#"
+apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata: {name: versioned}
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Versioned
+    spec:
+      version: string | required=true
+      ports: "map[string]integer"
+    status:
+      major: ${config.data.major}
+      allOpen: ${schema.spec.ports.all(name, port, port > 0)}
+  resources:
+  - id: config
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.metadata.name}-config"}
+      data:
+        major: ${string(semver(schema.spec.version).major())}
+        newer: ${string(semver(schema.spec.version).isGreaterThan(semver('1.2.0')))}
+        ports: ${schema.spec.ports.transformList(name, port, port >= 1024, name + '=' + string(port)).join(',')}
+  - id: services
+    template:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: "${schema.metadata.name}-ports"}
+      data: "${schema.spec.ports.transformMapEntry(name, port, {'port-' + name: string(port + 10000)})}"
+"#,
+        )
+        .await;
+    running
+        .apply(
+            "apiVersion: kro.run/v1alpha1\nkind: Versioned\nmetadata: {name: v1, namespace: default}\n\
+             spec: {version: 1.27.3-rc.1, ports: {https: 8443, http: 80, admin: 9000}}",
+        )
+        .await
+        .unwrap();
+    let instances = running.api("kro.run/v1alpha1", "Versioned");
+    let instance = object_where(&instances, "v1", "the instance to be ACTIVE", |i| {
+        i["status"]["state"] == "ACTIVE"
+    })
+    .await;
+    assert_eq!(instance["status"]["major"], "1", "{instance}");
+    assert_eq!(instance["status"]["allOpen"], true, "{instance}");
+    let config_maps = running.api("v1", "ConfigMap");
+    let config = config_maps.get("v1-config").await.unwrap();
+    assert_eq!(config.data["data"]["newer"], "true");
+    // a map's keys are visited in order, so the list never depends on map order
+    assert_eq!(config.data["data"]["ports"], "admin=9000,https=8443");
+    let ports = config_maps.get("v1-ports").await.unwrap();
+    assert_eq!(
+        ports.data["data"],
+        json!({"port-admin": "19000", "port-http": "10080", "port-https": "18443"})
+    );
+
+    // A version that is not one fails in Kubernetes' words, naming the resource.
+    running
+        .apply(
+            "apiVersion: kro.run/v1alpha1\nkind: Versioned\nmetadata: {name: v2, namespace: default}\n\
+             spec: {version: v1.2.3, ports: {http: 80}}",
+        )
+        .await
+        .unwrap();
+    let failed = object_where(&instances, "v2", "the instance to say why it failed", |i| {
+        condition(i, "Ready").is_some_and(|c| {
+            c["message"].as_str().is_some_and(|m| {
+                m.contains("semver: Invalid character(s) found in major number \"v1\"")
+            })
+        })
+    })
+    .await;
+    let ready = condition(&failed, "Ready").unwrap();
+    assert_eq!(ready["status"], "False", "{failed}");
+    running.stop().await;
+}

@@ -31,19 +31,28 @@ fn expand(
     let (Some(result), Some(init)) = (args.pop(), args.pop()) else {
         return Ok(None);
     };
+    Ok(Some(binding(helper, name, init, result)))
+}
+
+/// `result` with `name` bound to `init`: a comprehension over no elements whose
+/// accumulator is `name`.
+pub(crate) fn binding(
+    helper: &mut MacroExprHelper<'_>,
+    name: String,
+    init: IdedExpr,
+    result: IdedExpr,
+) -> IdedExpr {
     let iter_range = helper.next_expr(Expr::List(ListExpr::new(Vec::new())));
     let loop_cond = helper.next_expr(Expr::Literal(LiteralValue::Boolean(CelBool::from(false))));
     let loop_step = helper.next_expr(Expr::Ident(name.clone()));
-    Ok(Some(helper.next_expr(Expr::Comprehension(Box::new(
-        ComprehensionExpr {
-            iter_range,
-            iter_var: "#unused".to_string(),
-            iter_var2: None,
-            accu_var: name,
-            accu_init: init,
-            loop_cond,
-            loop_step,
-            result,
-        },
-    )))))
+    helper.next_expr(Expr::Comprehension(Box::new(ComprehensionExpr {
+        iter_range,
+        iter_var: "#unused".to_string(),
+        iter_var2: None,
+        accu_var: name,
+        accu_init: init,
+        loop_cond,
+        loop_step,
+        result,
+    })))
 }

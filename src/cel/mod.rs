@@ -71,7 +71,8 @@ pub enum CelError {
 /// The environment every expression is compiled and run in, built once per process: the
 /// standard library, the strings extension, KRO's `random`, `hash`, `json`, `base64`,
 /// `lists` and maps libraries, Kubernetes' libraries (lists, regex, URL, IP/CIDR, quantity,
-/// `cel.bind`), and optional syntax (`self.spec.?size.orValue(1)`).
+/// semver), cel-go's `cel.bind` and two-variable comprehensions, and optional syntax
+/// (`self.spec.?size.orValue(1)`).
 static ENV: LazyLock<Result<Arc<cel::Env>, String>> = LazyLock::new(|| {
     let mut env = cel::Env::stdlib().with_optional_support(true);
     env.add_extension(cel::extensions::strings)

@@ -496,6 +496,12 @@ impl Checker<'_> {
                 })
             }
             Expr::Call(call) => {
+                if let Some(meant) = self.misspelt_macro(call) {
+                    return Err(fail(format!(
+                        "{}() is not a function; did you mean {meant}()? (a macro: its first arguments name the variables it binds)",
+                        call.func_name
+                    )));
+                }
                 let mut args = Vec::with_capacity(call.args.len());
                 for (i, arg) in call.args.iter().enumerate() {
                     let given = match (call.func_name.as_str(), i) {
@@ -529,7 +535,8 @@ impl Checker<'_> {
                     return optional_method(&call.func_name, ty, target, &args).map_err(fail);
                 }
                 if call.func_name == "_[_]"
-                    && let ([container, ..], [_, key]) = (args.as_slice(), call.args.as_slice())
+                    && let ([container, ..], [of, key]) = (args.as_slice(), call.args.as_slice())
+                    && !is_expansion_binding(of)
                 {
                     self.note_absent_entry(expr, container, key);
                 }
@@ -677,6 +684,19 @@ impl Checker<'_> {
                     .replace(&format!("has({path})"), &format!("{key} in {base}")),
             });
         }
+    }
+
+    /// The macro a call on a target to no macro meant, when its name is a near miss and
+    /// its first argument a name nothing binds (`x.transfromMap(k, v, ...)`).
+    fn misspelt_macro(&self, call: &cel::common::ast::CallExpr) -> Option<&'static str> {
+        let first_unbound = matches!(
+            call.args.first().map(|a| &a.expr),
+            Some(Expr::Ident(name)) if self.bound(name).is_none()
+        );
+        if call.target.is_none() || !first_unbound {
+            return None;
+        }
+        super::macro_spelling::misspelt_macro(&call.func_name)
     }
 
     /// The type of a comprehension variable or binding in scope.
@@ -835,6 +855,18 @@ impl Checker<'_> {
                 };
                 Ty::Optional(Box::new(self.index(&inner, arg_exprs.get(1))?))
             }
+            dynrec_k8s_cel::ITERATION_KEYS => iteration_keys(args.first().unwrap_or(&Ty::Dyn))?,
+            dynrec_k8s_cel::MAP_INSERT => map_insert(args)?,
+            "semver" => {
+                expect_string("semver", args.first())?;
+                Ty::Dyn
+            }
+            "isSemver" => {
+                expect_string("isSemver", args.first())?;
+                Ty::Bool
+            }
+            "major" | "minor" | "patch" | "compareTo" => Ty::Number,
+            "isGreaterThan" | "isLessThan" => Ty::Bool,
             "size" | "int" | "uint" | "double" | "indexOf" | "lastIndexOf" => Ty::Number,
             "string" | "lowerAscii" | "upperAscii" | "trim" | "replace" | "substring"
             | "format" | "join" | "charAt" | "quote" => Ty::String,
@@ -845,6 +877,56 @@ impl Checker<'_> {
             "duration" => Ty::Duration,
             _ => Ty::Dyn,
         })
+    }
+}
+
+/// Whether `expr` names a binding a macro's expansion made (`@target` of a two-variable
+/// comprehension): no CEL source can write such a name, and its reads need no guard.
+fn is_expansion_binding(expr: &IdedExpr) -> bool {
+    matches!(&expr.expr, Expr::Ident(name) if name.starts_with('@'))
+}
+
+/// The type of what a two-variable comprehension's first variable runs over: a list's
+/// indices or a map's keys, or why the target is no range, in cel-go's words.
+fn iteration_keys(target: &Ty) -> Result<Ty, String> {
+    Ok(Ty::List(Box::new(match target {
+        Ty::List(_) => Ty::Number,
+        Ty::Map(_) | Ty::Object(_) => Ty::String,
+        Ty::Dyn | Ty::Null => Ty::Dyn,
+        other => {
+            return Err(format!(
+                "expression of type {} cannot be range of a comprehension (must be list, map, or dynamic)",
+                other.describe()
+            ));
+        }
+    })))
+}
+
+/// The type of the map `transformMap` (`@mapInsert(map, key, value)`) or
+/// `transformMapEntry` (`@mapInsert(map, entries)`) builds.
+fn map_insert(args: &[Ty]) -> Result<Ty, String> {
+    let any_map = Ty::Map(Box::new(Ty::Dyn));
+    Ok(match args {
+        [_, _, value] => Ty::Map(Box::new(value.clone())),
+        [_, Ty::Map(value)] => Ty::Map(value.clone()),
+        [_, other] if other.is_known_other_than(&any_map) => {
+            return Err(format!(
+                "transformMapEntry's transform gives the entries to add as a map (e.g. {{key: value}}), not {}",
+                other.describe()
+            ));
+        }
+        _ => any_map,
+    })
+}
+
+/// An error unless the first argument of `function` may be a string.
+fn expect_string(function: &str, arg: Option<&Ty>) -> Result<(), String> {
+    match arg {
+        Some(ty) if ty.is_known_other_than(&Ty::String) => Err(format!(
+            "{function}() takes a version string, not {}",
+            ty.describe()
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -1259,6 +1341,50 @@ mod tests {
         for (source, expected) in cases {
             assert_eq!(warnings(source), [expected], "{source}");
         }
+    }
+
+    #[test]
+    fn two_variable_comprehensions_and_semver_are_typed() {
+        for source in [
+            "self.spec.items.all(i, item, i >= 0 && item.name != '')",
+            "self.spec.items.transformList(i, item, item.name + string(i))",
+            "self.spec.items.transformMap(i, item, i > 0, item.name).size() > 0",
+            "self.metadata.labels.transformMapEntry(k, v, {v: k})",
+            "semver(self.spec.greeting).major() > 1 && isSemver(self.spec.greeting)",
+        ] {
+            let e = Expression::compile(source, "p").unwrap();
+            check(&e, &scope(), &mut Findings::default())
+                .unwrap_or_else(|e| panic!("{source}: {e}"));
+        }
+        for (source, message) in [
+            (
+                "self.spec.items.all(i, item, item.nam == '')",
+                "item has no field \"nam\"",
+            ),
+            (
+                "self.spec.items.transformList(i, item, i + 'x')",
+                "cannot combine a number with a string",
+            ),
+            (
+                "self.spec.greeting.all(k, v, true)",
+                "expression of type a string cannot be range of a comprehension (must be list, map, or dynamic) (at 1:23",
+            ),
+            (
+                "semver(self.spec.size)",
+                "semver() takes a version string, not a number",
+            ),
+            (
+                "self.spec.items.transformMapEntry(i, item, item.name)",
+                "transformMapEntry's transform gives the entries to add as a map (e.g. {key: value}), not a string",
+            ),
+        ] {
+            let e = error(source);
+            assert!(e.contains(message), "{source}: {e}");
+        }
+        assert_eq!(
+            warnings("self.spec.?labels.orValue({}).transformMap(k, v, v + '!')"),
+            Vec::<String>::new()
+        );
     }
 
     #[test]

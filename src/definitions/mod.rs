@@ -21,6 +21,7 @@ mod error;
 mod expr;
 pub mod kro;
 mod load;
+mod macro_spelling;
 mod model;
 mod object_controller;
 mod object_template;

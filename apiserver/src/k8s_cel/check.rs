@@ -108,6 +108,12 @@ const FUNCTIONS: &[&str] = &[
     "compareTo",
     "add",
     "sub",
+    // Kubernetes semantic versions
+    "semver",
+    "isSemver",
+    "major",
+    "minor",
+    "patch",
 ];
 
 /// Names an expression may use without declaring them: type names and namespaces.
@@ -374,6 +380,9 @@ mod tests {
             "duration('1h30m') > duration('90s') && oldSelf == self",
             "cel.bind(n, self.size(), n > 0 && n < 10)",
             "sets.contains([1, 2], [2]) && sets.equivalent([1], [1, 1]) && !sets.intersects([1], [2])",
+            "semver('1.2.3').isLessThan(semver('1.10.0')) && isSemver('v1', true) && semver('1.2.3').major() == 1",
+            "{'a': 1}.all(k, v, v > 0) && self.transformList(i, x, x + i).size() == self.size()",
+            "self.transformMapEntry(i, x, {string(x): i}).size() > 0 && self.existsOne(i, x, i == 0)",
         ] {
             if let Err(err) = compile(source, &["self", "oldSelf"]) {
                 panic!("{source}: {err}");

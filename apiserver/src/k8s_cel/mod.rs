@@ -1,6 +1,6 @@
 //! CEL as kube-apiserver runs it for CRD validation rules: the standard library and the
-//! strings extension of the `cel` crate, `cel.bind`, plus Kubernetes' own libraries (lists,
-//! regex, URL, IP/CIDR, quantity), JSON values with integers as `int`, and a compile step that refuses
+//! strings extension of the `cel` crate, `cel.bind` and two-variable comprehensions, plus
+//! Kubernetes' own libraries (lists, regex, URL, IP/CIDR, quantity, semver), JSON values with integers as `int`, and a compile step that refuses
 //! functions and variables the environment does not have, as kube's type checker does.
 
 mod check;
