@@ -28,6 +28,7 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 mod collections;
+mod computed;
 mod direct;
 mod dynamic;
 mod errors;
@@ -39,9 +40,9 @@ mod view;
 
 pub(crate) use errors::describe;
 pub(crate) use json::to_json;
-pub(crate) use reads::{VariableReads, field_chain};
+pub(crate) use reads::VariableReads;
 
-use direct::Direct;
+pub(crate) use direct::Direct;
 use reads::Reads;
 use view::{Unknown, View};
 

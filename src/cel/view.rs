@@ -156,6 +156,15 @@ impl Scalar<'_> {
 }
 
 impl<'a> Fields<'a> {
+    /// How many entries the map has, where it is counted in place.
+    pub(crate) fn len(self) -> Result<usize, Unknown> {
+        match self {
+            Fields::Json(map) => Ok(map.len()),
+            Fields::Strings(map) => Ok(map.len()),
+            Fields::Object(_) | Fields::Metadata(_) => Err(Unknown),
+        }
+    }
+
     fn get(self, name: &str) -> Result<Option<View<'a>>, Unknown> {
         match self {
             Fields::Json(map) => Ok(map.get(name).map(View::of_json)),
