@@ -4,7 +4,7 @@
 //! answer and [`Unknown`] elsewhere (an overflow, a parse failure, a double written as
 //! text), so that the interpreter decides, with its own error.
 
-use serde_json::{Number, Value as Json};
+use serde_json::Value as Json;
 
 use super::view::{Unknown, View};
 
@@ -55,19 +55,11 @@ impl<'a> Computed<'a> {
     /// The value as JSON, as the interpreter's result is written: scalars only (CEL maps
     /// are reordered, lists hold what a view may not model).
     pub(crate) fn into_json(self) -> Result<Json, Unknown> {
-        Ok(match self {
-            Computed::Text(text) => Json::String(text),
-            Computed::View(view) => match view {
-                View::Null => Json::Null,
-                View::Bool(b) => Json::Bool(b),
-                View::Int(i) => Json::from(i),
-                View::UInt(u) => Json::from(u),
-                View::Double(d) => Json::Number(Number::from_f64(d).ok_or(Unknown)?),
-                View::String(s) => Json::String(s.to_owned()),
-                View::List(_) | View::Map(_) => return Err(Unknown),
-            },
-            Computed::Optional(_) => return Err(Unknown),
-        })
+        match self {
+            Computed::Text(text) => Ok(Json::String(text)),
+            Computed::View(View::List(_) | View::Map(_)) | Computed::Optional(_) => Err(Unknown),
+            Computed::View(view) => view.to_json().ok_or(Unknown),
+        }
     }
 }
 

@@ -44,6 +44,7 @@ pub(crate) use reads::VariableReads;
 
 pub(crate) use direct::Direct;
 use reads::Reads;
+pub(crate) use view::metadata_json;
 use view::{Unknown, View};
 
 /// A CEL expression could not be compiled.
