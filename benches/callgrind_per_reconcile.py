@@ -1,9 +1,11 @@
-"""Prints a callgrind profile of the steady-state bench per reconcile (see callgrind.sh).
+"""Prints a callgrind profile per reconcile, or per call of a micro bench's function (see
+callgrind.sh).
 
 Usage: callgrind_per_reconcile.py ENGINE PROFILE. The profile covers the bench's passes
 (`steady_state::pass`); the reconciles in it are the calls of a function each engine calls
 once a reconcile: the dynrec root reconciler's `reconcile_with` (which builds the
-reconcile's future), the typed reconcile function's future.
+reconcile's future), the typed reconcile function's future. For the child template
+(ENGINE `definition_child` or `rust_child_json`) the profile covers that function's calls.
 """
 
 import re
@@ -12,6 +14,8 @@ import sys
 MARKERS = {
     "dynrec": "as dynrec::reconcilers::resource::RootReconciler>::reconcile_with",
     "typed_kube_runtime": "steady_state::common::typed::typed_reconcile::{{closure}}",
+    "definition_child": "micro::definition_child",
+    "rust_child_json": "micro::rust_child_json",
 }
 
 
@@ -40,9 +44,10 @@ def main():
     totals, reconciles = per_reconcile(path, MARKERS[engine])
     if not reconciles:
         sys.exit(f"{path}: no reconcile was counted (see {path}.log)")
+    unit = "reconcile" if engine in ("dynrec", "typed_kube_runtime") else "call"
     each = lambda *names: sum(totals.get(n, 0) for n in names) / reconciles
     print(
-        f"{engine}: {reconciles} reconciles; per reconcile: "
+        f"{engine}: {reconciles} {unit}s; per {unit}: "
         f"{each('Ir'):.0f} instructions, "
         f"{each('D1mr', 'D1mw'):.1f} L1 data misses, "
         f"{each('DLmr', 'DLmw'):.1f} L2 (1 MiB) misses"

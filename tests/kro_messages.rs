@@ -217,9 +217,9 @@ spec:
     - ${workers.data.zone == 'a'}
 "#;
 
-/// A `dynrec test` case: the instance `a1` with `spec`, whose status write says the
-/// resources failed with `message` (its `ResourcesReady` condition and KRO's state).
-fn failing_case(spec: &str, message: &str) -> String {
+/// A `dynrec test` case: the instance `a1` with `spec`, whose status write says KRO's
+/// `state` and, on its `ResourcesReady` condition, `message`.
+fn failing_case(spec: &str, state: &str, message: &str) -> String {
     format!(
         r#"- name: "spec {spec}"
   given:
@@ -230,38 +230,54 @@ fn failing_case(spec: &str, message: &str) -> String {
   expect:
     statusUpdates:
     - status:
-        state: ERROR
+        state: {state}
         (conditions[?type == 'ResourcesReady']):
-        - {{status: "False", reason: NotReady, message: "resource reconciliation failed: {message}"}}
+        - {{status: "False", reason: NotReady, message: "{message}"}}
 "#
     )
 }
 
 #[test]
 fn an_rgds_errors_while_reconciling_quote_what_it_wrote_on_the_instance() {
+    // A key absent is data not there yet, which KRO waits for (IN_PROGRESS); a division
+    // by zero is an error (ERROR).
+    let waiting = "awaiting resource readiness";
+    let failed = "resource reconciliation failed";
     let cases = [
         (
             "{labels: {owner: me}, count: 1, divisor: 1}",
-            "spec.resources[0] (id config): spec.resources[0] (id config).template.data.team: ${schema.spec.labels.team}: no such key: team",
+            "IN_PROGRESS",
+            format!(
+                "{waiting}: ConfigReady: spec.resources[0] (id config).template.data.team: ${{schema.spec.labels.team}}: no such key: team"
+            ),
         ),
         (
             "{labels: {team: a}, count: 1, divisor: 0}",
-            "spec.resources[0] (id config): spec.resources[0] (id config).template.data.per: ${string(schema.spec.count / schema.spec.divisor)}: division by zero: 1 / 0",
+            "ERROR",
+            format!(
+                "{failed}: spec.resources[0] (id config).template.data.per: ${{string(schema.spec.count / schema.spec.divisor)}}: division by zero: 1 / 0"
+            ),
         ),
         // The forEach iterator as written (dynrec reads it as a field of `each`).
         (
             "{labels: {team: a}, count: 1, divisor: 1, workers: [{name: x}]}",
-            "spec.resources[1] (id workers): spec.resources[1] (id workers).template.data.size: ${worker.size}: no such key: size",
+            "IN_PROGRESS",
+            format!(
+                "{waiting}: WorkersReady: spec.resources[1] (id workers).template.data.size: ${{worker.size}}: no such key: size"
+            ),
         ),
         // The resource's own id in its readyWhen (dynrec reads it as `child`).
         (
             "{labels: {team: a}, count: 1, divisor: 1, workers: [{name: x, size: s}]}",
-            "spec.resources[1] (id workers).readyWhen[0]: ${workers.data.zone == 'a'}: no such key: zone",
+            "IN_PROGRESS",
+            format!(
+                "{waiting}: WorkersReady: ConfigMap a1-x: readyWhen ${{workers.data.zone == 'a'}} waits for its data: no such key: zone"
+            ),
         ),
     ];
     let file = cases
         .iter()
-        .map(|(spec, message)| failing_case(spec, message))
+        .map(|(spec, state, message)| failing_case(spec, state, message))
         .collect::<String>();
     let dir = tempfile::tempdir().unwrap();
     let rgd = dir.path().join("rgd.yaml");
@@ -319,7 +335,7 @@ async fn dynrec_run_logs_and_writes_an_rgds_error_while_reconciling_as_written()
     .await;
     assert_eq!(
         resources_ready().await.unwrap()["message"],
-        format!("resource reconciliation failed: spec.resources[0] (id config): {error}")
+        format!("awaiting resource readiness: ConfigReady: {error}")
     );
     let logged = "object=default/a1";
     eventually("the failure is logged", || async {

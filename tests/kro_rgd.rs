@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
-use serde_json::json;
+use serde_json::{Value, json};
 
 mod kro_common;
 

@@ -28,6 +28,7 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 mod collections;
+mod computed;
 mod direct;
 mod dynamic;
 mod errors;
@@ -40,10 +41,11 @@ mod view;
 
 pub(crate) use errors::describe;
 pub(crate) use json::to_json;
-pub(crate) use reads::{VariableReads, field_chain};
+pub(crate) use reads::VariableReads;
 
-use direct::Direct;
+pub(crate) use direct::Direct;
 use reads::Reads;
+pub(crate) use view::metadata_json;
 use view::{Unknown, View};
 
 /// A CEL expression could not be compiled.

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use cel::common::types::{CelBool, CelDouble, CelInt, CelNull, CelString, CelUInt};
 use cel::common::value::Val;
 use kube::api::{DynamicObject, ObjectMeta};
-use serde_json::{Map, Value as Json};
+use serde_json::{Map, Number, Value as Json};
 
 /// The direct evaluator cannot tell: the interpreter decides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,6 +132,42 @@ impl<'a> View<'a> {
     }
 }
 
+/// The JSON of `metadata` holding only the fields `names` (those it has), as it serializes,
+/// if the view reads each of them in place (names, integers and string maps); `None`
+/// otherwise.
+pub(crate) fn metadata_json<'n>(
+    metadata: &ObjectMeta,
+    names: impl IntoIterator<Item = &'n str>,
+) -> Option<Map<String, Json>> {
+    let mut fields = Map::new();
+    for name in names {
+        if let Some(view) = metadata_field(metadata, name).ok()? {
+            fields.insert(name.to_owned(), view.to_json()?);
+        }
+    }
+    Some(fields)
+}
+
+impl View<'_> {
+    /// The JSON this view reads, if it is a scalar or a map of strings.
+    pub(crate) fn to_json(self) -> Option<Json> {
+        Some(match self {
+            View::Null => Json::Null,
+            View::Bool(b) => Json::Bool(b),
+            View::Int(i) => Json::from(i),
+            View::UInt(u) => Json::from(u),
+            View::Double(d) => Json::Number(Number::from_f64(d)?),
+            View::String(s) => Json::String(s.to_owned()),
+            View::Map(Fields::Strings(map)) => Json::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), Json::String(v.clone())))
+                    .collect(),
+            ),
+            View::List(_) | View::Map(_) => return None,
+        })
+    }
+}
+
 /// A scalar as the `cel` crate's value, on the stack.
 enum Scalar<'a> {
     Null(CelNull),
@@ -156,13 +192,33 @@ impl Scalar<'_> {
 }
 
 impl<'a> Fields<'a> {
+    /// How many entries the map has, where it is counted in place.
+    pub(crate) fn len(self) -> Result<usize, Unknown> {
+        match self {
+            Fields::Json(map) => Ok(map.len()),
+            Fields::Strings(map) => Ok(map.len()),
+            Fields::Object(_) | Fields::Metadata(_) => Err(Unknown),
+        }
+    }
+
     fn get(self, name: &str) -> Result<Option<View<'a>>, Unknown> {
         match self {
-            Fields::Json(map) => Ok(map.get(name).map(View::of_json)),
+            Fields::Json(map) => Ok(json_field(map, name).map(View::of_json)),
             Fields::Object(object) => Ok(object_field(object, name)),
             Fields::Metadata(metadata) => metadata_field(metadata, name),
             Fields::Strings(map) => Ok(map.get(name).map(|s| View::String(s))),
         }
+    }
+}
+
+/// The field `name` of a JSON map. A small map (most of a resource's are) is scanned: that
+/// costs less than hashing the name for its index.
+fn json_field<'a>(map: &'a Map<String, Json>, name: &str) -> Option<&'a Json> {
+    match map.len() {
+        0..=8 => map
+            .iter()
+            .find_map(|(key, value)| (key == name).then_some(value)),
+        _ => map.get(name),
     }
 }
 
@@ -175,7 +231,10 @@ fn object_field<'a>(object: &'a DynamicObject, name: &str) -> Option<View<'a>> {
         ("metadata", _) => Some(View::Map(Fields::Metadata(&object.metadata))),
         _ => None,
     };
-    typed.or_else(|| object.data.get(name).map(View::of_json))
+    typed.or_else(|| {
+        let data = object.data.as_object()?;
+        json_field(data, name).map(View::of_json)
+    })
 }
 
 /// A field of typed metadata as its JSON has it: fields that are `None` are absent, and the

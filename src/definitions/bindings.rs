@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::compile::{ChildPlan, upper_camel};
 use super::expr::{Bindings, Expression};
+use crate::cel::metadata_json;
 use crate::client::ListOptions;
 use crate::object::ConditionSet;
 use crate::reconcilers::{Context, Draft, ReconcileError};
@@ -32,13 +33,15 @@ pub struct Shared {
     pub reads: BindingReads,
 }
 
-/// What a definition's expressions read: the top-level fields of `self`, and which steps'
-/// bindings. `self` is bound with only those fields, and a step's result is bound only when
-/// an expression reads it.
+/// What a definition's expressions read: the top-level fields of `self` and of its
+/// metadata, and which steps' bindings. `self` is bound with only those fields, and a
+/// step's result is bound only when an expression reads it.
 #[derive(Clone, Debug)]
 pub struct BindingReads {
     /// The fields of `self` read (`None`: `self` is read whole).
     self_fields: Option<BTreeSet<String>>,
+    /// The fields of `self.metadata` read (`None`: all of it).
+    metadata_fields: Option<BTreeSet<String>>,
     /// The names the expressions read (`None`: any name).
     names: Option<BTreeSet<String>>,
 }
@@ -47,6 +50,7 @@ impl BindingReads {
     /// What `expressions` read.
     pub fn of(expressions: &[&Expression]) -> Self {
         let mut self_fields = Some(BTreeSet::new());
+        let mut metadata_fields = Some(BTreeSet::new());
         let mut names = BTreeSet::new();
         for expression in expressions {
             names.extend(expression.variables());
@@ -56,10 +60,18 @@ impl BindingReads {
                     (None, _) => self_fields = None,
                     (Some(_), None) => {}
                 }
+                match (path.as_slice(), &mut metadata_fields) {
+                    ([top, field, ..], Some(fields)) if top == "metadata" => {
+                        fields.insert(field.clone());
+                    }
+                    ([top], _) if top == "metadata" => metadata_fields = None,
+                    _ => {}
+                }
             }
         }
         Self {
             self_fields,
+            metadata_fields,
             names: Some(names),
         }
     }
@@ -68,6 +80,7 @@ impl BindingReads {
     pub fn everything() -> Self {
         Self {
             self_fields: None,
+            metadata_fields: None,
             names: None,
         }
     }
@@ -77,7 +90,8 @@ impl BindingReads {
         self.names.as_ref().is_none_or(|names| names.contains(name))
     }
 
-    /// `parent` as `self`: as JSON, with only the top-level fields the expressions read.
+    /// `parent` as `self`: as JSON, with only the top-level fields the expressions read, and
+    /// of its metadata only the fields read where they are names, integers or string maps.
     pub fn parent(&self, parent: &DynamicObject) -> Result<Value, serde_json::Error> {
         let (Some(read), Value::Object(data)) = (&self.self_fields, &parent.data) else {
             return serde_json::to_value(parent);
@@ -91,10 +105,14 @@ impl BindingReads {
             }
         }
         if read.contains("metadata") {
-            fields.insert(
-                "metadata".to_owned(),
-                serde_json::to_value(&parent.metadata)?,
-            );
+            let read = self.metadata_fields.as_ref();
+            let metadata = match read
+                .and_then(|read| metadata_json(&parent.metadata, read.iter().map(String::as_str)))
+            {
+                Some(metadata) => Value::Object(metadata),
+                None => serde_json::to_value(&parent.metadata)?,
+            };
+            fields.insert("metadata".to_owned(), metadata);
         }
         for name in read {
             if let Some(value) = data.get(name) {
@@ -326,7 +344,7 @@ mod tests {
         ]);
         assert_eq!(
             reads.parent(&widget()).unwrap(),
-            json!({"metadata": {"name": "w", "namespace": "ns"}, "spec": {"size": 3}})
+            json!({"metadata": {"name": "w"}, "spec": {"size": 3}})
         );
         assert!(reads.reads("configMap"));
         assert!(!reads.reads("secret"));
@@ -335,5 +353,31 @@ mod tests {
             assert_eq!(reads.parent(&widget()).unwrap(), whole);
         }
         assert!(BindingReads::everything().reads("secret"));
+    }
+
+    #[test]
+    fn metadata_is_bound_with_the_fields_read() {
+        let mut widget = widget();
+        widget.metadata.labels = Some([("app".to_owned(), "a".to_owned())].into());
+        widget.metadata.generation = Some(2);
+        widget.metadata.finalizers = Some(vec!["f".to_owned()]);
+        let metadata =
+            |sources: &[&str]| reads_of(sources).parent(&widget).unwrap()["metadata"].clone();
+        assert_eq!(
+            metadata(&[
+                "self.metadata.labels.app + self.metadata.name",
+                "has(self.metadata.uid)",
+                "self.metadata.generation"
+            ]),
+            json!({"name": "w", "labels": {"app": "a"}, "generation": 2})
+        );
+        // A field not read in place, or metadata read whole: all of it, as it serializes.
+        let whole = serde_json::to_value(&widget.metadata).unwrap();
+        for sources in [
+            &["self.metadata.finalizers[0]"][..],
+            &["size(self.metadata) > 0"],
+        ] {
+            assert_eq!(metadata(sources), whole, "{sources:?}");
+        }
     }
 }

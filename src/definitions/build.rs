@@ -719,10 +719,8 @@ fn readiness(
                 }
                 Err(err) if shared.kro && err.is_data_pending() => {
                     return Ok(Readiness::NotReady(format!(
-                        "{} {name}: readyWhen ${{{}}} waits for its data: {}",
-                        plan.gvk.kind,
-                        expression.source(),
-                        err.message
+                        "{} {name}: readyWhen {expression} waits for its data: {}",
+                        plan.gvk.kind, err.message
                     )));
                 }
                 Err(err) => return Err(err.to_string()),

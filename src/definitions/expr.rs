@@ -16,7 +16,7 @@ use jiff::Timestamp;
 use serde_json::{Map, Value};
 
 use super::error::DefinitionError;
-use crate::cel::{CelError, VariableReads, env, field_chain, invalid, to_chrono};
+use crate::cel::{CelError, Direct, VariableReads, env, invalid, to_chrono};
 
 /// The values an expression may read, by name.
 pub type Bindings = BTreeMap<String, Arc<Value>>;
@@ -28,8 +28,8 @@ pub struct Expression {
     path: String,
     program: Arc<Program>,
     reads: Arc<VariableReads>,
-    /// The field chain the expression is, if it is nothing else (`self.metadata.name`).
-    chain: Option<Arc<FieldChain>>,
+    /// Its direct form, if it has one (see `crate::cel::Direct`).
+    direct: Option<Arc<Direct>>,
     /// How it was written, when a translation renamed its variables.
     written: Option<Arc<dyn Written>>,
 }
@@ -41,26 +41,6 @@ pub trait Written: fmt::Debug + Send + Sync {
     fn text(&self) -> &str;
     /// A message about the translated expression, in the written names.
     fn respell(&self, message: &str) -> String;
-}
-
-/// An expression that is only a field chain of one binding, read from the binding's JSON
-/// without the interpreter where it ends at a scalar (a string, number, bool or null): the
-/// value the interpreter would give. Anything else (a map or list, whose keys CEL reorders,
-/// or a missing field, whose error is CEL's) is left to the interpreter.
-#[derive(Debug)]
-struct FieldChain {
-    variable: String,
-    fields: Vec<String>,
-}
-
-impl FieldChain {
-    fn read<'a>(&self, bindings: &'a Bindings) -> Option<&'a Value> {
-        let mut value = bindings.get(&self.variable)?.as_ref();
-        for field in &self.fields {
-            value = value.as_object()?.get(field)?;
-        }
-        (!value.is_array() && !value.is_object()).then_some(value)
-    }
 }
 
 impl fmt::Debug for Expression {
@@ -118,18 +98,13 @@ impl Expression {
                 .at(line, column, snippet)
         })?;
         let reads = Arc::new(VariableReads::of(program.expression()));
-        let chain = field_chain(program.expression()).map(|(variable, fields)| {
-            Arc::new(FieldChain {
-                variable: variable.to_owned(),
-                fields,
-            })
-        });
+        let direct = Direct::compile_over_bindings(program.expression()).map(Arc::new);
         Ok(Self {
             source: source.to_owned(),
             path: path.to_owned(),
             program: Arc::new(program),
             reads,
-            chain,
+            direct,
             written: None,
         })
     }
@@ -180,12 +155,13 @@ impl Expression {
         self.reads.paths_read(name)
     }
 
-    /// Evaluates over `bindings` and `now`. A field chain ending at a scalar is read
-    /// directly; otherwise only the bindings the expression names are bound, each
-    /// converted only as far as the expression reads it.
+    /// Evaluates over `bindings` and `now`. An expression the direct evaluator knows is
+    /// read from the bindings' JSON in place; otherwise (or where it cannot tell) only the
+    /// bindings the expression names are bound, each converted only as far as the
+    /// expression reads it.
     pub fn evaluate(&self, bindings: &Bindings, now: Timestamp) -> Result<Value, EvalError> {
-        if let Some(value) = self.chain.as_ref().and_then(|c| c.read(bindings)) {
-            return Ok(value.clone());
+        if let Some(value) = self.direct.as_ref().and_then(|d| d.value(bindings).ok()) {
+            return Ok(value);
         }
         let env = env().map_err(|e| self.error(e.to_string()))?;
         let mut ctx = cel::Context::with_env(env);
