@@ -312,7 +312,7 @@ async fn dynrec_run_logs_and_writes_an_rgds_error_while_reconciling_as_written()
     );
     let instance: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "kro.run/v1alpha1", "kind": "App",
-        "metadata": {"name": "a1"}, "spec": {"labels": {"owner": "me"}}
+        "metadata": {"name": "a1"}, "spec": {"labels": {"team": "a"}, "divisor": 0}
     }))
     .unwrap();
     eventually("the App kind is served and a1 created", || async {
@@ -320,7 +320,7 @@ async fn dynrec_run_logs_and_writes_an_rgds_error_while_reconciling_as_written()
     })
     .await;
 
-    let error = "spec.resources[0] (id config).template.data.team: ${schema.spec.labels.team}: no such key: team";
+    let error = "spec.resources[0] (id config).template.data.per: ${string(schema.spec.count / schema.spec.divisor)}: division by zero: 1 / 0";
     let resources_ready = || async {
         let app = apps.get("a1").await.unwrap();
         let conditions = app.data["status"]["conditions"].as_array().cloned();
@@ -335,7 +335,7 @@ async fn dynrec_run_logs_and_writes_an_rgds_error_while_reconciling_as_written()
     .await;
     assert_eq!(
         resources_ready().await.unwrap()["message"],
-        format!("awaiting resource readiness: ConfigReady: {error}")
+        format!("resource reconciliation failed: {error}")
     );
     let logged = "object=default/a1";
     eventually("the failure is logged", || async {

@@ -356,7 +356,11 @@ apiVersion: kro.run/v1alpha1
 kind: ResourceGraphDefinition
 metadata: {name: copier}
 spec:
-  schema: {apiVersion: v1alpha1, kind: Copier, spec: {}}
+  schema:
+    apiVersion: v1alpha1
+    kind: Copier
+    spec: {}
+    status: {value: "${settings.data.value}"}
   resources:
   - id: settings
     externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {name: settings}}
@@ -392,6 +396,17 @@ spec:
         config_maps.get("c-copy").await.unwrap().data["data"]["value"],
         "hello"
     );
+    let copier = copiers.get("c").await.unwrap();
+    assert_eq!(copier.data["status"]["value"], "hello");
+    // A status field that cannot be computed any more is gone, as KRO rebuilds its status.
+    running
+        .apply("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: default}\ndata: {other: x}")
+        .await
+        .unwrap();
+    object_where(&copiers, "c", "status.value to be gone", |i| {
+        i["status"].get("value").is_none() && i["status"]["state"] == "IN_PROGRESS"
+    })
+    .await;
     // A readyWhen reading a status field its controller has not written yet.
     running
         .apply_active_rgd(

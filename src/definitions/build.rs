@@ -10,7 +10,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use kube::api::{DeleteParams, DynamicObject};
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tracing::{info, warn};
 
 use super::bindings::{BindingReads, Exclusion, Readiness, Shared, child_json, step_error_message};
@@ -20,7 +20,7 @@ use super::compile::{
     ChildPlan, ChildSetPlan, CompiledDefinition, Plan, RefPlan, SyncPlan, upper_camel,
 };
 use super::error::MissingObject;
-use super::expr::{Bindings, json_type};
+use super::expr::{Bindings, EvalError, Template, json_type};
 use super::model::ManagerKind;
 use super::object_template::BuildError;
 use crate::client::ListOptions;
@@ -306,6 +306,18 @@ impl<S: SubReconciler> SubReconciler for Guarded<S> {
             return Outcome::done();
         }
         let outcome = self.inner.reconcile(ctx, parent).await;
+        if let (Some(error), Some(condition)) = (&outcome.error, &self.condition)
+            && self.shared.kro
+            && is_pending(error)
+        {
+            // As KRO: data not there yet (an object, a field) is waited for, and the
+            // resources not reading it go on.
+            let message = step_error_message(&self.path, error);
+            let reason = self.reason.replace("Failed", "Pending");
+            self.shared
+                .mark_false(ctx, parent, condition, &reason, &message);
+            return Outcome::done();
+        }
         if let Some(error) = &outcome.error
             && parent.metadata.deletion_timestamp.is_none()
         {
@@ -319,6 +331,15 @@ impl<S: SubReconciler> SubReconciler for Guarded<S> {
         }
         outcome
     }
+}
+
+/// Whether `error` is only data not there yet: an object a ref reads, or what an
+/// expression reads (KRO's "data pending").
+fn is_pending(error: &ReconcileError) -> bool {
+    error.find_cause::<MissingObject>().is_some()
+        || error
+            .find_cause::<EvalError>()
+            .is_some_and(EvalError::is_data_pending)
 }
 
 /// The `ChildReconciler` of a child step.
@@ -758,17 +779,49 @@ fn sync_reconciler(plan: Arc<SyncPlan>, shared: Arc<Shared>) -> SyncReconciler {
             if !parent.data.is_object() {
                 return Err(ReconcileError::msg("the parent is not an object"));
             }
-            // Compared first: writing through the draft copies the parent.
-            if merge_changes(parent.data.get("status"), &status)
-                && let Some(fields) = parent.data.as_object_mut()
-            {
-                merge_into(fields.entry("status").or_insert(json!({})), status);
+            match shared.kro {
+                true => replace_kro_fields(parent, &plan.status, status),
+                // Compared first: writing through the draft copies the parent.
+                false => {
+                    if merge_changes(parent.data.get("status"), &status)
+                        && let Some(fields) = parent.data.as_object_mut()
+                    {
+                        merge_into(fields.entry("status").or_insert(json!({})), status);
+                    }
+                }
             }
             shared.mark_true(ctx, parent, &plan.condition, "Synced", &message);
             Ok(())
         })
     })
     .named(name)
+}
+
+/// Writes an RGD's status fields as KRO does, from this evaluation alone: each field of
+/// `template` replaced whole by its value in `computed`, or removed when it could not be
+/// computed (not left at an earlier value). Other status fields are kept.
+fn replace_kro_fields(parent: &mut Draft, template: &Template, computed: Value) {
+    let Template::Map(fields) = template else {
+        return;
+    };
+    let Value::Object(mut computed) = computed else {
+        return;
+    };
+    let mut status = match parent.data.get("status") {
+        Some(Value::Object(status)) => status.clone(),
+        _ => Map::new(),
+    };
+    for (name, _) in fields {
+        match computed.remove(name) {
+            Some(value) => status.insert(name.clone(), value),
+            None => status.remove(name),
+        };
+    }
+    let status = Value::Object(status);
+    // Compared first: writing through the draft copies the parent.
+    if parent.data.get("status") != Some(&status) {
+        parent.data["status"] = status;
+    }
 }
 
 /// Whether merging `from` into `into` (absent: a new field) would change anything.

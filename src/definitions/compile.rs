@@ -46,8 +46,8 @@ pub struct ChildPlan {
     /// The steps that may be excluded (or missing) whose bindings it reads: when one is,
     /// this step is excluded too.
     pub depends_on: Vec<String>,
-    /// The earlier child steps whose bindings it reads, with their conditions: an RGD's
-    /// resource waits until those are True, as KRO's dependents wait for their
+    /// The earlier child and ref steps whose bindings it reads, with their conditions: an
+    /// RGD's resource waits until those are True, as KRO's dependents wait for their
     /// dependencies to be ready.
     pub waits_for: Vec<(String, String)>,
 }
@@ -597,6 +597,7 @@ impl Compiler {
                         true => scope.bind_maybe_null(&r.id, ty),
                         false => scope.bind(&r.id, ty),
                     }
+                    child_conditions.insert(r.id.clone(), p.condition.clone());
                     Plan::Ref(Arc::new(p))
                 }),
                 Step::If(i) => {
