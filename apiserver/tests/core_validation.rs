@@ -277,6 +277,80 @@ async fn services_are_validated_as_kube_validates_them() {
 }
 
 #[tokio::test]
+async fn services_get_addresses_and_node_ports_no_other_service_holds() {
+    let (_server, client) = server();
+    let node_port =
+        |name: &str, ports: Value| service(name, json!({"type": "NodePort", "ports": ports}));
+    // Cluster IP → the Service holding it; node ports of s0.
+    let mut ips = std::collections::BTreeMap::new();
+    let mut node_ports = std::collections::BTreeSet::new();
+    let mut ports_of_s0 = Vec::new();
+    for i in 0..20 {
+        let name = format!("s{i}");
+        let body = node_port(
+            &name,
+            json!([{"name": "http", "port": 80}, {"name": "https", "port": 443}]),
+        );
+        let (code, created) = post_json(&client, SERVICES, &body.to_string()).await;
+        assert_eq!(code, 201, "{created}");
+        let ip = created["spec"]["clusterIP"].as_str().unwrap().to_string();
+        ips.insert(ip, name);
+        for port in created["spec"]["ports"].as_array().unwrap() {
+            let port = port["nodePort"].as_u64().unwrap();
+            node_ports.insert(port);
+            if i == 0 {
+                ports_of_s0.push(port);
+            }
+        }
+    }
+    assert_eq!(ips.len(), 20, "every Service its own cluster IP: {ips:?}");
+    assert!(
+        !ips.contains_key("10.96.0.1"),
+        "the kubernetes Service's is kept"
+    );
+    assert_eq!(node_ports.len(), 40, "every port its own node port");
+
+    // One asked for that another Service holds is refused, in kube-apiserver's words.
+    let (taken_ip, holder) = ips.first_key_value().unwrap();
+    let copy = service(
+        "copy",
+        json!({"clusterIP": taken_ip, "ports": [{"port": 80}]}),
+    );
+    assert_eq!(
+        refusal(&client, SERVICES, &copy).await,
+        format!(
+            r#"Service "copy" is invalid: spec.clusterIPs: Invalid value: []string{{"{taken_ip}"}}: failed to allocate IP {taken_ip}: provided IP is already allocated"#
+        )
+    );
+    let taken_port = ports_of_s0[0];
+    let port_copy = node_port("port-copy", json!([{"port": 80, "nodePort": taken_port}]));
+    assert_eq!(
+        refusal(&client, SERVICES, &port_copy).await,
+        format!(
+            r#"Service "port-copy" is invalid: spec.ports[0].nodePort: Invalid value: {taken_port}: provided port is already allocated"#
+        )
+    );
+
+    // A deleted Service's address and node ports are free again.
+    let mut freed = vec![holder.clone()];
+    if holder != "s0" {
+        freed.push("s0".into());
+    }
+    for name in freed {
+        let uri = format!("{SERVICES}/{name}");
+        assert_eq!(
+            raw(&client, "DELETE", &uri, "application/json", "").await.0,
+            200
+        );
+    }
+    assert_eq!(post_json(&client, SERVICES, &copy.to_string()).await.0, 201);
+    assert_eq!(
+        post_json(&client, SERVICES, &port_copy.to_string()).await.0,
+        201
+    );
+}
+
+#[tokio::test]
 async fn workloads_keep_the_restart_policy_and_selector_kube_requires() {
     let (_server, client) = server();
     let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},

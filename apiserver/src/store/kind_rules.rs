@@ -39,7 +39,7 @@ impl State {
             let qos = builtin_defaults::qos_class(&object["spec"]);
             object["status"] = json!({"phase": "Pending", "qosClass": qos});
         } else if !info.custom && info.group.is_empty() && info.plural == "services" {
-            self.allocate_service(object);
+            self.allocate_service(info, object)?;
         }
         if key == namespace_resource_key() {
             object["spec"] = json!({"finalizers": [NAMESPACE_FINALIZER]});

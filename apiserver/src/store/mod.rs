@@ -28,6 +28,7 @@ mod objects;
 mod persist;
 mod schemas;
 mod server_fields;
+mod service_allocations;
 mod services;
 mod startup;
 mod state;

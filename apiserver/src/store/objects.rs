@@ -1,5 +1,6 @@
-//! The stored objects of every kind, the resourceVersion counter, and the two indexes that
-//! garbage collection reads: objects by uid, and dependents by the uid of their owner.
+//! The stored objects of every kind, the resourceVersion counter, the two indexes that
+//! garbage collection reads (objects by uid, and dependents by the uid of their owner), and
+//! the addresses and ports Services hold.
 //! Objects are kept as their JSON ([`Encoded`]) and parsed where they are read.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -8,6 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::encoded::Encoded;
+use super::service_allocations::ServiceAllocations;
 use crate::meta;
 use crate::resources::ResourceKey;
 
@@ -24,6 +26,7 @@ pub struct Objects {
     by_kind: HashMap<ResourceKey, BTreeMap<ObjectKey, Encoded>>,
     by_uid: HashMap<String, Location>,
     dependents: HashMap<String, BTreeSet<Location>>,
+    services: ServiceAllocations,
 }
 
 /// The (namespace, name) an object is stored under.
@@ -32,6 +35,11 @@ fn object_key(object: &Value) -> ObjectKey {
         meta::namespace(object).to_string(),
         meta::name(object).to_string(),
     )
+}
+
+/// Whether `key` is the core group's Services.
+fn is_services(key: &ResourceKey) -> bool {
+    key.group.is_empty() && key.plural == "services"
 }
 
 impl Objects {
@@ -148,6 +156,14 @@ impl Objects {
     /// Forgets every object of a kind that is no longer served.
     pub fn remove_kind(&mut self, key: &ResourceKey) {
         self.by_kind.remove(key);
+        if is_services(key) {
+            self.services = ServiceAllocations::default();
+        }
+    }
+
+    /// The cluster IPs and node ports the stored Services hold.
+    pub fn service_allocations(&self) -> &ServiceAllocations {
+        &self.services
     }
 
     /// Whether an object with this uid is stored.
@@ -185,6 +201,9 @@ impl Objects {
     }
 
     fn index(&mut self, object: &Value, location: Location) {
+        if is_services(&location.0) {
+            self.services.add(object);
+        }
         for (owner, _) in meta::owner_refs(object) {
             self.dependents
                 .entry(owner)
@@ -195,6 +214,9 @@ impl Objects {
     }
 
     fn unindex(&mut self, object: &Value, location: &Location) {
+        if is_services(&location.0) {
+            self.services.remove(object);
+        }
         self.by_uid.remove(meta::uid(object));
         for (owner, _) in meta::owner_refs(object) {
             if let Some(set) = self.dependents.get_mut(&owner) {

@@ -2,12 +2,13 @@
 //! (10.96.0.0/12, the first address kept for the `kubernetes` Service) and node-port range
 //! (30000-32767) do.
 
-use std::collections::BTreeSet;
-
 use serde_json::{Value, json};
 
+use super::service_allocations::ServiceAllocations;
 use super::state::State;
-use crate::resources::ResourceKey;
+use crate::error::{ApiError, ApiResult, Cause};
+use crate::meta;
+use crate::resources::ResourceInfo;
 
 /// The cluster IP of the `default/kubernetes` Service.
 pub const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
@@ -17,26 +18,33 @@ const CIDR_SIZE: u32 = 1 << 20;
 const CIDR_BASE: u32 = (10 << 24) | (96 << 16);
 const NODE_PORTS: std::ops::RangeInclusive<u64> = 30000..=32767;
 
-fn services_key() -> ResourceKey {
-    ResourceKey {
-        group: String::new(),
-        plural: "services".into(),
-    }
-}
-
 impl State {
-    /// Gives a new Service its cluster IP, IP family fields and node ports.
-    pub(super) fn allocate_service(&self, service: &mut Value) {
+    /// Gives a new Service its cluster IP, IP family fields and node ports; refuses an IP or
+    /// node port the Service asks for that another Service holds, as kube-apiserver does.
+    pub(super) fn allocate_service(
+        &self,
+        info: &ResourceInfo,
+        service: &mut Value,
+    ) -> ApiResult<()> {
+        let name = meta::name(service).to_string();
+        let held = self.objects.service_allocations();
         let spec = &mut service["spec"];
         if !spec.is_object() || spec["type"] == "ExternalName" {
-            return;
+            return Ok(());
         }
-        if spec["clusterIP"].as_str().unwrap_or_default().is_empty() {
-            let ip = spec["clusterIPs"][0]
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| self.free_cluster_ip());
-            spec["clusterIP"] = json!(ip);
+        let mut taken = Vec::new();
+        let asked_ip = spec["clusterIP"]
+            .as_str()
+            .filter(|ip| !ip.is_empty())
+            .or_else(|| spec["clusterIPs"][0].as_str());
+        match asked_ip {
+            Some(ip) if ip != "None" && held.holds_ip(ip) => taken.push(Cause::invalid_go(
+                "spec.clusterIPs",
+                &format!("[]string{{{ip:?}}}"),
+                &format!("failed to allocate IP {ip}: provided IP is already allocated"),
+            )),
+            Some(ip) => spec["clusterIP"] = json!(ip),
+            None => spec["clusterIP"] = json!(free_cluster_ip(held)),
         }
         if !spec["clusterIPs"].is_array() {
             spec["clusterIPs"] = json!([spec["clusterIP"].clone()]);
@@ -48,15 +56,33 @@ impl State {
             spec["ipFamilyPolicy"] = json!("SingleStack");
         }
         if matches!(spec["type"].as_str(), Some("NodePort" | "LoadBalancer")) {
-            let mut used = self.used_node_ports();
-            if let Some(ports) = spec["ports"].as_array_mut() {
-                for port in ports.iter_mut().filter(|p| p["nodePort"].is_null()) {
-                    if let Some(free) = NODE_PORTS.clone().find(|p| !used.contains(p)) {
-                        used.insert(free);
-                        port["nodePort"] = json!(free);
+            let ports = spec["ports"]
+                .as_array_mut()
+                .map_or(&mut [][..], |p| &mut p[..]);
+            let mut given = Vec::new();
+            for (i, port) in ports.iter().enumerate() {
+                if let Some(asked) = port["nodePort"].as_u64() {
+                    if held.holds_node_port(asked) {
+                        taken.push(Cause::invalid(
+                            &format!("spec.ports[{i}].nodePort"),
+                            &json!(asked),
+                            "provided port is already allocated",
+                        ));
                     }
+                    given.push(asked);
                 }
             }
+            let mut free = NODE_PORTS.filter(|p| !held.holds_node_port(*p) && !given.contains(p));
+            for port in ports.iter_mut().filter(|p| p["nodePort"].is_null()) {
+                if let Some(free) = free.next() {
+                    port["nodePort"] = json!(free);
+                }
+            }
+        }
+        if taken.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid(info, &name, taken))
         }
     }
 
@@ -82,32 +108,17 @@ impl State {
             }
         }
     }
+}
 
-    fn services(&self) -> impl Iterator<Item = std::sync::Arc<Value>> {
-        self.objects.list(&services_key(), None, None)
-    }
-
-    fn free_cluster_ip(&self) -> String {
-        let used: BTreeSet<String> = self
-            .services()
-            .filter_map(|s| s["spec"]["clusterIP"].as_str().map(str::to_string))
-            .collect();
-        let start = rand::random::<u32>() % CIDR_SIZE;
-        (0..CIDR_SIZE)
-            .map(|i| CIDR_BASE + (start + i) % CIDR_SIZE)
-            // Neither the network address nor the `kubernetes` Service's nor the broadcast address.
-            .filter(|ip| ip & 0xff != 0 && ip & 0xff != 0xff && ip - CIDR_BASE > 1)
-            .map(|ip| std::net::Ipv4Addr::from(ip).to_string())
-            .find(|ip| !used.contains(ip))
-            .unwrap_or_else(|| KUBERNETES_SERVICE_IP.to_string())
-    }
-
-    fn used_node_ports(&self) -> BTreeSet<u64> {
-        self.services()
-            .flat_map(|s| {
-                let ports = s["spec"]["ports"].as_array().cloned().unwrap_or_default();
-                ports.into_iter().filter_map(|p| p["nodePort"].as_u64())
-            })
-            .collect()
-    }
+/// A cluster IP of the service range that no Service holds, from a random start (the
+/// `kubernetes` Service's if the range is full).
+fn free_cluster_ip(held: &ServiceAllocations) -> String {
+    let start = rand::random::<u32>() % CIDR_SIZE;
+    (0..CIDR_SIZE)
+        .map(|i| CIDR_BASE + (start + i) % CIDR_SIZE)
+        // Neither the network address nor the `kubernetes` Service's nor the broadcast address.
+        .filter(|ip| ip & 0xff != 0 && ip & 0xff != 0xff && ip - CIDR_BASE > 1)
+        .map(|ip| std::net::Ipv4Addr::from(ip).to_string())
+        .find(|ip| !held.holds_ip(ip))
+        .unwrap_or_else(|| KUBERNETES_SERVICE_IP.to_string())
 }
