@@ -13,14 +13,13 @@ use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::typed::{drive, record, recorder, reflect, write_status};
+use crate::typed::{Events, drive, reflect, write_status};
 use crate::webapps::{self, WebApp, WebAppStatus};
 
 /// The field manager of the baseline's applies.
@@ -32,7 +31,7 @@ struct Context {
     deployments: Store<Deployment>,
     services: Store<Service>,
     ingresses: Store<Ingress>,
-    recorder: Recorder,
+    events: Events,
 }
 
 /// Runs the controller with `workers` concurrent reconciles until the process is killed.
@@ -41,7 +40,7 @@ pub async fn run(client: kube::Client, workers: u16) -> Result<()> {
         deployments: reflect(&client).await?,
         services: reflect(&client).await?,
         ingresses: reflect(&client).await?,
-        recorder: recorder(&client, "typed-webapps"),
+        events: Events::new(&client, "typed-webapps"),
         client: client.clone(),
     });
     let controller = Controller::new(Api::<WebApp>::all(client.clone()), Default::default())
@@ -98,7 +97,7 @@ async fn reconcile(webapp: Arc<WebApp>, context: Arc<Context>) -> Result<Action,
     let wanted = status(&webapp, available, host.as_deref());
     if !same_status(webapp.status.as_ref(), &wanted) {
         let patch = json!({"status": wanted});
-        write_status(&context.client, &context.recorder, &*webapp, &patch).await?;
+        write_status(&context.client, &context.events, &*webapp, &patch).await?;
     }
     Ok(Action::await_change())
 }
@@ -145,7 +144,10 @@ impl Child<'_> {
         if current.is_none() {
             let note = format!("Created {} {name:?}", K::kind(&()));
             let reference = self.webapp.object_ref(&());
-            record(&self.context.recorder, &reference, "Created", &note).await?;
+            self.context
+                .events
+                .record(&reference, "Created", &note)
+                .await?;
         }
         Ok(())
     }
