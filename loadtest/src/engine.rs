@@ -1,6 +1,7 @@
 //! One run: for each engine in turn, a fresh API server (or the user's cluster), the
 //! controller as a process, the phases of [`crate::phases`], and the report.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -9,6 +10,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use serde_json::json;
 
+use crate::metrics::{self, ControllerLatency};
 use crate::phases::{self, ChildWatch, StepPlan};
 use crate::process::{Process, Usage, own_usage, quiet};
 use crate::report::{EngineReport, Report, ServerMemory, Stored};
@@ -126,7 +128,10 @@ async fn measure(args: &RunArgs, engine: &str, dynrec: &Path, dir: &Path) -> Res
     let client = server.client().await?;
     create_namespace(&client).await?;
     let kubeconfig = server.kubeconfig.clone();
-    let start_controller = || controller(args, engine, dynrec, &kubeconfig, dir);
+    let metrics = (engine == "dynrec")
+        .then(free_loopback_address)
+        .transpose()?;
+    let start_controller = || controller(args, engine, dynrec, &kubeconfig, dir, metrics);
     let workload = args.workload;
     if engine == "typed" {
         install_typed_crd(&client, workload).await?;
@@ -159,8 +164,12 @@ async fn measure(args: &RunArgs, engine: &str, dynrec: &Path, dir: &Path) -> Res
             drain: Duration::from_secs_f64(args.slo_ms / 1000.0 * 10.0),
             slo_ms: args.slo_ms,
         };
-        let step =
+        let before = scrape(metrics).await?;
+        let mut step =
             phases::churn_step(&client, NAMESPACE, workload, &watch, args.instances, &plan).await?;
+        if let (Some(before), Some(after)) = (before, scrape(metrics).await?) {
+            step.controller = Some(ControllerLatency::between(&before, &after));
+        }
         eprintln!(
             "{engine}: churn {rate}/s: p99 {:.1} ms{}",
             step.p99_ms,
@@ -212,13 +221,29 @@ impl RunArgs {
     }
 }
 
-/// Starts the engine's controller process against `kubeconfig`.
+/// A loopback address no process listens on now, for the controller's metrics.
+fn free_loopback_address() -> Result<SocketAddr> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("find a free port")?;
+    Ok(listener.local_addr()?)
+}
+
+/// The controller's metrics now, when it serves them.
+async fn scrape(address: Option<SocketAddr>) -> Result<Option<metrics::Snapshot>> {
+    match address {
+        Some(address) => Ok(Some(metrics::scrape(address).await?)),
+        None => Ok(None),
+    }
+}
+
+/// Starts the engine's controller process against `kubeconfig`, serving its metrics over
+/// plain HTTP at `metrics` when given (dynrec).
 fn controller(
     args: &RunArgs,
     engine: &str,
     dynrec: &Path,
     kubeconfig: &Path,
     dir: &Path,
+    metrics: Option<SocketAddr>,
 ) -> Result<Process> {
     let log = dir.join("controller.log");
     let workers = args.workers.to_string();
@@ -233,6 +258,11 @@ fn controller(
                 .arg("-f")
                 .arg(definition.unwrap_or_else(|| args.workload.definition()))
                 .args(["--leader-elect=false", "--workers", &workers]);
+            if let Some(address) = metrics {
+                command
+                    .arg(format!("--metrics-bind-address={address}"))
+                    .arg("--metrics-secure=false");
+            }
             Process::spawn("dynrec run", command, &log)
         }
         "typed" => {

@@ -20,6 +20,7 @@ use kube::runtime::{reflector, watcher};
 use serde::Serialize;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::metrics::ControllerLatency;
 use crate::webapps::WebApp;
 use crate::widgets::Widget;
 use crate::workload::{Workload, converged};
@@ -140,6 +141,8 @@ pub struct Step {
     pub unseen: usize,
     /// p99 within the SLO, every change seen, and the rate reached (≥ 95%).
     pub meets_slo: bool,
+    /// The controller's own queue and reconcile p99s over the step (dynrec only).
+    pub controller: Option<ControllerLatency>,
 }
 
 /// Changes not yet shown by their child, by widget: (greeting written, when).
@@ -291,6 +294,7 @@ pub async fn churn_step(
         max_ms: latencies.last().copied().unwrap_or(0.0),
         unseen,
         meets_slo: unseen == 0 && p99_ms <= slo_ms && achieved_rate >= 0.95 * rate,
+        controller: None,
     })
 }
 

@@ -115,6 +115,16 @@ impl Report {
                         "  (misses the SLO)"
                     },
                 );
+                if let Some(c) = &s.controller {
+                    let _ = writeln!(
+                        out,
+                        "    the controller's histograms: p99 queue {}, p99 reconcile {} ({:.0} dequeued, {:.0} reconciles)",
+                        ms_or_none(c.p99_queue_ms),
+                        ms_or_none(c.p99_reconcile_ms),
+                        c.dequeued,
+                        c.reconciles,
+                    );
+                }
             }
             let sustained = e
                 .sustained_changes_per_second
@@ -234,6 +244,11 @@ impl Report {
         svg.push_str("</svg>\n");
         svg
     }
+}
+
+/// Milliseconds, or "none" when nothing was observed.
+fn ms_or_none(ms: Option<f64>) -> String {
+    ms.map_or("none".into(), |ms| format!("{ms:.1} ms"))
 }
 
 /// Bytes as megabytes.

@@ -61,6 +61,22 @@ fn a_small_run_converges_both_engines_and_reports_every_phase() {
         let step = &engine["churn"][0];
         assert_eq!(step["changes"], 10, "{name}: 5/s for 2 s");
         assert_eq!(step["unseen"], 0, "{name}: every change reached its child");
+        let controller = &step["controller"];
+        if name == "dynrec" {
+            // Its own histograms: a reconcile for each change at least (and each child's).
+            let reconciles = controller["reconciles"].as_f64().unwrap();
+            assert!(reconciles >= 10.0, "{controller}");
+            assert!(controller["p99_reconcile_ms"].as_f64().unwrap() > 0.0);
+            assert!(
+                controller["p99_queue_ms"].as_f64().is_some(),
+                "{controller}"
+            );
+        } else {
+            assert!(
+                controller.is_null(),
+                "kube-runtime serves no metrics: {controller}"
+            );
+        }
         let restart = &engine["restart"];
         let seconds = |figure: &str| restart[figure].as_f64().unwrap();
         assert!(seconds("typed_stores_fill_seconds") > 0.0, "{name}");
