@@ -13,6 +13,7 @@ use std::{
         Arc, Weak,
         atomic::{AtomicBool, AtomicU64, Ordering},
     },
+    time::Instant,
 };
 
 use futures::StreamExt;
@@ -69,6 +70,8 @@ struct State {
     holds_whole: AtomicBool,
     /// The watch whose events the store takes; a widened cache's earlier watch is ignored.
     watch: AtomicU64,
+    /// When the cache started, for the time its first list took.
+    started: Instant,
 }
 
 impl State {
@@ -338,6 +341,7 @@ impl Caches {
             held: Mutex::new(Arc::new(fields.clone())),
             holds_whole: AtomicBool::new(fields.is_whole()),
             watch: AtomicU64::new(0),
+            started: Instant::now(),
         });
         let task = self.spawn_watch(&state, fields.clone());
         Guard {
@@ -548,7 +552,12 @@ fn apply(state: &State, event: watcher::Event<Arc<DynamicObject>>, fields: &Arc<
             let starting = *status == CacheStatus::Starting;
             if starting {
                 *status = CacheStatus::Ready;
-                debug!(gvk = %state.resolved.gvk, objects = state.store.len(), "cache ready");
+                info!(
+                    gvk = %state.resolved.gvk,
+                    objects = state.store.len(),
+                    seconds = state.started.elapsed().as_secs_f64(),
+                    "cache filled"
+                );
             }
             starting
         });
