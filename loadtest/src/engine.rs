@@ -189,11 +189,10 @@ async fn measure(args: &RunArgs, engine: &str, dynrec: &Path, dir: &Path) -> Res
 
     drop(controller);
     phases::change_all(&client, NAMESPACE, workload, &watch, args.instances).await?;
-    let typed_stores_fill_seconds = phases::typed_stores_fill(&client, NAMESPACE, workload).await?;
+    let fills = phases::cache_fills(&client, NAMESPACE, workload).await?;
     let restarted = Instant::now();
     let mut controller = start_controller()?;
-    let restart =
-        phases::caught_up(&watch, restarted, args.limit(), typed_stores_fill_seconds).await?;
+    let restart = phases::caught_up(&watch, restarted, args.limit(), fills).await?;
     let controller_at_end = controller.usage()?;
     drop(controller);
     if args.kubeconfig.is_some() {

@@ -90,14 +90,15 @@ impl Report {
             let c = &e.converge;
             let _ = writeln!(
                 out,
-                "{}: converge {} in {:.2} s ({:.0}/s; creates took {:.2} s), controller peak RSS {:.0} MB, CPU {:.1} s",
+                "{}: converge {} in {:.2} s ({:.0}/s; creates took {:.2} s); controller after it: RSS {:.0} MB, CPU {:.1} s; the restarted controller's peak RSS {:.0} MB",
                 e.engine,
                 c.instances,
                 c.seconds,
                 c.per_second,
                 c.create_seconds,
+                mb(e.controller_after_converge.rss_bytes),
+                e.controller_after_converge.cpu_seconds,
                 mb(e.controller_at_end.peak_rss_bytes),
-                e.controller_at_end.cpu_seconds,
             );
             for s in &e.churn {
                 let _ = writeln!(
@@ -132,8 +133,12 @@ impl Report {
             let r = &e.restart;
             let _ = writeln!(
                 out,
-                "  sustained under the SLO: {sustained}; restarted: first child written after {:.2} s (typed Stores fill in {:.2} s), all caught up after {:.2} s",
-                r.first_write_seconds, r.typed_stores_fill_seconds, r.caught_up_seconds,
+                "  sustained under the SLO: {sustained}; restarted: first child written after {:.2} s, all caught up after {:.2} s; caches filled in the driver: typed Stores {:.2} s, dynrec's {:.2} s ({:.2}×)",
+                r.first_write_seconds,
+                r.caught_up_seconds,
+                r.typed_stores_fill_seconds,
+                r.dynrec_caches_fill_seconds,
+                r.dynrec_caches_fill_seconds / r.typed_stores_fill_seconds,
             );
             if let Some(server) = &e.server {
                 let _ = writeln!(

@@ -93,7 +93,14 @@ impl Workload {
 
     /// The kinds a converge stores in the namespace, by name, for the API server's memory.
     pub fn stored_kinds(self) -> Vec<(&'static str, ApiResource)> {
-        let mut kinds = match self {
+        let mut kinds = self.cached_kinds();
+        kinds.push(("Event", ApiResource::erase::<Event>(&())));
+        kinds
+    }
+
+    /// The kinds a controller of the workload caches, by name: the instances and children.
+    pub fn cached_kinds(self) -> Vec<(&'static str, ApiResource)> {
+        match self {
             Self::Widgets => vec![
                 ("Widget", widgets::api_resource()),
                 ("ConfigMap", ApiResource::erase::<ConfigMap>(&())),
@@ -104,9 +111,7 @@ impl Workload {
                 ("Service", ApiResource::erase::<Service>(&())),
                 ("Ingress", ApiResource::erase::<Ingress>(&())),
             ],
-        };
-        kinds.push(("Event", ApiResource::erase::<Event>(&())));
-        kinds
+        }
     }
 
     /// The Events `engine` records for one converged instance: `Created` a child and

@@ -80,6 +80,7 @@ fn a_small_run_converges_both_engines_and_reports_every_phase() {
         let restart = &engine["restart"];
         let seconds = |figure: &str| restart[figure].as_f64().unwrap();
         assert!(seconds("typed_stores_fill_seconds") > 0.0, "{name}");
+        assert!(seconds("dynrec_caches_fill_seconds") > 0.0, "{name}");
         assert!(seconds("first_write_seconds") > 0.0, "{name}");
         assert!(
             seconds("caught_up_seconds") >= seconds("first_write_seconds"),
