@@ -154,7 +154,7 @@ async fn measure(args: &RunArgs, engine: &str, dynrec: &Path, dir: &Path) -> Res
     let server_memory = server_usage(&mut server)?
         .map(|after| ServerMemory::new(server_before.unwrap_or_default(), after, stored));
 
-    let watch = ChildWatch::start(&client, NAMESPACE, workload);
+    let watch = ChildWatch::start(&client, NAMESPACE, workload, args.limit()).await?;
     let mut churn = Vec::new();
     for &rate in &args.churn {
         let plan = StepPlan {

@@ -169,17 +169,37 @@ pub struct ChildWatch {
 }
 
 impl ChildWatch {
-    /// Starts watching the children of `namespace` that show the workload's changes.
-    pub fn start(client: &kube::Client, namespace: &str, workload: Workload) -> Self {
+    /// Starts watching the children of `namespace` that show the workload's changes, and
+    /// waits (for at most `limit`) until the watch has listed them: a change made before
+    /// then would be timed from its write to the end of the list (at 100,000 ConfigMaps,
+    /// about five seconds).
+    pub async fn start(
+        client: &kube::Client,
+        namespace: &str,
+        workload: Workload,
+        limit: Duration,
+    ) -> Result<Self> {
         let pending: Pending = Arc::default();
         let seen: Seen = Arc::default();
+        let (listed, mut done) = tokio::sync::watch::channel(false);
         let api = Api::namespaced_with(client.clone(), namespace, &workload.watched_child());
-        let task = tokio::spawn(resolve(api, workload, pending.clone(), seen.clone()));
-        Self {
+        let task = tokio::spawn(resolve(
+            api,
+            workload,
+            pending.clone(),
+            seen.clone(),
+            listed,
+        ));
+        let watch = Self {
             pending,
             seen,
             task,
-        }
+        };
+        tokio::time::timeout(limit, done.wait_for(|listed| *listed))
+            .await
+            .context("the children's watch did not list them in time")?
+            .context("the children's watch stopped")?;
+        Ok(watch)
     }
 
     /// Records that `instance`'s changed value was set to `value` now.
@@ -211,10 +231,19 @@ impl Drop for ChildWatch {
     }
 }
 
-/// The body of a [`ChildWatch`].
-async fn resolve(api: Api<DynamicObject>, workload: Workload, pending: Pending, seen: Seen) {
+/// The body of a [`ChildWatch`]; `listed` turns true once its first list is done.
+async fn resolve(
+    api: Api<DynamicObject>,
+    workload: Workload,
+    pending: Pending,
+    seen: Seen,
+    listed: tokio::sync::watch::Sender<bool>,
+) {
     let mut events = watcher(api, watcher::Config::default()).boxed();
     while let Some(event) = events.next().await {
+        if let Ok(watcher::Event::InitDone) = event {
+            listed.send_replace(true);
+        }
         let Ok(watcher::Event::Apply(child) | watcher::Event::InitApply(child)) = event else {
             continue;
         };
