@@ -20,16 +20,16 @@ use futures::StreamExt;
 use kube::{
     Api,
     api::{DynamicObject, ObjectMeta, TypeMeta},
-    runtime::{WatchStreamExt, watcher},
+    runtime::watcher,
 };
 use parking_lot::Mutex;
-use serde_json::Value;
 use tokio::{
     sync::{mpsc, watch},
     task::JoinHandle,
 };
 use tracing::{debug, info, warn};
 
+use super::decoded;
 use super::namespaced_watch::watch_namespaces;
 use super::{CachedFields, ListOptions, Resolved, resolved::Kinds, store::Store, unseen::Unseen};
 use crate::object::{Gvk, ObjectKey};
@@ -377,7 +377,7 @@ impl Caches {
         match self.inner.namespaces.as_slice() {
             [namespace] if resolved.namespaced => {
                 let api = Api::namespaced_with(kube, namespace, &resolved.resource);
-                let events = watcher(api, watcher::Config::default()).default_backoff();
+                let events = decoded::watch(api);
                 tokio::spawn(run(state.clone(), events, kinds, watch))
             }
             namespaces if resolved.namespaced && !namespaces.is_empty() => {
@@ -400,7 +400,7 @@ impl Caches {
             }
             _ => {
                 let api = Api::all_with(kube, &resolved.resource);
-                let events = watcher(api, watcher::Config::default()).default_backoff();
+                let events = decoded::watch(api);
                 tokio::spawn(run(state.clone(), events, kinds, watch))
             }
         }
@@ -462,13 +462,12 @@ async fn run(
 }
 
 /// Keeps only the managedFields entries of server-side apply and the fields the cache keeps,
-/// fills in apiVersion/kind (list items may lack them) and compacts the body (see
-/// [`compact`]).
+/// and fills in apiVersion/kind (list items may lack them). The body is compact as decoded
+/// ([`decoded::Decoded`]).
 fn tidy(object: &mut DynamicObject, types: &TypeMeta, fields: &CachedFields) {
     fields.project(object);
     keep_applied_fields(&mut object.metadata);
     shrink_lists(&mut object.metadata);
-    object.data = compact(object.data.take());
     if object.types.is_none() {
         object.types = Some(types.clone());
     }
@@ -493,27 +492,6 @@ fn keep_applied_fields(metadata: &mut ObjectMeta) {
 fn shrink_lists(metadata: &mut ObjectMeta) {
     metadata.owner_references.as_mut().map(Vec::shrink_to_fit);
     metadata.finalizers.as_mut().map(Vec::shrink_to_fit);
-}
-
-/// `value` with every JSON object holding room for its entries only: a decoded object keeps
-/// the spare room it grew while being read (a one-entry object room for three, about 130
-/// bytes), which a cache holding it for its lifetime would keep too.
-fn compact(value: Value) -> Value {
-    match value {
-        Value::Object(fields) => {
-            let mut compacted = serde_json::Map::with_capacity(fields.len());
-            for (key, value) in fields {
-                compacted.insert(key, compact(value));
-            }
-            Value::Object(compacted)
-        }
-        Value::Array(items) => {
-            let mut compacted: Vec<Value> = items.into_iter().map(compact).collect();
-            compacted.shrink_to_fit();
-            Value::Array(compacted)
-        }
-        other => other,
-    }
 }
 
 /// Moves the event's object behind an `Arc`, shared by the store and the subscribers.

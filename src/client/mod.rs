@@ -6,6 +6,7 @@ mod cache;
 mod cached_fields;
 mod crd;
 mod crd_install;
+mod decoded;
 mod duck;
 mod dynamic;
 mod error;

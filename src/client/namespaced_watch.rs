@@ -12,16 +12,17 @@ use std::sync::Arc;
 
 use futures::{Stream, StreamExt, stream};
 use kube::api::DynamicObject;
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Config, Event, watcher};
+use kube::runtime::watcher::{self, Event};
 use kube::{Api, ResourceExt};
+
+use super::decoded::{self, Decoded};
 
 type Item = Result<Event<DynamicObject>, watcher::Error>;
 
 /// Merges the watches of `apis` (one per namespace); `held` gives what the cache holds of
 /// a namespace, to find what a relist no longer returns.
 pub(super) fn watch_namespaces(
-    apis: Vec<(String, Api<DynamicObject>)>,
+    apis: Vec<(String, Api<Decoded>)>,
     held: impl Fn(&str) -> Vec<Arc<DynamicObject>> + Send + 'static,
 ) -> impl Stream<Item = Item> + Send {
     let mut merge = Merge {
@@ -29,8 +30,7 @@ pub(super) fn watch_namespaces(
         ..Merge::default()
     };
     let watches = apis.into_iter().map(|(namespace, api)| {
-        watcher(api, Config::default())
-            .default_backoff()
+        decoded::watch(api)
             .map(move |event| (namespace.clone(), event))
             .boxed()
     });
