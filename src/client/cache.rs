@@ -551,18 +551,3 @@ fn apply(state: &State, event: watcher::Event<Arc<DynamicObject>>, fields: &Arc<
     };
     state.publish(event);
 }
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn a_compacted_body_holds_the_same_values_in_the_same_order() {
-        let body = json!({"spec": {"b": [1, {"y": null, "x": "s"}], "a": {}}, "data": {"k": "v"}});
-        let compacted = compact(body.clone());
-        assert_eq!(compacted, body);
-        assert_eq!(compacted.to_string(), body.to_string());
-    }
-}
