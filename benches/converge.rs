@@ -84,20 +84,32 @@ fn converge_bench(c: &mut Criterion) {
         group.finish();
         timings.print_ratio(&name);
         writes.print(&name);
-        // Only when the filter selected the group: criterion ran its engines.
-        if timings.median(Engine::Dynrec).is_some() && timings.median(Engine::Typed).is_some() {
+        let converged = async |engine| {
+            let (_, converged) = converge(engine, n, workers).await;
+            converged.running.stop().await;
+            converged.elapsed
+        };
+        // Paired rounds of dynrec and the typed baseline, then of the definition and the
+        // Rust dynrec controller it matches: only when the filter selected both engines
+        // (criterion ran them).
+        let ran = |engine| timings.median(engine).is_some();
+        for sides in [
+            [Engine::Dynrec, Engine::Typed],
+            [Engine::Definition, Engine::Dynrec],
+        ] {
+            if !sides.into_iter().all(ran) {
+                continue;
+            }
             let mut rounds = Paired::default();
-            let converged = async |engine| {
-                let (_, converged) = converge(engine, n, workers).await;
-                converged.running.stop().await;
-                converged.elapsed
-            };
             runtime.block_on(async {
                 while rounds.len() < paired_rounds {
-                    rounds.round(&converged).await;
+                    rounds.round_of(sides, &converged).await;
                 }
             });
-            rounds.print(&name);
+            match sides {
+                [Engine::Dynrec, Engine::Typed] => rounds.print(&name),
+                _ => rounds.print_as(&name, ["definition", "dynrec"]),
+            }
         }
     }
 }

@@ -225,13 +225,8 @@ impl Paired {
         self.0.len()
     }
 
-    /// Runs one round of dynrec and the typed baseline: `run` for each engine, in this
-    /// round's order; `run` returns the duration to compare.
-    pub async fn round(&mut self, run: impl AsyncFnMut(Engine) -> Duration) {
-        self.round_of([Engine::Dynrec, Engine::Typed], run).await;
-    }
-
-    /// Runs one round of the two `sides`, compared as `sides[0]` / `sides[1]`.
+    /// Runs one round of the two `sides`, compared as `sides[0]` / `sides[1]`: `run` for
+    /// each, in this round's order; `run` returns the duration to compare.
     pub async fn round_of<T: Copy>(
         &mut self,
         sides: [T; 2],
