@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use crate::metrics::{self, ControllerLatency};
@@ -196,9 +197,7 @@ async fn measure(args: &RunArgs, engine: &str, dynrec: &Path, dir: &Path) -> Res
     let controller_at_end = controller.usage()?;
     drop(controller);
     if args.kubeconfig.is_some() {
-        Api::<Namespace>::all(client)
-            .delete(NAMESPACE, &DeleteParams::default())
-            .await?;
+        delete_namespace(&client, args.limit()).await?;
     }
     Ok(EngineReport {
         engine: engine.to_string(),
@@ -291,12 +290,37 @@ async fn create_namespace(client: &kube::Client) -> Result<()> {
 }
 
 /// Installs the typed baseline's CRD (dynrec installs its own from the definition).
+/// Applied over the CRD of the same kind that dynrec's definition installed, when an earlier
+/// engine ran against the same cluster.
 async fn install_typed_crd(client: &kube::Client, workload: Workload) -> Result<()> {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crd = workload.typed_crd();
     Api::<CustomResourceDefinition>::all(client.clone())
-        .create(&PostParams::default(), &workload.typed_crd())
+        .patch(
+            &crd.name_any(),
+            &PatchParams::apply("dynrec-loadtest").force(),
+            &Patch::Apply(&crd),
+        )
         .await
         .context("install the typed baseline's CRD")?;
+    Ok(())
+}
+
+/// Deletes the run's namespace from the user's cluster and waits, for at most `limit`, until
+/// it is gone, so that the next engine's run does not meet it terminating.
+async fn delete_namespace(client: &kube::Client, limit: Duration) -> Result<()> {
+    let namespaces = Api::<Namespace>::all(client.clone());
+    namespaces
+        .delete(NAMESPACE, &DeleteParams::default())
+        .await
+        .context("delete the namespace")?;
+    let deadline = Instant::now() + limit;
+    while namespaces.get_opt(NAMESPACE).await?.is_some() {
+        if Instant::now() > deadline {
+            bail!("the namespace {NAMESPACE} was not gone {limit:?} after its delete");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     Ok(())
 }
 

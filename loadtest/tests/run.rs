@@ -124,3 +124,79 @@ fn webapps_converge_with_their_three_children_on_both_engines() {
         assert!(engine["restart"]["caught_up_seconds"].as_f64().unwrap() > 0.0);
     }
 }
+
+#[test]
+fn both_engines_run_one_after_the_other_against_a_cluster_given_by_kubeconfig() {
+    let driver = Path::new(env!("CARGO_BIN_EXE_dynrec-loadtest"));
+    let dynrec = driver.with_file_name("dynrec");
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let mut server = Command::new(&dynrec)
+        .args(["apiserver", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
+        .arg(&kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The server says so once the kubeconfig is written whole.
+    let mut said = String::new();
+    let mut stdout = std::io::BufReader::new(server.stdout.take().unwrap());
+    while !said.contains("kubeconfig written") {
+        said.clear();
+        let read = std::io::BufRead::read_line(&mut stdout, &mut said).unwrap();
+        assert!(
+            read > 0,
+            "dynrec apiserver stopped before writing its kubeconfig"
+        );
+    }
+    let run = Command::new(driver)
+        .args([
+            "run",
+            "--instances",
+            "10",
+            "--churn",
+            "5",
+            "--step-seconds",
+            "1",
+        ])
+        .args(["--slo-ms", "5000", "--limit-seconds", "120", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let namespaces = Command::new("kubectl")
+        .args([
+            "get",
+            "namespace",
+            "loadtest",
+            "--ignore-not-found",
+            "--kubeconfig",
+        ])
+        .arg(&kubeconfig)
+        .output();
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    // The second engine meets the Widget CRD and the namespace of the first.
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("result.json")).unwrap()).unwrap();
+    for engine in report["engines"].as_array().unwrap() {
+        assert_eq!(engine["converge"]["instances"], 10);
+        assert!(
+            engine["server"].is_null(),
+            "the driver did not start the server, so it reports no server memory"
+        );
+    }
+    if let Ok(namespaces) = namespaces {
+        assert_eq!(
+            String::from_utf8_lossy(&namespaces.stdout),
+            "",
+            "the run's namespace is deleted from the user's cluster"
+        );
+    }
+}
