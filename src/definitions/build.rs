@@ -968,12 +968,12 @@ impl SubReconciler for PruneRemovedSteps {
                 }
             };
             for child in children {
-                let labels = child.metadata.labels.clone().unwrap_or_default();
-                if labels.get(DEFINITION_LABEL) != Some(&self.shared.definition) {
+                let label = |key| child.metadata.labels.as_ref().and_then(|l| l.get(key));
+                if label(DEFINITION_LABEL) != Some(&self.shared.definition) {
                     continue;
                 }
-                let step = labels.get(STEP_LABEL).cloned().unwrap_or_default();
-                if self.current.contains(&step) {
+                let step = label(STEP_LABEL).map_or("", String::as_str);
+                if self.current.contains(step) {
                     continue;
                 }
                 let Ok(key) = ObjectKey::of(child.as_ref()) else {

@@ -38,13 +38,14 @@ use crate::object::{Gvk, ObjectKey};
 /// Computes the child the parent should have (`None`: no child), as stored.
 pub(super) type DesiredChild = Derivation<Option<DynamicObject>>;
 
-/// What an `our_child` predicate sees: `self.parent` and `self.child` in CEL.
+/// What an `our_child` predicate sees: `self.parent` and `self.child` in CEL. Both are
+/// shared, not copied: the pair is made for every candidate child of every reconcile.
 #[derive(Clone, Debug, Serialize)]
 pub struct ParentAndChild {
     /// The reconciled resource.
-    pub parent: DynamicObject,
+    pub parent: Arc<DynamicObject>,
     /// A candidate child.
-    pub child: DynamicObject,
+    pub child: Arc<DynamicObject>,
 }
 
 /// Returned by `desired_child` (or `desired_children`) to leave the children as they are
@@ -316,8 +317,8 @@ impl ChildReconciler {
     pub(super) fn is_our_child(
         &self,
         ctx: &Context,
-        parent: &DynamicObject,
-        child: &DynamicObject,
+        parent: &Draft,
+        child: &Arc<DynamicObject>,
     ) -> bool {
         if !self.skip_owner_reference && !is_controlled_by(child, parent) {
             return false;
@@ -326,15 +327,11 @@ impl ChildReconciler {
     }
 
     /// Whether `child` passes the user's `our_child` predicate (if any).
-    fn passes_our_child(
-        &self,
-        ctx: &Context,
-        parent: &DynamicObject,
-        child: &DynamicObject,
-    ) -> bool {
+    fn passes_our_child(&self, ctx: &Context, parent: &Draft, child: &Arc<DynamicObject>) -> bool {
         self.our_child.as_ref().is_none_or(|predicate| {
+            // Dropped before the draft's next write, so the snapshot copies nothing.
             let pair = ParentAndChild {
-                parent: parent.clone(),
+                parent: parent.snapshot(),
                 child: child.clone(),
             };
             predicate.test(ctx, &pair)
@@ -345,7 +342,7 @@ impl ChildReconciler {
     pub(super) async fn list_our_children(
         &self,
         ctx: &Context,
-        parent: &DynamicObject,
+        parent: &Draft,
     ) -> Result<Vec<Arc<DynamicObject>>, ReconcileError> {
         let children = match known_children(ctx, &self.child_type) {
             Some(children) => children
@@ -456,20 +453,20 @@ impl ChildReconciler {
             .await
     }
 
-    /// The desired child, boxed (kept across the manager's call, an object would grow the
-    /// reconcile's future), with the parent as its controller unless owner references are
-    /// skipped.
+    /// The desired child, on the heap (kept across the manager's call, an object would grow
+    /// the reconcile's future; shared, so `our_child` sees it without a copy), with the
+    /// parent as its controller unless owner references are skipped.
     fn controlled_child(
         &self,
         ctx: &Context,
-        parent: &DynamicObject,
-        desired: DynamicObject,
-    ) -> Result<Box<DynamicObject>, ReconcileError> {
-        let mut desired = Box::new(desired);
+        parent: &Draft,
+        mut desired: DynamicObject,
+    ) -> Result<Arc<DynamicObject>, ReconcileError> {
         if !self.skip_owner_reference {
             set_controller_reference(ctx, parent, &mut desired)
                 .map_err(ReconcileError::from_error)?;
         }
+        let desired = Arc::new(desired);
         if !self.is_our_child(ctx, parent, &desired) {
             warn!(child = ?ObjectKey::of(desired.as_ref()).ok(), "object returned from DesiredChild does not match OurChild, this can result in orphaned children");
         }
@@ -500,7 +497,8 @@ impl ChildReconciler {
                 .api_reader
                 .get(&self.child_type, &key)
                 .await
-                .ok();
+                .ok()
+                .map(Arc::new);
             if let Some(conflicted) = &conflicted {
                 if self.is_our_child(ctx, parent, conflicted) {
                     return Outcome::err(err);
