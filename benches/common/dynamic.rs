@@ -1,5 +1,5 @@
-//! The dynamic engines: dynrec's Rust controller and the widgets definition, each under a
-//! dynrec `Manager`, with Events off (`EventRecorder::disabled`): the typed baseline
+//! The dynamic engines: dynrec's Rust controller, the widgets definition and the Rust
+//! controller it restates (`examples/widgets/controller.rs`), each under a dynrec `Manager`, with Events off (`EventRecorder::disabled`): the typed baseline
 //! records none.
 
 use std::time::Duration;
@@ -12,6 +12,9 @@ use dynrec::runtime::{Manager, ManagerOptions};
 use serde_json::json;
 
 use super::{Direct, Running, config_map_gvk, widget_gvk, within};
+
+#[path = "../../examples/widgets/controller.rs"]
+mod widgets_example;
 
 /// The config both dynamic engines reconcile with: Events off.
 fn config(client: &Client) -> Config {
@@ -95,6 +98,27 @@ pub(super) async fn start_dynrec(server: &ApiServer, workers: usize) -> Running 
         .expect("a valid reconciler");
     let direct = Direct::Dynrec(Box::new(dynrec_reconciler(&config)));
     run(manager, &client, "the dynrec controller is ready", direct).await
+}
+
+/// `examples/widgets/controller.rs`'s reconciler with `workers` workers, after applying its
+/// Widget CRD over the bench server's (as the definition applies its own: the same schema,
+/// so the server validates and prunes the Widgets of both alike).
+pub(super) async fn start_widgets_example(server: &ApiServer, workers: usize) -> Running {
+    let kube = server.client();
+    within(
+        "the widgets example's CRD is applied",
+        widgets_example::install_crd(&kube),
+    )
+    .await
+    .expect("the widgets example's CRD");
+    let client = Client::new(kube);
+    let config = config(&client);
+    let mut manager = manager(&client, workers);
+    manager
+        .register(widgets_example::reconciler(&config))
+        .expect("a valid reconciler");
+    let direct = Direct::Dynrec(Box::new(widgets_example::reconciler(&config)));
+    run(manager, &client, "the widgets example is ready", direct).await
 }
 
 /// `examples/definitions/widgets.yaml`, read from the file.

@@ -10,6 +10,10 @@
 //!   same `Manager` setup as [`Engine::Dynrec`]. Its child is `<widget>-config` with
 //!   `data.greeting` (from `spec.greeting`) and `data.size`; Ready=True comes through its
 //!   `ConfigMapReady` condition.
+//! - [`Engine::WidgetsExample`]: `examples/widgets/controller.rs`, the Rust controller the
+//!   definition restates, under the same `Manager` setup: it writes the same ConfigMap
+//!   (without the definition's two labels) and the same two conditions, so it is the
+//!   definition's baseline.
 //!
 //! Each runs with a given number of workers ([`DEFAULT_WORKERS`] unless a group says
 //! otherwise). The dynamic engines record no Events (`EventRecorder::disabled`), as the
@@ -19,8 +23,8 @@
 //! controller starts. The definition applies its own Widget CRD (from its `schema:`) over it
 //! when it starts, also before timing; the embedded server neither prunes nor validates
 //! against CRD schemas, so the Widgets are stored the same either way. Widgets carry both
-//! `spec.message` (read by the Rust controllers) and `spec.greeting` (read by the definition),
-//! with the same text.
+//! `spec.message` (read by the bench's own Rust controllers) and `spec.greeting` (read by the
+//! definition and the widgets example), with the same text.
 //!
 //! Widgets live in namespaces of [`PER_NAMESPACE`] each (see benches/README.md).
 #![allow(dead_code)] // each bench uses part of this module
@@ -206,6 +210,9 @@ pub enum Engine {
     Dynrec,
     Typed,
     Definition,
+    /// `examples/widgets/controller.rs`: the Rust controller the widgets definition
+    /// restates, so the two write the same objects.
+    WidgetsExample,
 }
 
 impl Engine {
@@ -214,6 +221,7 @@ impl Engine {
             Engine::Dynrec => "dynrec",
             Engine::Typed => "typed_kube_runtime",
             Engine::Definition => "definition",
+            Engine::WidgetsExample => "rust_widgets_example",
         }
     }
 
@@ -224,6 +232,7 @@ impl Engine {
             Engine::Dynrec => dynamic::start_dynrec(server, workers).await,
             Engine::Typed => typed::start(server, workers).await,
             Engine::Definition => dynamic::start_definition(server, workers).await,
+            Engine::WidgetsExample => dynamic::start_widgets_example(server, workers).await,
         }
     }
 }

@@ -41,8 +41,8 @@ impl Timings {
     }
 
     /// Prints each engine's median and number of runs, and the ratios dynrec / typed,
-    /// definition / dynrec and definition / typed (of medians measured in the same group,
-    /// so the same run).
+    /// definition / widgets example (the Rust controller it restates) and definition /
+    /// typed (of medians measured in the same group, so the same run).
     pub fn print_ratio(&self, what: &str) {
         let median = |engine: Engine| {
             let median = self.median(engine)?;
@@ -57,6 +57,7 @@ impl Timings {
         let dynrec = median(Engine::Dynrec);
         let typed = median(Engine::Typed);
         let definition = median(Engine::Definition);
+        let example = median(Engine::WidgetsExample);
         let ratio = |a: Option<Duration>, b: Option<Duration>, label: &str| {
             if let (Some(a), Some(b)) = (a, b) {
                 let ratio = a.as_secs_f64() / b.as_secs_f64();
@@ -64,7 +65,7 @@ impl Timings {
             }
         };
         ratio(dynrec, typed, "dynrec / typed");
-        ratio(definition, dynrec, "definition / dynrec");
+        ratio(definition, example, "definition / rust_widgets_example");
         ratio(definition, typed, "definition / typed");
     }
 }
