@@ -21,8 +21,8 @@
 //!
 //! Every engine starts from the same state: [`server`] installs the Widget CRD before any
 //! controller starts. The definition applies its own Widget CRD (from its `schema:`) over it
-//! when it starts, also before timing; the embedded server neither prunes nor validates
-//! against CRD schemas, so the Widgets are stored the same either way. Widgets carry both
+//! when it starts, also before timing, and so does the widgets example; their schema has
+//! the server validate and prune the Widgets' writes. Widgets carry both
 //! `spec.message` (read by the bench's own Rust controllers) and `spec.greeting` (read by the
 //! definition and the widgets example), with the same text.
 //!
