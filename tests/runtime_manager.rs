@@ -614,3 +614,45 @@ async fn a_request_waits_until_the_caches_saw_what_its_last_reconcile_wrote() {
         "one status update and one ConfigMap create a widget, none refused"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_start_once_the_children_cache_has_listed() {
+    // The widgets exist before the manager starts, and every list of ConfigMaps stalls for
+    // 500 ms: the Widget cache fills first. A reconcile then would list the ConfigMaps from
+    // the API server (the whole namespace, at scale) while their cache is still listing; as
+    // controller-runtime does, the workers wait until every cache of the controller listed.
+    const WIDGETS: usize = 5;
+    let (server, kube) = server_with_crd().await;
+    let widgets = widgets_api(&kube);
+    for i in 0..WIDGETS {
+        create_widget(&widgets, &format!("w-{i}")).await;
+    }
+    let matcher = FaultMatch {
+        verb: Some("list".into()),
+        kind: Some("configmaps".into()),
+        ..Default::default()
+    };
+    server.add_fault(Fault::stall(matcher, Duration::from_millis(500)));
+    let (client, config) = client_and_config(&kube);
+    let mut manager = Manager::new(client.clone(), ManagerOptions::default());
+    manager.register(child_reconciler(&config)).unwrap();
+    let running = Running::start(manager);
+    let deadline = Instant::now() + DEADLINE;
+    while !all_ready(&widgets, WIDGETS).await {
+        assert!(
+            Instant::now() < deadline,
+            "the widgets did not all become ready"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    running.stop().await;
+    assert_eq!(
+        server.request_count("list", "", "configmaps"),
+        1,
+        "ConfigMaps listed once, by their cache, and not by a reconcile"
+    );
+    assert_eq!(
+        server.request_count("create", "", "configmaps"),
+        WIDGETS as u64
+    );
+}

@@ -644,8 +644,19 @@ impl ControllerRun {
                 return false;
             }
         };
+        let mut caches = vec![own_cache.clone()];
         for watch in &self.controller.watches {
-            self.spawn_feed(&mut feeds, watch, namespaced, &queue).await;
+            caches.extend(self.spawn_feed(&mut feeds, watch, namespaced, &queue).await);
+        }
+        let mut stop = stop;
+        let filled = tokio::select! {
+            () = wait_until_filled(&caches) => None,
+            _ = stop.wait_for(|s| *s) => Some(true),
+            _ = gone_rx.wait_for(|g| *g) => Some(false),
+        };
+        if let Some(stopped) = filled {
+            feeds.abort_all();
+            return stopped;
         }
         let initial = self.controller.reconciler.initial_requests();
         for request in &initial {
@@ -696,7 +707,6 @@ impl ControllerRun {
             .instrument(span)
         });
         let stopper = queue.clone();
-        let mut stop = stop;
         let mut runner = std::pin::pin!(runner);
         let (stopped, finished) = tokio::select! {
             result = &mut runner => (false, Some(result)),
@@ -718,25 +728,27 @@ impl ControllerRun {
 
     /// Feeds a declared watch into the queue, through its config's client: owned children
     /// to their controller owner, tracked objects to their observers in its config's tracker.
+    /// Returns the watched kind's cache.
     async fn spawn_feed(
         &self,
         feeds: &mut JoinSet<()>,
         declared: &ScopedWatch,
         namespaced: bool,
         queue: &WorkQueue<ObjectKey>,
-    ) {
+    ) -> Option<crate::client::Cache> {
         let (gvk, owned) = match &declared.watch {
             Watch::Owns(gvk) => (gvk.clone(), true),
             Watch::Tracked(gvk) => (gvk.clone(), false),
-            Watch::For(_) => return,
+            Watch::For(_) => return None,
         };
         let cache = match declared.config.client.cache(&gvk).await {
             Ok(cache) => cache,
             Err(err) => {
                 warn!(watched = %gvk, %err, "cannot watch a declared kind; it will not trigger reconciles");
-                return;
+                return None;
             }
         };
+        let watched = cache.clone();
         let queue = queue.clone();
         let owner = self.controller.gvk.clone();
         let tracker = declared.config.tracker.clone();
@@ -760,6 +772,32 @@ impl ControllerRun {
                 .await;
             }
         });
+        Some(watched)
+    }
+}
+
+/// How long a controller's workers wait for its caches to fill: controller-runtime's default
+/// `CacheSyncTimeout`.
+const CACHE_SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Waits until every cache of a controller (its kind's, its children's, what it tracks) has
+/// listed, as controller-runtime's controllers wait for their sources before starting
+/// workers: a reconcile before then would list from the API server what a cache is still
+/// listing (at 100,000 children, every reconcile a list of them all). After
+/// [`CACHE_SYNC_TIMEOUT`] the workers start anyway, reading the kinds not filled from the
+/// API server (controller-runtime fails the controller instead).
+async fn wait_until_filled(caches: &[crate::client::Cache]) {
+    let started = Instant::now();
+    let filled = futures::future::join_all(caches.iter().map(|cache| cache.wait_until_ready()));
+    match tokio::time::timeout(CACHE_SYNC_TIMEOUT, filled).await {
+        Ok(_) => debug!(
+            seconds = started.elapsed().as_secs_f64(),
+            "caches filled: workers start"
+        ),
+        Err(_) => warn!(
+            "the controller's caches did not fill within {} s; its workers start anyway, reading the kinds not listed yet from the API server",
+            CACHE_SYNC_TIMEOUT.as_secs()
+        ),
     }
 }
 
