@@ -822,6 +822,11 @@ impl ForgetGone {
 /// Adds the keys `map` finds for every cached object once the cache is ready, then for each
 /// changed object until the cache stops; after a relist, for everything cached again (the
 /// queue drops duplicates). Deleted objects are forgotten by the queue.
+///
+/// Subscribed while the cache still lists, the listed objects arrive one by one and then as
+/// a resync: they are added once, at the resync, or a worker taking an object between two
+/// of its adds would reconcile it twice in a row (a failed first reconcile retried at once,
+/// not after its backoff).
 async fn feed(
     mut events: CacheEvents,
     cache: &crate::client::Cache,
@@ -834,15 +839,20 @@ async fn feed(
             map(&object).into_iter().for_each(|key| queue.add(key));
         }
     };
-    if cache.wait_until_ready().await {
+    let mut listing = !cache.is_ready();
+    if !listing {
         add_everything();
     }
     while let Some(event) = events.recv().await {
         match event {
+            CacheEvent::Applied(_) if listing => {}
             CacheEvent::Applied(object) | CacheEvent::Deleted(object) => {
                 map(&object).into_iter().for_each(|key| queue.add(key));
             }
-            CacheEvent::Resynced => add_everything(),
+            CacheEvent::Resynced => {
+                listing = false;
+                add_everything();
+            }
         }
     }
 }
