@@ -548,6 +548,18 @@ fn child_reconciler(config: &Config) -> ResourceReconciler {
 }
 
 /// Whether every widget in `names` is Ready=True.
+/// Waits until `names` widgets are ready, failing after [`DEADLINE`].
+async fn wait_all_ready(widgets: &Api<DynamicObject>, names: usize) {
+    let deadline = Instant::now() + DEADLINE;
+    while !all_ready(widgets, names).await {
+        assert!(
+            Instant::now() < deadline,
+            "the widgets did not all become ready"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn all_ready(widgets: &Api<DynamicObject>, names: usize) -> bool {
     let listed = widgets.list(&Default::default()).await.unwrap();
     let ready = listed.items.iter().filter(|w| {
@@ -595,14 +607,7 @@ async fn a_request_waits_until_the_caches_saw_what_its_last_reconcile_wrote() {
     for i in 0..WIDGETS {
         create_widget(&widgets, &format!("w-{i}")).await;
     }
-    let deadline = Instant::now() + DEADLINE;
-    while !all_ready(&widgets, WIDGETS).await {
-        assert!(
-            Instant::now() < deadline,
-            "the widgets did not all become ready"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_all_ready(&widgets, WIDGETS).await;
     // The reconciles the last writes queued (held back until seen, then no-ops).
     tokio::time::sleep(Duration::from_millis(600)).await;
     running.stop().await;
@@ -637,14 +642,7 @@ async fn workers_start_once_the_children_cache_has_listed() {
     let mut manager = Manager::new(client.clone(), ManagerOptions::default());
     manager.register(child_reconciler(&config)).unwrap();
     let running = Running::start(manager);
-    let deadline = Instant::now() + DEADLINE;
-    while !all_ready(&widgets, WIDGETS).await {
-        assert!(
-            Instant::now() < deadline,
-            "the widgets did not all become ready"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_all_ready(&widgets, WIDGETS).await;
     running.stop().await;
     assert_eq!(
         server.request_count("list", "", "configmaps"),
