@@ -91,13 +91,8 @@ async fn run(manager: Manager, client: &Client, what: &str, direct: Direct) -> R
 /// dynrec's Rust controller with `workers` workers.
 pub(super) async fn start_dynrec(server: &ApiServer, workers: usize) -> Running {
     let client = Client::new(server.client());
-    let config = config(&client);
-    let mut manager = manager(&client, workers);
-    manager
-        .register(dynrec_reconciler(&config))
-        .expect("a valid reconciler");
-    let direct = Direct::Dynrec(Box::new(dynrec_reconciler(&config)));
-    run(manager, &client, "the dynrec controller is ready", direct).await
+    let what = "the dynrec controller is ready";
+    start_reconciler(&client, workers, dynrec_reconciler, what).await
 }
 
 /// `examples/widgets/controller.rs`'s reconciler with `workers` workers, after applying its
@@ -112,13 +107,23 @@ pub(super) async fn start_widgets_example(server: &ApiServer, workers: usize) ->
     .await
     .expect("the widgets example's CRD");
     let client = Client::new(kube);
-    let config = config(&client);
-    let mut manager = manager(&client, workers);
-    manager
-        .register(widgets_example::reconciler(&config))
-        .expect("a valid reconciler");
-    let direct = Direct::Dynrec(Box::new(widgets_example::reconciler(&config)));
-    run(manager, &client, "the widgets example is ready", direct).await
+    let what = "the widgets example is ready";
+    start_reconciler(&client, workers, widgets_example::reconciler, what).await
+}
+
+/// The reconciler `make` builds, registered with a `Manager` of `workers` workers and run
+/// until the returned `Running` is stopped (another of its kind for direct reconciles).
+async fn start_reconciler(
+    client: &Client,
+    workers: usize,
+    make: fn(&Config) -> ResourceReconciler,
+    what: &str,
+) -> Running {
+    let config = config(client);
+    let mut manager = manager(client, workers);
+    manager.register(make(&config)).expect("a valid reconciler");
+    let direct = Direct::Dynrec(Box::new(make(&config)));
+    run(manager, client, what, direct).await
 }
 
 /// `examples/definitions/widgets.yaml`, read from the file.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use kube::api::DynamicObject;
 use parking_lot::Mutex;
@@ -778,7 +778,7 @@ impl ControllerRun {
 
 /// How long a controller's workers wait for its caches to fill: controller-runtime's default
 /// `CacheSyncTimeout`.
-const CACHE_SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+const CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Waits until every cache of a controller (its kind's, its children's, what it tracks) has
 /// listed, as controller-runtime's controllers wait for their sources before starting
