@@ -20,6 +20,12 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+/// mimalloc, the `dynrec` binary's allocator: the typed controller (a subcommand of this
+/// binary) and the cache fills measured here then run on the allocator dynrec runs on, so
+/// neither side's figures carry the other's allocator (see benches/README.md, "Over HTTP").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Load driver for dynrec and a typed baseline, each a process of its own.
 #[derive(Parser)]
 #[command(version)]
