@@ -29,6 +29,11 @@
 //! Widgets live in namespaces of [`PER_NAMESPACE`] each (see benches/README.md).
 #![allow(dead_code)] // each bench uses part of this module
 
+/// With `--features bench-mimalloc`: every engine on mimalloc, the `dynrec` binary's allocator.
+#[cfg(feature = "bench-mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod dynamic;
 pub mod report;
 mod typed;
