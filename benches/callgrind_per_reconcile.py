@@ -12,7 +12,7 @@ import re
 import sys
 
 MARKERS = {
-    "dynrec": "as dynrec::reconcilers::resource::RootReconciler>::reconcile_with",
+    "dynrec": "as dynrec::reconcilers::contract::RootReconciler>::reconcile_with",
     "typed_kube_runtime": "steady_state::common::typed::typed_reconcile::{{closure}}",
     "definition_child": "micro::definition_child",
     "rust_child_json": "micro::rust_child_json",
