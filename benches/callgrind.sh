@@ -4,7 +4,9 @@
 # 1 MiB L2 (this VM's sizes). Unlike the timed benches, the counts do not drift with the
 # VM's neighbours: two runs of one build agree, so a change of a few percent shows.
 #
-#   benches/callgrind.sh [WIDGETS]   (default 300; about a minute an engine)
+#   benches/callgrind.sh [WIDGETS]   (default 300; about a minute an engine; STEADY_STATE_BENCH=path
+#                                     counts a steady-state bench built before, e.g. with
+#                                     `--features bench-mimalloc`)
 #   benches/callgrind.sh template    (the widgets child template, per call; MICRO_BENCH=path
 #                                     counts a micro bench built before, to compare builds)
 #
@@ -49,7 +51,7 @@ if [ "${1:-}" = template ]; then
     exit
 fi
 widgets=${1:-300}
-bench=$(bench_executable steady_state)
+bench=${STEADY_STATE_BENCH:-$(bench_executable steady_state)}
 for engine in dynrec typed_kube_runtime; do
     profile="$out/steady_state-$widgets-$engine.out"
     STEADY_STATE_WIDGETS=$widgets valgrind --tool=callgrind --cache-sim=yes \
