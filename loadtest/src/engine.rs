@@ -11,6 +11,7 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
+use crate::engine_kind::EngineKind;
 use crate::metrics::{self, ControllerLatency};
 use crate::phases::{self, ChildWatch, StepPlan};
 use crate::process::{Process, Usage, own_usage, quiet};
@@ -25,26 +26,31 @@ const NAMESPACE: &str = "loadtest";
 #[derive(clap::Args)]
 pub struct RunArgs {
     /// Instances to create and converge
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = at_least_one)]
     instances: usize,
     /// Creates a second (0: as fast as the server takes them, 64 in flight)
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = zero_or_more)]
     create_rate: f64,
     /// The churn steps: changes a second, in order
-    #[arg(long, value_delimiter = ',', default_value = "50,100,200,400")]
+    #[arg(long, value_delimiter = ',', default_value = "50,100,200,400", value_parser = more_than_zero)]
     churn: Vec<f64>,
     /// How long each churn step changes instances, seconds
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     step_seconds: u64,
     /// The SLO a churn step must keep: p99 of change → child shows it, milliseconds
-    #[arg(long, default_value_t = 1000.0)]
+    #[arg(long, default_value_t = 1000.0, value_parser = more_than_zero)]
     slo_ms: f64,
     /// Concurrent reconciles of each controller
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..))]
     workers: u16,
-    /// Which controllers, in order: `dynrec` (the workload's definition), `typed` (kube-runtime)
-    #[arg(long, value_delimiter = ',', default_value = "dynrec,typed")]
-    engines: Vec<String>,
+    /// Which controllers, in order
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "dynrec,typed"
+    )]
+    engines: Vec<EngineKind>,
     /// The instances: Widgets (a ConfigMap each) or WebApps (a Deployment, Service and Ingress
     /// each)
     #[arg(long, value_enum, default_value = "widgets")]
@@ -63,8 +69,37 @@ pub struct RunArgs {
     #[arg(long, default_value = "target/loadtest")]
     out: PathBuf,
     /// The longest a converge or a catch-up may take, seconds
-    #[arg(long, default_value_t = 900)]
+    #[arg(long, default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..))]
     limit_seconds: u64,
+}
+
+/// A count of one or more.
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
+/// A finite number above zero.
+fn more_than_zero(text: &str) -> Result<f64, String> {
+    finite_where(text, |n| n > 0.0, "must be more than 0")
+}
+
+/// A finite number of zero or more.
+fn zero_or_more(text: &str) -> Result<f64, String> {
+    finite_where(text, |n| n >= 0.0, "must be 0 or more")
+}
+
+/// A finite number for which `holds` is true, or why not.
+fn finite_where(text: &str, holds: fn(f64) -> bool, rule: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(n) if !n.is_finite() => Err("must be a finite number".into()),
+        Ok(n) if holds(n) => Ok(n),
+        Ok(_) => Err(rule.into()),
+        Err(err) => Err(err.to_string()),
+    }
 }
 
 /// Runs every engine of `args` and writes the report.
@@ -86,8 +121,8 @@ pub async fn run(args: RunArgs) -> Result<()> {
         engines: Vec::new(),
         driver: own_usage()?,
     };
-    for engine in &args.engines {
-        let dir = args.out.join(engine);
+    for &engine in &args.engines {
+        let dir = args.out.join(engine.name());
         std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
         eprintln!("{engine}: {} instances …", args.instances);
         let measured = measure(&args, engine, &dynrec, &dir).await;
@@ -121,7 +156,12 @@ fn write(out: &Path, report: &Report) -> Result<()> {
 }
 
 /// Every phase against one engine.
-async fn measure(args: &RunArgs, engine: &str, dynrec: &Path, dir: &Path) -> Result<EngineReport> {
+async fn measure(
+    args: &RunArgs,
+    engine: EngineKind,
+    dynrec: &Path,
+    dir: &Path,
+) -> Result<EngineReport> {
     let mut server = match &args.kubeconfig {
         Some(kubeconfig) => Server::existing(kubeconfig.clone()),
         None => Server::start(dynrec, dir)?,
@@ -129,12 +169,12 @@ async fn measure(args: &RunArgs, engine: &str, dynrec: &Path, dir: &Path) -> Res
     let client = server.client().await?;
     create_namespace(&client).await?;
     let kubeconfig = server.kubeconfig.clone();
-    let metrics = (engine == "dynrec")
+    let metrics = (engine == EngineKind::Dynrec)
         .then(free_loopback_address)
         .transpose()?;
     let start_controller = || controller(args, engine, dynrec, &kubeconfig, dir, metrics);
     let workload = args.workload;
-    if engine == "typed" {
+    if engine == EngineKind::Typed {
         install_typed_crd(&client, workload).await?;
     }
     let mut controller = start_controller()?;
@@ -200,7 +240,7 @@ async fn measure(args: &RunArgs, engine: &str, dynrec: &Path, dir: &Path) -> Res
         delete_namespace(&client, args.limit()).await?;
     }
     Ok(EngineReport {
-        engine: engine.to_string(),
+        engine: engine.name().to_string(),
         workload: format!("{workload:?}").to_lowercase(),
         converge,
         controller_after_converge,
@@ -237,7 +277,7 @@ async fn scrape(address: Option<SocketAddr>) -> Result<Option<metrics::Snapshot>
 /// plain HTTP at `metrics` when given (dynrec).
 fn controller(
     args: &RunArgs,
-    engine: &str,
+    engine: EngineKind,
     dynrec: &Path,
     kubeconfig: &Path,
     dir: &Path,
@@ -246,7 +286,7 @@ fn controller(
     let log = dir.join("controller.log");
     let workers = args.workers.to_string();
     match engine {
-        "dynrec" => {
+        EngineKind::Dynrec => {
             let mut command = quiet(dynrec);
             let definition = args.definition.clone();
             command
@@ -263,7 +303,7 @@ fn controller(
             }
             Process::spawn("dynrec run", command, &log)
         }
-        "typed" => {
+        EngineKind::Typed => {
             let mut command = quiet(&std::env::current_exe()?);
             let workload = format!("{:?}", args.workload).to_lowercase();
             command
@@ -273,7 +313,6 @@ fn controller(
                 .args(["--workers", &workers, "--workload", &workload]);
             Process::spawn("the typed controller", command, &log)
         }
-        other => bail!("unknown engine {other:?} (dynrec or typed)"),
     }
 }
 
@@ -361,7 +400,7 @@ fn server_usage(server: &mut Server) -> Result<Option<Usage>> {
 async fn stored_once_recorded(
     client: &kube::Client,
     workload: Workload,
-    engine: &str,
+    engine: EngineKind,
     instances: usize,
 ) -> Result<Vec<Stored>> {
     let deadline = Instant::now() + Duration::from_secs(30 + instances as u64 / 1000);

@@ -3,6 +3,7 @@
 //! same run. See benches/README.md ("Over HTTP") for what it reports and how to read it.
 
 mod engine;
+mod engine_kind;
 mod metrics;
 mod phases;
 mod process;

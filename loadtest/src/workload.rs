@@ -11,6 +11,7 @@ use kube::CustomResourceExt;
 use kube::api::{ApiResource, DynamicObject};
 use serde_json::Value;
 
+use crate::engine_kind::EngineKind;
 use crate::{webapps, widgets};
 
 /// The instances of a run.
@@ -118,9 +119,9 @@ impl Workload {
     /// `StatusUpdated`. kube-runtime's `Recorder` folds Events that differ only in their note
     /// into one with a series count, so the typed baseline's three `Created` of a WebApp are
     /// one.
-    pub fn events_per_instance(self, engine: &str) -> usize {
+    pub fn events_per_instance(self, engine: EngineKind) -> usize {
         match (self, engine) {
-            (Self::Widgets, _) | (Self::Webapps, "typed") => 2,
+            (Self::Widgets, _) | (Self::Webapps, EngineKind::Typed) => 2,
             (Self::Webapps, _) => 4,
         }
     }

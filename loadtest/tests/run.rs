@@ -200,3 +200,44 @@ fn both_engines_run_one_after_the_other_against_a_cluster_given_by_kubeconfig() 
         );
     }
 }
+
+#[test]
+fn bad_arguments_are_refused_before_anything_starts() {
+    let driver = Path::new(env!("CARGO_BIN_EXE_dynrec-loadtest"));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    for (args, says) in [
+        (
+            &["--engines", "dynrec,typo"][..],
+            "invalid value 'typo' for '--engines",
+        ),
+        (
+            &["--instances", "0"],
+            "invalid value '0' for '--instances <INSTANCES>': must be at least 1",
+        ),
+        (
+            &["--churn", "50,0"],
+            "invalid value '0' for '--churn <CHURN>': must be more than 0",
+        ),
+        (
+            &["--slo-ms", "inf"],
+            "invalid value 'inf' for '--slo-ms <SLO_MS>': must be a finite number",
+        ),
+        (
+            &["--workers", "0"],
+            "invalid value '0' for '--workers <WORKERS>'",
+        ),
+    ] {
+        let run = Command::new(driver)
+            .arg("run")
+            .args(args)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!out.exists(), "{args:?} started a run");
+    }
+}
