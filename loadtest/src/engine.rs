@@ -178,7 +178,7 @@ async fn measure(
         install_typed_crd(&client, workload).await?;
     }
     let mut controller = start_controller()?;
-    wait_for_controller(&client, workload, args.limit()).await?;
+    wait_for_controller(&client, workload, args.limit(), &mut controller).await?;
     let server_before = server_usage(&mut server)?;
 
     let converge = phases::converge(
@@ -364,17 +364,20 @@ async fn delete_namespace(client: &kube::Client, limit: Duration) -> Result<()> 
 }
 
 /// Waits until the controller reconciles: a probe instance, created once the kind is served,
-/// is Ready.
+/// is Ready. Fails at once if the controller exits (a definition it cannot load, a flag it
+/// refuses).
 async fn wait_for_controller(
     client: &kube::Client,
     workload: Workload,
     limit: Duration,
+    controller: &mut Process,
 ) -> Result<()> {
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &workload.kind());
     let deadline = Instant::now() + limit;
     let mut probe = workload.instance(0, NAMESPACE);
     probe.metadata.name = Some("probe".into());
     loop {
+        controller.running()?;
         if Instant::now() > deadline {
             bail!("the controller did not make a probe instance Ready within {limit:?}");
         }

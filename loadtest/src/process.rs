@@ -1,16 +1,21 @@
 //! The processes under test: spawned, killed when dropped, and measured through `/proc`
 //! (resident memory, its peak, and CPU time) while they run.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
+/// How many of its log's last lines an error shows when a process exited early.
+const LOG_LINES_SHOWN: usize = 10;
+
 /// A spawned process, killed (and reaped) when dropped, so a failed run leaves none behind.
 pub struct Process {
     name: &'static str,
     child: Child,
+    /// Where its standard error goes.
+    log: PathBuf,
 }
 
 /// What `/proc` says of a process at one moment.
@@ -36,7 +41,11 @@ impl Process {
             .stderr(log_file)
             .spawn()
             .with_context(|| format!("start {name} ({command:?})"))?;
-        Ok(Self { name, child })
+        Ok(Self {
+            name,
+            child,
+            log: log.to_path_buf(),
+        })
     }
 
     /// The process itself, e.g. to read its standard output.
@@ -44,11 +53,24 @@ impl Process {
         &mut self.child
     }
 
+    /// An error, with the end of its log, once it has exited.
+    pub fn running(&mut self) -> Result<()> {
+        let Some(status) = self.child.try_wait()? else {
+            return Ok(());
+        };
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        let end = lines[lines.len().saturating_sub(LOG_LINES_SHOWN)..].join("\n");
+        bail!(
+            "{} exited early: {status}; the end of its log ({}):\n{end}",
+            self.name,
+            self.log.display()
+        )
+    }
+
     /// Its memory and CPU time now; an error once it has exited.
     pub fn usage(&mut self) -> Result<Usage> {
-        if let Some(status) = self.child.try_wait()? {
-            bail!("{} exited early: {status}", self.name);
-        }
+        self.running()?;
         usage_of(&self.child.id().to_string())
     }
 }

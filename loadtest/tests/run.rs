@@ -241,3 +241,41 @@ fn bad_arguments_are_refused_before_anything_starts() {
         assert!(!out.exists(), "{args:?} started a run");
     }
 }
+
+#[test]
+fn a_controller_that_exits_fails_the_run_with_the_end_of_its_log() {
+    let driver = Path::new(env!("CARGO_BIN_EXE_dynrec-loadtest"));
+    let dir = tempfile::tempdir().unwrap();
+    let definition = dir.path().join("widgets.yaml");
+    // A definition `dynrec run` refuses: its template's expression does not parse.
+    let broken = r#"apiVersion: dynrec.dev/v1alpha1
+kind: ReconcilerDefinition
+metadata: {name: broken}
+spec:
+  for: {apiVersion: example.com/v1, kind: Widget}
+  steps:
+  - child:
+      id: c
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${self.metadata.name + }"}}
+"#;
+    std::fs::write(&definition, broken).unwrap();
+    let run = Command::new(driver)
+        .args(["run", "--engines", "dynrec", "--instances", "5"])
+        // Bounds the run should the exit go unnoticed: the probe's wait would then time out.
+        .args(["--limit-seconds", "60", "--definition"])
+        .arg(&definition)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("dynrec run exited early: exit status: 1; the end of its log"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(r#"error: starting definition "broken""#),
+        "dynrec's own error: {stderr}"
+    );
+}
