@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::process::{Process, quiet};
@@ -56,8 +56,8 @@ impl Server {
 
     /// A client of the server, for the driver's own reads and writes.
     pub async fn client(&self) -> Result<kube::Client> {
-        let kubeconfig = Kubeconfig::read_from(&self.kubeconfig)
-            .with_context(|| format!("read {}", self.kubeconfig.display()))?;
+        // kube's error names the file and holds its cause in its message already.
+        let kubeconfig = Kubeconfig::read_from(&self.kubeconfig).map_err(|err| anyhow!("{err}"))?;
         let config =
             kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
         Ok(kube::Client::try_from(config)?)
