@@ -129,6 +129,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         // Written after each engine, so that a later engine's failure keeps the figures.
         match measured {
             Ok(figures) => report.engines.push(figures),
+            Err(err) if report.engines.is_empty() => return Err(err.context(engine.name())),
             Err(err) => {
                 write(&args.out, &report)?;
                 return Err(err.context(format!(

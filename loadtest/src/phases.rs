@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use kube::runtime::{reflector, watcher};
+use kube::runtime::{WatchStreamExt, reflector, watcher};
 use serde::Serialize;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -109,9 +109,20 @@ async fn pace(start: Instant, i: usize, rate: f64) {
     }
 }
 
+/// The events of a watch of `api`'s objects, retried after an error with kube's default
+/// backoff. Without one, a watch whose every request fails at once (its client's connection
+/// worker gone, as when the runtime shuts down) retries in a loop that never yields: the
+/// task can then be neither aborted nor dropped, and the process never exits.
+fn watch<K>(api: Api<K>) -> impl futures::Stream<Item = watcher::Result<watcher::Event<K>>> + Send
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    watcher(api, watcher::Config::default()).default_backoff()
+}
+
 /// Keeps `ready` the set of instances that are Ready for their generation.
 async fn track_ready(api: Api<DynamicObject>, ready: Arc<Mutex<HashSet<String>>>) {
-    let mut events = watcher(api, watcher::Config::default()).boxed();
+    let mut events = watch(api).boxed();
     while let Some(event) = events.next().await {
         let Ok(event) = event else { continue };
         let (watcher::Event::Apply(instance) | watcher::Event::InitApply(instance)) = event else {
@@ -239,7 +250,7 @@ async fn resolve(
     seen: Seen,
     listed: tokio::sync::watch::Sender<bool>,
 ) {
-    let mut events = watcher(api, watcher::Config::default()).boxed();
+    let mut events = watch(api).boxed();
     while let Some(event) = events.next().await {
         if let Ok(watcher::Event::InitDone) = event {
             listed.send_replace(true);
@@ -505,8 +516,7 @@ where
 {
     let (store, writer) = reflector::store::<K>();
     let api = Api::<K>::namespaced(client.clone(), namespace);
-    let reflecting =
-        tokio::spawn(reflector(writer, watcher(api, Default::default())).for_each(|_| async {}));
+    let reflecting = tokio::spawn(reflector(writer, watch(api)).for_each(|_| async {}));
     let filled = store.wait_until_ready().await;
     reflecting.abort();
     filled.context("fill a typed store")
@@ -532,4 +542,44 @@ pub async fn caught_up(
         typed_stores_fill_seconds: fills.typed_seconds,
         dynrec_caches_fill_seconds: fills.dynrec_seconds,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A current-thread runtime with timers and I/O.
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    }
+
+    /// A client whose connection worker is gone (it ran on a runtime since dropped), as every
+    /// client is while a runtime shuts down: each of its requests fails at once.
+    fn client_without_its_worker() -> kube::Client {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a URL"));
+        runtime().block_on(async { kube::Client::try_from(config).expect("a client") })
+    }
+
+    #[test]
+    fn a_watch_whose_requests_fail_at_once_can_still_be_aborted() {
+        let client = client_without_its_worker();
+        let (finished, finishing) = std::sync::mpsc::channel();
+        // On its own thread: a watch that never yields would hold it for good.
+        std::thread::spawn(move || {
+            runtime().block_on(async {
+                let api = Api::namespaced_with(client, "loadtest", &Workload::Widgets.kind());
+                let watching = tokio::spawn(track_ready(api, Arc::default()));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                watching.abort();
+                assert!(watching.await.expect_err("aborted").is_cancelled());
+            });
+            finished.send(()).expect("the test waits");
+        });
+        finishing.recv_timeout(Duration::from_secs(30)).expect(
+            "the watch retried its failing requests without yielding, so it could not be aborted",
+        );
+    }
 }
