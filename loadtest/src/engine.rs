@@ -58,7 +58,11 @@ pub struct RunArgs {
     /// The dynrec binary (default: `dynrec` beside this binary)
     #[arg(long)]
     dynrec: Option<PathBuf>,
-    /// The definition dynrec runs (default: the workload's, from examples/definitions)
+    /// The definition dynrec runs (default: the workload's, from examples/definitions). It
+    /// must write the child the driver watches as the workload's own does (Widgets: a
+    /// ConfigMap <widget>-config whose data.greeting is the Widget's spec.greeting; WebApps: a
+    /// Deployment named as the WebApp whose first container's image is its spec.image) and
+    /// set Ready with status.observedGeneration
     #[arg(long)]
     definition: Option<PathBuf>,
     /// Run against this cluster instead of a `dynrec apiserver` started per engine (its
@@ -377,20 +381,74 @@ async fn wait_for_controller(
     let deadline = Instant::now() + limit;
     let mut probe = workload.instance(0, NAMESPACE);
     probe.metadata.name = Some("probe".into());
+    let kind = workload.kind();
+    let kind = format!("{}/{} {}", kind.group, kind.version, kind.kind);
+    // What the last look found, said if the wait runs out.
+    let mut last = String::new();
     loop {
         controller.running()?;
         if Instant::now() > deadline {
-            bail!("the controller did not make a probe instance Ready within {limit:?}");
+            bail!("the controller did not make a probe {kind} Ready within {limit:?}: {last}");
         }
         match api.get_opt("probe").await {
-            Ok(Some(instance)) if converged(&instance) => return Ok(()),
-            Ok(Some(_)) => {}
-            Ok(None) => drop(api.create(&PostParams::default(), &probe).await),
-            // The kind is not served yet (dynrec installs its CRD when it starts).
-            Err(_) => {}
+            Ok(Some(instance)) if converged(&instance) => {
+                return probe_child_shows(client, workload, &instance).await;
+            }
+            Ok(Some(instance)) => {
+                let status = serde_json::to_string(&instance.data["status"])?;
+                last = format!("the probe's status is {status}");
+            }
+            Ok(None) => match api.create(&PostParams::default(), &probe).await {
+                Ok(_) => last = "the probe was created".into(),
+                // The kind is not served yet: dynrec installs a definition's CRD when it
+                // starts, if the definition has a schema.
+                Err(kube::Error::Api(status)) if status.code == 404 => {
+                    last = format!(
+                        "the cluster does not serve {kind} (a definition installs its CRD \
+                         only when it has spec.schema)"
+                    );
+                }
+                Err(kube::Error::Api(status)) => {
+                    last = format!("the probe could not be created: {}", status.message);
+                }
+                Err(err) => last = format!("the probe could not be created: {err}"),
+            },
+            Err(err) => last = format!("the probe could not be read: {err}"),
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Checks that the Ready probe's watched child shows the probe's value, so that a definition
+/// given with `--definition` that writes other children fails the run here, rather than
+/// every change counting as unseen (and the restart waiting out `--limit-seconds`).
+async fn probe_child_shows(
+    client: &kube::Client,
+    workload: Workload,
+    probe: &DynamicObject,
+) -> Result<()> {
+    let children: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), NAMESPACE, &workload.watched_child());
+    let name = workload.child_name(&probe.name_any());
+    let child = children.get_opt(&name).await?;
+    let shown = child.as_ref().and_then(|child| workload.shown(child));
+    let value = workload.changed_value(probe);
+    if shown.as_ref().map(|(_, shown)| shown.as_str()) == value {
+        return Ok(());
+    }
+    let found = match (child, shown) {
+        (None, _) => format!("there is no {} {name}", workload.watched_child().kind),
+        (Some(_), None) => format!("{name} shows no value"),
+        (Some(_), Some((_, shown))) => format!("{name} shows {shown:?}"),
+    };
+    bail!(
+        "the probe {} is Ready, but its child does not show its value {:?}: {found}. The \
+         driver times each change by the child that shows it, so the definition must write, \
+         for each instance, {}",
+        workload.kind().kind,
+        value.unwrap_or_default(),
+        workload.child_contract()
+    )
 }
 
 /// The server process's usage, when the driver started it.

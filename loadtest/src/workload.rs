@@ -65,6 +65,38 @@ impl Workload {
         }
     }
 
+    /// The name of instance `instance`'s watched child.
+    pub fn child_name(self, instance: &str) -> String {
+        match self {
+            Self::Widgets => widgets::child_name(instance),
+            Self::Webapps => instance.to_string(),
+        }
+    }
+
+    /// The value of `instance` that a churn change sets and its watched child shows.
+    pub fn changed_value(self, instance: &DynamicObject) -> Option<&str> {
+        let field = match self {
+            Self::Widgets => "greeting",
+            Self::Webapps => "image",
+        };
+        instance.data["spec"][field].as_str()
+    }
+
+    /// What a definition given with `--definition` must write for the driver to time its
+    /// changes: the watched child, as the workload's own definition writes it.
+    pub fn child_contract(self) -> &'static str {
+        match self {
+            Self::Widgets => {
+                "a ConfigMap named <widget>-config whose data.greeting is the Widget's \
+                 spec.greeting, as examples/definitions/widgets.yaml writes it"
+            }
+            Self::Webapps => {
+                "a Deployment named as the WebApp whose first container's image is the \
+                 WebApp's spec.image, as examples/definitions/webapp.yaml writes it"
+            }
+        }
+    }
+
     /// The instance a watched child belongs to, and the changed value it shows.
     pub fn shown(self, child: &DynamicObject) -> Option<(String, String)> {
         match self {

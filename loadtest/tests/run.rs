@@ -242,13 +242,31 @@ fn bad_arguments_are_refused_before_anything_starts() {
     }
 }
 
-#[test]
-fn a_controller_that_exits_fails_the_run_with_the_end_of_its_log() {
+/// Runs the driver on dynrec alone with the definition `yaml`, each wait bounded by
+/// `limit_seconds`; returns whether it succeeded and what it said on stderr.
+fn run_dynrec_with_definition(yaml: &str, limit_seconds: &str) -> (bool, String) {
     let driver = Path::new(env!("CARGO_BIN_EXE_dynrec-loadtest"));
     let dir = tempfile::tempdir().unwrap();
     let definition = dir.path().join("widgets.yaml");
+    std::fs::write(&definition, yaml).unwrap();
+    let run = Command::new(driver)
+        .args(["run", "--engines", "dynrec", "--instances", "5"])
+        .args(["--churn", "5", "--step-seconds", "1"])
+        .args(["--limit-seconds", limit_seconds, "--definition"])
+        .arg(&definition)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    (run.status.success(), stderr)
+}
+
+#[test]
+fn a_controller_that_exits_fails_the_run_with_the_end_of_its_log() {
     // A definition `dynrec run` refuses: its template's expression does not parse.
-    let broken = r#"apiVersion: dynrec.dev/v1alpha1
+    let (succeeded, stderr) = run_dynrec_with_definition(
+        r#"apiVersion: dynrec.dev/v1alpha1
 kind: ReconcilerDefinition
 metadata: {name: broken}
 spec:
@@ -257,19 +275,11 @@ spec:
   - child:
       id: c
       template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${self.metadata.name + }"}}
-"#;
-    std::fs::write(&definition, broken).unwrap();
-    let run = Command::new(driver)
-        .args(["run", "--engines", "dynrec", "--instances", "5"])
+"#,
         // Bounds the run should the exit go unnoticed: the probe's wait would then time out.
-        .args(["--limit-seconds", "60", "--definition"])
-        .arg(&definition)
-        .arg("--out")
-        .arg(dir.path().join("out"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(!run.status.success(), "{stderr}");
+        "60",
+    );
+    assert!(!succeeded, "{stderr}");
     assert!(
         stderr.contains("dynrec run exited early: exit status: 1; the end of its log"),
         "{stderr}"
@@ -277,5 +287,73 @@ spec:
     assert!(
         stderr.contains(r#"error: starting definition "broken""#),
         "dynrec's own error: {stderr}"
+    );
+}
+
+#[test]
+fn a_definition_that_writes_other_children_fails_the_run_at_its_probe() {
+    // Widgets reconciled, but into ConfigMaps named <widget>-cm: no change could be timed.
+    let (succeeded, stderr) = run_dynrec_with_definition(
+        r#"apiVersion: dynrec.dev/v1alpha1
+kind: ReconcilerDefinition
+metadata: {name: elsewhere}
+spec:
+  for: {apiVersion: example.com/v1, kind: Widget}
+  schema:
+    openAPIV3Schema:
+      type: object
+      properties:
+        spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+        status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+  steps:
+  - child:
+      id: c
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: "${self.metadata.name}-cm"}
+        data: {greeting: "${self.?spec.?greeting.orValue('')}"}
+"#,
+        "60",
+    );
+    assert!(!succeeded, "{stderr}");
+    assert!(
+        stderr.contains(
+            r#"the probe Widget is Ready, but its child does not show its value "hello 0": there is no ConfigMap probe-config"#
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "a ConfigMap named <widget>-config whose data.greeting is the Widget's spec.greeting"
+        ),
+        "what the driver needs: {stderr}"
+    );
+}
+
+#[test]
+fn a_definition_without_a_schema_says_its_kind_is_not_served_when_the_wait_runs_out() {
+    // No spec.schema, so no CRD: dynrec waits for a Widget kind nobody installs.
+    let (succeeded, stderr) = run_dynrec_with_definition(
+        r#"apiVersion: dynrec.dev/v1alpha1
+kind: ReconcilerDefinition
+metadata: {name: schemaless}
+spec:
+  for: {apiVersion: example.com/v1, kind: Widget}
+  steps:
+  - child:
+      id: c
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${self.metadata.name}-config"}}
+"#,
+        "2",
+    );
+    assert!(!succeeded, "{stderr}");
+    assert!(
+        stderr.contains(
+            "the controller did not make a probe example.com/v1 Widget Ready within 2s: the \
+             cluster does not serve example.com/v1 Widget (a definition installs its CRD only \
+             when it has spec.schema)"
+        ),
+        "{stderr}"
     );
 }
