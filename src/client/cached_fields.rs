@@ -163,16 +163,24 @@ fn keep(map: Map<String, Value>, fields: &BTreeMap<String, CachedFields>) -> Map
 }
 
 impl fmt::Display for CachedFields {
-    /// `whole`, or the kept paths: `metadata.labels, data.x`.
+    /// `whole objects`, or the metadata always kept and the kept paths: `metadata and
+    /// metadata.labels, data.x`; `all metadata and spec` where the metadata is kept whole.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let CachedFields::Only(_) = self else {
             return f.write_str("whole objects");
         };
         let mut paths = Vec::new();
         self.collect_paths("", &mut paths);
+        let metadata = match paths.iter().position(|path| path == "metadata") {
+            Some(whole) => {
+                paths.remove(whole);
+                "all metadata"
+            }
+            None => "metadata",
+        };
         match paths.is_empty() {
-            true => f.write_str("metadata"),
-            false => write!(f, "metadata and {}", paths.join(", ")),
+            true => f.write_str(metadata),
+            false => write!(f, "{metadata} and {}", paths.join(", ")),
         }
     }
 }
@@ -273,6 +281,17 @@ mod tests {
                 .with("spec")
                 .to_string(),
             "metadata and data.x, spec"
+        );
+        assert_eq!(
+            CachedFields::metadata()
+                .with("metadata")
+                .with("spec")
+                .to_string(),
+            "all metadata and spec"
+        );
+        assert_eq!(
+            CachedFields::metadata().with("metadata").to_string(),
+            "all metadata"
         );
         assert_eq!(CachedFields::Whole.to_string(), "whole objects");
     }
