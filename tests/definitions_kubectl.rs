@@ -19,7 +19,7 @@ const CONVERGE_DEADLINE: Duration = Duration::from_secs(30);
 /// `dynrec apiserver`, `dynrec run -f` the widgets definition on it, and kubectl.
 struct Cluster {
     /// Declared first so they stop before the temp dir goes.
-    _run: ChildGuard,
+    run: ChildGuard,
     _server: ChildGuard,
     kubectl: PathBuf,
     dir: TempDir,
@@ -50,7 +50,7 @@ impl Cluster {
             &extra,
         );
         let cluster = Cluster {
-            _run: run,
+            run,
             _server: server,
             kubectl,
             dir,
@@ -206,6 +206,66 @@ fn a_file_loaded_definition_is_listed_with_its_instances_and_keeps_its_file_s_sp
             "jsonpath={.items[*].message}",
         ]);
         events.stdout.contains(&source) && events.stdout.contains("edit the file")
+    });
+}
+
+/// A file holding Widget `name` in `default`.
+fn widget_file(cluster: &Cluster, name: &str) -> String {
+    cluster.write(
+        &format!("{name}.yaml"),
+        &format!(
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: {name}, namespace: default}}\nspec: {{greeting: hi}}\n"
+        ),
+    )
+}
+
+/// Whether Widget `name` in `default` is Ready.
+fn widget_ready(cluster: &Cluster, name: &str) -> bool {
+    let jsonpath = r#"jsonpath={.status.conditions[?(@.type=="Ready")].status}"#;
+    cluster
+        .kubectl(&["get", "widget", name, "-o", jsonpath])
+        .stdout
+        == "True"
+}
+
+#[test]
+fn a_file_s_definition_shown_in_the_cluster_is_run_by_that_file_s_process_alone() {
+    let Some(mut cluster) = Cluster::start() else {
+        return;
+    };
+    // A second `dynrec run`, of the definitions stored in the cluster, on the same server.
+    let other_log = cluster.dir.path().join("other.log");
+    let _other =
+        process_common::start_cluster_definitions(cluster.dir.path(), &other_log, Some("info"));
+    let other_said = || std::fs::read_to_string(&other_log).unwrap_or_default();
+    cluster.eventually(
+        "the other process says it leaves the file's definition alone",
+        || {
+            other_said()
+                .contains("a definition another `dynrec run -f` runs from its file: not run here")
+        },
+    );
+    cluster.ok(&["apply", "-f", &widget_file(&cluster, "w1")]);
+    cluster.eventually("the file's process makes w1 Ready", || {
+        widget_ready(&cluster, "w1")
+    });
+    assert!(
+        !other_said().contains("definition running"),
+        "the other process runs the file's definition too:\n{}",
+        other_said()
+    );
+
+    // Once the file's process has stopped, removing the annotation hands the definition to
+    // the cluster's process.
+    process_common::stop(&mut cluster.run, "TERM");
+    cluster.ok(&["annotate", "rd", "widgets", "dynrec.dev/source-"]);
+    cluster.eventually(
+        "the other process runs the definition from the cluster",
+        || other_said().contains("definition running"),
+    );
+    cluster.ok(&["apply", "-f", &widget_file(&cluster, "w2")]);
+    cluster.eventually("the other process makes w2 Ready", || {
+        widget_ready(&cluster, "w2")
     });
 }
 

@@ -106,6 +106,9 @@ pub struct Definitions {
     rbac: RbacChanges,
     /// Definitions loaded from files that wait for a kind the cluster does not serve yet.
     waiting_files: Arc<Mutex<BTreeMap<String, Loaded>>>,
+    /// Definitions in the cluster that another process runs from its file, by name, with
+    /// the file (logged once a file).
+    left_to_their_files: Arc<Mutex<BTreeMap<String, String>>>,
     /// Whether every definition is compiled as with `spec.strict: true`.
     strict: bool,
 }
@@ -166,6 +169,7 @@ impl Definitions {
             checks: Arc::default(),
             rbac: manager.rbac_changes(),
             waiting_files: Arc::default(),
+            left_to_their_files: Arc::default(),
         }
     }
 
@@ -442,6 +446,10 @@ impl Definitions {
             .get(&name)
             .map(|r| (r.generation, r.compiled.clone(), r.file.clone()));
         let waiting_file = self.waiting_files.lock().get(&name).cloned();
+        let from_file_here = matches!(current, Some((_, _, Some(_)))) || waiting_file.is_some();
+        if !from_file_here && self.run_from_another_file(&name, object) {
+            return Outcome::ok(ReconcileResult::default());
+        }
         let mut last_error = None;
         let compiled = match (current, waiting_file) {
             (Some((_, compiled, Some(file))), _) => {
@@ -536,6 +544,30 @@ impl Definitions {
             };
         }
         Outcome::ok(ReconcileResult::requeue_after(STATUS_REFRESH))
+    }
+
+    /// Whether the definition `object` (`name`), which this process does not load from a
+    /// file, is one another `dynrec run -f` shows from its file (annotated with it). That
+    /// process runs it and keeps its status, so this one leaves it alone: running it too
+    /// would reconcile its kind twice. Stops it here should it have run from the cluster
+    /// before it was annotated.
+    fn run_from_another_file(&self, name: &str, object: &DynamicObject) -> bool {
+        let Some(source) = published::annotated_source(object) else {
+            self.left_to_their_files.lock().remove(name);
+            return false;
+        };
+        self.stop(name);
+        let mut said = self.left_to_their_files.lock();
+        if said.get(name).map(String::as_str) != Some(source) {
+            info!(
+                definition = %name,
+                %source,
+                "a definition another `dynrec run -f` runs from its file: not run here (to run it from the cluster once that process has stopped, remove its annotation {})",
+                published::SOURCE_ANNOTATION
+            );
+            said.insert(name.to_owned(), source.to_owned());
+        }
+        true
     }
 
     /// Compiles and (re)starts an in-cluster definition whose spec changed (`current`: the

@@ -78,15 +78,25 @@ pub fn start_controller(
     rust_log: Option<&str>,
     extra: &[&str],
 ) -> ChildGuard {
+    let mut command = run_command(dir, log, rust_log);
+    command.arg("-f").arg(definitions).args(extra);
+    ChildGuard(command.spawn().unwrap())
+}
+
+/// Starts `dynrec run` without files (the definitions stored in the cluster) on
+/// `dir/kubeconfig`, without leader election, its log going to `log` (appended).
+pub fn start_cluster_definitions(dir: &Path, log: &Path, rust_log: Option<&str>) -> ChildGuard {
+    ChildGuard(run_command(dir, log, rust_log).spawn().unwrap())
+}
+
+/// `dynrec run` on `dir/kubeconfig` without leader election, its log going to `log`.
+fn run_command(dir: &Path, log: &Path, rust_log: Option<&str>) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_dynrec"));
     command
         .arg("run")
         .arg("--kubeconfig")
         .arg(dir.join("kubeconfig"))
-        .arg("-f")
-        .arg(definitions)
         .arg("--leader-elect=false")
-        .args(extra)
         .env_remove("NO_COLOR")
         .stdout(Stdio::null())
         .stderr(log_file(log));
@@ -94,7 +104,7 @@ pub fn start_controller(
         Some(filter) => command.env("RUST_LOG", filter),
         None => command.env_remove("RUST_LOG"),
     };
-    ChildGuard(command.spawn().unwrap())
+    command
 }
 
 /// Sends `signal` (`TERM`, `KILL`) and waits for the process to end.
