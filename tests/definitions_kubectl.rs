@@ -258,6 +258,17 @@ fn a_file_s_definition_shown_in_the_cluster_is_run_by_that_file_s_process_alone(
     // Once the file's process has stopped, removing the annotation hands the definition to
     // the cluster's process.
     process_common::stop(&mut cluster.run, "TERM");
+    let ready = |field: &str| {
+        let path = format!(r#"jsonpath={{.status.conditions[?(@.type=="Ready")].{field}}}"#);
+        cluster.ok(&["get", "rd", "widgets", "-o", &path])
+    };
+    assert_eq!(
+        ready("status"),
+        "False",
+        "a stopped file's definition is not Ready"
+    );
+    assert_eq!(ready("reason"), "Stopped");
+    assert!(ready("message").contains("not running: the dynrec run that loads it from"));
     cluster.ok(&["annotate", "rd", "widgets", "dynrec.dev/source-"]);
     cluster.eventually(
         "the other process runs the definition from the cluster",
@@ -266,6 +277,9 @@ fn a_file_s_definition_shown_in_the_cluster_is_run_by_that_file_s_process_alone(
     cluster.ok(&["apply", "-f", &widget_file(&cluster, "w2")]);
     cluster.eventually("the other process makes w2 Ready", || {
         widget_ready(&cluster, "w2")
+    });
+    cluster.eventually("the definition is Ready again", || {
+        ready("status") == "True"
     });
 }
 

@@ -132,6 +132,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     manager.run(stop).await?;
+    definitions.mark_files_stopped().await;
     cluster.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

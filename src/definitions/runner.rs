@@ -25,7 +25,7 @@ use super::object_controller::{ObjectController, StartsFromObjects};
 use super::published;
 use super::schema::Schemas;
 use crate::client::{Client, Identity};
-use crate::object::{ConditionSet, Gvk, ObjectKey};
+use crate::object::{ConditionSet, Gvk, ObjectKey, READY};
 use crate::reconcilers::{
     Config, Context, Draft, Outcome, Permission, ReconcileError, ReconcileResult,
     ResourceReconciler, RootReconciler,
@@ -344,6 +344,49 @@ impl Definitions {
             .await
             .map(drop)
             .map_err(|e| e.to_string())
+    }
+
+    /// Says in the cluster that the definitions this process shows from its files no longer
+    /// run (`Ready` `False`, reason `Stopped`); `dynrec run` calls it as it stops. No other
+    /// process runs them (one that runs the cluster's definitions leaves them alone), so their objects must
+    /// not go on saying they are ready.
+    pub async fn mark_files_stopped(&self) {
+        let files: Vec<Loaded> = {
+            let running = self.running.lock();
+            let waiting = self.waiting_files.lock();
+            let running = running.values().filter_map(|r| r.file.clone());
+            running.chain(waiting.values().cloned()).collect()
+        };
+        for file in files {
+            if let Err(error) = self.mark_stopped(&file).await {
+                warn!(definition = %file.definition.metadata.name, %error, "cannot say in the cluster that the definition stopped");
+            }
+        }
+    }
+
+    /// Marks the object that shows `file`'s definition not ready, if it still shows it.
+    async fn mark_stopped(&self, file: &Loaded) -> Result<(), String> {
+        let name = &file.definition.metadata.name;
+        let key = ObjectKey::cluster(name.clone());
+        let reader = self.client().api_reader();
+        let mut object = reader
+            .get(&definition_gvk(), &key)
+            .await
+            .map_err(|e| e.to_string())?;
+        let source = published::source_of(file);
+        if published::annotated_source(&object) != Some(source.as_str()) {
+            return Ok(());
+        }
+        let message = format!(
+            "not running: the dynrec run that loads it from {source} stopped (to run it from the cluster, remove its annotation {})",
+            published::SOURCE_ANNOTATION
+        );
+        ConditionSet::living(&DEFINITION_CONDITIONS)
+            .manage(&mut object, jiff::Timestamp::now())
+            .mark_false(READY, "Stopped", message)
+            .map_err(|e| e.to_string())?;
+        let updated = self.client().update_status(&object).await;
+        updated.map(drop).map_err(|e| e.to_string())
     }
 
     /// One definition a name (a file's and a cluster object's of one name would replace each
