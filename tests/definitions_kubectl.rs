@@ -283,6 +283,44 @@ fn a_file_s_definition_shown_in_the_cluster_is_run_by_that_file_s_process_alone(
     });
 }
 
+#[test]
+fn a_cluster_definition_named_as_a_file_s_is_left_alone_and_says_why() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    // The file's object goes (its definition keeps running), and another takes its name.
+    cluster.ok(&["delete", "rd", "widgets"]);
+    let other = cluster.write(
+        "other.yaml",
+        "apiVersion: dynrec.dev/v1alpha1\nkind: ReconcilerDefinition\nmetadata: {name: widgets}\n\
+         spec:\n  for: {apiVersion: v1, kind: Secret}\n  steps:\n  - child:\n      id: other\n      \
+         template: {apiVersion: v1, kind: ConfigMap, metadata: {name: \"${self.metadata.name}\"}}\n",
+    );
+    cluster.ok(&["apply", "-f", &other]);
+    let ready = |field: &str| {
+        let path = format!(r#"jsonpath={{.status.conditions[?(@.type=="Ready")].{field}}}"#);
+        cluster.ok(&["get", "rd", "widgets", "-o", &path])
+    };
+    cluster.eventually("its status says the name is taken", || {
+        ready("reason") == "NameTaken"
+    });
+    assert_eq!(ready("status"), "False");
+    assert!(
+        ready("message").contains("a definition of this name is loaded from"),
+        "{}",
+        ready("message")
+    );
+    // Its spec is its own, not reverted to the file's.
+    let steps = cluster.ok(&[
+        "get",
+        "rd",
+        "widgets",
+        "-o",
+        "jsonpath={.spec.steps[*].child.id}",
+    ]);
+    assert_eq!(steps, "other");
+}
+
 /// Gadgets, each with a Database child: a kind whose CRD is not installed yet.
 const GADGETS: &str = r#"
 apiVersion: dynrec.dev/v1alpha1

@@ -489,9 +489,19 @@ impl Definitions {
             .get(&name)
             .map(|r| (r.generation, r.compiled.clone(), r.file.clone()));
         let waiting_file = self.waiting_files.lock().get(&name).cloned();
-        let from_file_here = matches!(current, Some((_, _, Some(_)))) || waiting_file.is_some();
-        if !from_file_here && self.run_from_another_file(&name, object) {
-            return Outcome::ok(ReconcileResult::default());
+        let file_here = match (&current, &waiting_file) {
+            (Some((_, _, Some(file))), _) | (_, Some(file)) => Some(file),
+            _ => None,
+        };
+        match (file_here, published::annotated_source(object)) {
+            (Some(file), _) if shows(object, file) => {}
+            (Some(file), None) => return name_taken(ctx, object, file),
+            // Another process's file definition of the same name: each runs its own.
+            (Some(_), Some(_)) => return Outcome::ok(ReconcileResult::default()),
+            (None, _) if self.run_from_another_file(&name, object) => {
+                return Outcome::ok(ReconcileResult::default());
+            }
+            (None, _) => {}
         }
         let mut last_error = None;
         let compiled = match (current, waiting_file) {
@@ -783,6 +793,33 @@ impl Definitions {
             .filter_map(|text| text.parse::<Gvk>().ok());
         self.inventory(name).lock().extend(kinds);
     }
+}
+
+/// Whether `object` is the one that shows `file`'s definition (annotated with the file).
+fn shows(object: &DynamicObject, file: &Loaded) -> bool {
+    published::annotated_source(object) == Some(published::source_of(file).as_str())
+}
+
+/// Leaves alone a cluster object whose name a definition this process loads from `file`
+/// has: its spec is kept (it is not the file's to revert) and not run, and its status says
+/// why.
+fn name_taken(ctx: &Context, object: &mut Draft, file: &Loaded) -> Outcome {
+    let message = format!(
+        "not running: a definition of this name is loaded from {} by a dynrec run -f, which runs that one instead; rename one of them",
+        published::source_of(file)
+    );
+    let conditions = ConditionSet::living(&DEFINITION_CONDITIONS);
+    let marked =
+        conditions
+            .manage(object, ctx.now())
+            .mark_false("Compiled", "NameTaken", message.clone());
+    if let Err(err) = marked {
+        return Outcome::err(ReconcileError::from_error(err));
+    }
+    if let Some(status) = object.data["status"].as_object_mut() {
+        status.insert("lastError".into(), json!(message));
+    }
+    Outcome::ok(ReconcileResult::default())
 }
 
 /// The reason and message of a definition that did not start.
