@@ -60,7 +60,7 @@ pub struct RunArgs {
     dynrec: Option<PathBuf>,
     /// The definition dynrec runs (default: the workload's, from examples/definitions). It
     /// must write the child the driver watches as the workload's own does (Widgets: a
-    /// ConfigMap <widget>-config whose data.greeting is the Widget's spec.greeting; WebApps: a
+    /// ConfigMap `<widget>-config` whose data.greeting is the Widget's spec.greeting; WebApps: a
     /// Deployment named as the WebApp whose first container's image is its spec.image) and
     /// set Ready with status.observedGeneration
     #[arg(long)]
