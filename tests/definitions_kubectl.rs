@@ -269,6 +269,8 @@ fn a_file_s_definition_shown_in_the_cluster_is_run_by_that_file_s_process_alone(
     );
     assert_eq!(ready("reason"), "Stopped");
     assert!(ready("message").contains("not running: the dynrec run that loads it from"));
+    let instances = cluster.ok(&["get", "rd", "widgets", "-o", "jsonpath={.status.instances}"]);
+    assert_eq!(instances, "", "no controller's cache holds any");
     cluster.ok(&["annotate", "rd", "widgets", "dynrec.dev/source-"]);
     cluster.eventually(
         "the other process runs the definition from the cluster",

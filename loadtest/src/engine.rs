@@ -233,14 +233,14 @@ async fn measure(
         .map(|s| s.target_rate)
         .reduce(f64::max);
 
-    drop(controller);
+    controller.stop().await;
     phases::change_all(&client, NAMESPACE, workload, &watch, args.instances).await?;
     let fills = phases::cache_fills(&client, NAMESPACE, workload).await?;
     let restarted = Instant::now();
     let mut controller = start_controller()?;
     let restart = phases::caught_up(&watch, restarted, args.limit(), fills).await?;
     let controller_at_end = controller.usage()?;
-    drop(controller);
+    controller.stop().await;
     if args.kubeconfig.is_some() {
         delete_namespace(&client, args.limit()).await?;
     }

@@ -3,14 +3,19 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 /// How many of its log's last lines an error shows when a process exited early.
 const LOG_LINES_SHOWN: usize = 10;
+/// How long a process asked to stop may take before it is killed (Kubernetes gives a pod
+/// 30 s; a controller here stops in well under a second).
+const GRACE: Duration = Duration::from_secs(10);
 
-/// A spawned process, killed (and reaped) when dropped, so a failed run leaves none behind.
+/// A spawned process, killed (and reaped) when dropped, so a failed run leaves none behind;
+/// [`Process::stop`] stops it gracefully.
 pub struct Process {
     name: &'static str,
     child: Child,
@@ -66,6 +71,21 @@ impl Process {
             self.name,
             self.log.display()
         )
+    }
+
+    /// Stops it as Kubernetes stops a pod: SIGTERM, then SIGKILL if it has not exited
+    /// within [`GRACE`]. `dynrec run -f` then marks its definitions stopped in the cluster
+    /// (with `--kubeconfig`, the cluster outlives the run).
+    pub async fn stop(mut self) {
+        let pid = libc::pid_t::try_from(self.child.id()).expect("a pid fits pid_t");
+        // SAFETY: kill(2) takes no pointers; the pid is our child's, not reaped yet, so it
+        // names no other process.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let deadline = Instant::now() + GRACE;
+        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Dropped: killed, if it still runs, and reaped.
     }
 
     /// Its memory and CPU time now; an error once it has exited.

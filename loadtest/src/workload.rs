@@ -1,7 +1,7 @@
 //! What a run drives: the instances' kind, when one has converged, what a churn change writes
 //! and which child shows it, the definition dynrec runs and the typed baseline's CRD.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Service};
@@ -111,9 +111,12 @@ impl Workload {
             Self::Widgets => "widgets.yaml",
             Self::Webapps => "webapp.yaml",
         };
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../examples/definitions")
-            .join(file)
+        // The workspace's root: the loadtest crate's parent (a path without `..`, as
+        // `dynrec run -f` shows it in the cluster).
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("loadtest/ is in the workspace");
+        root.join("examples/definitions").join(file)
     }
 
     /// The CRD the typed baseline installs (dynrec installs its own from the definition).

@@ -385,6 +385,10 @@ impl Definitions {
             .manage(&mut object, jiff::Timestamp::now())
             .mark_false(READY, "Stopped", message)
             .map_err(|e| e.to_string())?;
+        // What no controller's cache holds any more.
+        if let Some(status) = object.data["status"].as_object_mut() {
+            status.remove("instances");
+        }
         let updated = self.client().update_status(&object).await;
         updated.map(drop).map_err(|e| e.to_string())
     }
