@@ -348,8 +348,8 @@ impl Definitions {
 
     /// Says in the cluster that the definitions this process shows from its files no longer
     /// run (`Ready` `False`, reason `Stopped`); `dynrec run` calls it as it stops. No other
-    /// process runs them (one that runs the cluster's definitions leaves them alone), so their objects must
-    /// not go on saying they are ready.
+    /// process runs them (one that runs the cluster's definitions leaves them alone), so
+    /// their objects must not go on saying they are ready.
     pub async fn mark_files_stopped(&self) {
         let files: Vec<Loaded> = {
             let running = self.running.lock();
@@ -373,12 +373,12 @@ impl Definitions {
             .get(&definition_gvk(), &key)
             .await
             .map_err(|e| e.to_string())?;
-        let source = published::source_of(file);
-        if published::annotated_source(&object) != Some(source.as_str()) {
+        if !shows(&object, file) {
             return Ok(());
         }
         let message = format!(
-            "not running: the dynrec run that loads it from {source} stopped (to run it from the cluster, remove its annotation {})",
+            "not running: the dynrec run that loads it from {} stopped (to run it from the cluster, remove its annotation {})",
+            published::source_of(file),
             published::SOURCE_ANNOTATION
         );
         ConditionSet::living(&DEFINITION_CONDITIONS)
