@@ -78,6 +78,11 @@ pub fn change(image: &str) -> serde_json::Value {
     json!({"spec": {"image": image}})
 }
 
+/// The image a WebApp asks for: what [`change`] sets.
+pub fn changed_value(webapp: &DynamicObject) -> Option<&str> {
+    webapp.data["spec"]["image"].as_str()
+}
+
 /// The WebApp a Deployment belongs to and the image it runs, when it is one of theirs.
 pub fn shown(deployment: &DynamicObject) -> Option<(String, String)> {
     let owner = deployment.metadata.name.clone()?;

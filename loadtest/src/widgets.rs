@@ -60,6 +60,11 @@ pub fn change(greeting: &str) -> serde_json::Value {
     json!({"spec": {"greeting": greeting}})
 }
 
+/// The greeting a widget has: what [`change`] sets.
+pub fn changed_value(widget: &DynamicObject) -> Option<&str> {
+    widget.data["spec"]["greeting"].as_str()
+}
+
 /// The widget a ConfigMap belongs to (by its name) and the greeting it shows, when it is one
 /// of theirs.
 pub fn shown(config_map: &DynamicObject) -> Option<(String, String)> {

@@ -75,11 +75,10 @@ impl Workload {
 
     /// The value of `instance` that a churn change sets and its watched child shows.
     pub fn changed_value(self, instance: &DynamicObject) -> Option<&str> {
-        let field = match self {
-            Self::Widgets => "greeting",
-            Self::Webapps => "image",
-        };
-        instance.data["spec"][field].as_str()
+        match self {
+            Self::Widgets => widgets::changed_value(instance),
+            Self::Webapps => webapps::changed_value(instance),
+        }
     }
 
     /// What a definition given with `--definition` must write for the driver to time its
